@@ -1,0 +1,31 @@
+# faasgd: `make run` trains a real job, `make test` runs the whole suite. Both install what is missing.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: run test test-unit bench deps clean
+
+deps: $(VENV)/.installed
+	@scripts/ensure-debian-packages.sh
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+run: deps
+	$(PY) -m faasgd.local.with_store redis -- faasgd train --workers 2 --dataset fashion-mnist --target-accuracy 0.85
+
+test: deps
+	$(PY) -m pytest -q tests
+
+test-unit: deps
+	$(PY) -m pytest -q tests/unit
+
+bench: deps
+	$(PY) bench/throughput.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info

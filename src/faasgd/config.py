@@ -1,0 +1,185 @@
+"""A training job's configuration: one frozen dataclass, one comment per field.
+
+The same lower-case key names are used everywhere: stack.yml `environment`, JSON request bodies,
+CLI flags (with dashes), test.sh matrices and the job's `config` record in the store.
+Precedence: defaults < environment < request body / flags. Unknown keys in a body or in flags are
+an error; the environment is only read for known keys (it holds much else).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from faasgd.data import DATASETS
+from faasgd.errors import ConfigError
+
+ACTIVATIONS = ("tanh", "relu")
+MODES = ("loop", "per-iteration", "single")
+STORE_SCHEMES = ("redis", "memcached", "memory")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training job; stored with the job so every worker reads the same."""
+
+    dataset: str = "fashion-mnist"  # fashion-mnist, emnist-{balanced,bymerge,byclass,digits,letters,mnist}, synthetic
+    hidden_sizes: tuple[int, ...] = (100,)  # units per hidden layer; "256,128" in env/flags
+    activation: str = "tanh"  # hidden-layer non-linearity: tanh or relu
+    dropout: float = 0.0  # inverted-dropout drop probability on hidden layers, in [0, 1)
+    learning_rate: float = 0.1  # SGD step size on the batch-averaged gradient, > 0
+    batch_size: int = 128  # samples per minibatch, per worker
+    number_of_workers: int = 2  # data-parallel workers, each with its own shard
+    n_fetch: int = 10  # fetch the global parameters every n_fetch minibatches
+    n_push: int = 10  # push the accumulated update every n_push minibatches
+    mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
+    max_epochs: int = 20  # upper bound on passes over each worker's shard
+    target_accuracy: float = 0.85  # test accuracy that ends the job (1.0: run all max_epochs)
+    seed: int = 0  # network init uses seed; worker i shuffles and drops out with seed + i
+    store_url: str = "redis://127.0.0.1:6379/0"  # redis://[:password@]host:port/db, memcached://host:port
+    train_samples: int = 0  # use only the first N training rows (0: all); for quick runs
+    test_samples: int = 0  # evaluate on the first N test rows (0: all)
+    store_timeout_s: float = 30.0  # how long a worker retries an unreachable store before failing
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready plain values (hidden_sizes as a list)."""
+        out = dataclasses.asdict(self)
+        out["hidden_sizes"] = list(self.hidden_sizes)
+        return out
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+_URL = re.compile(r"^([a-z][a-z0-9+.-]*)://")
+
+
+def _int(field: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(field, f"must be an integer in [{low}, {high}], got {value!r}")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise ConfigError(field, f"must be an integer in [{low}, {high}], got {value!r}") from None
+    if not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(field, f"must be an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def _float(field: str, value: Any, low: float, high: float, *, low_open=False, high_open=False) -> float:
+    lo, hi = ("(" if low_open else "["), (")" if high_open else "]")
+    message = f"must be a number in {lo}{low}, {high}{hi}, got {value!r}"
+    if isinstance(value, bool):
+        raise ConfigError(field, message)
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ConfigError(field, message) from None
+    if not isinstance(value, (int, float)):
+        raise ConfigError(field, message)
+    value = float(value)
+    if value != value or value < low or value > high or (low_open and value == low) or (high_open and value == high):
+        raise ConfigError(field, message)
+    return value
+
+
+def _choice(field: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value.strip() not in allowed:
+        raise ConfigError(field, f"must be one of {', '.join(allowed)}, got {value!r}")
+    return value.strip()
+
+
+def _hidden_sizes(field: str, value: Any) -> tuple[int, ...]:
+    message = f"must be a list of 1 to 8 layer sizes in [1, 65536], e.g. [100] or \"256,128\", got {value!r}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if isinstance(value, str):
+        value = [part for part in value.replace(" ", "").split(",") if part]
+    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= 8:
+        raise ConfigError(field, message)
+    try:
+        return tuple(_int(field, v, 1, 65536) for v in value)
+    except ConfigError:
+        raise ConfigError(field, message) from None
+
+
+def _store_url(field: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(field, f"must be a URL like redis://host:6379/0 or memcached://host:11211, got {value!r}")
+    match = _URL.match(value.strip())
+    if not match:
+        raise ConfigError(field, f"must be a URL like redis://host:6379/0 or memcached://host:11211, got {value!r}")
+    if match.group(1) not in STORE_SCHEMES:
+        raise ConfigError(
+            field, f"unknown scheme {match.group(1)!r} (allowed: {', '.join(STORE_SCHEMES)}), got {value!r}"
+        )
+    return value.strip()
+
+
+def _parse(field: str, value: Any) -> Any:
+    """Coerce one raw value (typed JSON or an environment string) and check its range."""
+    if field == "dataset":
+        return _choice(field, value, DATASETS)
+    if field == "hidden_sizes":
+        return _hidden_sizes(field, value)
+    if field == "activation":
+        return _choice(field, value, ACTIVATIONS)
+    if field == "mode":
+        return _choice(field, value, MODES)
+    if field == "store_url":
+        return _store_url(field, value)
+    if field == "dropout":
+        return _float(field, value, 0.0, 1.0, high_open=True)
+    if field == "learning_rate":
+        return _float(field, value, 0.0, 100.0, low_open=True)
+    if field == "target_accuracy":
+        return _float(field, value, 0.0, 1.0, low_open=True)
+    if field == "store_timeout_s":
+        return _float(field, value, 0.0, 86400.0, low_open=True)
+    if field == "batch_size":
+        return _int(field, value, 1, 65536)
+    if field == "number_of_workers":
+        return _int(field, value, 1, 1024)
+    if field in ("n_fetch", "n_push"):
+        return _int(field, value, 1, 1_000_000)
+    if field == "max_epochs":
+        return _int(field, value, 1, 100_000)
+    if field == "seed":
+        return _int(field, value, 0, 2**31 - 1)
+    if field in ("train_samples", "test_samples"):
+        return _int(field, value, 0, 100_000_000)
+    raise ConfigError(field, f"unknown key (known keys: {', '.join(FIELDS)})")
+
+
+def check_keys(values: Mapping[str, Any]) -> None:
+    """Reject keys that are not config fields, naming the first one."""
+    if not isinstance(values, Mapping):
+        raise ConfigError("body", f"must be a JSON object of config keys, got {type(values).__name__}")
+    for key in values:
+        if key not in FIELDS:
+            raise ConfigError(str(key), f"unknown key (known keys: {', '.join(FIELDS)})")
+
+
+def load_config(env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
+    """Defaults, then known keys from `env`, then `overrides` (unknown override keys are an error)."""
+    overrides = overrides or {}
+    check_keys(overrides)
+    values: dict[str, Any] = {}
+    for key in FIELDS:
+        if env is not None and key in env and str(env[key]).strip() != "":
+            values[key] = _parse(key, env[key])
+    for key, value in overrides.items():
+        if value is not None:
+            values[key] = _parse(key, value)
+    if values.get("mode") == "single":
+        values["number_of_workers"] = 1  # single: one function trains on the whole dataset
+    return TrainConfig(**values)
+
+
+def config_from_record(record: Mapping[str, Any]) -> TrainConfig:
+    """Rebuild the config stored with a job (strict: the record must only hold config keys)."""
+    return load_config(None, {k: v for k, v in record.items()})

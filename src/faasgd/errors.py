@@ -1,0 +1,66 @@
+"""One exception hierarchy for the whole core; the function boundary maps it to HTTP statuses."""
+
+
+class FaasgdError(Exception):
+    """Raised for any failure faasgd knows how to describe; the root of every faasgd error."""
+
+    http_status = 500
+
+
+class ConfigError(FaasgdError, ValueError):
+    """Raised when a configuration key is unknown or its value is out of range; names the field."""
+
+    http_status = 400
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class DataError(FaasgdError):
+    """Raised when a dataset is missing, malformed or cannot be sharded as asked."""
+
+    http_status = 500
+
+
+class StoreError(FaasgdError):
+    """Raised when the parameter store fails; names the store URL (password masked)."""
+
+    http_status = 503
+
+    def __init__(self, url: str, detail: str = ""):
+        self.url = url
+        self.detail = detail
+        super().__init__(f"{self.kind}: {url}" + (f" ({detail})" if detail else ""))
+
+    kind = "store error"
+
+
+class StoreUnavailable(StoreError):
+    """Raised when the store cannot be reached (connection refused, reset or closed)."""
+
+    kind = "store unavailable"
+
+
+class StoreTimeout(StoreError):
+    """Raised when a store operation does not finish before its deadline."""
+
+    http_status = 504
+    kind = "store timeout"
+
+
+class StoreConflict(StoreError):
+    """Raised when an atomic update still conflicts after its bounded retries."""
+
+    http_status = 503
+    kind = "store conflict"
+
+
+class JobNotFound(FaasgdError):
+    """Raised when a job id has no records in the store."""
+
+    http_status = 404
+
+    def __init__(self, job_id: str):
+        self.job_id = job_id
+        super().__init__(f"job_id: no job {job_id!r} in the store")

@@ -1,0 +1,100 @@
+import pytest
+
+from faasgd.config import FIELDS, TrainConfig, config_from_record, load_config
+from faasgd.errors import ConfigError
+
+
+def test_defaults_without_env_or_overrides():
+    config = load_config({}, {})
+    assert config == TrainConfig()
+    assert config.hidden_sizes == (100,)
+
+
+def test_environment_overrides_defaults_and_body_overrides_environment():
+    env = {"batch_size": "64", "learning_rate": "0.05", "hidden_sizes": "256, 128", "PATH": "/bin"}
+    config = load_config(env, {"batch_size": 32})
+    assert config.batch_size == 32
+    assert config.learning_rate == pytest.approx(0.05)
+    assert config.hidden_sizes == (256, 128)
+
+
+def test_empty_environment_value_is_ignored():
+    assert load_config({"batch_size": ""}, {}).batch_size == TrainConfig().batch_size
+
+
+def test_unknown_body_key_is_rejected_by_name():
+    with pytest.raises(ConfigError) as info:
+        load_config({}, {"batchsize": 10})
+    assert info.value.field == "batchsize"
+    assert "unknown key" in str(info.value)
+
+
+def test_body_must_be_an_object():
+    with pytest.raises(ConfigError) as info:
+        load_config({}, [1, 2])  # type: ignore[arg-type]
+    assert info.value.field == "body"
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("batch_size", 0),
+        ("batch_size", "abc"),
+        ("batch_size", True),
+        ("batch_size", 1.5),
+        ("number_of_workers", 0),
+        ("n_fetch", 0),
+        ("n_push", -1),
+        ("learning_rate", 0),
+        ("learning_rate", -0.1),
+        ("learning_rate", "fast"),
+        ("dropout", 1.0),
+        ("target_accuracy", 1.5),
+        ("max_epochs", 0),
+        ("dataset", "cifar10"),
+        ("activation", "sigmoid"),
+        ("mode", "batch"),
+        ("hidden_sizes", []),
+        ("hidden_sizes", "10,x"),
+        ("store_url", "postgres://127.0.0.1/0"),
+        ("store_url", "127.0.0.1:6379"),
+        ("store_url", ""),
+        ("seed", -1),
+    ],
+)
+def test_bad_values_name_the_field_and_the_value(field, value):
+    with pytest.raises(ConfigError) as info:
+        load_config({}, {field: value})
+    assert info.value.field == field
+    assert str(info.value).startswith(f"{field}: ")
+    assert repr(value) in str(info.value)
+
+
+def test_bad_environment_value_names_the_field():
+    with pytest.raises(ConfigError) as info:
+        load_config({"n_fetch": "zero"}, {})
+    assert info.value.field == "n_fetch"
+
+
+def test_integral_float_from_json_is_accepted():
+    assert load_config({}, {"batch_size": 64.0}).batch_size == 64
+
+
+def test_single_mode_runs_one_worker():
+    assert load_config({}, {"mode": "single", "number_of_workers": 4}).number_of_workers == 1
+
+
+def test_record_round_trip_is_exact():
+    config = load_config({}, {"hidden_sizes": [32, 16], "mode": "per-iteration", "store_url": "memcached://h:1"})
+    assert config_from_record(config.to_dict()) == config
+
+
+def test_every_field_has_a_comment_in_the_source():
+    import inspect
+
+    import faasgd.config as module
+
+    source = inspect.getsource(module.TrainConfig)
+    for name in FIELDS:
+        line = next(l for l in source.splitlines() if l.strip().startswith(f"{name}:"))
+        assert "#" in line, name
