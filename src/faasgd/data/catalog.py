@@ -1,0 +1,74 @@
+"""The data sets faasgd knows, their shapes, and where each one's rows come from."""
+
+import numpy as np
+
+from faasgd.data import emnist_source, fashion, synthetic
+from faasgd.errors import ConfigError
+
+DATASETS: tuple[str, ...] = (
+    "fashion-mnist",
+    "emnist-balanced",
+    "emnist-bymerge",
+    "emnist-byclass",
+    "emnist-digits",
+    "emnist-letters",
+    "emnist-mnist",
+    "synthetic",
+)
+SPLITS: tuple[str, ...] = ("train", "test")
+INPUT_DIM = 784  # every data set has 28 x 28 images
+N_CLASSES = {
+    "fashion-mnist": 10,
+    "emnist-balanced": 47,
+    "emnist-bymerge": 47,
+    "emnist-byclass": 62,
+    "emnist-digits": 10,
+    "emnist-letters": 27,  # labels 1..26; class 0 is never used
+    "emnist-mnist": 10,
+    "synthetic": synthetic.N_CLASSES,
+}
+
+
+def check_dataset(dataset: str) -> None:
+    """Raise ConfigError naming the field unless `dataset` is one of DATASETS."""
+    if dataset not in DATASETS:
+        raise ConfigError("dataset", f"must be one of {', '.join(DATASETS)}, got {dataset!r}")
+
+
+def check_split(split: str) -> None:
+    """Raise ConfigError naming the field unless `split` is train or test."""
+    if split not in SPLITS:
+        raise ConfigError("split", f"must be one of {', '.join(SPLITS)}, got {split!r}")
+
+
+def dataset_info(dataset: str) -> tuple[int, int]:
+    """Return (input_dim, n_classes) of `dataset` without reading any data."""
+    check_dataset(dataset)
+    return INPUT_DIM, N_CLASSES[dataset]
+
+
+def count_rows(dataset: str, split: str, limit: int = 0, data_dir: str | None = None) -> int:
+    """Return the rows of the split after `limit` (files: the first `limit` rows at most; synthetic: exactly)."""
+    if dataset == "synthetic":
+        return synthetic.count_rows(split, limit)
+    if dataset == "fashion-mnist":
+        total = fashion.count_rows(split, data_dir)
+    else:
+        total = emnist_source.count_rows(emnist_variant(dataset), split)
+    return min(total, limit) if limit > 0 else total
+
+
+def read_rows(
+    dataset: str, split: str, start: int, stop: int, data_dir: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return uint8 images (n, ...) and integer labels (n,) of rows [start, stop) of the split."""
+    if dataset == "synthetic":
+        return synthetic.read_split_rows(split, start, stop)
+    if dataset == "fashion-mnist":
+        return fashion.read_split_rows(split, start, stop, data_dir)
+    return emnist_source.read_split_rows(emnist_variant(dataset), split, start, stop)
+
+
+def emnist_variant(dataset: str) -> str:
+    """Return the `emnist` package's name of an EMNIST data set, e.g. "digits" for "emnist-digits"."""
+    return dataset.removeprefix("emnist-")

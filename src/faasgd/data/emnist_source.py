@@ -1,0 +1,90 @@
+"""EMNIST variants from the `emnist` package's cache archive, read one row range at a time.
+
+The archive is NIST's gzip.zip, kept by the package at `emnist.get_cached_data_path()` (by default
+~/.cache/emnist/emnist.zip) with members named by `emnist.ZIP_PATH_TEMPLATE`. The package's own
+loader decompresses a whole member into memory; here each member is streamed through gzip instead,
+so only the shard's rows are kept. Images get the package's transpose (swapaxes(1, 2)).
+"""
+
+import gzip
+import os
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import BinaryIO
+
+import emnist
+import numpy as np
+
+from faasgd.data.idx import check_pair, read_header, read_rows
+from faasgd.errors import DataError
+
+IMAGE_SHAPE = (28, 28)
+NIST_URL = "https://www.nist.gov/itl/iad/image-group/emnist-dataset"
+
+
+def archive_path(dataset: str) -> str:
+    """Return the path of the cached archive, asking the package to download it when it is missing."""
+    path = emnist.get_cached_data_path()
+    if os.path.isfile(path) and os.path.getsize(path) > 0:
+        return path
+    try:
+        return emnist.ensure_cached_data()
+    except Exception as e:  # the package raises whatever requests or the file system raised
+        raise DataError(
+            f"{dataset}: no EMNIST archive at {path} and the download failed ({type(e).__name__}: {e}); "
+            f"place NIST's gzip.zip ({NIST_URL}) at that path"
+        ) from e
+
+
+def member_name(variant: str, split: str, component: str) -> str:
+    """Return the archive member holding `component` ("images" or "labels") of a variant's split."""
+    dim = 3 if component == "images" else 1
+    return emnist.ZIP_PATH_TEMPLATE.format(dataset=variant, usage=split, matrix=component, dim=dim)
+
+
+@contextmanager
+def open_member(archive: zipfile.ZipFile, name: str, dataset: str) -> Iterator[BinaryIO]:
+    """Open one gzip'd member of the archive as a decompressed stream."""
+    try:
+        member = archive.open(name)
+    except KeyError as e:
+        raise DataError(f"{dataset}: the EMNIST archive {archive.filename} has no member {name}") from e
+    with member, gzip.GzipFile(fileobj=member) as stream:
+        yield stream
+
+
+@contextmanager
+def open_split(variant: str, split: str) -> Iterator[tuple[BinaryIO, BinaryIO]]:
+    """Open the (images, labels) streams of `split` of EMNIST `variant` (e.g. "digits")."""
+    dataset = f"emnist-{variant}"
+    path = archive_path(dataset)
+    try:
+        archive = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise DataError(
+            f"{dataset}: {path} is not a readable zip archive ({e}); replace it with NIST's gzip.zip ({NIST_URL})"
+        ) from e
+    with archive, \
+            open_member(archive, member_name(variant, split, "images"), dataset) as images, \
+            open_member(archive, member_name(variant, split, "labels"), dataset) as labels:
+        yield images, labels
+
+
+def count_rows(variant: str, split: str) -> int:
+    """Return the number of rows of `split` of EMNIST `variant`, reading only the two headers."""
+    name = f"emnist-{variant} {split}"
+    with open_split(variant, split) as (images, labels):
+        return check_pair(read_header(images, f"{name} images"), read_header(labels, f"{name} labels"),
+                          IMAGE_SHAPE, name)
+
+
+def read_split_rows(variant: str, split: str, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return images (n, 28, 28), transposed as the package does, and labels (n,) of rows [start, stop)."""
+    name = f"emnist-{variant} {split}"
+    with open_split(variant, split) as (images, labels):
+        images_header = read_header(images, f"{name} images")
+        labels_header = read_header(labels, f"{name} labels")
+        check_pair(images_header, labels_header, IMAGE_SHAPE, name)
+        pixels = read_rows(images, images_header, start, stop, f"{name} images")
+        return pixels.swapaxes(1, 2), read_rows(labels, labels_header, start, stop, f"{name} labels")
