@@ -1,0 +1,209 @@
+"""Start real redis-server and memcached processes on loopback, for tests, `make run` and the local runtime.
+
+Each server binds 127.0.0.1 only, keeps nothing on disk, and is considered started only once it
+answers (PING / version) before a deadline. `ServerProcess.stop()` is idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from faasgd.errors import StoreUnavailable
+
+LOOPBACK = "127.0.0.1"
+POLL_S = 0.05  # sleep between readiness polls
+START_ATTEMPTS = 3  # fresh ports tried when the caller did not fix one (another process may grab a free port)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ServerProcess:
+    """A store server this process started; `url` is what `faasgd.store.open_store` takes."""
+
+    name: str  # "redis" or "memcached"
+    url: str  # redis://127.0.0.1:P/0 or memcached://127.0.0.1:P (never contains the password)
+    port: int
+    pid: int
+    popen: subprocess.Popen | None  # None when only the pid is known
+    password: str | None = None  # redis --requirepass, if any
+    log_path: str | None = None  # the server's stdout/stderr
+    workdir: str | None = None  # redis --dir
+    _tmpdir: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
+
+    def alive(self) -> bool:
+        """True while the server process has not exited."""
+        if self.popen is not None:
+            return self.popen.poll() is None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Terminate the server, wait up to `timeout`, kill it if needed; calling it again does nothing."""
+        if self.popen is not None:
+            if self.popen.poll() is None:
+                self.popen.terminate()
+                try:
+                    self.popen.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.popen.kill()
+                    self.popen.wait(timeout)
+        elif self.alive():
+            _stop_pid(self.pid, timeout)
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines the server wrote, for error messages."""
+        if not self.log_path or not os.path.exists(self.log_path):
+            return ""
+        with open(self.log_path, "r", errors="replace") as f:
+            return "".join(f.readlines()[-lines:]).strip()
+
+
+def start_redis(
+    port: int | None = None,
+    workdir: str | None = None,
+    password: str | None = None,
+    ready_timeout: float = 10.0,
+) -> ServerProcess:
+    """Start redis-server on 127.0.0.1 without persistence; return once it answers PING."""
+    binary = _binary("redis-server", "redis-server")
+
+    def launch(p: int) -> ServerProcess:
+        tmp = tempfile.TemporaryDirectory(prefix="faasgd-redis-")
+        directory = workdir or tmp.name
+        conf = os.path.join(tmp.name, "redis.conf")  # the password stays off the command line
+        with open(os.open(conf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            if password:
+                quoted = password.replace("\\", "\\\\").replace('"', '\\"')
+                f.write(f'requirepass "{quoted}"\n')
+        argv = [binary, conf, "--port", str(p), "--bind", LOOPBACK, "--save", "",
+                "--appendonly", "no", "--dir", directory, "--daemonize", "no"]
+        server = _spawn("redis", f"redis://{LOOPBACK}:{p}/0", p, argv, tmp, password)
+        server.workdir = directory
+        return server
+
+    return _start(launch, port, _redis_answers, ready_timeout)
+
+
+def start_memcached(
+    port: int | None = None,
+    item_size: str = "2m",
+    memory_mb: int = 256,
+    ready_timeout: float = 10.0,
+) -> ServerProcess:
+    """Start memcached on 127.0.0.1 (TCP only); return once it answers `version`."""
+    binary = _binary("memcached", "memcached")
+
+    def launch(p: int) -> ServerProcess:
+        tmp = tempfile.TemporaryDirectory(prefix="faasgd-memcached-")
+        argv = [binary, "-l", LOOPBACK, "-p", str(p), "-U", "0", "-I", item_size, "-m", str(memory_mb)]
+        if os.geteuid() == 0:
+            argv += ["-u", "root"]  # memcached refuses to run as root without it
+        return _spawn("memcached", f"memcached://{LOOPBACK}:{p}", p, argv, tmp, None)
+
+    return _start(launch, port, _memcached_answers, ready_timeout)
+
+
+def _binary(program: str, package: str) -> str:
+    path = shutil.which(program)
+    if path is None:
+        raise StoreUnavailable(
+            f"{program} (local)",
+            f"{program} not found on PATH; install it with: apt-get install -y {package}",
+        )
+    return path
+
+
+def _spawn(name, url, port, argv, tmp, password) -> ServerProcess:
+    log_path = os.path.join(tmp.name, f"{name}.log")
+    with open(log_path, "wb") as log:
+        popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    return ServerProcess(name=name, url=url, port=port, pid=popen.pid, popen=popen,
+                         password=password, log_path=log_path, _tmpdir=tmp)
+
+
+def _start(launch, port, answers, ready_timeout) -> ServerProcess:
+    """Launch on `port` (or on fresh free ports, a few times) and wait until `answers(port)`."""
+    attempts_left = 1 if port is not None else START_ATTEMPTS
+    while True:
+        attempts_left -= 1
+        server = launch(port if port is not None else free_port())
+        try:
+            _wait_ready(server, answers, ready_timeout)
+            return server
+        except StoreUnavailable:
+            exited = not server.alive()
+            server.stop()
+            if attempts_left == 0 or not exited:
+                raise  # out of ports to try, or a live server that never answered
+
+
+def _wait_ready(server: ServerProcess, answers, ready_timeout: float) -> None:
+    deadline = time.monotonic() + ready_timeout
+    while True:
+        if not server.alive():
+            code = server.popen.returncode if server.popen else "?"
+            raise StoreUnavailable(server.url, f"{server.name} exited with code {code}: {server.log_tail()}")
+        if answers(server.port):
+            return
+        if time.monotonic() >= deadline:
+            raise StoreUnavailable(server.url, f"{server.name} did not answer within {ready_timeout}s")
+        time.sleep(POLL_S)
+
+
+def _ask(port: int, request: bytes, timeout: float = 0.5) -> bytes:
+    """Send one request line to 127.0.0.1:port and return the first reply bytes ('' if unreachable)."""
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=timeout) as sock:
+            sock.sendall(request)
+            return sock.recv(256)
+    except OSError:
+        return b""
+
+
+def _redis_answers(port: int) -> bool:
+    reply = _ask(port, b"PING\r\n")
+    return reply.startswith(b"+PONG") or reply.startswith(b"-NOAUTH")  # up, with or without a password
+
+
+def _memcached_answers(port: int) -> bool:
+    return _ask(port, b"version\r\n").startswith(b"VERSION ")
+
+
+def _stop_pid(pid: int, timeout: float) -> None:
+    """Stop a server known only by pid: SIGTERM, poll until gone or deadline, then SIGKILL."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(POLL_S)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

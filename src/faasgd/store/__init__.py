@@ -1,0 +1,70 @@
+"""Parameter stores chosen by URL: redis://, memcached://, memory:// (tests only).
+
+    store = open_store("redis://:secret@127.0.0.1:6379/0")
+    store.set_weights(job_id, flat)
+    weights, version = store.get_weights(job_id, out=buffer)
+    store.push_update(job_id, delta)          # atomic add; no update is ever lost
+
+open_store does not connect; `store.ping()` checks the store answers.
+"""
+
+from __future__ import annotations
+
+import os
+
+from faasgd.store.base import ParameterStore
+from faasgd.store.codec import DEFAULT_CHUNK_FLOATS
+from faasgd.store.url import StoreUrl, mask_url, parse_store_url
+
+__all__ = ["open_store", "ParameterStore", "StoreUrl", "parse_store_url", "mask_url", "DEFAULT_CHUNK_FLOATS"]
+
+SECRETS_DIR = "/var/openfaas/secrets"  # where OpenFaaS mounts function secrets
+PASSWORD_SECRET = "store-password"  # file name of the Redis password inside the secrets dir
+
+
+def open_store(
+    url: str,
+    *,
+    client=None,
+    timeout_s: float = 5.0,
+    secrets_dir: str | None = None,
+    chunk_floats: int = DEFAULT_CHUNK_FLOATS,
+    max_retries: int = 200,
+    retry_deadline_s: float = 30.0,
+) -> ParameterStore:
+    """The ParameterStore for `url` (lazy: nothing is contacted until the first call).
+
+    client: an injected client for tests (fakeredis.FakeRedis(), a pymemcache mock, a MemorySpace).
+    secrets_dir: where `store-password` is looked up when a Redis URL carries no password
+    (default: env FAASGD_SECRETS_DIR, else /var/openfaas/secrets).
+    chunk_floats, max_retries, retry_deadline_s: see ParameterStore.
+    """
+    parsed = parse_store_url(url)
+    options = dict(chunk_floats=chunk_floats, max_retries=max_retries, retry_deadline_s=retry_deadline_s)
+    if parsed.scheme == "redis":
+        from faasgd.store import redis_store
+
+        if client is None:
+            password = parsed.password or read_password(secrets_dir)
+            client = redis_store.connect(parsed, password, timeout_s)
+        return redis_store.RedisStore(parsed.masked, client, **options)
+    if parsed.scheme == "memcached":
+        from faasgd.store import memcached_store
+
+        if client is None:
+            client = memcached_store.connect(parsed, timeout_s)
+        return memcached_store.MemcachedStore(parsed.masked, client, **options)
+    from faasgd.store import memory_store
+
+    return memory_store.MemoryStore(parsed.masked, parsed.host, client, **options)
+
+
+def read_password(secrets_dir: str | None = None) -> str | None:
+    """The store password from <secrets_dir>/store-password, or None when that file does not exist."""
+    directory = secrets_dir or os.environ.get("FAASGD_SECRETS_DIR") or SECRETS_DIR
+    path = os.path.join(directory, PASSWORD_SECRET)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip() or None
+    except FileNotFoundError:
+        return None

@@ -1,0 +1,266 @@
+"""The ParameterStore interface and the logic every backend shares.
+
+Public methods validate their arguments, build keys (keys.py), encode values (codec.py) and call a
+few backend primitives inside `self._errors()`, the one place where a backend maps its client's
+exceptions to StoreUnavailable / StoreTimeout / StoreError. A public method never lets a raw backend
+exception out.
+
+Concurrency contract of push_update: every call adds its delta exactly once (no lost update). How
+a backend achieves it (optimistic transaction, per-chunk CAS, lock) is in its module docstring.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import random
+import time
+from typing import Callable
+
+import numpy as np
+
+from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreError
+from faasgd.store import codec, keys
+
+MAX_TTL_S = 30 * 24 * 3600  # memcached reads larger expiries as unix timestamps
+BACKOFF_BASE_S = 0.0005  # first wait after a conflict
+BACKOFF_CAP_S = 0.05  # longest wait after a conflict
+
+
+class ParameterStore(abc.ABC):
+    """A job's parameters (chunked float32 weights + version) and small JSON records, in a shared store."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        chunk_floats: int = codec.DEFAULT_CHUNK_FLOATS,  # values per weight chunk, fixed per job at set_weights
+        max_retries: int = 200,  # conflicting attempts of one push_update before StoreConflict
+        retry_deadline_s: float = 30.0,  # wall-clock bound on one push_update's retries
+    ):
+        self.url = url  # masked: safe in every message
+        self.chunk_floats = codec.check_chunk_floats(chunk_floats)
+        self.max_retries = max_retries
+        self.retry_deadline_s = retry_deadline_s
+        self.conflicts = 0  # optimistic-update conflicts seen by this client object
+        self.retries = 0  # attempts repeated after a conflict or a transient failure
+        self._meta: dict[str, codec.WeightsMeta] = {}  # per job; never changes once written
+        self._rng = random.Random()  # backoff jitter only; not part of any result
+        # Test hook: called with job_id between the read and the conditional write of push_update,
+        # so a test can make another client write there and provoke a real conflict.
+        self._after_read_hook: Callable[[str], None] | None = None
+
+    # ---- weights ---------------------------------------------------------------------------
+    def ping(self) -> None:
+        """Check the store answers; raise StoreUnavailable / StoreTimeout naming the URL."""
+        with self._errors():
+            self._ping()
+
+    def set_weights(self, job_id: str, flat: np.ndarray, version: int = 0) -> None:
+        """Initialise a job's weights (any length, stored as float32) and set its version (default 0).
+
+        A version other than 0 is for copies: a node-local cache records which global version it holds.
+        """
+        keys.check_job_id(job_id)
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise ConfigError("version", f"must be an integer >= 0, got {version!r}")
+        data = codec.as_vector(flat, "flat")
+        meta = codec.WeightsMeta(data.size, self.chunk_floats)
+        with self._errors():
+            self._write_weights(job_id, codec.meta_to_bytes(meta), codec.encode_chunks(data, meta), version)
+        self._meta[job_id] = meta
+
+    def get_weights(self, job_id: str, out: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """(weights, version): a consistent snapshot on Redis and memory, see memcached_store otherwise.
+
+        With `out` (float32, the job's length) the weights are decoded into it; no new buffer.
+        """
+        meta = self._weights_meta(job_id)
+        version, chunks = self._read_weights(job_id, meta)
+        if not codec.fits(chunks, meta):  # re-initialised with another layout since we cached it?
+            meta = self._weights_meta(job_id, fresh=True)
+            version, chunks = self._read_weights(job_id, meta)
+        target = codec.check_out(out, meta.length)
+        return self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}"), version
+
+    def push_update(self, job_id: str, delta: np.ndarray) -> int:
+        """Atomically add `delta` to the job's weights and bump its version; return the new version."""
+        meta = self._weights_meta(job_id)
+        data = codec.as_vector(delta, "delta", meta.length)
+        with self._errors():
+            return self._push(job_id, meta, data)
+
+    # ---- records ---------------------------------------------------------------------------
+    def put_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> None:
+        """Write JSON record `name` of a job (ttl_s 0: no expiry)."""
+        key, data, ttl = keys.record(job_id, name), codec.record_to_bytes(value), self._ttl(ttl_s)
+        with self._errors():
+            self._put(key, data, ttl)
+
+    def add_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> bool:
+        """Create record `name` only if absent (atomically); True if this call created it."""
+        key, data, ttl = keys.record(job_id, name), codec.record_to_bytes(value), self._ttl(ttl_s)
+        with self._errors():
+            return self._add(key, data, ttl)
+
+    def get_record(self, job_id: str, name: str) -> dict | None:
+        """Record `name` of a job, or None when absent (or expired)."""
+        return self.get_records(job_id, [name])[name]
+
+    def get_records(self, job_id: str, names: list[str]) -> dict[str, dict | None]:
+        """Several records in one round trip; absent ones map to None."""
+        names = list(names)
+        record_keys = [keys.record(job_id, n) for n in names]
+        if not record_keys:
+            return {}
+        with self._errors():
+            raw = self._get_many(record_keys)
+        return {n: self._decode(codec.record_from_bytes, r, n) for n, r in zip(names, raw)}
+
+    def delete_record(self, job_id: str, name: str) -> None:
+        """Remove record `name` of a job; absent is fine."""
+        key = keys.record(job_id, name)
+        with self._errors():
+            self._delete(key)
+
+    def incr(self, job_id: str, name: str, by: int = 1) -> int:
+        """Atomically add `by` (>= 0) to counter `name`, which starts at 0; return the new value."""
+        if isinstance(by, bool) or not isinstance(by, int) or by < 0:
+            raise ConfigError("by", f"must be a non-negative integer (memcached counters only grow), got {by!r}")
+        key = keys.counter(job_id, name)
+        with self._errors():
+            return self._incr(key, by)
+
+    def append_event(self, job_id: str, event: dict) -> None:
+        """Append a JSON event to the job's ordered log."""
+        keys.check_job_id(job_id)
+        data = codec.record_to_bytes(event)
+        with self._errors():
+            self._append_event(job_id, data)
+
+    def events(self, job_id: str, start: int = 0) -> list[dict]:
+        """The job's events from index `start` on, oldest first."""
+        keys.check_job_id(job_id)
+        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+            raise ConfigError("start", f"must be a non-negative integer, got {start!r}")
+        with self._errors():
+            raw = self._events(job_id, start)
+        return [self._decode(codec.record_from_bytes, r, "events") for r in raw]
+
+    def close(self) -> None:
+        """Release the client's connections; the store object is not used afterwards."""
+        with self._errors():
+            self._close()
+
+    def __enter__(self) -> "ParameterStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    # ---- shared helpers for backends -------------------------------------------------------
+    def _weights_meta(self, job_id: str, fresh: bool = False) -> codec.WeightsMeta:
+        """The job's chunk layout: read once, then cached (it never changes for a job)."""
+        keys.check_job_id(job_id)
+        if not fresh and job_id in self._meta:
+            return self._meta[job_id]
+        with self._errors():
+            (raw,) = self._get_many([keys.weights_meta(job_id)])
+        if raw is None:
+            raise JobNotFound(job_id)
+        meta = self._decode(codec.meta_from_bytes, raw, job_id)
+        self._meta[job_id] = meta
+        return meta
+
+    def _read_weights(self, job_id: str, meta: codec.WeightsMeta) -> tuple[int, list[bytes | None]]:
+        """(version, raw chunks) in one round trip; JobNotFound when the version is gone."""
+        names = [keys.weights_version(job_id), *keys.weights_chunks(job_id, meta.chunks)]
+        with self._errors():
+            raw = self._get_many(names)
+        version = self._int(raw[0])
+        if version is None:
+            self._meta.pop(job_id, None)
+            raise JobNotFound(job_id)
+        return version, raw[1:]
+
+    def _added(self, job_id: str, raw: bytes | None, delta: np.ndarray, meta: codec.WeightsMeta, index: int) -> bytes:
+        """Chunk `index` of a job plus its slice of `delta`, as wire bytes; StoreError if the chunk is bad."""
+        try:
+            return codec.add_to_chunk(raw, delta, meta, index)
+        except ValueError as e:
+            raise StoreError(self.url, f"job {job_id!r}: {e}") from e
+
+    def _after_read(self, job_id: str) -> None:
+        if self._after_read_hook is not None:
+            self._after_read_hook(job_id)
+
+    def _wait_before_retry(self, attempt: int, started: float, job_id: str) -> None:
+        """Sleep a jittered, doubling backoff before retry `attempt` (0-based), or raise StoreConflict."""
+        if attempt >= self.max_retries or time.monotonic() - started > self.retry_deadline_s:
+            raise StoreConflict(
+                self.url,
+                f"push_update of job {job_id!r} still conflicting after {attempt} retries "
+                f"in {time.monotonic() - started:.1f}s",
+            )
+        self.retries += 1
+        ceiling = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** min(attempt, 16))
+        time.sleep(self._rng.uniform(ceiling / 2, ceiling))
+
+    def _int(self, raw) -> int | None:
+        return self._decode(codec.int_from_bytes, raw, "counter")
+
+    def _decode(self, decode, raw, what: str):
+        try:
+            return decode(raw)
+        except ValueError as e:
+            raise StoreError(self.url, f"{what}: {e}") from e
+
+    @staticmethod
+    def _ttl(ttl_s: int) -> int:
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 <= ttl_s <= MAX_TTL_S:
+            raise ConfigError("ttl_s", f"must be an integer 0 (no expiry) to {MAX_TTL_S}, got {ttl_s!r}")
+        return ttl_s
+
+    # ---- backend primitives (called inside self._errors()) ---------------------------------
+    @abc.abstractmethod
+    def _errors(self) -> contextlib.AbstractContextManager:
+        """Map this backend's client exceptions to faasgd StoreErrors (FaasgdErrors pass through)."""
+
+    @abc.abstractmethod
+    def _ping(self) -> None: ...
+
+    @abc.abstractmethod
+    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
+        """Write meta, all chunks and version 0; a concurrent push must not survive it half-applied."""
+
+    @abc.abstractmethod
+    def _get_many(self, names: list[str]) -> list[bytes | None]:
+        """Values of `names` in order, in one round trip (atomically where the backend can)."""
+
+    @abc.abstractmethod
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> int: ...
+
+    @abc.abstractmethod
+    def _put(self, key: str, data: bytes, ttl_s: int) -> None: ...
+
+    @abc.abstractmethod
+    def _add(self, key: str, data: bytes, ttl_s: int) -> bool: ...
+
+    @abc.abstractmethod
+    def _delete(self, key: str) -> None: ...
+
+    @abc.abstractmethod
+    def _incr(self, key: str, by: int) -> int: ...
+
+    @abc.abstractmethod
+    def _append_event(self, job_id: str, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def _events(self, job_id: str, start: int) -> list[bytes]: ...
+
+    @abc.abstractmethod
+    def _close(self) -> None: ...
+

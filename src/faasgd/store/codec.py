@@ -1,0 +1,149 @@
+"""Wire formats: weights as raw little-endian float32 chunks, records as JSON. Never pickle.
+
+Decoding failures raise ValueError; the store turns them into StoreError naming its URL.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from faasgd.errors import ConfigError
+
+WIRE_DTYPE = np.dtype("<f4")  # what travels, on any host
+DEFAULT_CHUNK_FLOATS = 131072  # 512 KiB per chunk: below memcached's default 1 MB item limit
+
+
+@dataclass(frozen=True)
+class WeightsMeta:
+    """How a job's flat weight vector is laid out in chunks; fixed at set_weights."""
+
+    length: int  # number of float32 values
+    chunk_floats: int  # values per chunk (the last chunk may be shorter)
+
+    @property
+    def chunks(self) -> int:
+        return -(-self.length // self.chunk_floats)
+
+    def span(self, index: int) -> slice:
+        start = index * self.chunk_floats
+        return slice(start, min(start + self.chunk_floats, self.length))
+
+
+def meta_to_bytes(meta: WeightsMeta) -> bytes:
+    return json.dumps({"length": meta.length, "chunk_floats": meta.chunk_floats, "dtype": "<f4"}).encode()
+
+
+def meta_from_bytes(raw: bytes) -> WeightsMeta:
+    try:
+        data = json.loads(raw)
+        meta = WeightsMeta(int(data["length"]), int(data["chunk_floats"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"unreadable weight meta {raw[:80]!r}: {e}") from e
+    if meta.length < 0 or meta.chunk_floats < 1 or data.get("dtype") != "<f4":
+        raise ValueError(f"invalid weight meta {data!r}")
+    return meta
+
+
+def check_chunk_floats(chunk_floats: int) -> int:
+    if isinstance(chunk_floats, bool) or not isinstance(chunk_floats, int) or chunk_floats < 1:
+        raise ConfigError("chunk_floats", f"must be a positive integer, got {chunk_floats!r}")
+    return chunk_floats
+
+
+def as_vector(values, field: str, length: int | None = None) -> np.ndarray:
+    """`values` as a finite 1-D float32 array (no copy when already one); ConfigError naming `field`."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(field, f"must be a 1-D array of numbers: {e}") from e
+    if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise ConfigError(field, f"must be a 1-D array of numbers, got shape {arr.shape} dtype {arr.dtype}")
+    if length is not None and arr.size != length:
+        raise ConfigError(field, f"must have the job's {length} values, got {arr.size}")
+    arr = arr.astype(np.float32, copy=False)
+    if not np.isfinite(arr).all():
+        raise ConfigError(field, "contains NaN or infinity; refusing to write it to the shared store")
+    return arr
+
+
+def check_out(out: np.ndarray | None, length: int) -> np.ndarray:
+    """`out` if it can receive `length` weights in place, a fresh buffer if None; else ConfigError('out')."""
+    if out is None:
+        return np.empty(length, dtype=np.float32)
+    if (not isinstance(out, np.ndarray) or out.dtype != np.float32 or out.shape != (length,)
+            or not out.flags.c_contiguous or not out.flags.writeable):
+        shape = getattr(out, "shape", None)
+        dtype = getattr(out, "dtype", type(out).__name__)
+        raise ConfigError(
+            "out", f"must be a writable contiguous float32 array of shape ({length},), got {shape} {dtype}"
+        )
+    return out
+
+
+def encode_chunks(flat: np.ndarray, meta: WeightsMeta) -> list[bytes]:
+    wire = flat.astype(WIRE_DTYPE, copy=False)
+    return [wire[meta.span(i)].tobytes() for i in range(meta.chunks)]
+
+
+def fits(chunks: list[bytes | None], meta: WeightsMeta) -> bool:
+    """True when `chunks` are all present with the sizes `meta` implies."""
+    return len(chunks) == meta.chunks and all(
+        raw is not None and len(raw) == (meta.span(i).stop - meta.span(i).start) * WIRE_DTYPE.itemsize
+        for i, raw in enumerate(chunks)
+    )
+
+
+def decode_into(chunks: list[bytes | None], meta: WeightsMeta, out: np.ndarray) -> np.ndarray:
+    """Decode every chunk into its slice of `out` (no intermediate buffer); ValueError if one is bad."""
+    if len(chunks) != meta.chunks:
+        raise ValueError(f"expected {meta.chunks} weight chunks, got {len(chunks)}")
+    for i, raw in enumerate(chunks):
+        out[meta.span(i)] = _chunk(raw, meta, i)
+    return out
+
+
+def add_to_chunk(raw: bytes | None, delta: np.ndarray, meta: WeightsMeta, index: int) -> bytes:
+    """Chunk `index` plus its slice of `delta`, as wire bytes."""
+    total = _chunk(raw, meta, index) + delta[meta.span(index)]
+    return total.astype(WIRE_DTYPE, copy=False).tobytes()
+
+
+def _chunk(raw: bytes | None, meta: WeightsMeta, index: int) -> np.ndarray:
+    span = meta.span(index)
+    expected = (span.stop - span.start) * WIRE_DTYPE.itemsize
+    if raw is None:
+        raise ValueError(f"weight chunk {index} is missing (evicted or deleted?)")
+    if len(raw) != expected:
+        raise ValueError(f"weight chunk {index} has {len(raw)} bytes, expected {expected}")
+    return np.frombuffer(raw, dtype=WIRE_DTYPE)
+
+
+def record_to_bytes(value: dict) -> bytes:
+    if not isinstance(value, dict):
+        raise ConfigError("value", f"records are JSON objects (dict), got {type(value).__name__}")
+    try:
+        return json.dumps(value, separators=(",", ":")).encode()
+    except (TypeError, ValueError) as e:
+        raise ConfigError("value", f"record is not JSON-serialisable: {e}") from e
+
+
+def record_from_bytes(raw: bytes | None) -> dict | None:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise ValueError(f"record is not JSON: {raw[:80]!r}") from e
+
+
+def int_from_bytes(raw: bytes | int | None) -> int | None:
+    """A decimal-ASCII counter as an int (None stays None)."""
+    if raw is None or isinstance(raw, int):
+        return raw
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise ValueError(f"counter is not a decimal integer: {raw[:40]!r}") from e

@@ -1,0 +1,140 @@
+"""memcached://host:port — parameters and records in Memcached (no authentication exists).
+
+Weights: `w:meta` (JSON), `w:version` (decimal ASCII counter), `w:{i}` (float32 chunks, each below
+the item limit). A fetch is one get_many of the version and all chunks.
+
+push_update adds chunk by chunk with CAS: one `gets` of all chunks, then per chunk add the delta
+in numpy and `cas` it back; a chunk whose cas fails (someone wrote it meanwhile) counts a conflict
+and is re-read and retried with the shared bounded, jittered backoff; once every chunk is in,
+`incr` the version. Each chunk receives each delta exactly once, so no update is ever lost. But
+memcached has no multi-key transaction: a concurrent get_weights may see some chunks with a push
+applied and others without, and a version that lags the chunks by the pushes in flight (Downpour
+SGD tolerates this staleness). A push interrupted half-way (crash, timeout during a cas) leaves
+part of its delta applied; a timed-out cas is not retried because its outcome is unknown.
+Memcached may evict items under memory pressure: a missing chunk raises StoreError.
+
+Records: JSON bytes (`set`, `add` for set-if-absent, `get_many`); counters: `incr`, creating the
+key with `add` of "0" when missing; events: an incr'd count plus one key per event (a reader skips
+an index whose key is not written yet or was evicted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+
+import numpy as np
+from pymemcache.client.base import Client
+from pymemcache.exceptions import MemcacheError, MemcacheUnexpectedCloseError
+
+from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
+from faasgd.store import codec, keys
+from faasgd.store.base import ParameterStore
+from faasgd.store.url import StoreUrl
+
+
+def connect(url: StoreUrl, timeout_s: float) -> Client:
+    """A pymemcache client for `url` (lazy; values are bytes: no serde)."""
+    return Client(
+        (url.host, url.port),
+        default_noreply=False,  # every write is confirmed
+        connect_timeout=timeout_s,
+        timeout=timeout_s,
+    )
+
+
+class MemcachedStore(ParameterStore):
+    """ParameterStore over Memcached; `client` may be any pymemcache-compatible object with gets/cas."""
+
+    def __init__(self, url: str, client: Client, **options):
+        super().__init__(url, **options)
+        self.client = client
+
+    @contextlib.contextmanager
+    def _errors(self):
+        try:
+            yield
+        except FaasgdError:
+            raise
+        except (socket.timeout, TimeoutError) as e:  # before OSError: timeouts are OSErrors too
+            raise StoreTimeout(self.url, f"{type(e).__name__}: {e}") from e
+        except (MemcacheUnexpectedCloseError, OSError) as e:
+            raise StoreUnavailable(self.url, f"{type(e).__name__}: {e}") from e
+        except MemcacheError as e:
+            raise StoreError(self.url, f"{type(e).__name__}: {e}") from e
+
+    def _ping(self) -> None:
+        self.client.version()
+
+    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
+        values = dict(zip(keys.weights_chunks(job_id, len(chunks)), chunks))
+        values[keys.weights_meta(job_id)] = meta
+        values[keys.weights_version(job_id)] = str(version).encode()
+        refused = self.client.set_many(values, noreply=False)
+        if refused:
+            raise StoreError(self.url, f"memcached refused {len(refused)} keys of job {job_id!r} "
+                                       f"(item larger than its -I limit?)")
+
+    def _get_many(self, names: list[str]) -> list[bytes | None]:
+        found = self.client.get_many(names)
+        return [found.get(k) for k in names]
+
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> int:
+        chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+        pending = list(range(meta.chunks))
+        started, attempt = time.monotonic(), 0
+        while pending:
+            found = self.client.gets_many([chunk_keys[i] for i in pending])
+            self._after_read(job_id)
+            failed = []
+            for i in pending:
+                raw, token = found.get(chunk_keys[i], (None, None))
+                new = self._added(job_id, raw, delta, meta, i)
+                stored = self.client.cas(chunk_keys[i], new, token, noreply=False)
+                if stored is None:
+                    raise StoreError(self.url, f"job {job_id!r}: weight chunk {i} vanished during push_update")
+                if not stored:
+                    failed.append(i)
+                    self.conflicts += 1
+            pending = failed
+            if pending:
+                self._wait_before_retry(attempt, started, job_id)
+                attempt += 1
+        version = self.client.incr(keys.weights_version(job_id), 1, noreply=False)
+        if version is None:
+            raise JobNotFound(job_id)
+        return int(version)
+
+    def _put(self, key: str, data: bytes, ttl_s: int) -> None:
+        self.client.set(key, data, expire=ttl_s, noreply=False)
+
+    def _add(self, key: str, data: bytes, ttl_s: int) -> bool:
+        return bool(self.client.add(key, data, expire=ttl_s, noreply=False))
+
+    def _delete(self, key: str) -> None:
+        self.client.delete(key, noreply=False)
+
+    def _incr(self, key: str, by: int) -> int:
+        value = self.client.incr(key, by, noreply=False)
+        if value is None:
+            self.client.add(key, b"0", noreply=False)  # lost race with another creator is fine
+            value = self.client.incr(key, by, noreply=False)
+        if value is None:
+            raise StoreError(self.url, f"counter {key!r} vanished right after it was created")
+        return int(value)
+
+    def _append_event(self, job_id: str, data: bytes) -> None:
+        index = self._incr(keys.events(job_id), 1) - 1
+        self.client.set(keys.event(job_id, index), data, noreply=False)
+
+    def _events(self, job_id: str, start: int) -> list[bytes]:
+        count = self._int(self.client.get(keys.events(job_id))) or 0
+        names = [keys.event(job_id, i) for i in range(start, count)]
+        if not names:
+            return []
+        found = self.client.get_many(names)
+        return [found[k] for k in names if k in found]
+
+    def _close(self) -> None:
+        self.client.close()

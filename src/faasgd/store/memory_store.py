@@ -1,0 +1,151 @@
+"""memory://name — an in-process store for unit tests: a dict of bytes behind a lock.
+
+Same semantics as the real backends, including TTLs (checked lazily on read) and optimistic
+push_update: read a snapshot under the lock, add outside it, write back only if the version key
+was not written meanwhile (a write token per key, like memcached's CAS), else count a conflict and
+retry with the shared bounded backoff. The same `name` gives the same data within one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+import time
+
+import numpy as np
+
+from faasgd.errors import JobNotFound
+from faasgd.store import codec, keys
+from faasgd.store.base import ParameterStore
+
+_SPACES: dict[str, "MemorySpace"] = {}
+_SPACES_LOCK = threading.Lock()
+
+
+class MemorySpace:
+    """One named keyspace: key -> (bytes, expiry or None, write token), plus lists for event logs."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._values: dict[str, tuple[bytes, float | None, int]] = {}
+        self._lists: dict[str, list[bytes]] = {}
+        self._tokens = itertools.count(1)
+
+    def get(self, key: str) -> bytes | None:
+        return self.get_with_token(key)[0]
+
+    def get_with_token(self, key: str) -> tuple[bytes | None, int]:
+        with self.lock:
+            entry = self._values.get(key)
+            if entry is None:
+                return None, 0
+            value, expires, token = entry
+            if expires is not None and expires <= time.monotonic():
+                del self._values[key]
+                return None, 0
+            return value, token
+
+    def set(self, key: str, value: bytes, ttl_s: int = 0) -> None:
+        expires = time.monotonic() + ttl_s if ttl_s else None
+        with self.lock:
+            self._values[key] = (bytes(value), expires, next(self._tokens))
+
+    def add(self, key: str, value: bytes, ttl_s: int = 0) -> bool:
+        with self.lock:
+            if self.get(key) is not None:
+                return False
+            self.set(key, value, ttl_s)
+            return True
+
+    def delete(self, key: str) -> None:
+        with self.lock:
+            self._values.pop(key, None)
+
+    def incr(self, key: str, by: int) -> int:
+        with self.lock:
+            value = int(self.get(key) or b"0") + by
+            self.set(key, str(value).encode())
+            return value
+
+    def rpush(self, key: str, value: bytes) -> None:
+        with self.lock:
+            self._lists.setdefault(key, []).append(bytes(value))
+
+    def lrange(self, key: str, start: int) -> list[bytes]:
+        with self.lock:
+            return list(self._lists.get(key, [])[start:])
+
+
+def space(name: str) -> MemorySpace:
+    """The process-wide keyspace called `name`, created on first use."""
+    with _SPACES_LOCK:
+        return _SPACES.setdefault(name, MemorySpace())
+
+
+class MemoryStore(ParameterStore):
+    """ParameterStore over a MemorySpace (thread-safe; unit tests only)."""
+
+    def __init__(self, url: str, name: str, client: MemorySpace | None = None, **options):
+        super().__init__(url, **options)
+        self.client = client if client is not None else space(name)
+
+    def _errors(self):
+        return contextlib.nullcontext()  # nothing here can fail like a network
+
+    def _ping(self) -> None:
+        pass
+
+    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
+        with self.client.lock:
+            for key, chunk in zip(keys.weights_chunks(job_id, len(chunks)), chunks):
+                self.client.set(key, chunk)
+            self.client.set(keys.weights_meta(job_id), meta)
+            self.client.set(keys.weights_version(job_id), str(version).encode())
+
+    def _get_many(self, names: list[str]) -> list[bytes | None]:
+        with self.client.lock:
+            return [self.client.get(k) for k in names]
+
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> int:
+        version_key = keys.weights_version(job_id)
+        chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+        started, attempt = time.monotonic(), 0
+        while True:
+            with self.client.lock:
+                version, token = self.client.get_with_token(version_key)
+                raw = [self.client.get(k) for k in chunk_keys]
+            if version is None:
+                raise JobNotFound(job_id)
+            self._after_read(job_id)
+            new = [self._added(job_id, r, delta, meta, i)
+                   for i, r in enumerate(raw)]
+            with self.client.lock:
+                if self.client.get_with_token(version_key)[1] == token:
+                    for key, chunk in zip(chunk_keys, new):
+                        self.client.set(key, chunk)
+                    return self.client.incr(version_key, 1)
+            self.conflicts += 1
+            self._wait_before_retry(attempt, started, job_id)
+            attempt += 1
+
+    def _put(self, key: str, data: bytes, ttl_s: int) -> None:
+        self.client.set(key, data, ttl_s)
+
+    def _add(self, key: str, data: bytes, ttl_s: int) -> bool:
+        return self.client.add(key, data, ttl_s)
+
+    def _delete(self, key: str) -> None:
+        self.client.delete(key)
+
+    def _incr(self, key: str, by: int) -> int:
+        return self.client.incr(key, by)
+
+    def _append_event(self, job_id: str, data: bytes) -> None:
+        self.client.rpush(keys.events(job_id), data)
+
+    def _events(self, job_id: str, start: int) -> list[bytes]:
+        return self.client.lrange(keys.events(job_id), start)
+
+    def _close(self) -> None:
+        pass

@@ -1,0 +1,113 @@
+"""Store URLs: parse `redis://`, `memcached://` and `memory://` into a StoreUrl; mask passwords for messages."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from faasgd.errors import ConfigError
+
+SCHEMES = ("redis", "memcached", "memory")
+DEFAULT_PORTS = {"redis": 6379, "memcached": 11211}
+EXAMPLE = "redis://[:password@]host:6379/0, memcached://host:11211 or memory://name"
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")  # memory:// space names
+
+
+@dataclass(frozen=True)
+class StoreUrl:
+    """A parsed store URL; `masked` is the form to print (password replaced by ***)."""
+
+    scheme: str  # redis, memcached or memory
+    host: str  # server host, or the space name for memory://
+    port: int  # 0 for memory://
+    db: int  # Redis database number; 0 elsewhere
+    username: str | None  # Redis ACL user, if given
+    password: str | None  # Redis password from the URL, if given
+    masked: str  # the URL with any password replaced by ***
+
+
+def mask_url(url: str) -> str:
+    """`url` with the password of its user-info replaced by *** (works on malformed URLs too)."""
+    scheme, sep, rest = str(url).partition("://")
+    if not sep:
+        return str(url)
+    netloc_end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    netloc, tail = rest[:netloc_end], rest[netloc_end:]
+    userinfo, at, hostport = netloc.rpartition("@")
+    if not at or ":" not in userinfo:
+        return str(url)
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{hostport}{tail}"
+
+
+def parse_store_url(url: str) -> StoreUrl:
+    """Parse and validate a store URL; every problem is a ConfigError naming `store_url`."""
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigError("store_url", f"expected a URL like {EXAMPLE}, got {url!r}")
+    masked = mask_url(url)
+    if "://" not in url:
+        raise ConfigError("store_url", f"missing scheme (allowed: {', '.join(SCHEMES)}), got {masked!r}")
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in SCHEMES:
+        raise ConfigError(
+            "store_url", f"unknown scheme {scheme!r} (allowed: {', '.join(SCHEMES)}), got {masked!r}"
+        )
+    parts = urlsplit(url)
+    if parts.query or parts.fragment:
+        raise ConfigError("store_url", f"query parameters and fragments are not supported, got {masked!r}")
+    if scheme == "memory":
+        return _memory(parts, masked)
+    host = parts.hostname
+    if not host:
+        raise ConfigError("store_url", f"missing host, got {masked!r} (expected {EXAMPLE})")
+    port = _port(parts, scheme, masked)
+    if scheme == "memcached":
+        if parts.username or parts.password:
+            raise ConfigError(
+                "store_url", f"memcached has no authentication; remove the credentials from {masked!r}"
+            )
+        if parts.path not in ("", "/"):
+            raise ConfigError("store_url", f"memcached URLs take no path, got {parts.path!r} in {masked!r}")
+        return StoreUrl(scheme, host, port, 0, None, None, masked)
+    return StoreUrl(
+        scheme, host, port, _db(parts.path, masked),
+        unquote(parts.username) if parts.username else None,
+        unquote(parts.password) if parts.password else None,
+        masked,
+    )
+
+
+def _port(parts, scheme: str, masked: str) -> int:
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is None:
+        return DEFAULT_PORTS[scheme]
+    if not 1 <= port <= 65535:
+        given = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        raise ConfigError("store_url", f"port must be an integer 1-65535, got {given!r} in {masked!r}")
+    return port
+
+
+def _db(path: str, masked: str) -> int:
+    text = path.lstrip("/") if path.count("/") <= 1 else path
+    if text == "":
+        return 0
+    if not text.isdigit():
+        raise ConfigError(
+            "store_url", f"Redis database must be a non-negative integer, got {text!r} in {masked!r}"
+        )
+    return int(text)
+
+
+def _memory(parts, masked: str) -> StoreUrl:
+    name = parts.netloc
+    if not _NAME.match(name):
+        raise ConfigError(
+            "store_url", f"memory:// needs a name of 1-64 characters [A-Za-z0-9_.-], got {masked!r}"
+        )
+    if parts.path not in ("", "/"):
+        raise ConfigError("store_url", f"memory URLs take no path, got {parts.path!r} in {masked!r}")
+    return StoreUrl("memory", name, 0, 0, None, None, masked)

@@ -1,0 +1,26 @@
+"""Shared fixtures: real store servers on free loopback ports, one of each per test session.
+
+pytest puts this directory on sys.path, so tests import the contract suite as `store_contract`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from faasgd.local.servers import ServerProcess, start_memcached, start_redis
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> ServerProcess:
+    """A redis-server on 127.0.0.1 (no password, no persistence), stopped at the end of the session."""
+    server = start_redis()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def memcached_server() -> ServerProcess:
+    """A memcached on 127.0.0.1 (2 MB item limit), stopped at the end of the session."""
+    server = start_memcached()
+    yield server
+    server.stop()

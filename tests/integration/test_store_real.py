@@ -1,0 +1,108 @@
+"""The store contract over a real redis-server and a real memcached, plus failure modes and a timing print."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import store_contract as contract
+from faasgd.errors import StoreUnavailable
+from faasgd.local.servers import free_port, start_memcached, start_redis
+from faasgd.store import open_store
+
+pytestmark = pytest.mark.integration
+
+KINDS = ["redis", "memcached"]
+
+
+@pytest.fixture(params=KINDS)
+def server(request):
+    return request.getfixturevalue(f"{request.param}_server")
+
+
+def open_real(server, **options):
+    return open_store(server.url, chunk_floats=contract.CHUNK, timeout_s=2.0, **options)
+
+
+@pytest.mark.parametrize("check", contract.SINGLE_CLIENT_CHECKS, ids=lambda c: c.__name__[6:])
+def test_contract(server, check):
+    with open_real(server) as store:
+        check(store)
+
+
+@pytest.mark.parametrize("check", contract.TWO_CLIENT_CHECKS, ids=lambda c: c.__name__[6:])
+def test_contract_two_clients(server, check):
+    with open_real(server) as store, open_real(server) as other:
+        check(store, other)
+
+
+@pytest.mark.parametrize("scheme", ["redis", "memcached"])
+def test_nothing_listening_is_unavailable(scheme):
+    url = f"{scheme}://127.0.0.1:{free_port()}" + ("/0" if scheme == "redis" else "")
+    store = open_store(url, timeout_s=1.0)
+    with pytest.raises(StoreUnavailable) as e:
+        store.ping()
+    assert url in str(e.value)
+    with pytest.raises(StoreUnavailable):
+        store.get_record("j", "config")
+
+
+def test_redis_password_from_url_and_secret_file(tmp_path):
+    server = start_redis(password="s3cr:et")
+    try:
+        port = server.port
+        with open_store(f"redis://:s3cr%3Aet@127.0.0.1:{port}/0") as store:
+            store.ping()
+            assert "s3cr" not in store.url
+        (tmp_path / "store-password").write_text("s3cr:et\n")
+        with open_store(server.url, secrets_dir=str(tmp_path)) as store:
+            store.ping()
+            store.put_record("j", "config", {"ok": 1})
+        for url, secrets in ((f"redis://:wrong@127.0.0.1:{port}/0", None), (server.url, str(tmp_path / "none"))):
+            with pytest.raises(StoreUnavailable) as e:
+                open_store(url, secrets_dir=secrets).ping()
+            assert "authentication failed" in str(e.value) and "wrong" not in str(e.value)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("start", [start_redis, start_memcached], ids=KINDS)
+def test_server_stopped_mid_use(start):
+    server = start()
+    try:
+        store = open_store(server.url, timeout_s=1.0)
+        store.set_weights("j", np.ones(10, np.float32))
+        store.get_weights("j")
+        server.stop()
+        assert not server.alive()
+        for call in (lambda: store.get_weights("j"), lambda: store.push_update("j", np.ones(10)),
+                     lambda: store.incr("j", "n")):
+            with pytest.raises(StoreUnavailable) as e:
+                call()
+            assert server.url in str(e.value)
+    finally:
+        server.stop()
+
+
+def test_timing_printed(server):
+    """get_weights / push_update of the 79,510-float MNIST MLP (784-100-10): printed, never asserted."""
+    length, repeats = 79_510, 30
+    with open_store(server.url) as store:
+        job = contract.new_job()
+        store.set_weights(job, np.zeros(length, np.float32))
+        out = np.empty(length, np.float32)
+        delta = np.ones(length, np.float32)
+        store.get_weights(job, out=out)  # warm: meta cached, connection open
+        timings = {}
+        for name, call in (("get_weights", lambda: store.get_weights(job, out=out)),
+                           ("push_update", lambda: store.push_update(job, delta))):
+            samples = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                call()
+                samples.append(time.perf_counter() - t0)
+            timings[name] = 1000 * float(np.median(samples))
+    print(f"\n[timing] {server.name} {length} floats: "
+          + ", ".join(f"{k} {v:.2f} ms (median of {repeats})" for k, v in timings.items()))

@@ -1,0 +1,278 @@
+"""The one contract every ParameterStore backend must meet: plain functions `check_*(store)`.
+
+Unit tests run them over memory://, fakeredis and pymemcache's mock; integration tests over real
+redis-server and memcached. Stores are opened with chunk_floats=CHUNK so weights span several chunks.
+Each check uses its own fresh job id, so checks can share one server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from faasgd.errors import ConfigError, JobNotFound, StoreConflict
+from faasgd.store import keys
+
+CHUNK = 1000  # chunk_floats the harnesses open stores with
+LENGTHS = [1, 7, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 501]  # odd lengths, one and several chunks
+
+
+def new_job() -> str:
+    return "t-" + uuid.uuid4().hex[:12]
+
+
+def weights(length: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(length).astype(np.float32)
+
+
+def check_ping(store):
+    store.ping()
+    assert store.url.split("://")[0] in ("redis", "memcached", "memory")
+
+
+def check_weights_round_trip(store):
+    for length in LENGTHS:
+        job, flat = new_job(), weights(length, seed=length)
+        store.set_weights(job, flat)
+        got, version = store.get_weights(job)
+        assert got.dtype == np.float32 and got.shape == (length,)
+        np.testing.assert_array_equal(got, flat)
+        assert version == 0
+
+
+def check_set_weights_with_a_version(store):
+    job, flat = new_job(), weights(CHUNK + 5)
+    store.set_weights(job, flat, version=41)
+    assert store.get_weights(job)[1] == 41
+    assert store.push_update(job, np.ones_like(flat)) == 42
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ConfigError) as e:
+            store.set_weights(job, flat, version=bad)
+        assert e.value.field == "version"
+
+
+def check_get_weights_into_out(store):
+    job, flat = new_job(), weights(2 * CHUNK + 3)
+    store.set_weights(job, flat)
+    out = np.zeros(flat.size, dtype=np.float32)
+    got, _ = store.get_weights(job, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, flat)
+    for bad in (np.zeros(flat.size + 1, np.float32), np.zeros(flat.size, np.float64), [0.0] * flat.size):
+        with pytest.raises(ConfigError) as e:
+            store.get_weights(job, out=bad)
+        assert e.value.field == "out"
+
+
+def check_set_weights_accepts_other_dtypes(store):
+    job = new_job()
+    store.set_weights(job, np.arange(10, dtype=np.float64))
+    np.testing.assert_array_equal(store.get_weights(job)[0], np.arange(10, dtype=np.float32))
+
+
+def check_push_adds_exactly_and_counts_versions(store):
+    job, length = new_job(), 2 * CHUNK + 17
+    start = np.arange(length, dtype=np.float32)
+    store.set_weights(job, start)
+    expected = start.copy()
+    for step in range(1, 4):
+        delta = np.full(length, step, dtype=np.float32) - (np.arange(length) % 3)
+        assert store.push_update(job, delta) == step
+        expected += delta.astype(np.float32)
+    got, version = store.get_weights(job)
+    np.testing.assert_array_equal(got, expected)
+    assert version == 3
+    store.set_weights(job, start)  # re-initialising resets the version
+    assert store.get_weights(job)[1] == 0
+
+
+def check_push_rejects_bad_delta(store):
+    job = new_job()
+    store.set_weights(job, np.zeros(10, np.float32))
+    for bad, why in ((np.zeros(11), "length"), (np.zeros((2, 5)), "shape"), (np.full(10, np.nan), "NaN")):
+        with pytest.raises(ConfigError) as e:
+            store.push_update(job, bad)
+        assert e.value.field == "delta", why
+    assert store.get_weights(job)[1] == 0  # nothing was written
+
+
+def check_missing_job(store):
+    job = new_job()
+    with pytest.raises(JobNotFound) as e:
+        store.get_weights(job)
+    assert e.value.job_id == job
+    with pytest.raises(JobNotFound):
+        store.push_update(job, np.zeros(3, np.float32))
+
+
+def check_records(store):
+    job = new_job()
+    assert store.get_record(job, "config") is None
+    store.put_record(job, "config", {"batch_size": 32, "learning_rate": 0.05, "name": "ünï"})
+    store.put_record(job, "progress:3", {"epoch": 1})
+    assert store.get_record(job, "config") == {"batch_size": 32, "learning_rate": 0.05, "name": "ünï"}
+    store.put_record(job, "progress:3", {"epoch": 2})  # overwrite
+    assert store.get_records(job, ["config", "progress:3", "done"]) == {
+        "config": {"batch_size": 32, "learning_rate": 0.05, "name": "ünï"},
+        "progress:3": {"epoch": 2},
+        "done": None,
+    }
+    assert store.get_records(job, []) == {}
+    store.delete_record(job, "config")
+    store.delete_record(job, "never-written")  # absent is fine
+    assert store.get_record(job, "config") is None
+    assert store.get_record(new_job(), "progress:3") is None  # jobs do not share records
+    with pytest.raises(ConfigError) as e:
+        store.put_record(job, "x", ["not", "a", "dict"])
+    assert e.value.field == "value"
+
+
+def check_add_record_only_once(store):
+    job = new_job()
+    assert store.add_record(job, "lease:1:7", {"owner": "a"}) is True
+    assert store.add_record(job, "lease:1:7", {"owner": "b"}) is False
+    assert store.get_record(job, "lease:1:7") == {"owner": "a"}
+    store.delete_record(job, "lease:1:7")
+    assert store.add_record(job, "lease:1:7", {"owner": "c"}) is True
+
+
+def check_record_ttl(store):
+    job = new_job()
+    store.put_record(job, "heartbeat", {"t": 1}, ttl_s=1)
+    assert store.add_record(job, "lease:0:1", {"owner": "a"}, ttl_s=1) is True
+    store.put_record(job, "forever", {"t": 2})
+    assert store.get_record(job, "heartbeat") == {"t": 1}
+    deadline = time.monotonic() + 4.0  # memcached's clock ticks once a second
+    while store.get_records(job, ["heartbeat", "lease:0:1"]) != {"heartbeat": None, "lease:0:1": None}:
+        assert time.monotonic() < deadline, "records with ttl_s=1 did not expire"
+        time.sleep(0.1)
+    assert store.add_record(job, "lease:0:1", {"owner": "b"}, ttl_s=1) is True  # expired lease is free
+    assert store.get_record(job, "forever") == {"t": 2}
+    with pytest.raises(ConfigError) as e:
+        store.put_record(job, "x", {}, ttl_s=-1)
+    assert e.value.field == "ttl_s"
+
+
+def check_incr(store):
+    job = new_job()
+    assert store.incr(job, "pushes") == 1
+    assert store.incr(job, "pushes") == 2
+    assert store.incr(job, "pushes", by=5) == 7
+    assert store.incr(job, "samples", by=32) == 32
+    assert store.incr(job, "samples", by=0) == 32
+    with pytest.raises(ConfigError) as e:
+        store.incr(job, "pushes", by=-1)
+    assert e.value.field == "by"
+
+
+def check_events_in_order(store):
+    job = new_job()
+    assert store.events(job) == []
+    for i in range(5):
+        store.append_event(job, {"i": i, "kind": "progress"})
+    assert [e["i"] for e in store.events(job)] == [0, 1, 2, 3, 4]
+    assert [e["i"] for e in store.events(job, start=3)] == [3, 4]
+    assert store.events(job, start=9) == []
+    assert store.events(new_job()) == []
+
+
+def check_names_validated(store):
+    for bad in ("", "a b", "x" * 65, "a:b", "é", "a/b", None, 7):
+        with pytest.raises(ConfigError) as e:
+            store.get_record(bad, "config")
+        assert e.value.field == "job_id", bad
+        with pytest.raises(ConfigError) as e:
+            store.set_weights(bad, np.zeros(2))
+        assert e.value.field == "job_id", bad
+    for bad in ("", "with space", "n" * 129, "a\nb", None):
+        with pytest.raises(ConfigError) as e:
+            store.put_record(new_job(), bad, {})
+        assert e.value.field == "name", bad
+    longest = keys.record("j" * keys.MAX_JOB_ID, "n" * keys.MAX_NAME)
+    assert len(longest.encode()) < 250  # memcached's key limit
+
+
+def check_wire_format(store):
+    """Chunks are raw little-endian float32 bytes under the documented keys; records are JSON."""
+    job, flat = new_job(), weights(2 * CHUNK + 500, seed=3)
+    store.set_weights(job, flat)
+    wire = flat.astype("<f4")
+    assert store.client.get(keys.weights_chunk(job, 0)) == wire[:CHUNK].tobytes()
+    assert store.client.get(keys.weights_chunk(job, 2)) == wire[2 * CHUNK:].tobytes()
+    assert int(store.client.get(keys.weights_version(job))) == 0
+    store.put_record(job, "result", {"accuracy": 0.9})
+    assert json.loads(store.client.get(keys.record(job, "result"))) == {"accuracy": 0.9}
+
+
+def check_conflicts_counted(store, other):
+    """Another client writes between our read and our conditional write: a real conflict, retried."""
+    job, length = new_job(), 2 * CHUNK + 5
+    store.set_weights(job, np.zeros(length, np.float32))
+    fired = []
+
+    def interleave(job_id):
+        if not fired:
+            fired.append(job_id)
+            assert other.push_update(job_id, np.ones(length, np.float32)) == 1
+
+    store._after_read_hook = interleave
+    try:
+        assert store.push_update(job, np.full(length, 2, np.float32)) == 2
+    finally:
+        store._after_read_hook = None
+    assert fired == [job]
+    assert store.conflicts >= 1 and store.retries >= 1
+    assert other.conflicts == 0
+    got, version = other.get_weights(job)
+    np.testing.assert_array_equal(got, np.full(length, 3, np.float32))  # both deltas, once each
+    assert version == 2
+
+
+def check_conflicts_bounded(store, other):
+    """When every attempt conflicts, push_update gives up with StoreConflict after max_retries."""
+    job, length = new_job(), CHUNK + 5
+    store.set_weights(job, np.zeros(length, np.float32))
+    store._after_read_hook = lambda job_id: other.push_update(job_id, np.ones(length, np.float32))
+    store.max_retries = 3
+    try:
+        with pytest.raises(StoreConflict) as e:
+            store.push_update(job, np.full(length, 100, np.float32))
+    finally:
+        store._after_read_hook, store.max_retries = None, 200
+    assert store.url in str(e.value) and "after 3 retries" in str(e.value)
+    got, version = other.get_weights(job)
+    np.testing.assert_array_equal(got, np.full(length, 4, np.float32))  # 4 interleaved pushes, ours never
+    assert version == 4
+
+
+def check_clients_share_data(store, other):
+    job = new_job()
+    store.set_weights(job, np.arange(5, dtype=np.float32))
+    other.push_update(job, np.ones(5, np.float32))
+    np.testing.assert_array_equal(store.get_weights(job)[0], np.arange(1, 6, dtype=np.float32))
+    other.put_record(job, "done", {"ok": True})
+    assert store.get_record(job, "done") == {"ok": True}
+
+
+SINGLE_CLIENT_CHECKS = [
+    check_ping,
+    check_weights_round_trip,
+    check_get_weights_into_out,
+    check_set_weights_with_a_version,
+    check_set_weights_accepts_other_dtypes,
+    check_push_adds_exactly_and_counts_versions,
+    check_push_rejects_bad_delta,
+    check_missing_job,
+    check_records,
+    check_add_record_only_once,
+    check_record_ttl,
+    check_incr,
+    check_events_in_order,
+    check_names_validated,
+    check_wire_format,
+]
+TWO_CLIENT_CHECKS = [check_conflicts_counted, check_conflicts_bounded, check_clients_share_data]

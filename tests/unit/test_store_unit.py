@@ -1,0 +1,174 @@
+"""The store contract over in-process backends (memory://, fakeredis, pymemcache's mock) and URL parsing."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+import fakeredis
+import pytest
+from pymemcache.test.utils import MockMemcacheClient
+
+import store_contract as contract
+from faasgd.errors import ConfigError
+from faasgd.store import mask_url, open_store, parse_store_url
+
+
+class CasMockMemcacheClient(MockMemcacheClient):
+    """pymemcache's shipped MockMemcacheClient plus the minimum our store needs from real memcached:
+    `gets`/`gets_many`/`cas` with a token per key that changes on every write, and an `incr` that
+    accepts the decimal-ASCII bytes memcached stores (the shipped one adds an int to bytes)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._tokens: dict[bytes, int] = {}
+        self._next_token = itertools.count(1)
+
+    def set(self, key, value, expire=0, noreply=True, flags=None):
+        self._tokens[self.check_key(key)] = next(self._next_token)  # add/incr/cas all write via set
+        return super().set(key, value, expire, noreply, flags=flags)
+
+    def gets(self, key, default=None, cas_default=None):
+        value = self.get(key)
+        if value is None:
+            return default, cas_default
+        return value, str(self._tokens[self.check_key(key)]).encode()
+
+    def gets_many(self, keys):
+        return {k: self.gets(k) for k in keys if self.get(k) is not None}
+
+    def cas(self, key, value, cas, expire=0, noreply=False, flags=None):
+        if self.get(key) is None:
+            return None
+        if str(self._tokens[self.check_key(key)]).encode() != str(int(cas)).encode():
+            return False
+        self.set(key, value, expire, noreply, flags=flags)
+        return True
+
+    def incr(self, key, value, noreply=False):
+        current = self.get(key)
+        if current is None:
+            return None
+        total = int(current) + value
+        self.set(key, str(total).encode(), noreply=noreply)
+        return total
+
+
+def open_pair(kind: str):
+    """Two store objects (separate client objects where the fake allows) over the same data."""
+    options = dict(chunk_floats=contract.CHUNK)
+    if kind == "memory":
+        url = f"memory://unit-{uuid.uuid4().hex[:8]}"
+        return open_store(url, **options), open_store(url, **options)
+    if kind == "redis":
+        server = fakeredis.FakeServer()
+        return tuple(open_store("redis://127.0.0.1:6379/0", client=fakeredis.FakeRedis(server=server), **options)
+                     for _ in range(2))
+    mock = CasMockMemcacheClient()  # the mock's data lives in the client object, so the two share it
+    return tuple(open_store("memcached://127.0.0.1:11211", client=mock, **options) for _ in range(2))
+
+
+BACKENDS = ["memory", "redis", "memcached"]
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+@pytest.mark.parametrize("check", contract.SINGLE_CLIENT_CHECKS, ids=lambda c: c.__name__[6:])
+def test_contract(kind, check):
+    store, _ = open_pair(kind)
+    check(store)
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+@pytest.mark.parametrize("check", contract.TWO_CLIENT_CHECKS, ids=lambda c: c.__name__[6:])
+def test_contract_two_clients(kind, check):
+    check(*open_pair(kind))
+
+
+def test_memory_same_name_same_data():
+    name = f"memory://shared-{uuid.uuid4().hex[:8]}"
+    open_store(name).put_record("j", "config", {"a": 1})
+    assert open_store(name).get_record("j", "config") == {"a": 1}
+    assert open_store(name + "x").get_record("j", "config") is None
+
+
+# ---- URLs ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("url, expected", [
+    ("redis://127.0.0.1:6380/2", ("redis", "127.0.0.1", 6380, 2, None, None)),
+    ("redis://redis.openfaas:6379", ("redis", "redis.openfaas", 6379, 0, None, None)),
+    ("redis://localhost", ("redis", "localhost", 6379, 0, None, None)),
+    ("redis://localhost/", ("redis", "localhost", 6379, 0, None, None)),
+    ("redis://:s%40cret@h:1/0", ("redis", "h", 1, 0, None, "s@cret")),
+    ("redis://alice:pw@h:7000/15", ("redis", "h", 7000, 15, "alice", "pw")),
+    ("memcached://10.0.0.5:11212", ("memcached", "10.0.0.5", 11212, 0, None, None)),
+    ("memcached://cache", ("memcached", "cache", 11211, 0, None, None)),
+    ("memory://Unit_tests-1", ("memory", "Unit_tests-1", 0, 0, None, None)),
+])
+def test_parse_good_urls(url, expected):
+    u = parse_store_url(url)
+    assert (u.scheme, u.host, u.port, u.db, u.username, u.password) == expected
+
+
+def test_password_is_masked_everywhere():
+    assert mask_url("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"
+    assert mask_url("redis://bob:hunter2@h/0") == "redis://bob:***@h/0"
+    assert mask_url("redis://h:6379/0") == "redis://h:6379/0"
+    store = open_store("redis://:hunter2@h:6379/0", client=fakeredis.FakeRedis())
+    assert store.url == "redis://:***@h:6379/0" and "hunter2" not in repr(store)
+    with pytest.raises(ConfigError) as e:
+        parse_store_url("redis://:hunter2@h:notaport/0")
+    assert "hunter2" not in str(e.value) and "***" in str(e.value)
+
+
+@pytest.mark.parametrize("url, words", [
+    ("", ["expected a URL"]),
+    (None, ["expected a URL"]),
+    ("127.0.0.1:6379", ["missing scheme"]),
+    ("x://h:1", ["unknown scheme 'x'", "allowed: redis, memcached, memory", "'x://h:1'"]),
+    ("http://h:1", ["unknown scheme 'http'"]),
+    ("redis://", ["missing host"]),
+    ("redis://:6379/0", ["missing host"]),
+    ("redis://h:notaport/0", ["port", "'notaport'"]),
+    ("redis://h:0/0", ["port", "'0'"]),
+    ("redis://h:70000/0", ["port", "'70000'"]),
+    ("redis://h:6379/db1", ["database", "'db1'"]),
+    ("redis://h:6379/-1", ["database"]),
+    ("redis://h:6379/0/extra", ["database"]),
+    ("redis://h:6379/0?timeout=3", ["query"]),
+    ("memcached://:pw@h:11211", ["no authentication", "***"]),
+    ("memcached://user@h:11211", ["no authentication"]),
+    ("memcached://h:11211/0", ["no path"]),
+    ("memcached://h:port", ["port"]),
+    ("memory://", ["memory:// needs a name"]),
+    ("memory://bad name", ["memory:// needs a name"]),
+])
+def test_malformed_urls_name_store_url(url, words):
+    with pytest.raises(ConfigError) as e:
+        open_store(url)
+    assert e.value.field == "store_url"
+    for word in words:
+        assert word in str(e.value), (word, str(e.value))
+
+
+def _password_of(store) -> str | None:
+    return store.client.connection_pool.connection_kwargs.get("password")
+
+
+def test_redis_password_from_secret_file(tmp_path, monkeypatch):
+    (tmp_path / "store-password").write_text("from-file\n")
+    assert _password_of(open_store("redis://h:6379/0", secrets_dir=str(tmp_path))) == "from-file"
+    assert _password_of(open_store("redis://:from-url@h/0", secrets_dir=str(tmp_path))) == "from-url"
+    monkeypatch.setenv("FAASGD_SECRETS_DIR", str(tmp_path))
+    assert _password_of(open_store("redis://h:6379/0")) == "from-file"
+    monkeypatch.setenv("FAASGD_SECRETS_DIR", str(tmp_path / "missing"))
+    assert _password_of(open_store("redis://h:6379/0")) is None
+
+
+def test_open_store_does_not_connect():
+    open_store("redis://127.0.0.1:1/0")  # nothing listens on port 1; no error until used
+    open_store("memcached://127.0.0.1:1")
+
+
+def test_chunk_floats_validated():
+    with pytest.raises(ConfigError) as e:
+        open_store("memory://x", chunk_floats=0)
+    assert e.value.field == "chunk_floats"
