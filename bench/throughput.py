@@ -1,0 +1,103 @@
+"""Training throughput: the single-process numpy limit against 2 Downpour workers through real stores.
+
+Prints, in one run on this machine:
+  * single-process numpy samples/s for 784-100-10 (tanh, batch 128), for each BLAS thread count,
+    and the best of them (the limit);
+  * 2 worker processes (one BLAS thread each) through Redis and through Memcached at
+    n_fetch = n_push in {1, 10}: aggregate training samples/s and its ratio to the limit.
+Goal (issue 2): ratio >= 0.90 at n_fetch = n_push = 10 on Redis.
+
+Usage: python bench/throughput.py [--dataset fashion-mnist] [--epochs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from faasgd import data, job, model
+from faasgd.config import load_config
+from faasgd.local.servers import start_memcached, start_redis
+from faasgd.runner import prepare_job, run_processes
+
+
+def single_process(dataset: str, steps: int, threads: int) -> float:
+    """Plain minibatch SGD in this process, no store: samples per second."""
+    sizes = model.layer_sizes(*_dims(dataset))
+    shard = data.load_shard(dataset, "train", 0, 1)
+    rng = np.random.default_rng(0)
+    weights = model.init_params(sizes, rng)
+    grad = np.empty_like(weights)
+    order = rng.permutation(len(shard.y))
+    batch = 128
+    with threadpool_limits(threads):
+        started = time.perf_counter()
+        for step in range(steps):
+            first = (step * batch) % (len(order) - batch)
+            rows = order[first:first + batch]
+            model.loss_and_grads(weights, sizes, shard.x[rows], shard.y[rows], "tanh", 0.0, rng, grad_out=grad)
+            weights -= np.float32(0.1) * grad
+        elapsed = time.perf_counter() - started
+    return steps * batch / elapsed
+
+
+def _dims(dataset: str) -> tuple[int, tuple[int, ...], int]:
+    input_dim, n_classes = data.dataset_info(dataset)
+    return input_dim, (100,), n_classes
+
+
+def two_workers(dataset: str, store_url: str, period: int, epochs: int) -> dict:
+    """A real job with 2 worker processes; aggregate training samples/s over the workers' training time."""
+    config = load_config({}, {
+        "dataset": dataset, "number_of_workers": 2, "n_fetch": period, "n_push": period,
+        "max_epochs": epochs, "target_accuracy": 1.0, "store_url": store_url, "batch_size": 128,
+    })
+    store, job_id = prepare_job(config)
+    result = run_processes(config, store, job_id)
+    workers = job.read_progress(store, job_id, 2).values()
+    train_s = max(w["train_s"] for w in workers)
+    return {
+        "samples_per_s": sum(w["samples"] for w in workers) / train_s,
+        "conflicts": result["conflicts"],
+        "staleness_p50": result["staleness_p50"],
+        "accuracy": result["final_accuracy"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="fashion-mnist")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=1500)
+    args = parser.parse_args()
+
+    print(f"machine: {os.cpu_count()} cores; dataset {args.dataset}; 784-100-10 tanh, batch 128")
+    single_process(args.dataset, 100, 1)  # warm up
+    limits = {t: single_process(args.dataset, args.steps, t) for t in (1, 2, 4) if t <= (os.cpu_count() or 1) * 2}
+    for threads, rate in limits.items():
+        print(f"single process, {threads} BLAS thread(s): {rate:,.0f} samples/s")
+    best_threads = max(limits, key=limits.get)
+    limit = limits[best_threads]
+    print(f"limit (best thread count {best_threads}): {limit:,.0f} samples/s\n")
+
+    servers = [start_redis(), start_memcached()]
+    try:
+        print(f"{'store':<10} {'n_fetch=n_push':>14} {'samples/s':>11} {'ratio':>6} {'conflicts':>9} "
+              f"{'staleness p50':>13} {'accuracy':>8}")
+        for server in servers:
+            for period in (1, 10):
+                row = two_workers(args.dataset, server.url, period, args.epochs)
+                print(f"{server.name:<10} {period:>14} {row['samples_per_s']:>11,.0f} "
+                      f"{row['samples_per_s'] / limit:>6.2f} {row['conflicts']:>9} "
+                      f"{row['staleness_p50']!s:>13} {row['accuracy']:>8.4f}", flush=True)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""A worker's state: counters, staleness histogram and RNG state; JSON-ready for progress and checkpoints."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class WorkerState:
+    """Everything about one worker that outlives a minibatch (and, in per-iteration mode, an invocation)."""
+
+    worker_id: int
+    rng_state: dict[str, Any]  # numpy bit-generator state of default_rng(seed + worker_id)
+    state: str = "running"  # running | finished | failed
+    epoch: int = 0  # completed passes over this worker's shard
+    step: int = 0  # minibatches done
+    samples: int = 0  # training samples processed
+    shard_size: int = 0  # rows in this worker's shard
+    loss: float | None = None  # mean training loss of the last epoch
+    accuracy: float | None = None  # test accuracy of the global parameters after the last epoch
+    pushes: int = 0
+    fetches: int = 0
+    conflicts: int = 0  # atomic-update conflicts the store reported for this worker's pushes
+    retries: int = 0  # store calls retried after an outage
+    staleness_hist: dict[int, int] = field(default_factory=dict)  # version lag at push -> count
+    last_staleness: int | None = None
+    train_s: float = 0.0  # seconds spent in training epochs (excludes loading and evaluation)
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: str | None = None
+
+    @classmethod
+    def fresh(cls, worker_id: int, seed: int) -> "WorkerState":
+        rng = np.random.default_rng(seed + worker_id)
+        return cls(worker_id=worker_id, rng_state=rng.bit_generator.state)
+
+    def record_staleness(self, lag: int) -> None:
+        lag = max(0, int(lag))
+        self.last_staleness = lag
+        self.staleness_hist[lag] = self.staleness_hist.get(lag, 0) + 1
+
+    def progress(self, now: float) -> dict[str, Any]:
+        """The progress record: everything but the RNG state, plus samples/s."""
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "rng_state"}
+        out["staleness_hist"] = {str(k): v for k, v in self.staleness_hist.items()}
+        out["samples_per_s"] = self.samples / self.train_s if self.train_s > 0 else 0.0
+        out["updated_at"] = now
+        return out
+
+    def to_checkpoint(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["staleness_hist"] = {str(k): v for k, v in self.staleness_hist.items()}
+        return out
+
+    @classmethod
+    def from_checkpoint(cls, record: dict[str, Any]) -> "WorkerState":
+        values = dict(record)
+        values["staleness_hist"] = {int(k): int(v) for k, v in values.get("staleness_hist", {}).items()}
+        return cls(**values)

@@ -1,0 +1,169 @@
+"""`faasgd train` end to end: real worker processes against a real redis-server and memcached."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from faasgd.local.servers import free_port
+from faasgd.store import open_store
+
+pytestmark = pytest.mark.e2e
+
+QUICK = ["--dataset", "synthetic", "--train-samples", "6000", "--test-samples", "1000", "--hidden-sizes", "32"]
+
+
+def faasgd(*args, env=None, timeout=300):
+    environment = {k: v for k, v in os.environ.items() if k.lower() not in ("store_url",)}
+    environment.update(env or {})
+    return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=environment)
+
+
+def last_json(stdout):
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("backend", ["redis", "memcached"])
+def test_two_workers_reach_085_on_fashion_mnist(backend, redis_server, memcached_server):
+    url = redis_server.url if backend == "redis" else memcached_server.url
+    run = faasgd("train", "--workers", "2", "--dataset", "fashion-mnist", "--target-accuracy", "0.85",
+                 "--store", url, "--json")
+    assert run.returncode == 0, run.stderr
+    result = last_json(run.stdout)
+    assert result["state"] == "done" and result["error"] is None
+    assert result["reached_target"] and result["accuracy_at_target"] >= 0.85
+    assert result["final_accuracy"] >= 0.80  # the final global parameters, evaluated again at the end
+    assert result["time_to_target_s"] > 0
+    assert result["pushes"] > 0 and result["fetches"] > 0
+    assert "final accuracy" in run.stdout and "worker" in run.stdout
+    stored = open_store(url).get_record(result["job_id"], "result")
+    assert stored == result
+
+
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        (["--workers", "0"], "number_of_workers"),
+        (["--batch-size", "0"], "batch_size"),
+        (["--n-fetch", "0"], "n_fetch"),
+        (["--learning-rate", "0"], "learning_rate"),
+        (["--learning-rate", "-1"], "learning_rate"),
+        (["--batch-size", "many"], "batch_size"),
+        (["--dataset", "imagenet"], "dataset"),
+        (["--store", "mongodb://127.0.0.1:27017"], "store_url"),
+        (["--store", "redis://127.0.0.1:notaport/0"], "store_url"),
+        (["--store", "redis:/127.0.0.1"], "store_url"),
+    ],
+)
+def test_bad_input_exits_nonzero_naming_the_field_and_writes_nothing(flags, field, redis_server):
+    empty_db = redis_server.url.rsplit("/", 1)[0] + "/7"
+    client = open_store(empty_db)
+    args = ["train", "--store", empty_db, *flags] if "--store" not in flags else ["train", *flags]
+    run = faasgd(*args)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"faasgd: error: {field}: "), run.stderr
+    assert "Traceback" not in run.stderr
+    import redis
+
+    assert redis.Redis.from_url(empty_db).dbsize() == 0
+    client.close()
+
+
+def test_unknown_flag_is_rejected(redis_server):
+    run = faasgd("train", "--store", redis_server.url, "--batchsize", "3")
+    assert run.returncode == 2 and "--batchsize" in run.stderr
+
+
+def test_store_down_at_start_is_one_line_naming_the_url():
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    run = faasgd("train", "--store", url, *QUICK)
+    assert run.returncode == 3
+    assert run.stderr.strip().count("\n") == 0 and url in run.stderr and "Traceback" not in run.stderr
+    url = f"memcached://127.0.0.1:{free_port()}"
+    run = faasgd("train", "--store", url, *QUICK)
+    assert run.returncode == 3 and url in run.stderr
+
+
+def start_persistent_redis(port, workdir):
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(workdir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            open_store(f"redis://127.0.0.1:{port}/0").ping()
+            return proc
+        except Exception:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("redis-server did not start")
+
+
+def wait_for_progress(url, proc, deadline_s=60):
+    """Wait until a job exists and a worker has pushed; returns the job id from the first output line."""
+    line = proc.stdout.readline()
+    job_id = line.split()[1].rstrip(":")
+    store = open_store(url)
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        record = store.get_record(job_id, "progress:0")
+        if record and record.get("pushes", 0) > 2:
+            return job_id
+        time.sleep(0.1)
+    raise AssertionError("no progress")
+
+
+def test_store_restarted_mid_run_workers_retry_and_the_job_completes(tmp_path):
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    server = start_persistent_redis(port, tmp_path)
+    train = subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--store", url, "--workers", "2",
+                              "--max-epochs", "4", "--target-accuracy", "1.0", "--store-timeout-s", "30",
+                              "--json", *QUICK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        job_id = wait_for_progress(url, train)
+        server.send_signal(signal.SIGTERM)
+        server.wait(10)
+        time.sleep(1.5)  # the store is down: workers retry with backoff
+        server = start_persistent_redis(port, tmp_path)
+        out, err = train.communicate(timeout=120)
+        result = last_json(out)
+        assert train.returncode == 0, err
+        assert result["job_id"] == job_id and result["state"] == "done"
+        assert result["retries"] >= 1
+        assert open_store(url).get_record(job_id, "result")["state"] == "done"
+    finally:
+        train.kill()
+        server.terminate()
+        server.wait(10)
+
+
+def test_store_gone_for_good_fails_the_job_after_the_deadline(tmp_path):
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    server = start_persistent_redis(port, tmp_path)
+    train = subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--store", url, "--workers", "2",
+                              "--max-epochs", "50", "--target-accuracy", "1.0", "--store-timeout-s", "3",
+                              "--json", *QUICK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_progress(url, train)
+        server.terminate()
+        server.wait(10)
+        stopped = time.monotonic()
+        out, err = train.communicate(timeout=120)
+        elapsed = time.monotonic() - stopped
+        assert train.returncode == 1
+        result = last_json(out)
+        assert result["state"] == "failed" and url in result["error"]
+        assert elapsed >= 3  # the workers kept retrying until their deadline
+        assert "Traceback" not in err
+    finally:
+        train.kill()
+        if server.poll() is None:
+            server.kill()

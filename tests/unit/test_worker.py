@@ -1,0 +1,121 @@
+"""The Downpour worker against the in-process memory:// store, on small synthetic data."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from faasgd import data, job, model
+from faasgd.config import load_config
+from faasgd.errors import StoreUnavailable
+from faasgd.sgd import run_worker
+from faasgd.store import open_store
+
+
+def small_config(name, **overrides):
+    values = {
+        "dataset": "synthetic", "train_samples": 1200, "test_samples": 400, "hidden_sizes": [16],
+        "batch_size": 40, "learning_rate": 0.1, "number_of_workers": 1, "n_fetch": 1, "n_push": 1,
+        "max_epochs": 2, "target_accuracy": 1.0, "store_url": f"memory://{name}", "store_timeout_s": 0.3,
+    }
+    values.update(overrides)
+    return load_config({}, values)
+
+
+def plain_sgd(config, epochs):
+    """The oracle: ordinary single-process minibatch SGD with the same seeds and order."""
+    sizes = job.network_sizes(config)
+    weights = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
+    shard = data.load_shard(config.dataset, "train", 0, 1, limit=config.train_samples)
+    rng = np.random.default_rng(config.seed + 0)
+    for _ in range(epochs):
+        order = rng.permutation(len(shard.y))
+        for first in range(0, len(order), config.batch_size):
+            rows = order[first:first + config.batch_size]
+            _, grad = model.loss_and_grads(weights, sizes, shard.x[rows], shard.y[rows], config.activation,
+                                           config.dropout, rng)
+            weights = weights - np.float32(config.learning_rate) * grad
+    return weights
+
+
+@pytest.mark.parametrize("n_fetch, n_push, dropout", [(1, 1, 0.0), (3, 5, 0.0), (4, 2, 0.3)])
+def test_one_worker_equals_plain_sgd(n_fetch, n_push, dropout):
+    config = small_config(f"oracle-{n_fetch}-{n_push}", n_fetch=n_fetch, n_push=n_push, dropout=dropout)
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    final = run_worker(config, store, job_id, 0)
+    weights, version = store.get_weights(job_id)
+    expected = plain_sgd(config, final["epoch"])
+    np.testing.assert_allclose(weights, expected, atol=2e-5)
+    steps_per_epoch = -(-1200 // 40)
+    assert final["step"] == steps_per_epoch * final["epoch"]
+    assert version == final["pushes"]
+    # a push every n_push steps plus one at each epoch end for the remainder
+    per_epoch = steps_per_epoch // n_push + (1 if steps_per_epoch % n_push else 0)
+    assert final["pushes"] == per_epoch * final["epoch"]
+
+
+def test_two_workers_reach_target_and_write_a_complete_result():
+    config = small_config("two", number_of_workers=2, n_fetch=2, n_push=2, max_epochs=10, target_accuracy=0.8)
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    threads = [threading.Thread(target=run_worker, args=(config, store, job_id, i)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    status = job.read_status(store, job_id)
+    result = status["result"]
+    assert status["state"] == "done"
+    for key in job.RESULT_KEYS:
+        assert key in result, key
+    assert result["error"] is None
+    assert result["final_accuracy"] >= 0.8
+    assert result["time_to_target_s"] is not None and result["time_to_target_s"] > 0
+    assert result["pushes"] == sum(w["pushes"] for w in status["workers"])
+    assert result["samples"] == sum(w["samples"] for w in status["workers"])
+    assert result["staleness_p50"] is not None and result["staleness_p99"] >= result["staleness_p50"]
+    assert status["done"]["accuracy"] >= 0.8
+    assert all(w["state"] == "finished" for w in status["workers"])
+
+
+def test_a_worker_stops_at_its_next_fetch_once_the_job_is_done():
+    config = small_config("stop", number_of_workers=1, max_epochs=5)
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    assert job.mark_done(store, job_id, 7, 0.99)
+    assert not job.mark_done(store, job_id, 8, 0.99)  # only the first counts
+    final = run_worker(config, store, job_id, 0)
+    assert final["samples"] == 0 and final["epoch"] == 0
+    assert store.get_record(job_id, "result")["time_to_target_s"] is not None
+
+
+class FailingStore:
+    """Delegates to a real store, then fails every fetch after `healthy` of them (the store went away)."""
+
+    def __init__(self, inner, healthy):
+        self.inner, self.healthy = inner, healthy
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def get_weights(self, job_id, out=None):
+        self.healthy -= 1
+        if self.healthy < 0:
+            raise StoreUnavailable(self.inner.url, "connection refused")
+        return self.inner.get_weights(job_id, out=out)
+
+
+def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it():
+    config = small_config("gone", max_epochs=3)
+    inner = open_store(config.store_url)
+    job_id = job.create_job(inner, config)
+    store = FailingStore(inner, healthy=5)
+    with pytest.raises(StoreUnavailable):
+        run_worker(config, store, job_id, 0)
+    progress = inner.get_record(job_id, job.progress_name(0))
+    assert progress["state"] == "failed"
+    assert "memory://gone" in progress["error"]
+    assert progress["retries"] >= 1
+    result = inner.get_record(job_id, "result")
+    assert result["state"] == "failed" and "memory://gone" in result["error"]
