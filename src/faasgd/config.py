@@ -9,16 +9,16 @@ an error; the environment is only read for known keys (it holds much else).
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from faasgd.data import DATASETS
 from faasgd.errors import ConfigError
+from faasgd.store.url import parse_store_url
 
 ACTIVATIONS = ("tanh", "relu")
 MODES = ("loop", "per-iteration", "single")
-STORE_SCHEMES = ("redis", "memcached", "memory")
+TOPOLOGIES = ("global", "node-local")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,10 @@ class TrainConfig:
     train_samples: int = 0  # use only the first N training rows (0: all); for quick runs
     test_samples: int = 0  # evaluate on the first N test rows (0: all)
     store_timeout_s: float = 30.0  # how long a worker retries an unreachable store before failing
+    store_topology: str = "global"  # global: fetch from store_url; node-local: fetch from local_store_url
+    local_store_url: str = "memcached://127.0.0.1:11211"  # node-local cache (store_topology node-local)
+    local_refresh_s: float = 1.0  # node-local: how often the cache is refreshed from the global store
+    lease_s: int = 30  # per-iteration: a running invocation's lease, renewed every second, expires after this
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready plain values (hidden_sizes as a list)."""
@@ -51,7 +55,6 @@ class TrainConfig:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
-_URL = re.compile(r"^([a-z][a-z0-9+.-]*)://")
 
 
 def _int(field: str, value: Any, low: int, high: int) -> int:
@@ -108,15 +111,12 @@ def _hidden_sizes(field: str, value: Any) -> tuple[int, ...]:
 
 
 def _store_url(field: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
         raise ConfigError(field, f"must be a URL like redis://host:6379/0 or memcached://host:11211, got {value!r}")
-    match = _URL.match(value.strip())
-    if not match:
-        raise ConfigError(field, f"must be a URL like redis://host:6379/0 or memcached://host:11211, got {value!r}")
-    if match.group(1) not in STORE_SCHEMES:
-        raise ConfigError(
-            field, f"unknown scheme {match.group(1)!r} (allowed: {', '.join(STORE_SCHEMES)}), got {value!r}"
-        )
+    try:
+        parse_store_url(value.strip())
+    except ConfigError as error:
+        raise ConfigError(field, str(error).split(": ", 1)[1]) from None
     return value.strip()
 
 
@@ -130,8 +130,14 @@ def _parse(field: str, value: Any) -> Any:
         return _choice(field, value, ACTIVATIONS)
     if field == "mode":
         return _choice(field, value, MODES)
-    if field == "store_url":
+    if field in ("store_url", "local_store_url"):
         return _store_url(field, value)
+    if field == "store_topology":
+        return _choice(field, value, TOPOLOGIES)
+    if field == "local_refresh_s":
+        return _float(field, value, 0.0, 3600.0, low_open=True)
+    if field == "lease_s":
+        return _int(field, value, 1, 86400)
     if field == "dropout":
         return _float(field, value, 0.0, 1.0, high_open=True)
     if field == "learning_rate":

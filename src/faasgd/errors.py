@@ -64,3 +64,13 @@ class JobNotFound(FaasgdError):
     def __init__(self, job_id: str):
         self.job_id = job_id
         super().__init__(f"job_id: no job {job_id!r} in the store")
+
+
+class GatewayError(FaasgdError):
+    """Raised when the OpenFaaS gateway cannot be reached or refuses an invocation; names the URL."""
+
+    http_status = 502
+
+    def __init__(self, url: str, detail: str):
+        self.url = url
+        super().__init__(f"gateway: {url} ({detail})")
