@@ -77,7 +77,7 @@ def main() -> None:
 
     print(f"machine: {os.cpu_count()} cores; dataset {args.dataset}; 784-100-10 tanh, batch 128")
     single_process(args.dataset, 100, 1)  # warm up
-    limits = {t: single_process(args.dataset, args.steps, t) for t in (1, 2, 4) if t <= (os.cpu_count() or 1) * 2}
+    limits = {t: single_process(args.dataset, args.steps, t) for t in (1, 2, 4, 8) if t <= (os.cpu_count() or 1)}
     for threads, rate in limits.items():
         print(f"single process, {threads} BLAS thread(s): {rate:,.0f} samples/s")
     best_threads = max(limits, key=limits.get)

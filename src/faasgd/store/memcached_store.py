@@ -25,7 +25,7 @@ import socket
 import time
 
 import numpy as np
-from pymemcache.client.base import Client
+from pymemcache.client.base import Client, PooledClient
 from pymemcache.exceptions import MemcacheError, MemcacheUnexpectedCloseError
 
 from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
@@ -34,9 +34,13 @@ from faasgd.store.base import ParameterStore
 from faasgd.store.url import StoreUrl
 
 
-def connect(url: StoreUrl, timeout_s: float) -> Client:
-    """A pymemcache client for `url` (lazy; values are bytes: no serde)."""
-    return Client(
+def connect(url: StoreUrl, timeout_s: float) -> PooledClient:
+    """A thread-safe pymemcache client pool for `url` (lazy; values are bytes: no serde).
+
+    Pooled because a warm function replica serves concurrent invocations on several threads and
+    a plain pymemcache Client is not thread-safe.
+    """
+    return PooledClient(
         (url.host, url.port),
         default_noreply=False,  # every write is confirmed
         connect_timeout=timeout_s,
@@ -47,7 +51,7 @@ def connect(url: StoreUrl, timeout_s: float) -> Client:
 class MemcachedStore(ParameterStore):
     """ParameterStore over Memcached; `client` may be any pymemcache-compatible object with gets/cas."""
 
-    def __init__(self, url: str, client: Client, **options):
+    def __init__(self, url: str, client: Client | PooledClient, **options):
         super().__init__(url, **options)
         self.client = client
 

@@ -1,0 +1,174 @@
+"""emnist-setup and emnist-train handlers called directly with events, over the memory:// store."""
+
+import uuid
+
+import pytest
+
+from faasgd.errors import ConfigError, GatewayError, JobNotFound
+from faasgd.functions import setup as setup_core
+from faasgd.functions import train as train_core
+from faasgd.functions import warm
+from faasgd.store import open_store
+from functions_harness import BadJson, FakeEvent, FakeGateway, deliver, load_handler
+
+setup_handler = load_handler("emnist-setup")
+train_handler = load_handler("emnist-train")
+
+
+@pytest.fixture
+def env(monkeypatch):
+    url = f"memory://h{uuid.uuid4().hex[:10]}"
+    values = {
+        "store_url": url, "dataset": "synthetic", "train_samples": "1200", "test_samples": "400",
+        "hidden_sizes": "16", "batch_size": "40", "max_epochs": "3", "target_accuracy": "1.0",
+        "number_of_workers": "2", "gateway_url": "http://127.0.0.1:9",
+    }
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    gateway = FakeGateway()
+    monkeypatch.setattr(setup_core, "gateway_for", lambda _env: gateway)
+    monkeypatch.setattr(train_core, "gateway_for", lambda _env: gateway)
+    yield {"url": url, "gateway": gateway}
+    warm.forget()
+
+
+def start(body=None, headers=None):
+    answer = setup_handler.handle(FakeEvent("POST", body or {}, headers), None)
+    return answer["statusCode"], answer["body"]
+
+
+def status(job_id):
+    answer = setup_handler.handle(FakeEvent("GET", b"", query={"job_id": job_id}), None)
+    assert answer["statusCode"] == 200
+    return answer["body"]
+
+
+def space_keys(url):
+    return list(open_store(url).client._values)
+
+
+def test_setup_fans_out_one_async_call_per_worker_and_passes_the_callback(env):
+    code, body = start({"number_of_workers": 3}, {"X-Callback-Url": "http://127.0.0.1:1/cb"})
+    assert code == 202
+    assert body["number_of_workers"] == 3 and body["mode"] == "loop" and body["job_id"]
+    calls = env["gateway"].take()
+    assert [c[0] for c in calls] == ["emnist-train"] * 3
+    assert [c[1]["worker_id"] for c in calls] == [0, 1, 2]
+    assert all(c[1]["job_id"] == body["job_id"] and c[1]["iteration"] == 0 for c in calls)
+    assert all(c[2]["X-Callback-Url"] == "http://127.0.0.1:1/cb" for c in calls)
+    assert body["call_ids"] == [c[3] for c in calls]
+    assert status(body["job_id"])["state"] == "running"
+
+
+def test_loop_mode_trains_to_the_stop_rule_and_a_duplicate_trains_nothing(env):
+    _, body = start()
+    calls = env["gateway"].take()
+    for call in calls:
+        code, answer = deliver(train_handler, call)
+        assert code == 200 and answer["duplicate"] is False and answer["state"] == "finished"
+    done = status(body["job_id"])
+    assert done["state"] == "done" and done["result"]["state"] == "done"
+    samples = done["result"]["samples"]
+    assert samples == 3 * 1200  # 3 epochs over 2 shards of 600
+    code, answer = deliver(train_handler, calls[0])  # redelivered by the queue
+    assert code == 200 and answer["duplicate"] is True
+    assert status(body["job_id"])["result"]["samples"] == samples
+
+
+def test_per_iteration_chains_one_epoch_per_invocation_and_ignores_duplicates(env):
+    _, body = start({"mode": "per-iteration"})
+    gateway, trained, duplicates = env["gateway"], {0: 0, 1: 0}, 0
+    pending = gateway.take()
+    while pending:
+        call = pending.pop(0)
+        code, answer = deliver(train_handler, call)
+        assert code == 200
+        if answer["duplicate"]:
+            duplicates += 1
+            continue
+        trained[answer["worker_id"]] += 1
+        again_code, again = deliver(train_handler, call)  # at-least-once: the same call twice
+        assert again_code == 200 and again["duplicate"] is True
+        pending += gateway.take()
+    final = status(body["job_id"])
+    assert final["state"] == "done"
+    assert trained == {0: 3, 1: 3}
+    assert [w["epoch"] for w in final["workers"]] == [3, 3]
+    assert final["result"]["samples"] == 3 * 1200
+    store = open_store(env["url"])
+    assert store.get_record(body["job_id"], "checkpoint:0")["iteration"] == 3
+
+
+def test_single_mode_trains_inside_setup(env):
+    code, body = start({"mode": "single", "max_epochs": 2})
+    assert code == 200 and env["gateway"].take() == []
+    assert body["number_of_workers"] == 1
+    assert body["result"]["state"] == "done" and body["result"]["samples"] == 2 * 1200
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"batchsize": 3}, "batchsize"),
+    ({"number_of_workers": 0}, "number_of_workers"),
+    ({"learning_rate": -1}, "learning_rate"),
+    ({"store_url": "ftp://x"}, "store_url"),
+    (["not", "an", "object"], "body"),
+])
+def test_bad_setup_input_names_the_field_and_writes_nothing(env, body, field):
+    with pytest.raises(ConfigError) as info:
+        start(body)
+    assert info.value.field == field and info.value.http_status == 400
+    assert space_keys(env["url"]) == [] and env["gateway"].take() == []
+
+
+def test_bad_json_is_a_400_on_body(env):
+    with pytest.raises(BadJson) as info:
+        setup_handler.handle(FakeEvent("POST", b"{not json"), None)
+    assert info.value.field == "body" and info.value.http_status == 400
+
+
+def test_status_needs_a_known_job(env):
+    with pytest.raises(ConfigError) as info:
+        setup_handler.handle(FakeEvent("GET", b"", query={}), None)
+    assert info.value.field == "job_id"
+    with pytest.raises(JobNotFound) as missing:
+        status("jnope")
+    assert missing.value.http_status == 404
+
+
+@pytest.mark.parametrize("payload, field", [
+    ({"worker_id": 0}, "job_id"),
+    ({"job_id": "j1", "worker_id": -1}, "worker_id"),
+    ({"job_id": "j1", "worker_id": "0"}, "worker_id"),
+    ({"job_id": "j1", "worker_id": 0, "weights": []}, "weights"),
+])
+def test_bad_train_request_names_the_field(env, payload, field):
+    with pytest.raises(ConfigError) as info:
+        train_handler.handle(FakeEvent("POST", payload), None)
+    assert info.value.field == field
+
+
+def test_train_for_an_unknown_job_or_worker(env):
+    with pytest.raises(JobNotFound):
+        train_handler.handle(FakeEvent("POST", {"job_id": "jmissing", "worker_id": 0}), None)
+    _, body = start()
+    env["gateway"].take()
+    with pytest.raises(ConfigError) as info:
+        train_handler.handle(FakeEvent("POST", {"job_id": body["job_id"], "worker_id": 2}), None)
+    assert info.value.field == "worker_id"
+
+
+def test_fan_out_failure_records_a_failed_job(env, monkeypatch):
+    class DownGateway(FakeGateway):
+        def invoke_async(self, *args, **kwargs):
+            if len(self.calls) == 1:
+                raise GatewayError("http://127.0.0.1:9", "connection refused")
+            return super().invoke_async(*args, **kwargs)
+
+    monkeypatch.setattr(setup_core, "gateway_for", lambda _env: DownGateway())
+    with pytest.raises(GatewayError) as info:
+        start()
+    assert info.value.http_status == 502
+    job_ids = {k.split(":")[1] for k in space_keys(env["url"])}
+    (job_id,) = job_ids
+    final = status(job_id)
+    assert final["state"] == "failed" and "after 1 of 2 workers" in final["result"]["error"]
