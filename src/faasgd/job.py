@@ -176,7 +176,7 @@ def write_result(store: ParameterStore, job_id: str, evaluate=None, error: str |
     final_accuracy = max(accuracies) if accuracies else None  # best seen, when the weights can't be read
     if evaluate is not None:
         try:
-            weights, _ = store.get_weights(job_id)
+            weights, _ = store.authoritative().get_weights(job_id)
             final_accuracy = float(evaluate(weights))
         except StoreError:
             pass

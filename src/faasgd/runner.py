@@ -14,6 +14,7 @@ from typing import Callable
 from faasgd import data, job
 from faasgd.config import TrainConfig, config_from_record
 from faasgd.errors import FaasgdError, StoreError
+from faasgd.retry import with_retry
 from faasgd.sgd import run_worker
 from faasgd.sgd.iteration import run_iteration
 from faasgd.store import ParameterStore, open_store
@@ -132,10 +133,14 @@ def collect_result(store, job_id, config, meta, last_seen, worker_errors: dict[i
     (not stored), with the store error as its `error`.
     """
     error = worker_errors[min(worker_errors)] if worker_errors else None
-    try:
+
+    def read_or_write() -> dict:
         result = store.get_record(job_id, "result")
         if result is None:
             result = job.write_result(store, job_id, error=error or "no worker wrote the result")
         return result
+
+    try:
+        return with_retry(read_or_write, 2.0 if error else config.store_timeout_s)
     except StoreError as store_error:
         return job.build_result(config, meta, last_seen or {}, None, None, error or str(store_error))

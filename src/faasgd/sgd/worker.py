@@ -35,7 +35,9 @@ class DownpourWorker:
         self.fetched = np.empty(size, np.float32)  # last global parameters read
         self.pending = np.zeros(size, np.float32)  # accumulated update not yet pushed
         self.grad = np.empty(size, np.float32)
-        self.version = 0
+        self.base_version = 0  # global version of the last fetch our weights are built on
+        self.own_pushes = 0  # our pushes since that fetch (in our weights, counted in the version)
+        self.last_push_version = 0  # global version right after our last push
         self.unpushed_steps = 0
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state.rng_state
@@ -51,18 +53,27 @@ class DownpourWorker:
         return with_retry(call, self.config.store_timeout_s, on_retry=count)
 
     def fetch(self) -> None:
-        """Read the global parameters; the local copy becomes global + unpushed updates."""
-        _, self.version = self._retry(lambda: self.store.get_weights(self.job_id, out=self.fetched))
-        np.add(self.fetched, self.pending, out=self.weights)
+        """Read the global parameters; the local copy becomes global + unpushed updates.
+
+        A copy older than our own last push (a node-local cache not yet refreshed) would undo our
+        own applied steps, so it is ignored: reads are monotonic in the version.
+        """
+        _, version = self._retry(lambda: self.store.get_weights(self.job_id, out=self.fetched))
         self.state.fetches += 1
+        if version < self.last_push_version:
+            return
+        self.base_version, self.own_pushes = version, 0
+        np.add(self.fetched, self.pending, out=self.weights)
 
     def push(self) -> None:
         """Send the accumulated update (added atomically by the store) and clear it."""
         if self.unpushed_steps == 0:
             return
         new_version = self._retry(lambda: self.store.push_update(self.job_id, self.pending))
-        self.state.record_staleness(new_version - 1 - self.version)
-        self.version = new_version  # our own push is now part of what we hold
+        # staleness: updates of other workers applied since the parameters we stepped from
+        self.state.record_staleness(new_version - 1 - self.base_version - self.own_pushes)
+        self.own_pushes += 1
+        self.last_push_version = new_version
         self.pending[:] = 0.0
         self.unpushed_steps = 0
         self.state.pushes += 1
@@ -125,9 +136,13 @@ class DownpourWorker:
         return model.accuracy(weights, self.sizes, self.test.x, self.test.y, self.config.activation)
 
     def end_of_epoch(self) -> bool:
-        """Evaluate the global parameters; mark the job done at the target. True when training should stop."""
+        """Evaluate the global parameters; mark the job done at the target. True when training should stop.
+
+        After the epoch's last push nothing is pending, so the fetched global parameters are the
+        local ones (with a node-local cache older than our last push: the newest we know).
+        """
         self.fetch()
-        self.state.accuracy = self.evaluate(self.fetched)
+        self.state.accuracy = self.evaluate(self.weights)
         reached = self.state.accuracy >= self.config.target_accuracy
         if reached:
             self._retry(lambda: job.mark_done(self.store, self.job_id, self.state.worker_id, self.state.accuracy))
@@ -187,10 +202,12 @@ def end_worker(store, job_id, config, state, trainer, log) -> dict:
     if trainer is not None:
         trainer.sync_conflicts()
     record = state.progress(state.finished_at)
+    # A worker that already gave up on the store tries briefly; one that finished waits out an outage.
+    deadline_s = 2.0 if state.state == "failed" else config.store_timeout_s
     try:
-        with_retry(lambda: store.put_record(job_id, job.progress_name(state.worker_id), record), 2.0)
+        with_retry(lambda: store.put_record(job_id, job.progress_name(state.worker_id), record), deadline_s)
         evaluate = trainer.evaluate if trainer is not None else None
-        with_retry(lambda: job.finish_worker(store, job_id, config, evaluate), 2.0)
+        with_retry(lambda: job.finish_worker(store, job_id, config, evaluate), deadline_s)
     except Exception as error:  # the store is gone: the caller reports it
         if log:
             log(f"worker {state.worker_id}: could not record its end: {error}")

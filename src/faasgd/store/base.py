@@ -147,6 +147,10 @@ class ParameterStore(abc.ABC):
             raw = self._events(job_id, start)
         return [self._decode(codec.record_from_bytes, r, "events") for r in raw]
 
+    def authoritative(self) -> "ParameterStore":
+        """The store holding the authoritative parameters: itself (a cache in front of it returns the store behind)."""
+        return self
+
     def close(self) -> None:
         """Release the client's connections; the store object is not used afterwards."""
         with self._errors():

@@ -10,6 +10,7 @@ the global store (and seeds the cache).
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -45,6 +46,10 @@ class NodeLocalStore:
     def url(self) -> str:
         return self.global_store.url
 
+    def authoritative(self) -> ParameterStore:
+        """The global store: final evaluations read the real parameters, not the cached copy."""
+        return self.global_store
+
     def get_weights(self, job_id: str, out: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """The cached parameters and the global version they are a copy of."""
         self._last_fetch[job_id] = time.monotonic()
@@ -62,8 +67,9 @@ class NodeLocalStore:
 
     def refresh(self, job_id: str) -> bool:
         """Copy the global weights into the cache unless another process did this interval."""
-        ttl = max(1, round(self.refresh_s))
-        if not self._refresh_local.add_record(job_id, "cache-refresh", {"at": time.time()}, ttl_s=ttl):
+        bucket = int(time.time() / self.refresh_s)  # one refresh per interval, whatever its length
+        ttl = max(1, math.ceil(2 * self.refresh_s))  # the lock only has to outlive its interval
+        if not self._refresh_local.add_record(job_id, f"cache-refresh:{bucket}", {"at": time.time()}, ttl_s=ttl):
             return False
         weights, version = self._refresh_global.get_weights(job_id)
         self._refresh_local.set_weights(job_id, weights, version)

@@ -1,0 +1,125 @@
+"""k8s/ manifests: strict schema validation (kubernetes-validate, offline) and the placement facts."""
+
+import pathlib
+
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes_validate.utils import all_versions
+
+K8S = pathlib.Path(__file__).resolve().parents[2] / "k8s"
+MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
+OLDEST = "1.29.0"  # the oldest Kubernetes we claim to support
+NEWEST = ".".join(kubernetes_validate.latest_version().split(".")[:2]) + ".0"  # the newest bundled schemas
+NAMESPACE = "openfaas-fn"
+TRAIN_POD = {"faas_function": "emnist-train"}  # faas-netes labels every function pod this way
+
+
+def documents(path):
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def resources():
+    return {(doc["kind"], doc["metadata"]["name"]): doc for path in MANIFESTS for doc in documents(path)}
+
+
+def test_both_kubernetes_versions_are_bundled():
+    bundled = {v.rsplit(".", 1)[0] for v in all_versions()}
+    assert {"1.29", NEWEST.rsplit(".", 1)[0]} <= bundled
+
+
+@pytest.mark.parametrize("version", [OLDEST, NEWEST])
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_manifest_passes_strict_validation(path, version):
+    docs = documents(path)
+    assert docs, f"{path.name} holds no resources"
+    for doc in docs:
+        # raises ValidationError (bad field) or SchemaNotFoundError (unknown kind or apiVersion)
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_kustomization_lists_existing_files_of_our_namespace():
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    assert kustomization["apiVersion"] == "kustomize.config.k8s.io/v1beta1"
+    assert kustomization["kind"] == "Kustomization"
+    assert kustomization["namespace"] == NAMESPACE
+    listed = kustomization["resources"]
+    assert len(listed) == len(set(listed))
+    for name in listed:
+        assert (K8S / name).is_file(), f"kustomization lists missing {name}"
+    # everything but the example Secret (a published placeholder must not be applied by default)
+    assert set(listed) == {p.name for p in MANIFESTS} - {"secret.example.yaml"}
+
+
+def test_everything_lives_in_the_function_namespace():
+    for (kind, name), doc in resources().items():
+        assert doc["metadata"].get("namespace") == NAMESPACE, f"{kind}/{name}"
+
+
+def test_services_select_their_workloads_by_pod_labels():
+    found = resources()
+    for (kind, name), doc in found.items():
+        if kind in ("Deployment", "DaemonSet"):
+            selector = doc["spec"]["selector"]["matchLabels"]
+            assert selector.items() <= doc["spec"]["template"]["metadata"]["labels"].items()
+    for name in ("redis", "memcached", "memcached-local"):
+        service = found[("Service", name)]
+        workload = found.get(("Deployment", name)) or found[("DaemonSet", name)]
+        assert service["spec"]["selector"].items() <= workload["spec"]["template"]["metadata"]["labels"].items()
+        ports = {c["name"] for c in workload["spec"]["template"]["spec"]["containers"][0]["ports"]}
+        assert {p["targetPort"] for p in service["spec"]["ports"]} <= ports
+
+
+@pytest.mark.parametrize("name", ["redis", "memcached"])
+def test_global_stores_prefer_the_node_of_a_train_replica(name):
+    spec = resources()[("Deployment", name)]["spec"]["template"]["spec"]
+    affinity = spec["affinity"]["podAffinity"]
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in affinity  # never Pending for lack of a worker
+    (term,) = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert 1 <= term["weight"] <= 100
+    assert term["podAffinityTerm"]["labelSelector"] == {"matchLabels": TRAIN_POD}
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+
+
+def test_node_local_cache_is_a_daemonset_behind_a_local_only_service():
+    found = resources()
+    assert ("DaemonSet", "memcached-local") in found
+    service = found[("Service", "memcached-local")]["spec"]
+    assert service["internalTrafficPolicy"] == "Local"
+    assert service["ports"][0]["port"] == 11211
+
+
+def test_memcached_item_limit_is_raised_for_large_models():
+    found = resources()
+    for kind, name in (("Deployment", "memcached"), ("DaemonSet", "memcached-local")):
+        args = found[(kind, name)]["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("-I") + 1] == "4m"
+
+
+def test_redis_password_comes_from_the_store_password_secret():
+    found = resources()
+    secret = found[("Secret", "store-password")]
+    assert list(secret["stringData"]) == ["store-password"]  # the file /var/openfaas/secrets/store-password
+    container = found[("Deployment", "redis")]["spec"]["template"]["spec"]["containers"][0]
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e}
+    assert refs["STORE_PASSWORD"] == {"name": "store-password", "key": "store-password"}
+    args = container["args"]
+    assert args[args.index("--requirepass") + 1] == "$(STORE_PASSWORD)"
+    assert args[args.index("--save") + 1] == "" and args[args.index("--appendonly") + 1] == "no"
+
+
+def test_every_container_has_resources_and_probes():
+    for (kind, name), doc in resources().items():
+        if kind not in ("Deployment", "DaemonSet"):
+            continue
+        for container in doc["spec"]["template"]["spec"]["containers"]:
+            assert {"requests", "limits"} <= set(container["resources"]), f"{kind}/{name}"
+            assert "readinessProbe" in container and "livenessProbe" in container, f"{kind}/{name}"
+
+
+@pytest.mark.parametrize("version", [OLDEST, NEWEST])
+def test_strict_validation_rejects_an_unknown_field(version):
+    service = dict(resources()[("Service", "memcached-local")])
+    service["spec"] = {**service["spec"], "internalTrafficPolicyy": "Local"}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(service, version, strict=True)
