@@ -25,6 +25,9 @@ from typing import Mapping
 
 import yaml
 
+from faasgd.errors import ConfigError
+from faasgd.local import stack as local_stack
+
 PROVIDER_NAME = "openfaas"
 VALID_VERSIONS = ["1.0"]
 CE_MAX_REPLICAS = 5  # faas-netes pkg/handlers/replica_reader.go MaxReplicas
@@ -52,8 +55,6 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_SUBST = re.compile(r"\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-_DEFAULT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:=|=)(.*))?$", re.S)
 
 
 class StackError(ValueError):
@@ -71,22 +72,11 @@ _GoStringLoader.yaml_implicit_resolvers = {
 
 
 def envsubst(text: str, env: Mapping[str, str]) -> str:
-    """drone/envsubst as faas-cli runs it, for the forms a stack file here may use:
-    $VAR, ${VAR}, ${VAR:-d} (also -, :=, =). Unset variables are empty; $$ is a literal $."""
-
-    def substitute(match: re.Match) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        if match.group(2):
-            return env.get(match.group(2), "")
-        form = _DEFAULT.match(match.group(1))
-        if not form:
-            raise StackError(f"unsupported substitution {match.group(0)!r} (use ${{VAR}} or ${{VAR:-default}})")
-        name, operator, default = form.groups()
-        value = env.get(name, "")
-        return value if value or operator is None else default
-
-    return _SUBST.sub(substitute, text)
+    """drone/envsubst as faas-cli runs it: the runtime's own implementation (faasgd.local.stack)."""
+    try:
+        return local_stack.envsubst(text, env)
+    except ConfigError as exc:
+        raise StackError(f"unsupported substitution: {exc}") from None
 
 
 def load_stack(path: str | Path, env: Mapping[str, str] | None = None) -> dict:
