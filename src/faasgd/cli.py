@@ -1,16 +1,18 @@
-"""`faasgd` command line: train a job on this machine, read a job's status."""
+"""`faasgd` command line: the local OpenFaaS runtime (up, down, invoke, scale, logs), jobs (train, status).
+
+Exit codes: 0 ok, 1 the job or the call failed, 2 bad input (names the field; nothing written),
+3 store unreachable (names the URL), 4 data missing, 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 
-from faasgd import __version__, job
-from faasgd.config import FIELDS, load_config
-from faasgd.display import LiveProgress, summary, worker_line
+from faasgd import __version__
+from faasgd.config import FIELDS
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
+from faasgd.local.control import DEFAULT_DIR
 
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_DATA = 1, 2, 3, 4
 ALIASES = {"number_of_workers": ["--workers"], "store_url": ["--store"]}
@@ -24,69 +26,82 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
                             help=f"(default {field.default!r})")
 
 
+def add_runtime_flags(parser: argparse.ArgumentParser, gateway: bool = True) -> None:
+    parser.add_argument("--dir", default=DEFAULT_DIR, help="the local runtime's state and logs (default .faasgd)")
+    if gateway:
+        parser.add_argument("--gateway", "-g", default=None,
+                            help="gateway URL (default: $OPENFAAS_URL, the local runtime, http://127.0.0.1:8080)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="faasgd", description="Distributed Downpour SGD over Redis or Memcached.")
+    parser = argparse.ArgumentParser(prog="faasgd", description="Distributed Downpour SGD as OpenFaaS functions.")
     parser.add_argument("--version", action="version", version=f"faasgd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    train = sub.add_parser("train", help="run a training job with worker processes on this machine")
-    add_config_flags(train)
-    train.add_argument("--json", action="store_true", help="print the result record as JSON on the last line")
-    train.add_argument("--dry-run", action="store_true", help="validate and print the config; write nothing")
+    up = sub.add_parser("up", help="start the local runtime: stores, gateway, function replicas")
+    up.add_argument("-f", "--file", default="stack.yml")
+    up.add_argument("--port", type=int, default=8080)
+    up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
+    up.add_argument("--queue-workers", type=int, default=None, help="default: one per replica")
+    add_runtime_flags(up, gateway=False)
 
-    status = sub.add_parser("status", help="show a job's state, progress and result")
-    status.add_argument("job_id")
-    status.add_argument("--store", "--store-url", dest="store_url", default=None)
+    down = sub.add_parser("down", help="stop everything `faasgd up` started")
+    add_runtime_flags(down, gateway=False)
+
+    invoke = sub.add_parser("invoke", help="call a function through the gateway; body from stdin")
+    invoke.add_argument("name")
+    invoke.add_argument("--async", dest="async_", action="store_true")
+    invoke.add_argument("-H", "--header", action="append", default=[], metavar="KEY=VALUE")
+    invoke.add_argument("--query", action="append", default=[], metavar="KEY=VALUE")
+    invoke.add_argument("--method", default="POST")
+    invoke.add_argument("--timeout", type=float, default=300.0)
+    add_runtime_flags(invoke)
+
+    scale = sub.add_parser("scale", help="set a function's replica count (like kubectl scale)")
+    scale.add_argument("name")
+    scale.add_argument("--replicas", type=int, required=True)
+    scale.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the replicas")
+    add_runtime_flags(scale)
+
+    logs = sub.add_parser("logs", help="a function's replica logs")
+    logs.add_argument("name")
+    logs.add_argument("--follow", "-f", action="store_true")
+    add_runtime_flags(logs, gateway=False)
+
+    status = sub.add_parser("status", help="the runtime's functions, or a job's progress and result")
+    status.add_argument("job_id", nargs="?")
+    status.add_argument("--watch", action="store_true")
     status.add_argument("--json", action="store_true")
+    status.add_argument("--timeout", type=float, default=3600.0)
+    status.add_argument("--store-url", dest="store_url", default=None, help="read the job from this store directly")
+    add_runtime_flags(status)
+
+    train = sub.add_parser("train", help="run a training job end to end and print its summary")
+    add_config_flags(train)
+    train.add_argument("--direct", action="store_true",
+                       help="worker processes straight against the store, no gateway or functions")
+    train.add_argument("--json", action="store_true", help="print the result record as JSON on the last line")
+    train.add_argument("--dry-run", action="store_true", help="validate and print the config; start nothing")
+    train.add_argument("--keep-up", action="store_true", help="leave a runtime this command started running")
+    train.add_argument("--timeout", type=float, default=3600.0, help="stop watching after this many seconds")
+    train.add_argument("-f", "--file", default="stack.yml")
+    train.add_argument("--port", type=int, default=8080)
+    add_runtime_flags(train)
     return parser
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    from faasgd.runner import prepare_job, run_processes
+def dispatch(args) -> int:
+    from faasgd.commands import runtime, status, train
 
-    overrides = {name: getattr(args, name) for name in FIELDS if getattr(args, name) is not None}
-    config = load_config(os.environ, overrides)
-    if args.dry_run:
-        print(json.dumps(config.to_dict(), indent=2))
-        return 0
-    store, job_id = prepare_job(config)
-    print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.mode}, "
-          f"store {store.url}, target {config.target_accuracy}", flush=True)
-    live = LiveProgress(config.max_epochs)
-    last: dict = {}
-
-    def on_progress(progress):
-        last.update(progress)
-        live(progress)
-
-    result = run_processes(config, store, job_id, on_progress)
-    print(summary(result, last))
-    if args.json:
-        print(json.dumps(result, sort_keys=True))
-    return 0 if result.get("state") == "done" else EXIT_FAILED
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    from faasgd.store import open_store
-
-    config = load_config(os.environ, {"store_url": args.store_url} if args.store_url else {})
-    status = job.read_status(open_store(config.store_url), args.job_id)
-    progress = dict(enumerate(status["workers"]))
-    if args.json:
-        print(json.dumps(status, sort_keys=True))
-    elif status["result"]:
-        print(summary(status["result"], progress))
-    else:
-        print(f"job {args.job_id}: running")
-        print("\n".join(worker_line(i, r, status["config"]["max_epochs"]) for i, r in progress.items()))
-    return 0
+    handlers = {"up": runtime.up, "down": runtime.down, "invoke": runtime.invoke, "scale": runtime.scale,
+                "logs": runtime.logs, "status": status.run, "train": train.run}
+    return handlers[args.command](args)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"train": cmd_train, "status": cmd_status}
     try:
-        return handlers[args.command](args)
+        return dispatch(args)
     except ConfigError as error:
         return fail(error, EXIT_INPUT)
     except StoreError as error:
@@ -94,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as error:
         return fail(error, EXIT_DATA)
     except FaasgdError as error:
-        return fail(error, EXIT_FAILED)
+        status = getattr(error, "http_status", 500)
+        return fail(error, {400: EXIT_INPUT, 503: EXIT_STORE, 504: EXIT_STORE}.get(status, EXIT_FAILED))
     except KeyboardInterrupt:
         return fail("interrupted", 130)
 

@@ -1,4 +1,4 @@
-"""`faasgd train` end to end: real worker processes against a real redis-server and memcached."""
+"""`faasgd train --direct` end to end: real worker processes against a real redis-server and memcached."""
 
 import json
 import os
@@ -31,7 +31,7 @@ def last_json(stdout):
 @pytest.mark.parametrize("backend", ["redis", "memcached"])
 def test_two_workers_reach_085_on_fashion_mnist(backend, redis_server, memcached_server):
     url = redis_server.url if backend == "redis" else memcached_server.url
-    run = faasgd("train", "--workers", "2", "--dataset", "fashion-mnist", "--target-accuracy", "0.85",
+    run = faasgd("train", "--direct", "--workers", "2", "--dataset", "fashion-mnist", "--target-accuracy", "0.85",
                  "--store", url, "--json")
     assert run.returncode == 0, run.stderr
     result = last_json(run.stdout)
@@ -63,7 +63,7 @@ def test_two_workers_reach_085_on_fashion_mnist(backend, redis_server, memcached
 def test_bad_input_exits_nonzero_naming_the_field_and_writes_nothing(flags, field, redis_server):
     empty_db = redis_server.url.rsplit("/", 1)[0] + "/7"
     client = open_store(empty_db)
-    args = ["train", "--store", empty_db, *flags] if "--store" not in flags else ["train", *flags]
+    args = ["train", "--direct", "--store", empty_db, *flags] if "--store" not in flags else ["train", "--direct", *flags]
     run = faasgd(*args)
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
@@ -76,17 +76,17 @@ def test_bad_input_exits_nonzero_naming_the_field_and_writes_nothing(flags, fiel
 
 
 def test_unknown_flag_is_rejected(redis_server):
-    run = faasgd("train", "--store", redis_server.url, "--batchsize", "3")
+    run = faasgd("train", "--direct", "--store", redis_server.url, "--batchsize", "3")
     assert run.returncode == 2 and "--batchsize" in run.stderr
 
 
 def test_store_down_at_start_is_one_line_naming_the_url():
     url = f"redis://127.0.0.1:{free_port()}/0"
-    run = faasgd("train", "--store", url, *QUICK)
+    run = faasgd("train", "--direct", "--store", url, *QUICK)
     assert run.returncode == 3
     assert run.stderr.strip().count("\n") == 0 and url in run.stderr and "Traceback" not in run.stderr
     url = f"memcached://127.0.0.1:{free_port()}"
-    run = faasgd("train", "--store", url, *QUICK)
+    run = faasgd("train", "--direct", "--store", url, *QUICK)
     assert run.returncode == 3 and url in run.stderr
 
 
@@ -123,7 +123,7 @@ def test_store_restarted_mid_run_workers_retry_and_the_job_completes(tmp_path):
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
     server = start_persistent_redis(port, tmp_path)
-    train = subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--store", url, "--workers", "2",
+    train = subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--direct", "--store", url, "--workers", "2",
                               "--max-epochs", "25", "--target-accuracy", "1.0", "--store-timeout-s", "30",
                               "--json", *QUICK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -149,7 +149,7 @@ def test_store_gone_for_good_fails_the_job_after_the_deadline(tmp_path):
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
     server = start_persistent_redis(port, tmp_path)
-    train = subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--store", url, "--workers", "2",
+    train = subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--direct", "--store", url, "--workers", "2",
                               "--max-epochs", "50", "--target-accuracy", "1.0", "--store-timeout-s", "3",
                               "--json", *QUICK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -171,7 +171,7 @@ def test_store_gone_for_good_fails_the_job_after_the_deadline(tmp_path):
 
 
 def test_node_local_topology_trains_through_the_cache_and_reports_its_staleness(redis_server, memcached_server):
-    common = ["train", "--store", redis_server.url, "--workers", "2", "--max-epochs", "8", "--target-accuracy", "1.0",
+    common = ["train", "--direct", "--store", redis_server.url, "--workers", "2", "--max-epochs", "8", "--target-accuracy", "1.0",
               "--n-fetch", "2", "--n-push", "2", "--json", *QUICK]
     direct = last_json(faasgd(*common).stdout)
     cached = faasgd(*common, "--store-topology", "node-local", "--local-store-url", memcached_server.url,

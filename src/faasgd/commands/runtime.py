@@ -1,0 +1,102 @@
+"""`faasgd up / down / invoke / scale / logs`: the local runtime and faas-cli-like calls to a gateway."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from faasgd.commands.common import FunctionError, gateway, raise_for_answer
+from faasgd.errors import ConfigError, FaasgdError
+from faasgd.local import control
+
+FOLLOW_POLL_S = 0.3
+
+
+def up(args) -> int:
+    state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers)
+    print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
+    for name, store in state["stores"].items():
+        print(f"  {name:<10} {store['url']}  (pid {store['pid']})")
+    for replica in state["replicas"]:
+        print(f"  {replica['name']:<16} 127.0.0.1:{replica['port']}  (pid {replica['pid']})")
+    print(f"state and logs: {Path(args.dir).resolve()}")
+    return 0
+
+
+def down(args) -> int:
+    stopped = control.down(args.dir)
+    print(f"stopped {len(stopped)} process(es)" + (f": {' '.join(map(str, stopped))}" if stopped else ""))
+    return 0
+
+
+def parse_pairs(pairs: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(flag, f"must be KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def invoke(args) -> int:
+    """Like `faas-cli invoke`: the body from stdin, the answer on stdout; non-2xx exits 1."""
+    body = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+    headers = parse_pairs(args.header, "header")
+    query = parse_pairs(args.query, "query")
+    client = gateway(args, timeout_s=args.timeout)
+    if args.async_:
+        call_id = client.invoke_async(args.name, body, headers.pop("X-Callback-Url", None), headers)
+        print(f"Function submitted asynchronously. X-Call-Id: {call_id}")
+        return 0
+    path = f"/function/{args.name}"
+    answer = client.request(args.method, path, body or None, headers, query)
+    sys.stdout.write(answer.body.decode("utf-8", "replace"))
+    if not answer.body.endswith(b"\n"):
+        sys.stdout.write("\n")
+    if answer.status >= 300:
+        print(f"Server returned unexpected status code: {answer.status}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def scale(args) -> int:
+    answer = gateway(args).request("POST", f"/system/scale-function/{args.name}",
+                                   f'{{"serviceName": "{args.name}", "replicas": {args.replicas}}}'.encode(),
+                                   {"Content-Type": "application/json"})
+    raise_for_answer(answer, f"scale {args.name}")
+    deadline = time.monotonic() + args.wait
+    while time.monotonic() < deadline:
+        function = raise_for_answer(gateway(args).request("GET", f"/system/function/{args.name}"), args.name)
+        if function["availableReplicas"] == args.replicas:
+            break
+        time.sleep(0.2)
+    print(f"{args.name}: {args.replicas} replica(s)")
+    return 0
+
+
+def logs(args) -> int:
+    """Print a function's replica logs (.faasgd/logs/<name>-<i>.log); --follow keeps printing."""
+    folder = Path(args.dir) / "logs"
+    files = sorted(folder.glob(f"{args.name}-*.log"))
+    if not files and args.name != "runtime":
+        raise FaasgdError(f"name: no logs for {args.name!r} in {folder} (is it a function of the stack?)")
+    files = files or [folder / "runtime.log"]
+    offsets = {path: 0 for path in files}
+    while True:
+        for path in sorted(offsets):
+            with open(path, "rb") as f:
+                f.seek(offsets[path])
+                chunk = f.read()
+                offsets[path] = f.tell()
+            for line in chunk.decode("utf-8", "replace").splitlines():
+                print(f"{path.stem}: {line}" if len(offsets) > 1 else line, flush=True)
+        if not args.follow:
+            return 0
+        time.sleep(FOLLOW_POLL_S)
+        for path in folder.glob(f"{args.name}-*.log"):  # replicas started since
+            offsets.setdefault(path, 0)
+
+
+__all__ = ["up", "down", "invoke", "scale", "logs", "FunctionError"]

@@ -1,0 +1,168 @@
+"""`faasgd up` and `faasgd down`: start the local runtime in the background, stop exactly it.
+
+Everything lives in one folder (default `.faasgd/`, git-ignored): state.json (every pid and URL),
+logs/ (runtime and one file per replica), build/ (the functions' build folders), secrets/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from faasgd.errors import FaasgdError
+from faasgd.invoke import Gateway
+from faasgd.local.runtime import STATE_FILE
+
+DEFAULT_DIR = ".faasgd"
+UP_TIMEOUT_S = 90.0
+DOWN_TIMEOUT_S = 20.0
+
+
+def read_state(directory: str | os.PathLike = DEFAULT_DIR) -> dict | None:
+    """The running runtime's state, or None when there is none (or it died)."""
+    path = Path(directory) / STATE_FILE
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return state if _alive(state.get("pid")) else None
+
+
+def healthy(state: dict | None) -> bool:
+    """The gateway answers /healthz and every function has its replicas available."""
+    if not state or not state.get("ready"):
+        return False
+    gateway = Gateway(state["gateway_url"], timeout_s=2)
+    try:
+        if gateway.request("GET", "/healthz").status != 200:
+            return False
+        functions = gateway.request("GET", "/system/functions").json()
+    except (FaasgdError, ValueError):
+        return False
+    return all(f["availableReplicas"] >= f["replicas"] for f in functions)
+
+
+def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
+       upstream_timeout_s: float = 300.0, queue_workers: int | None = None) -> tuple[dict, bool]:
+    """Start the runtime unless it already runs; returns (state, whether this call started it)."""
+    directory = Path(directory).resolve()
+    state = read_state(directory)
+    if state is not None:
+        if healthy(state) or _wait_healthy(directory, 30):
+            return read_state(directory), False
+        raise FaasgdError(f"a faasgd runtime (pid {state['pid']}) runs but is not healthy; "
+                          f"see {directory}/logs/runtime.log or run `faasgd down`")
+    _leftovers(directory)
+    if not Path(stack).is_file():
+        raise FaasgdError(f"stack: no stack file {stack!r} (run from the repository root or pass -f)")
+    if _port_taken(port):
+        raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port")
+    (directory / "logs").mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "faasgd.local.runtime", "--stack", str(Path(stack).resolve()),
+            "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
+            "--upstream-timeout", str(upstream_timeout_s)]
+    if queue_workers:
+        argv += ["--queue-workers", str(queue_workers)]
+    log = directory / "logs" / "runtime.log"
+    with open(log, "ab") as out:
+        daemon = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    deadline = time.monotonic() + UP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            raise FaasgdError(f"the runtime exited with code {daemon.returncode}: {_tail(log)}")
+        state = read_state(directory)
+        if healthy(state):
+            return state, True
+        time.sleep(0.2)
+    stop_pid(daemon.pid)
+    raise FaasgdError(f"the runtime was not healthy after {UP_TIMEOUT_S:.0f}s: {_tail(log)}")
+
+
+def down(directory: str = DEFAULT_DIR) -> list[int]:
+    """Stop the runtime and everything it started (by pid); returns the pids stopped."""
+    directory = Path(directory).resolve()
+    path = directory / STATE_FILE
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    stopped = []
+    if _alive(state.get("pid")):
+        stop_pid(state["pid"], DOWN_TIMEOUT_S)
+        stopped.append(state["pid"])
+    stopped += _leftovers(directory, state)
+    path.unlink(missing_ok=True)
+    return stopped
+
+
+def stop_pid(pid: int, timeout_s: float = 5.0) -> None:
+    """SIGTERM, wait, then SIGKILL."""
+    for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 2.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                return
+            time.sleep(0.05)
+
+
+def _leftovers(directory: Path, state: dict | None = None) -> list[int]:
+    """Kill replicas and stores a dead runtime left behind (pids from its state file)."""
+    if state is None:
+        try:
+            state = json.loads((directory / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return []
+    pids = [r["pid"] for r in state.get("replicas", [])] + [s["pid"] for s in state.get("stores", {}).values()]
+    killed = [pid for pid in pids if _alive(pid)]
+    for pid in killed:
+        stop_pid(pid)
+    (directory / STATE_FILE).unlink(missing_ok=True)
+    return killed
+
+
+def _alive(pid) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped) is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def _wait_healthy(directory: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if healthy(read_state(directory)):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:]).strip()
+    except OSError:
+        return ""
