@@ -4,19 +4,21 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: run test test-unit bench deps clean
+.PHONY: run test test-unit bench deps debian clean
 
-deps: $(VENV)/.installed
+deps: debian $(VENV)/.installed
+
+debian:
 	@scripts/ensure-debian-packages.sh
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml | debian
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
 run: deps
-	$(PY) -m faasgd.local.with_store redis -- faasgd train --workers 2 --dataset fashion-mnist --target-accuracy 0.85
+	$(VENV)/bin/faasgd train --workers 2 --dataset fashion-mnist --target-accuracy 0.85
 
 test: deps
 	$(PY) -m pytest -q tests
@@ -26,6 +28,8 @@ test-unit: deps
 
 bench: deps
 	$(PY) bench/throughput.py
+	$(PY) bench/node_local.py
+	$(PY) bench/invocation.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info

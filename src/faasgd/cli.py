@@ -73,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--watch", action="store_true")
     status.add_argument("--json", action="store_true")
     status.add_argument("--timeout", type=float, default=3600.0)
-    status.add_argument("--store-url", dest="store_url", default=None, help="read the job from this store directly")
+    status.add_argument("--store-url", "--store", dest="store_url", default=None,
+                        help="the store holding the job (default: the function's store_url)")
+    status.add_argument("--direct", action="store_true", help="read the store directly, not through the gateway")
     add_runtime_flags(status)
 
     train = sub.add_parser("train", help="run a training job end to end and print its summary")

@@ -15,16 +15,15 @@ from faasgd.display import summary, worker_line
 def run(args) -> int:
     if not args.job_id:
         return runtime_status(args)
-    if args.store_url:  # straight from the store, no gateway
+    if args.direct:  # straight from the store, no gateway
         from faasgd.store import open_store
 
-        config = load_config(os.environ, {"store_url": args.store_url})
+        config = load_config(os.environ, {"store_url": args.store_url} if args.store_url else {})
         status = job.read_status(open_store(config.store_url), args.job_id)
-    elif args.watch:
-        status = watch(gateway(args), args.job_id, args.timeout)
     else:
-        status = raise_for_answer(gateway(args).invoke("emnist-setup", method="GET",
-                                                       query={"job_id": args.job_id}), "emnist-setup")
+        query = {"job_id": args.job_id, **({"store_url": args.store_url} if args.store_url else {})}
+        status = watch(gateway(args), query, args.timeout, show=args.watch) if args.watch else raise_for_answer(
+            gateway(args).invoke("emnist-setup", method="GET", query=query), "emnist-setup")
     progress = dict(enumerate(status["workers"]))
     if args.json:
         print(json.dumps(status, sort_keys=True))

@@ -52,7 +52,7 @@ def run_through_gateway(args, overrides: dict) -> int:
     job_id = answer["job_id"]
     print(f"job {job_id}: {answer['number_of_workers']} worker(s), {answer['dataset']}, mode {answer['mode']}, "
           f"store {answer['store_url']}, gateway {client.url}", flush=True)
-    status = watch(client, job_id, args.timeout)
+    status = watch(client, answer["status_query"], args.timeout)
     result = status["result"] or {"job_id": job_id, "state": "failed",
                                   "error": f"no result after --timeout {args.timeout:g} s"}
     print(summary(result, dict(enumerate(status["workers"]))))
@@ -61,13 +61,12 @@ def run_through_gateway(args, overrides: dict) -> int:
     return 0 if result.get("state") == "done" else 1
 
 
-def watch(client, job_id: str, timeout_s: float, show: bool = True) -> dict:
-    """Poll the job's status through emnist-setup until it is not running (or the timeout)."""
+def watch(client, query: dict, timeout_s: float, show: bool = True) -> dict:
+    """Poll the job's status (GET emnist-setup with `query`) until it is not running, or the timeout."""
     live = None
     deadline = time.monotonic() + timeout_s
     while True:
-        status = raise_for_answer(client.invoke("emnist-setup", method="GET", query={"job_id": job_id}),
-                                  "emnist-setup")
+        status = raise_for_answer(client.invoke("emnist-setup", method="GET", query=query), "emnist-setup")
         if show:
             live = live or LiveProgress(status["config"]["max_epochs"])
             live(dict(enumerate(status["workers"])))

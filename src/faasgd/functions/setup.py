@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any, Mapping
 
 from faasgd import data, job
@@ -23,9 +24,12 @@ def start_job(body: Mapping[str, Any], env: Mapping[str, str], callback_url: str
     data.load_shard(config.dataset, "test", 0, 1, limit=1)  # DataError before any write
     gateway = None if config.mode == "single" else gateway_for(env)
     job_id = job.create_job(store, config)
+    query = {"job_id": job_id}
+    if config.store_url != load_config(env, {}).store_url:  # a job outside the function's default store
+        query["store_url"] = store.url  # masked: a password-protected store must be the default one
     answer = {"job_id": job_id, "number_of_workers": config.number_of_workers, "mode": config.mode,
-              "dataset": config.dataset, "store_url": store.url,
-              "status_url": f"/function/emnist-setup?job_id={job_id}"}
+              "dataset": config.dataset, "store_url": store.url, "status_query": query,
+              "status_url": "/function/emnist-setup?" + urllib.parse.urlencode(query)}
     if gateway is None:
         run_worker(config, training_store(config, store), job_id, 0, loader=warm.load_shard)
         return 200, {**answer, "result": store.get_record(job_id, "result")}

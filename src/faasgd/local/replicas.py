@@ -141,6 +141,8 @@ class Supervisor:
                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         log_path = self.log_dir / f"{replica_name}.log"
         with open(log_path, "ab") as log:
+            log.write(f"faasgd: starting {replica_name} on 127.0.0.1:{port}\n".encode())
+            log.flush()
             popen = subprocess.Popen([sys.executable, "index.py"], cwd=self.build_dirs[name], env=env,
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         return Replica(name, replica_name, port, popen, log_path)

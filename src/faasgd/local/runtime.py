@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
 
     stack_path = Path(args.stack).resolve()
     specs = load_stack(stack_path)
-    build_dirs = {name: build_function(spec, stack_path.parent / "template", builds) for name, spec in specs.items()}
+    templates = stack_path.parent / "template"  # beside the stack file, else ./template as faas-cli does
+    templates = templates if templates.is_dir() else Path.cwd() / "template"
+    build_dirs = {name: build_function(spec, templates, builds) for name, spec in specs.items()}
     stores = [start_redis(workdir=str(directory)), start_memcached()]
     gateway_url = f"http://127.0.0.1:{args.port}"
     env = {"store_url": stores[0].url, "local_store_url": stores[1].url, "gateway_url": gateway_url,

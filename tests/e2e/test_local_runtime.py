@@ -1,0 +1,179 @@
+"""The local OpenFaaS-compatible runtime end to end: `faasgd up`, real stores, replicas, gateway, `faasgd down`."""
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from faasgd.invoke import Gateway
+from faasgd.local.servers import free_port
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = {"dataset": "synthetic", "train_samples": 4000, "test_samples": 500, "hidden_sizes": [32]}
+
+
+def faasgd(*args, timeout=300, stdin=None):
+    return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, input=stdin)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(") ")[-1][:1] != "Z"
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("runtime") / ".faasgd"
+    port = free_port()
+    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--ack-wait", "120")
+    assert started.returncode == 0, started.stdout + started.stderr
+    state = json.loads((directory / "state.json").read_text())
+    yield {"dir": str(directory), "port": port, "state": state, "gateway": Gateway(state["gateway_url"], 30)}
+    pids = [state["pid"]] + [s["pid"] for s in state["stores"].values()]
+    current = json.loads((directory / "state.json").read_text()) if (directory / "state.json").exists() else state
+    pids += [r["pid"] for r in current["replicas"]] + [r["pid"] for r in state["replicas"]]
+    stopped = faasgd("down", "--dir", str(directory))
+    assert stopped.returncode == 0, stopped.stderr
+    assert not [pid for pid in set(pids) if alive(pid)], "faasgd down left processes behind"
+    assert not (directory / "state.json").exists()
+
+
+def start_job(runtime, **overrides):
+    answer = runtime["gateway"].invoke("emnist-setup", overrides)
+    assert answer.status == 202, answer.body
+    return answer.json()["status_query"]
+
+
+def wait_for(runtime, query, timeout_s=240):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = runtime["gateway"].invoke("emnist-setup", method="GET", query=query).json()
+        if status["state"] != "running":
+            return status
+        time.sleep(0.3)
+    raise AssertionError(f"job {query} still running after {timeout_s}s")
+
+
+def test_up_is_idempotent_and_reports_the_running_runtime(runtime):
+    again = faasgd("up", "--port", str(runtime["port"]), "--dir", runtime["dir"])
+    assert again.returncode == 0 and "already running" in again.stdout
+    functions = runtime["gateway"].request("GET", "/system/functions").json()
+    by_name = {f["name"]: f for f in functions}
+    assert by_name["emnist-train"]["availableReplicas"] == by_name["emnist-train"]["replicas"] == 2
+    assert runtime["gateway"].request("GET", "/healthz").status == 200
+
+
+def test_unknown_function_is_404_json(runtime):
+    answer = runtime["gateway"].invoke("no-such-function", {})
+    assert answer.status == 404 and "error" in answer.json()
+
+
+def test_bad_body_to_setup_is_400_naming_the_field(runtime):
+    answer = runtime["gateway"].invoke("emnist-setup", {"batch_size": 0})
+    assert answer.status == 400
+    assert answer.json()["field"] == "batch_size" and "batch_size" in answer.json()["error"]
+    answer = runtime["gateway"].invoke("emnist-setup", b"{oops", headers={"Content-Type": "application/json"})
+    assert answer.status == 400 and answer.json()["field"] == "body"
+    cli = faasgd("invoke", "emnist-setup", "--dir", runtime["dir"], stdin='{"nope": 1}')
+    assert cli.returncode == 1 and "nope" in cli.stdout
+
+
+@pytest.mark.parametrize("mode", ["loop", "per-iteration"])
+@pytest.mark.parametrize("store", ["redis", "memcached"])
+def test_fashion_mnist_job_reaches_085(runtime, store, mode):
+    url = runtime["state"]["stores"][store]["url"]
+    query = start_job(runtime, store_url=url, mode=mode, number_of_workers=2, target_accuracy=0.85)
+    assert ("store_url" in query) == (store == "memcached")  # redis is the functions' default store
+    status = wait_for(runtime, query)
+    result = status["result"]
+    assert status["state"] == "done", result
+    assert result["reached_target"] and result["accuracy_at_target"] >= 0.85
+    assert result["time_to_target_s"] > 0 and result["pushes"] > 0
+
+
+class CallbackServer:
+    def __init__(self):
+        self.received = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.received.append((dict(self.headers), body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/done"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_async_call_posts_its_result_to_the_callback_url(runtime):
+    callback = CallbackServer()
+    try:
+        call_id = runtime["gateway"].invoke_async("emnist-setup", {**SMALL, "mode": "single", "max_epochs": 1},
+                                                  callback.url)
+        deadline = time.monotonic() + 60
+        while not callback.received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        headers, body = callback.received[0]
+        assert headers["X-Call-Id"] == call_id
+        assert headers["X-Function-Status"] == "200"
+        assert float(headers["X-Duration-Seconds"]) > 0
+        assert json.loads(body)["result"]["state"] == "done"
+    finally:
+        callback.server.shutdown()
+
+
+def test_scaling_emnist_train_to_3_replicas_during_a_job(runtime):
+    query = start_job(runtime, **SMALL, number_of_workers=3, max_epochs=25, target_accuracy=1.0)
+    scaled = faasgd("scale", "emnist-train", "--replicas", "3", "--dir", runtime["dir"])
+    assert scaled.returncode == 0, scaled.stderr
+    function = runtime["gateway"].request("GET", "/system/function/emnist-train").json()
+    assert function["replicas"] == function["availableReplicas"] == 3
+    status = wait_for(runtime, query)
+    assert status["state"] == "done"
+    assert [w["epoch"] for w in status["workers"]] == [25, 25, 25]
+    too_many = faasgd("scale", "emnist-train", "--replicas", "6", "--dir", runtime["dir"])
+    assert too_many.returncode == 2 and "5" in too_many.stderr
+    assert faasgd("scale", "emnist-train", "--replicas", "2", "--dir", runtime["dir"]).returncode == 0
+
+
+def test_killing_a_replica_mid_job_in_per_iteration_mode(runtime):
+    query = start_job(runtime, **SMALL, mode="per-iteration", number_of_workers=2, max_epochs=30,
+                      target_accuracy=1.0, lease_s=2)
+    gateway = runtime["gateway"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = gateway.invoke("emnist-setup", method="GET", query=query).json()
+        if all(w and w["epoch"] >= 3 for w in status["workers"]):
+            break
+        time.sleep(0.1)
+    victim = gateway.request("GET", "/system/function/emnist-train").json()["pids"][0]
+    os.kill(victim, signal.SIGKILL)
+    status = wait_for(runtime, query)
+    assert status["state"] == "done", status["result"]
+    assert [w["epoch"] for w in status["workers"]] == [30, 30]
+    after = gateway.request("GET", "/system/function/emnist-train").json()
+    assert victim not in after["pids"] and after["restarts"] >= 1
+
+
+def test_logs_show_the_replicas_output(runtime):
+    logs = faasgd("logs", "emnist-train", "--dir", runtime["dir"])
+    assert logs.returncode == 0 and "emnist-train-" in logs.stdout
