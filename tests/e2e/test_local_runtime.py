@@ -177,3 +177,37 @@ def test_killing_a_replica_mid_job_in_per_iteration_mode(runtime):
 def test_logs_show_the_replicas_output(runtime):
     logs = faasgd("logs", "emnist-train", "--dir", runtime["dir"])
     assert logs.returncode == 0 and "emnist-train-" in logs.stdout
+
+
+def test_cli_invoke_async_and_status(runtime):
+    body = json.dumps({**SMALL, "max_epochs": 2, "target_accuracy": 1.0})
+    queued = faasgd("invoke", "emnist-setup", "--async", "--dir", runtime["dir"], stdin=body)
+    assert queued.returncode == 0 and "Function submitted asynchronously" in queued.stdout
+    sync = faasgd("invoke", "emnist-setup", "--dir", runtime["dir"], stdin=body)
+    assert sync.returncode == 0
+    job_id = json.loads(sync.stdout)["job_id"]
+    watched = faasgd("status", job_id, "--watch", "--dir", runtime["dir"], "--timeout", "120")
+    assert watched.returncode == 0 and f"job {job_id}: done" in watched.stdout
+    as_json = json.loads(faasgd("status", job_id, "--json", "--dir", runtime["dir"]).stdout)
+    assert as_json["state"] == "done" and as_json["result"]["samples"] == 2 * 4000
+    functions = faasgd("status", "--dir", runtime["dir"])
+    assert functions.returncode == 0 and "emnist-train" in functions.stdout
+
+
+def test_train_starts_and_stops_its_own_runtime(tmp_path):
+    directory = tmp_path / ".faasgd"
+    run = faasgd("train", "--port", str(free_port()), "--dir", str(directory), "--workers", "2",
+                 "--dataset", "synthetic", "--train-samples", "4000", "--test-samples", "500", "--max-epochs", "3",
+                 "--target-accuracy", "1.0", "--store", "memcached", "--json")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["state"] == "done" and result["samples"] == 3 * 4000
+    assert "memcached://127.0.0.1:" in run.stdout  # --store memcached picked the runtime's memcached
+    assert not (directory / "state.json").exists()  # it stopped the runtime it started
+
+
+def test_train_with_bad_input_starts_nothing(tmp_path):
+    directory = tmp_path / ".faasgd"
+    run = faasgd("train", "--dir", str(directory), "--n-push", "0")
+    assert run.returncode == 2 and run.stderr.startswith("faasgd: error: n_push: ")
+    assert not directory.exists()
