@@ -134,7 +134,7 @@ def test_store_restarted_mid_run_workers_retry_and_the_job_completes(tmp_path):
         server = start_persistent_redis(port, tmp_path)
         out, err = train.communicate(timeout=120)
         result = last_json(out)
-        assert train.returncode == 0, (out[-1500:], err[-1500:])
+        assert train.returncode == 0, (result.get("error"), err[-1500:])
         assert result["job_id"] == job_id and result["state"] == "done"
         assert result["samples"] == 25 * 6000  # every epoch trained: the outage cost time, not work
         assert result["retries"] >= 1

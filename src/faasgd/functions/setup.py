@@ -52,8 +52,12 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
     job_id = query.get("job_id")
     if not job_id:
         raise ConfigError("job_id", "required query parameter, e.g. ?job_id=j0123456789abcde")
-    unknown = sorted(set(query) - {"job_id", "store_url"})
+    unknown = sorted(set(query) - {"job_id", "store_url", "events"})
     if unknown:
-        raise ConfigError(unknown[0], "unknown query parameter (allowed: job_id, store_url)")
+        raise ConfigError(unknown[0], "unknown query parameter (allowed: job_id, store_url, events)")
     config = load_config(env, {"store_url": query["store_url"]} if query.get("store_url") else {})
-    return 200, job.read_status(warm.store_for(config.store_url), job_id)
+    store = warm.store_for(config.store_url)
+    status = job.read_status(store, job_id)
+    if query.get("events") in ("1", "true"):
+        status["events"] = store.events(job_id)  # created, fanned-out, one per worker epoch, result
+    return 200, status

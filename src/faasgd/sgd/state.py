@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,13 @@ class WorkerState:
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None
+    replicas: list[str] = field(default_factory=list)  # where it ran (pod or replica names), in order of first use
+
+    def note_replica(self) -> None:
+        """Record the replica running this worker now (HOSTNAME: the pod name on a cluster)."""
+        name = os.environ.get("HOSTNAME") or socket.gethostname()
+        if name not in self.replicas:
+            self.replicas.append(name)
 
     @classmethod
     def fresh(cls, worker_id: int, seed: int) -> "WorkerState":

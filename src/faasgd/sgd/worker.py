@@ -143,6 +143,9 @@ class DownpourWorker:
         """
         self.fetch()
         self.state.accuracy = self.evaluate(self.weights)
+        self._retry(lambda: self.store.append_event(self.job_id, {
+            "event": "epoch", "worker_id": self.state.worker_id, "epoch": self.state.epoch,
+            "accuracy": self.state.accuracy, "at": time.time()}))
         reached = self.state.accuracy >= self.config.target_accuracy
         if reached:
             self._retry(lambda: job.mark_done(self.store, self.job_id, self.state.worker_id, self.state.accuracy))
@@ -164,6 +167,7 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, state: 
 
     `loader` is data.load_shard or a caching wrapper of it (a warm function replica keeps shards).
     """
+    state.note_replica()
     shard = loader(config.dataset, "train", state.worker_id, config.number_of_workers, config.train_samples)
     test = loader(config.dataset, "test", 0, 1, config.test_samples)
     state.shard_size = len(shard.y)
@@ -182,7 +186,7 @@ def run_worker(config: TrainConfig, store: ParameterStore, job_id: str, worker_i
     state = WorkerState.fresh(worker_id, config.seed)
     trainer = None
     try:
-        _, meta = job.read_job(store, job_id)
+        _, meta = with_retry(lambda: job.read_job(store, job_id), config.store_timeout_s)
         trainer = load_worker(config, store, job_id, state, tuple(meta["sizes"]), loader)
         trainer.on_progress = on_progress
         state.started_at = time.time()

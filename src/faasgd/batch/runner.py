@@ -1,0 +1,87 @@
+"""Running a batch: every configuration, every round, through a target's gateway; failures recorded.
+
+Rounds are the outer loop, so slow drift of the machine spreads over all configurations. Round r
+uses seed = the configuration's seed + r - 1 (recorded), so rounds differ in initialisation and
+shuffling and the batch can be repeated exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from faasgd.batch.matrix import Configuration, Matrix
+from faasgd.batch.targets import Target, cap_message, replicas_for
+from faasgd.commands.common import raise_for_answer
+from faasgd.config import load_config
+
+POLL_S = 0.5
+RESULT_KEYS = ("state", "error", "time_to_target_s", "reached_target", "epochs", "final_accuracy",
+               "accuracy_at_target", "samples", "samples_per_s", "pushes", "fetches", "conflicts", "retries",
+               "staleness_p50", "staleness_p99", "wall_s")
+
+
+def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
+              progress: Callable[[str], None] = print) -> list[dict]:
+    """All runs of the batch, in order; a failed run is a record with state "failed", never an exception."""
+    runs = []
+    total = rounds * len(matrix.configurations)
+    for round_number in range(1, rounds + 1):
+        for configuration in matrix.configurations:
+            index = len(runs) + 1
+            started = time.monotonic()
+            record = run_one(configuration, round_number, target, run_timeout_s, progress)
+            runs.append(record)
+            progress(f"[{index}/{total}] {configuration.label} round {round_number}: " + _outcome(record)
+                     + f" ({time.monotonic() - started:.1f} s)")
+    return runs
+
+
+def run_one(configuration: Configuration, round_number: int, target: Target, run_timeout_s: float,
+            progress: Callable[[str], None]) -> dict:
+    body = configuration.overrides()
+    body["seed"] = int(body.get("seed", 0)) + round_number - 1
+    body["store_url"] = target.store_url(configuration.store)
+    config = load_config({}, body)
+    record = {"config_id": configuration.config_id, "configuration": configuration.label,
+              "varying": configuration.varying, "round": round_number, "config": config.to_dict(),
+              "store": configuration.store, "job_id": None, "placement": [], "curve": []}
+    message = cap_message(config.number_of_workers)
+    if message and round_number == 1:
+        progress(f"note: {message}")
+    try:
+        target.set_replicas(replicas_for(config.number_of_workers))
+        answer = raise_for_answer(target.gateway.invoke("emnist-setup", body), "emnist-setup")
+        record["job_id"] = answer["job_id"]
+        status = wait(target, {**answer["status_query"], "events": "1"}, run_timeout_s)
+    except Exception as error:  # recorded; the batch goes on
+        return {**record, "state": "failed", "error": f"{type(error).__name__}: {error}"}
+    result = status.get("result") or {"state": "failed", "error": f"still running after {run_timeout_s:g} s"}
+    record.update({key: result.get(key) for key in RESULT_KEYS})
+    record["placement"] = ["|".join(w.get("replicas") or []) if w else None for w in status["workers"]]
+    record["curve"] = curve(status)
+    return record
+
+
+def wait(target: Target, query: dict, timeout_s: float) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = raise_for_answer(target.gateway.invoke("emnist-setup", method="GET", query=query), "emnist-setup")
+        if status["state"] != "running" or time.monotonic() > deadline:
+            return status
+        time.sleep(POLL_S)
+
+
+def curve(status: dict) -> list[list[float]]:
+    """[seconds since the job was created, test accuracy] after each worker epoch, in time order."""
+    created = status["created_at"]
+    points = [[e["at"] - created, e["accuracy"]] for e in status.get("events", []) if e.get("event") == "epoch"]
+    return sorted(points)
+
+
+def _outcome(record: dict) -> str:
+    if record.get("state") != "done":
+        return f"FAILED: {record.get('error')}"
+    ttt = record.get("time_to_target_s")
+    reached = f"time to target {ttt:.1f} s" if ttt is not None else "target not reached"
+    return f"done, {reached}, final accuracy {record.get('final_accuracy') or 0:.4f}"

@@ -1,0 +1,118 @@
+"""Where a batch runs: the local runtime (`faasgd up`) or an OpenFaaS cluster (faas-cli, kubectl).
+
+Both give a gateway, resolve the `store` keywords to URLs the functions can reach, and put
+emnist-train at one replica per worker (at most 5: Community Edition's cap) before each run,
+waiting on readiness through the gateway, never on fixed sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from faasgd.commands.common import raise_for_answer
+from faasgd.errors import ConfigError, FaasgdError
+from faasgd.invoke import Gateway
+from faasgd.local import control
+from faasgd.local.stack import CE_MAX_REPLICAS
+
+READY_TIMEOUT_S = 300.0
+CLUSTER_STORES = {"redis": "redis://redis.openfaas-fn:6379/0", "memcached": "memcached://memcached.openfaas-fn:11211"}
+
+
+def replicas_for(workers: int) -> int:
+    return max(1, min(workers, CE_MAX_REPLICAS))
+
+
+def cap_message(workers: int) -> str | None:
+    if workers <= CE_MAX_REPLICAS:
+        return None
+    return (f"number_of_workers={workers}: OpenFaaS Community Edition runs at most {CE_MAX_REPLICAS} emnist-train "
+            f"replicas, so {workers} workers share {CE_MAX_REPLICAS} replicas")
+
+
+class Target:
+    name = "target"
+    gateway: Gateway
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def store_url(self, store: str) -> str: ...
+    def set_replicas(self, replicas: int) -> None: ...
+
+    def wait_ready(self, replicas: int, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Until /system/function/emnist-train shows `replicas` available (or the deadline)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            function = raise_for_answer(self.gateway.request("GET", "/system/function/emnist-train"), "gateway")
+            if function["availableReplicas"] == replicas == function["replicas"]:
+                return
+            if time.monotonic() > deadline:
+                raise FaasgdError(f"emnist-train: {function['availableReplicas']}/{replicas} replicas ready "
+                                  f"after {timeout_s:.0f}s")
+            time.sleep(0.5)
+
+
+class LocalTarget(Target):
+    """The local runtime: started if needed (and stopped at the end if this batch started it)."""
+
+    name = "local"
+
+    def __init__(self, stack: str = "stack.yml", directory: str = control.DEFAULT_DIR, port: int = 8080):
+        self.stack, self.directory, self.port = stack, directory, port
+        self.state: dict = {}
+        self.started = False
+
+    def start(self) -> None:
+        self.state, self.started = control.up(self.stack, self.port, self.directory)
+        self.gateway = Gateway(self.state["gateway_url"], timeout_s=60)
+
+    def stop(self) -> None:
+        if self.started:
+            control.down(self.directory)
+
+    def store_url(self, store: str) -> str:
+        return self.state["stores"][store]["url"] if store in self.state["stores"] else store
+
+    def set_replicas(self, replicas: int) -> None:
+        body = f'{{"serviceName": "emnist-train", "replicas": {replicas}}}'.encode()
+        raise_for_answer(self.gateway.request("POST", "/system/scale-function/emnist-train", body,
+                                              {"Content-Type": "application/json"}), "scale emnist-train")
+        self.wait_ready(replicas)
+
+
+class ClusterTarget(Target):
+    """An OpenFaaS cluster at $OPENFAAS_URL: `faas-cli deploy` once, `kubectl scale` per configuration."""
+
+    name = "cluster"
+
+    def __init__(self, stack: str = "stack.yml", deploy: bool = True, namespace: str = "openfaas-fn"):
+        url = os.environ.get("OPENFAAS_URL")
+        if not url:
+            raise ConfigError("OPENFAAS_URL", "set it to the cluster's gateway for --target cluster "
+                                              "(e.g. http://127.0.0.1:31112)")
+        self.gateway = Gateway(url, timeout_s=60)
+        self.stack, self.deploy, self.namespace = stack, deploy, namespace
+
+    def start(self) -> None:
+        if self.deploy:
+            self._run("faas-cli", "deploy", "-f", self.stack, "--gateway", self.gateway.url)
+
+    def store_url(self, store: str) -> str:
+        return CLUSTER_STORES.get(store, store)
+
+    def set_replicas(self, replicas: int) -> None:
+        self._run("kubectl", "scale", "-n", self.namespace, "deployment/emnist-train", f"--replicas={replicas}")
+        self.wait_ready(replicas)
+
+    @staticmethod
+    def _run(*argv: str) -> None:
+        if shutil.which(argv[0]) is None:
+            raise FaasgdError(f"{argv[0]}: not found on PATH (needed by --target cluster)")
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise FaasgdError(f"{' '.join(argv)} failed ({done.returncode}): {(done.stderr or done.stdout).strip()[-500:]}")
+        sys.stdout.flush()

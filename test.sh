@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Batch benchmark runs with tables and plots:
+#   ./test.sh [MATRIX] [--target local|cluster] [--rounds N] [--dry-run] [--out DIR]
+# MATRIX defaults to bench/matrix/workers-period.yml; see bench/matrix/ and README.md.
+set -euo pipefail
+cd "$(dirname "$0")"
+if [ ! -x .venv/bin/python ]; then
+    make deps >&2
+fi
+exec .venv/bin/python -m faasgd.batch "$@"
