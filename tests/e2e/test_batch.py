@@ -1,0 +1,88 @@
+"""./test.sh end to end on the local target: a small real matrix, its tables, CSV and plots."""
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from faasgd.local.servers import free_port
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+SMALL = """
+name: small
+rounds: 2
+fixed: {dataset: synthetic, train_samples: 4000, test_samples: 500, hidden_sizes: [32], max_epochs: 8,
+        target_accuracy: 0.85}
+matrix:
+  number_of_workers: [1, 2]
+  store: redis
+"""
+
+
+def run_test_sh(*args, timeout=600):
+    return subprocess.run(["./test.sh", *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def test_dry_run_lists_the_runs():
+    run = run_test_sh("bench/matrix/workers-period.yml", "--dry-run")
+    assert run.returncode == 0
+    assert "6 configuration(s) x 3 round(s) = 18 run(s)" in run.stdout
+    assert "number_of_workers=4 n_fetch=10 n_push=10" in run.stdout
+
+
+def test_bad_matrix_exits_naming_the_key(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("matrix: {number_of_workers: [1, 2], n_fetsh: [1]}\n")
+    run = run_test_sh(bad, "--dry-run")
+    assert run.returncode == 2 and "matrix.n_fetsh" in run.stderr
+    bad.write_text("matrix: {batch_size: [0]}\n")
+    run = run_test_sh(bad, "--dry-run")
+    assert run.returncode == 2 and "batch_size" in run.stderr
+
+
+def test_small_matrix_writes_csv_tables_and_plots(tmp_path):
+    matrix = tmp_path / "small.yml"
+    matrix.write_text(SMALL)
+    out = tmp_path / "out"
+    run = run_test_sh(matrix, "--out", out, "--port", free_port(), "--dir", tmp_path / ".faasgd")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.stdout.count("] number_of_workers=") == 4  # a progress line per run
+    with open(out / "runs.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4
+    assert sorted((r["number_of_workers"], r["round"]) for r in rows) == [("1", "1"), ("1", "2"), ("2", "1"), ("2", "2")]
+    assert all(r["state"] == "done" and float(r["time_to_target_s"]) > 0 for r in rows)
+    assert {r["seed"] for r in rows} == {"0", "1"}  # round r uses seed + r - 1
+    assert all(r["placement"].startswith("emnist-train-") for r in rows)
+    output = (out / "output.txt").read_text()
+    for label in ("number_of_workers=1", "number_of_workers=2"):
+        assert f"== {label} ==" in output
+    assert output.count("Avg") == 2 and output.count("Stdev") == 2
+    times = sorted(float(r["time_to_target_s"]) for r in rows if r["number_of_workers"] == "1")
+    assert f"{sum(times) / 2:.2f}" in output  # the Avg row of workers=1
+    summary = (out / "summary.md").read_text()
+    assert "accuracy_vs_time.png" in summary and "small" in summary
+    for png in ("accuracy_vs_time.png", "time_vs_workers.png"):
+        data = (out / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["rounds"] == 2 and meta["seeds"] == [0, 1] and meta["versions"]["faasgd"]
+    assert (out / "matrix.yml").read_text() == SMALL
+    assert not (tmp_path / ".faasgd" / "state.json").exists()  # the runtime it started is down
+
+
+def test_a_failed_run_is_recorded_and_the_batch_exits_nonzero(tmp_path):
+    matrix = tmp_path / "failing.yml"
+    matrix.write_text(SMALL.replace("rounds: 2", "rounds: 1").replace(
+        "store: redis", f"store: [redis, 'redis://127.0.0.1:{free_port()}/0']").replace("[1, 2]", "1"))
+    out = tmp_path / "out"
+    run = run_test_sh(matrix, "--out", out, "--port", free_port(), "--dir", tmp_path / ".faasgd")
+    assert run.returncode == 1
+    assert "1 run(s) failed" in run.stderr and "store unavailable" in run.stderr
+    with open(out / "runs.csv") as f:
+        states = [r["state"] for r in csv.DictReader(f)]
+    assert states == ["done", "failed"]  # both runs recorded; the failure did not stop the batch
