@@ -58,15 +58,13 @@ def count_rows(dataset: str, split: str, limit: int = 0, data_dir: str | None = 
     return min(total, limit) if limit > 0 else total
 
 
-def read_rows(
-    dataset: str, split: str, start: int, stop: int, data_dir: str | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return uint8 images (n, ...) and integer labels (n,) of rows [start, stop) of the split."""
+def iter_rows(dataset: str, split: str, start: int, stop: int, data_dir: str | None = None):
+    """Yield (uint8 images (k, ...), labels (k,)) chunks of rows [start, stop): memory of one chunk at a time."""
     if dataset == "synthetic":
-        return synthetic.read_split_rows(split, start, stop)
+        return synthetic.iter_split_rows(split, start, stop)
     if dataset == "fashion-mnist":
-        return fashion.read_split_rows(split, start, stop, data_dir)
-    return emnist_source.read_split_rows(emnist_variant(dataset), split, start, stop)
+        return fashion.iter_split_rows(split, start, stop, data_dir)
+    return emnist_source.iter_split_rows(emnist_variant(dataset), split, start, stop)
 
 
 def emnist_variant(dataset: str) -> str:

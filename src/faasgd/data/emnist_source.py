@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-import emnist
 import numpy as np
 
 from faasgd.data.idx import check_pair, read_header, read_rows
@@ -23,8 +22,16 @@ IMAGE_SHAPE = (28, 28)
 NIST_URL = "https://www.nist.gov/itl/iad/image-group/emnist-dataset"
 
 
+def _package():
+    """The `emnist` package, imported on first use: it pulls in requests, which other data sets never need."""
+    import emnist
+
+    return emnist
+
+
 def archive_path(dataset: str) -> str:
     """Return the path of the cached archive, asking the package to download it when it is missing."""
+    emnist = _package()
     path = emnist.get_cached_data_path()
     if os.path.isfile(path) and os.path.getsize(path) > 0:
         return path
@@ -40,7 +47,7 @@ def archive_path(dataset: str) -> str:
 def member_name(variant: str, split: str, component: str) -> str:
     """Return the archive member holding `component` ("images" or "labels") of a variant's split."""
     dim = 3 if component == "images" else 1
-    return emnist.ZIP_PATH_TEMPLATE.format(dataset=variant, usage=split, matrix=component, dim=dim)
+    return _package().ZIP_PATH_TEMPLATE.format(dataset=variant, usage=split, matrix=component, dim=dim)
 
 
 @contextmanager
@@ -79,12 +86,15 @@ def count_rows(variant: str, split: str) -> int:
                           IMAGE_SHAPE, name)
 
 
-def read_split_rows(variant: str, split: str, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return images (n, 28, 28), transposed as the package does, and labels (n,) of rows [start, stop)."""
+def iter_split_rows(variant: str, split: str, start: int, stop: int,
+                    chunk_rows: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield images (k, 28, 28), transposed as the package does, and labels (k,) of rows [start, stop)."""
     name = f"emnist-{variant} {split}"
     with open_split(variant, split) as (images, labels):
         images_header = read_header(images, f"{name} images")
         labels_header = read_header(labels, f"{name} labels")
         check_pair(images_header, labels_header, IMAGE_SHAPE, name)
-        pixels = read_rows(images, images_header, start, stop, f"{name} images")
-        return pixels.swapaxes(1, 2), read_rows(labels, labels_header, start, stop, f"{name} labels")
+        for first in range(start, stop, chunk_rows):
+            last = min(stop, first + chunk_rows)
+            pixels = read_rows(images, images_header, first, last, f"{name} images")
+            yield pixels.swapaxes(1, 2), read_rows(labels, labels_header, first, last, f"{name} labels")

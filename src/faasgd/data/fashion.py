@@ -5,6 +5,7 @@ gzip'd (`NAME.gz`, preferred) or plain (`NAME`).
 """
 
 import os
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -50,14 +51,16 @@ def count_rows(split: str, data_dir: str | None = None) -> int:
                           f"fashion-mnist {split}")
 
 
-def read_split_rows(
-    split: str, start: int, stop: int, data_dir: str | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return uint8 images (n, 28, 28) and labels (n,) of rows [start, stop) of `split`."""
+def iter_split_rows(
+    split: str, start: int, stop: int, data_dir: str | None = None, chunk_rows: int = 4096
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield uint8 images (k, 28, 28) and labels (k,) of rows [start, stop) of `split`, k <= chunk_rows."""
     images_path, labels_path = find_files(split, data_dir)
     with open_idx(images_path) as images, open_idx(labels_path) as labels:
         images_header = read_header(images, images_path)
         labels_header = read_header(labels, labels_path)
         check_pair(images_header, labels_header, IMAGE_SHAPE, f"fashion-mnist {split}")
-        return (read_rows(images, images_header, start, stop, images_path),
-                read_rows(labels, labels_header, start, stop, labels_path))
+        for first in range(start, stop, chunk_rows):
+            last = min(stop, first + chunk_rows)
+            yield (read_rows(images, images_header, first, last, images_path),
+                   read_rows(labels, labels_header, first, last, labels_path))

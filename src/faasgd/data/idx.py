@@ -68,7 +68,7 @@ def read_rows(stream: BinaryIO, header: IdxHeader, start: int, stop: int, name: 
     if len(data) != wanted:
         raise DataError(f"{name}: truncated, expected {wanted} bytes of rows [{start}, {stop}), got {len(data)}")
     rows = np.frombuffer(data, dtype=header.dtype).reshape((stop - start, *header.shape[1:]))
-    return rows.astype(header.dtype.newbyteorder("="))
+    return rows.astype(header.dtype.newbyteorder("="), copy=False)  # bytes need no swap: no second copy
 
 
 @contextmanager

@@ -39,6 +39,12 @@ def count_rows(split: str, limit: int = 0) -> int:
     return limit if limit > 0 else SPLIT_SIZES[split]
 
 
+def iter_split_rows(split: str, start: int, stop: int, chunk_rows: int = BLOCK_ROWS):
+    """Yield (images, labels) of rows [start, stop) a chunk at a time."""
+    for first in range(start, stop, chunk_rows):
+        yield read_split_rows(split, first, min(stop, first + chunk_rows))
+
+
 def read_split_rows(split: str, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
     """Return uint8 images (n, INPUT_DIM) and int64 labels (n,) of rows [start, stop) of `split`."""
     images = np.empty((stop - start, INPUT_DIM), dtype=np.uint8)

@@ -32,9 +32,10 @@ def node_local_for(global_store: ParameterStore, global_url: str, local_url: str
 
 
 @functools.lru_cache(maxsize=4)
-def load_shard(dataset: str, split: str, worker_id: int, number_of_workers: int, limit: int) -> data.Shard:
+def load_shard(dataset: str, split: str, worker_id: int, number_of_workers: int, limit: int,
+               scaled: bool = True) -> data.Shard:
     """data.load_shard, kept for the next invocation (per-iteration mode reuses the same shard)."""
-    return data.load_shard(dataset, split, worker_id, number_of_workers, limit)
+    return data.load_shard(dataset, split, worker_id, number_of_workers, limit, scaled=scaled)
 
 
 def forget() -> None:
