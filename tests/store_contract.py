@@ -90,6 +90,19 @@ def check_push_adds_exactly_and_counts_versions(store):
     assert store.get_weights(job)[1] == 0
 
 
+def check_push_can_return_the_weights_it_wrote(store):
+    job, flat = new_job(), weights(2 * CHUNK + 7)
+    store.set_weights(job, flat)
+    out = np.zeros_like(flat)
+    version = store.push_update(job, np.ones_like(flat), out=out)
+    np.testing.assert_array_equal(out, flat + 1)
+    assert (version, *store.get_weights(job)[1:]) == (1, 1)
+    np.testing.assert_array_equal(store.get_weights(job)[0], out)
+    with pytest.raises(ConfigError) as e:
+        store.push_update(job, np.ones_like(flat), out=np.zeros(3, np.float32))
+    assert e.value.field == "out"
+
+
 def check_push_rejects_bad_delta(store):
     job = new_job()
     store.set_weights(job, np.zeros(10, np.float32))
@@ -265,6 +278,7 @@ SINGLE_CLIENT_CHECKS = [
     check_set_weights_with_a_version,
     check_set_weights_accepts_other_dtypes,
     check_push_adds_exactly_and_counts_versions,
+    check_push_can_return_the_weights_it_wrote,
     check_push_rejects_bad_delta,
     check_missing_job,
     check_records,

@@ -91,7 +91,7 @@ def test_a_worker_stops_at_its_next_fetch_once_the_job_is_done():
 
 
 class FailingStore:
-    """Delegates to a real store, then fails every fetch after `healthy` of them (the store went away)."""
+    """Delegates to a real store, then fails every fetch and push after `healthy` of them (the store went away)."""
 
     def __init__(self, inner, healthy):
         self.inner, self.healthy = inner, healthy
@@ -99,11 +99,18 @@ class FailingStore:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def get_weights(self, job_id, out=None):
+    def _spend(self):
         self.healthy -= 1
         if self.healthy < 0:
             raise StoreUnavailable(self.inner.url, "connection refused")
+
+    def get_weights(self, job_id, out=None):
+        self._spend()
         return self.inner.get_weights(job_id, out=out)
+
+    def push_update(self, job_id, delta, out=None):
+        self._spend()
+        return self.inner.push_update(job_id, delta, out=out)
 
 
 def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it():
@@ -119,3 +126,44 @@ def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it()
     assert progress["retries"] >= 1
     result = inner.get_record(job_id, "result")
     assert result["state"] == "failed" and "memory://gone" in result["error"]
+
+
+def test_evaluation_on_raw_test_pixels_in_chunks_equals_the_scaled_oracle(monkeypatch):
+    from faasgd.sgd import worker as worker_module
+    from faasgd.sgd.state import WorkerState
+
+    monkeypatch.setattr(worker_module, "EVAL_CHUNK", 64)  # several chunks, the last one short
+    config = small_config("eval", test_samples=300)
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    sizes = job.network_sizes(config)
+    trainer = worker_module.load_worker(config, store, job_id, WorkerState.fresh(0, 0), sizes)
+    assert trainer.test.x.dtype == np.uint8  # a quarter of the float32 memory
+    weights = model.init_params(sizes, np.random.default_rng(3))
+    scaled = data.load_shard("synthetic", "test", limit=300)
+    assert trainer.evaluate(weights) == pytest.approx(model.accuracy(weights, sizes, scaled.x, scaled.y), abs=1e-12)
+
+
+class CountingStore:
+    """Delegates to a real store and counts weight reads."""
+
+    def __init__(self, inner):
+        self.inner, self.reads = inner, 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def get_weights(self, job_id, out=None):
+        self.reads += 1
+        return self.inner.get_weights(job_id, out=out)
+
+
+def test_a_fetch_right_after_a_push_uses_the_weights_the_push_wrote():
+    config = small_config("rtt", n_fetch=1, n_push=1, max_epochs=1)
+    inner = open_store(config.store_url)
+    job_id = job.create_job(inner, config)
+    store = CountingStore(inner)
+    final = run_worker(config, store, job_id, 0)
+    steps = -(-1200 // 40)
+    assert final["fetches"] == steps + 1 and final["pushes"] == steps  # every step fetched, plus the evaluation
+    assert store.reads <= 2  # the first fetch (and the final evaluation): the rest came with the pushes

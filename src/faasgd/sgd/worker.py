@@ -21,6 +21,7 @@ from faasgd.store import ParameterStore
 
 PROGRESS_EVERY_S = 1.0  # how often a worker writes its progress record mid-epoch
 DONE_CHECK_EVERY_S = 0.25  # how often (at a fetch) a worker checks whether the job is done
+EVAL_CHUNK = 1024  # test rows scaled to float32 at a time during evaluation
 
 
 class DownpourWorker:
@@ -39,6 +40,7 @@ class DownpourWorker:
         self.own_pushes = 0  # our pushes since that fetch (in our weights, counted in the version)
         self.last_push_version = 0  # global version right after our last push
         self.unpushed_steps = 0
+        self.pushed_snapshot = False  # `fetched` holds what our push just wrote, and no step came since
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state.rng_state
         self._conflicts_base = (store.conflicts, state.conflicts)  # the client's counter spans invocations
@@ -55,11 +57,16 @@ class DownpourWorker:
     def fetch(self) -> None:
         """Read the global parameters; the local copy becomes global + unpushed updates.
 
-        A copy older than our own last push (a node-local cache not yet refreshed) would undo our
-        own applied steps, so it is ignored: reads are monotonic in the version.
+        Right after a push the weights that push wrote are the newest version we can know of
+        without asking again, so they serve the fetch (one round trip less per period). A copy
+        older than our own last push (a node-local cache not yet refreshed) would undo our own
+        applied steps, so it is ignored: reads are monotonic in the version.
         """
-        _, version = self._retry(lambda: self.store.get_weights(self.job_id, out=self.fetched))
         self.state.fetches += 1
+        if self.pushed_snapshot:
+            version = self.last_push_version
+        else:
+            _, version = self._retry(lambda: self.store.get_weights(self.job_id, out=self.fetched))
         if version < self.last_push_version:
             return
         self.base_version, self.own_pushes = version, 0
@@ -69,11 +76,12 @@ class DownpourWorker:
         """Send the accumulated update (added atomically by the store) and clear it."""
         if self.unpushed_steps == 0:
             return
-        new_version = self._retry(lambda: self.store.push_update(self.job_id, self.pending))
+        new_version = self._retry(lambda: self.store.push_update(self.job_id, self.pending, out=self.fetched))
         # staleness: updates of other workers applied since the parameters we stepped from
         self.state.record_staleness(new_version - 1 - self.base_version - self.own_pushes)
         self.own_pushes += 1
         self.last_push_version = new_version
+        self.pushed_snapshot = True
         self.pending[:] = 0.0
         self.unpushed_steps = 0
         self.state.pushes += 1
@@ -104,6 +112,7 @@ class DownpourWorker:
         self.weights += grad
         self.pending += grad
         self.unpushed_steps += 1
+        self.pushed_snapshot = False
         return float(loss)
 
     def run_epoch(self) -> bool:
@@ -133,7 +142,14 @@ class DownpourWorker:
         return True
 
     def evaluate(self, weights: np.ndarray) -> float:
-        return model.accuracy(weights, self.sizes, self.test.x, self.test.y, self.config.activation)
+        """Test accuracy of `weights`; the test rows stay raw uint8 and are scaled a chunk at a time."""
+        rows, correct = len(self.test.y), 0.0
+        for start in range(0, rows, EVAL_CHUNK):
+            stop = min(rows, start + EVAL_CHUNK)
+            x = data.scale_rows(self.test.x, start, stop)
+            correct += (stop - start) * model.accuracy(weights, self.sizes, x, self.test.y[start:stop],
+                                                       self.config.activation)
+        return correct / rows if rows else 0.0
 
     def end_of_epoch(self) -> bool:
         """Evaluate the global parameters; mark the job done at the target. True when training should stop.
@@ -169,7 +185,7 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, state: 
     """
     state.note_replica()
     shard = loader(config.dataset, "train", state.worker_id, config.number_of_workers, config.train_samples)
-    test = loader(config.dataset, "test", 0, 1, config.test_samples)
+    test = loader(config.dataset, "test", 0, 1, config.test_samples, scaled=False)
     state.shard_size = len(shard.y)
     return DownpourWorker(config, store, job_id, state, sizes, shard, test)
 

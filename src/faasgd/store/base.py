@@ -83,12 +83,20 @@ class ParameterStore(abc.ABC):
         target = codec.check_out(out, meta.length)
         return self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}"), version
 
-    def push_update(self, job_id: str, delta: np.ndarray) -> int:
-        """Atomically add `delta` to the job's weights and bump its version; return the new version."""
+    def push_update(self, job_id: str, delta: np.ndarray, out: np.ndarray | None = None) -> int:
+        """Atomically add `delta` to the job's weights and bump its version; return the new version.
+
+        With `out` (float32, the job's length) the weights this push wrote are decoded into it: a
+        fetch of the new version without another round trip.
+        """
         meta = self._weights_meta(job_id)
         data = codec.as_vector(delta, "delta", meta.length)
+        target = None if out is None else codec.check_out(out, meta.length)
         with self._errors():
-            return self._push(job_id, meta, data)
+            version, chunks = self._push(job_id, meta, data)
+        if target is not None:
+            self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}")
+        return version
 
     # ---- records ---------------------------------------------------------------------------
     def put_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> None:
@@ -245,7 +253,8 @@ class ParameterStore(abc.ABC):
         """Values of `names` in order, in one round trip (atomically where the backend can)."""
 
     @abc.abstractmethod
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> int: ...
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[int, list[bytes]]:
+        """Add delta atomically; (the new version, the chunks as written)."""
 
     @abc.abstractmethod
     def _put(self, key: str, data: bytes, ttl_s: int) -> None: ...

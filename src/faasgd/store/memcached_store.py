@@ -84,9 +84,10 @@ class MemcachedStore(ParameterStore):
         found = self.client.get_many(names)
         return [found.get(k) for k in names]
 
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> int:
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[int, list[bytes]]:
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         pending = list(range(meta.chunks))
+        written: list[bytes] = [b""] * meta.chunks
         started, attempt = time.monotonic(), 0
         while pending:
             found = self.client.gets_many([chunk_keys[i] for i in pending])
@@ -101,6 +102,8 @@ class MemcachedStore(ParameterStore):
                 if not stored:
                     failed.append(i)
                     self.conflicts += 1
+                else:
+                    written[i] = new
             pending = failed
             if pending:
                 self._wait_before_retry(attempt, started, job_id)
@@ -108,7 +111,7 @@ class MemcachedStore(ParameterStore):
         version = self.client.incr(keys.weights_version(job_id), 1, noreply=False)
         if version is None:
             raise JobNotFound(job_id)
-        return int(version)
+        return int(version), written
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
         self.client.set(key, data, expire=ttl_s, noreply=False)

@@ -107,7 +107,7 @@ class MemoryStore(ParameterStore):
         with self.client.lock:
             return [self.client.get(k) for k in names]
 
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> int:
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[int, list[bytes]]:
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         started, attempt = time.monotonic(), 0
@@ -124,7 +124,7 @@ class MemoryStore(ParameterStore):
                 if self.client.get_with_token(version_key)[1] == token:
                     for key, chunk in zip(chunk_keys, new):
                         self.client.set(key, chunk)
-                    return self.client.incr(version_key, 1)
+                    return self.client.incr(version_key, 1), new
             self.conflicts += 1
             self._wait_before_retry(attempt, started, job_id)
             attempt += 1

@@ -94,7 +94,7 @@ class RedisStore(ParameterStore):
     def _get_many(self, names: list[str]) -> list[bytes | None]:
         return self.client.mget(names)
 
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> int:
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[int, list[bytes]]:
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         started, attempt, reconnected = time.monotonic(), 0, False
@@ -114,7 +114,7 @@ class RedisStore(ParameterStore):
                         pipe.mset(dict(zip(chunk_keys, new)))
                     pipe.incr(version_key)
                     committing = True
-                    return int(pipe.execute()[-1])
+                    return int(pipe.execute()[-1]), new
                 except redis.WatchError as e:
                     lost = e.__context__  # redis-py turns a connection lost while watching into WatchError
                     if lost is not None and (committing or reconnected):
