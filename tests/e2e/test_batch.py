@@ -86,3 +86,48 @@ def test_a_failed_run_is_recorded_and_the_batch_exits_nonzero(tmp_path):
     with open(out / "runs.csv") as f:
         states = [r["state"] for r in csv.DictReader(f)]
     assert states == ["done", "failed"]  # both runs recorded; the failure did not stop the batch
+
+
+def test_cluster_target_drives_faas_cli_and_kubectl(tmp_path):
+    """--target cluster against the local runtime standing in for a cluster; faas-cli and kubectl are
+    stand-ins on PATH that log their arguments and do what the real ones would through the gateway."""
+    import os
+
+    directory, port = tmp_path / ".faasgd", free_port()
+    up = subprocess.run([sys_python(), "-m", "faasgd.cli", "up", "--port", str(port), "--dir", str(directory)],
+                        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert up.returncode == 0, up.stderr
+    state = json.loads((directory / "state.json").read_text())
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.log"
+    bin_dir.mkdir()
+    (bin_dir / "faas-cli").write_text(f'#!/bin/sh\necho "faas-cli $*" >> {calls}\n')
+    (bin_dir / "kubectl").write_text(
+        f'#!/bin/sh\necho "kubectl $*" >> {calls}\n'
+        f'n=$(echo "$*" | sed -n "s/.*--replicas=\\([0-9]*\\).*/\\1/p")\n'
+        f'{sys_python()} -c "import sys, urllib.request as u; u.urlopen(u.Request(sys.argv[1], data=sys.argv[2].encode()))" '
+        f'{state["gateway_url"]}/system/scale-function/emnist-train "{{\\"serviceName\\": \\"emnist-train\\", \\"replicas\\": $n}}"\n')
+    for tool in ("faas-cli", "kubectl"):
+        (bin_dir / tool).chmod(0o755)
+    matrix = tmp_path / "cluster.yml"
+    matrix.write_text(SMALL.replace("rounds: 2", "rounds: 1").replace("store: redis",
+                                                                        f"store: {state['stores']['redis']['url']}"))
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OPENFAAS_URL": state["gateway_url"]}
+    try:
+        run = subprocess.run(["./test.sh", str(matrix), "--target", "cluster", "--out", str(tmp_path / "out")],
+                             capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        logged = calls.read_text().splitlines()
+        assert logged[0].startswith("faas-cli deploy -f stack.yml --gateway ")
+        assert [l for l in logged if l.startswith("kubectl")] == [
+            "kubectl scale -n openfaas-fn deployment/emnist-train --replicas=1",
+            "kubectl scale -n openfaas-fn deployment/emnist-train --replicas=2"]
+        with open(tmp_path / "out" / "runs.csv") as f:
+            assert [r["state"] for r in csv.DictReader(f)] == ["done", "done"]
+    finally:
+        subprocess.run([sys_python(), "-m", "faasgd.cli", "down", "--dir", str(directory)], cwd=ROOT, timeout=60)
+
+
+def sys_python():
+    import sys
+
+    return sys.executable
