@@ -13,12 +13,11 @@ from typing import Callable
 from faasgd.batch.matrix import Configuration, Matrix
 from faasgd.batch.targets import Target, cap_message, replicas_for
 from faasgd.commands.common import raise_for_answer
+from faasgd.commands.train import watch
+from faasgd.job import RESULT_KEYS as JOB_RESULT_KEYS
 from faasgd.config import load_config
 
-POLL_S = 0.5
-RESULT_KEYS = ("state", "error", "time_to_target_s", "reached_target", "epochs", "final_accuracy",
-               "accuracy_at_target", "samples", "samples_per_s", "pushes", "fetches", "conflicts", "retries",
-               "staleness_p50", "staleness_p99", "wall_s")
+RESULT_KEYS = JOB_RESULT_KEYS + ("reached_target", "accuracy_at_target", "wall_s")
 
 
 def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
@@ -53,7 +52,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
         target.set_replicas(replicas_for(config.number_of_workers))
         answer = raise_for_answer(target.gateway.invoke("emnist-setup", body), "emnist-setup")
         record["job_id"] = answer["job_id"]
-        status = wait(target, {**answer["status_query"], "events": "1"}, run_timeout_s)
+        status = watch(target.gateway, {**answer["status_query"], "events": "1"}, run_timeout_s, show=False)
     except Exception as error:  # recorded; the batch goes on
         return {**record, "state": "failed", "error": f"{type(error).__name__}: {error}"}
     result = status.get("result") or {"state": "failed", "error": f"still running after {run_timeout_s:g} s"}
@@ -61,15 +60,6 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     record["placement"] = ["|".join(w.get("replicas") or []) if w else None for w in status["workers"]]
     record["curve"] = curve(status)
     return record
-
-
-def wait(target: Target, query: dict, timeout_s: float) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        status = raise_for_answer(target.gateway.invoke("emnist-setup", method="GET", query=query), "emnist-setup")
-        if status["state"] != "running" or time.monotonic() > deadline:
-            return status
-        time.sleep(POLL_S)
 
 
 def curve(status: dict) -> list[list[float]]:
