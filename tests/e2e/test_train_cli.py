@@ -119,13 +119,18 @@ def wait_for_progress(url, proc, deadline_s=60):
     raise AssertionError("no progress")
 
 
+def start_training(url, max_epochs, store_timeout_s):
+    return subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--direct", "--store", url, "--workers", "2",
+                             "--max-epochs", str(max_epochs), "--target-accuracy", "1.0",
+                             "--store-timeout-s", str(store_timeout_s), "--json", *QUICK],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def test_store_restarted_mid_run_workers_retry_and_the_job_completes(tmp_path):
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
     server = start_persistent_redis(port, tmp_path)
-    train = subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--direct", "--store", url, "--workers", "2",
-                              "--max-epochs", "25", "--target-accuracy", "1.0", "--store-timeout-s", "30",
-                              "--json", *QUICK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    train = start_training(url, max_epochs=25, store_timeout_s=30)
     try:
         job_id = wait_for_progress(url, train)
         server.send_signal(signal.SIGTERM)
@@ -149,9 +154,7 @@ def test_store_gone_for_good_fails_the_job_after_the_deadline(tmp_path):
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
     server = start_persistent_redis(port, tmp_path)
-    train = subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--direct", "--store", url, "--workers", "2",
-                              "--max-epochs", "50", "--target-accuracy", "1.0", "--store-timeout-s", "3",
-                              "--json", *QUICK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    train = start_training(url, max_epochs=50, store_timeout_s=3)
     try:
         wait_for_progress(url, train)
         server.terminate()

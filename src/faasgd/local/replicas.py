@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from faasgd.errors import FaasgdError
-from faasgd.local.servers import free_port
+from faasgd.local.servers import free_port, stop_process
 from faasgd.local.stack import CE_MAX_REPLICAS, FunctionSpec
 
 RECONCILE_S = 0.3  # how often dead replicas are replaced and health re-checked
@@ -59,13 +59,7 @@ class Replica:
         return self.healthy
 
     def stop(self) -> None:
-        if self.alive():
-            self.popen.terminate()
-            try:
-                self.popen.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(STOP_TIMEOUT_S)
+        stop_process(self.popen, STOP_TIMEOUT_S)
 
 
 class Supervisor:

@@ -58,13 +58,7 @@ class ServerProcess:
     def stop(self, timeout: float = 5.0) -> None:
         """Terminate the server, wait up to `timeout`, kill it if needed; calling it again does nothing."""
         if self.popen is not None:
-            if self.popen.poll() is None:
-                self.popen.terminate()
-                try:
-                    self.popen.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    self.popen.kill()
-                    self.popen.wait(timeout)
+            stop_process(self.popen, timeout)
         elif self.alive():
             _stop_pid(self.pid, timeout)
         if self._tmpdir is not None:
@@ -77,6 +71,17 @@ class ServerProcess:
             return ""
         with open(self.log_path, "r", errors="replace") as f:
             return "".join(f.readlines()[-lines:]).strip()
+
+
+def stop_process(popen: subprocess.Popen, timeout: float = 5.0) -> None:
+    """Terminate a child, wait up to `timeout`, kill it if it is still there; nothing if it already ended."""
+    if popen.poll() is None:
+        popen.terminate()
+        try:
+            popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.wait(timeout)
 
 
 def start_redis(
