@@ -27,9 +27,12 @@ test-unit: deps
 	$(PY) -m pytest -q tests/unit
 
 bench: deps
+	$(PY) -m pip install -q -e '.[dev,bench]'
 	$(PY) bench/throughput.py
 	$(PY) bench/node_local.py
 	$(PY) bench/invocation.py
+	$(PY) bench/peers.py
+	$(PY) bench/scaling.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info
