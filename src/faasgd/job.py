@@ -188,15 +188,17 @@ def write_result(store: ParameterStore, job_id: str, evaluate=None, error: str |
 
 def read_status(store: ParameterStore, job_id: str) -> dict[str, Any]:
     """What anyone wants to know about a job: state, config, per-worker progress, result."""
-    config, meta = read_job(store, job_id)
+    records = store.get_records(job_id, ["config", "job", "result", "done"])  # one round trip, then progress
+    if records["config"] is None or records["job"] is None:
+        raise JobNotFound(job_id)
+    config, result = config_from_record(records["config"]), records["result"]
     progress = read_progress(store, job_id, config.number_of_workers)
-    result = store.get_record(job_id, "result")
     return {
         "job_id": job_id,
         "state": result["state"] if result else "running",
         "config": config.to_dict(),
-        "created_at": meta["created_at"],
+        "created_at": records["job"]["created_at"],
         "workers": [progress[i] for i in range(config.number_of_workers)],
-        "done": store.get_record(job_id, "done"),
+        "done": records["done"],
         "result": result,
     }

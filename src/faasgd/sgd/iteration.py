@@ -113,8 +113,7 @@ def train_one(config: TrainConfig, store: ParameterStore, job_id: str, state: Wo
     """One epoch from a restored state; (True when this worker reached its stop rule, the trainer)."""
     if state.started_at is None:
         state.started_at = time.time()
-    _, meta = job.read_job(store, job_id)
-    trainer = load_worker(config, store, job_id, state, tuple(meta["sizes"]), loader)
+    trainer = load_worker(config, store, job_id, state, job.network_sizes(config), loader)
     trainer.on_progress = renew
     if job.is_done(store, job_id):
         stop = True
