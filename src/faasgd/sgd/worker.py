@@ -36,6 +36,8 @@ class DownpourWorker:
         self.fetched = np.empty(size, np.float32)  # last global parameters read
         self.pending = np.zeros(size, np.float32)  # accumulated update not yet pushed
         self.grad = np.empty(size, np.float32)
+        self.batch_x = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)  # gathered minibatch
+        self.batch_y = np.empty(config.batch_size, shard.y.dtype)
         self.base_version = 0  # global version of the last fetch our weights are built on
         self.own_pushes = 0  # our pushes since that fetch (in our weights, counted in the version)
         self.last_push_version = 0  # global version right after our last push
@@ -130,7 +132,10 @@ class DownpourWorker:
                 self.fetch()
                 self.write_progress()
             rows = order[first:first + batch]
-            losses.append(self.step(self.shard.x[rows], self.shard.y[rows]))
+            x, y = self.batch_x[:len(rows)], self.batch_y[:len(rows)]
+            np.take(self.shard.x, rows, axis=0, out=x)  # into the reused buffers: no per-step allocation
+            np.take(self.shard.y, rows, out=y)
+            losses.append(self.step(x, y))
             state.step += 1
             state.samples += len(rows)
             if state.step % cfg.n_push == 0:
@@ -202,8 +207,7 @@ def run_worker(config: TrainConfig, store: ParameterStore, job_id: str, worker_i
     state = WorkerState.fresh(worker_id, config.seed)
     trainer = None
     try:
-        _, meta = with_retry(lambda: job.read_job(store, job_id), config.store_timeout_s)
-        trainer = load_worker(config, store, job_id, state, tuple(meta["sizes"]), loader)
+        trainer = load_worker(config, store, job_id, state, job.network_sizes(config), loader)
         trainer.on_progress = on_progress
         state.started_at = time.time()
         while trainer.run_epoch() and not trainer.end_of_epoch():
