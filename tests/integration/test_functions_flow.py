@@ -17,7 +17,7 @@ import pytest
 
 from faasgd.functions import warm
 from faasgd.local.servers import free_port
-from functions_harness import FakeEvent, load_handler
+from support.handlers import FakeEvent, load_handler
 
 pytestmark = pytest.mark.integration
 

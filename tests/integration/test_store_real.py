@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-import store_contract as contract
+from support import store_contract as contract
 from faasgd.errors import StoreUnavailable
 from faasgd.local.servers import free_port, start_memcached, start_redis
 from faasgd.store import open_store

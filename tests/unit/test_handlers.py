@@ -9,7 +9,7 @@ from faasgd.functions import setup as setup_core
 from faasgd.functions import train as train_core
 from faasgd.functions import warm
 from faasgd.store import open_store
-from functions_harness import BadJson, FakeEvent, FakeGateway, deliver, load_handler
+from support.handlers import BadJson, FakeEvent, FakeGateway, deliver, load_handler
 
 setup_handler = load_handler("emnist-setup")
 train_handler = load_handler("emnist-train")

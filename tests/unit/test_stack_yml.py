@@ -5,7 +5,7 @@ import pathlib
 import pytest
 import yaml
 
-import stack_rules
+from support import stack_rules
 from faasgd.config import FIELDS, TrainConfig, load_config
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

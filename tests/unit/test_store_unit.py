@@ -9,7 +9,7 @@ import fakeredis
 import pytest
 from pymemcache.test.utils import MockMemcacheClient
 
-import store_contract as contract
+from support import store_contract as contract
 from faasgd.errors import ConfigError
 from faasgd.store import mask_url, open_store, parse_store_url
 

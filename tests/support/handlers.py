@@ -15,7 +15,7 @@ import threading
 
 from faasgd.errors import ConfigError
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def load_handler(function: str):
