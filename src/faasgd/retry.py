@@ -1,10 +1,22 @@
-"""Retrying store calls across outages: bounded by a deadline, sleeping with jittered backoff."""
+"""The one retry policy of the core, on tenacity: bounded by a deadline and a count, jittered backoff.
+
+Two uses, one mechanism:
+  * store outages: a worker retries a store call that failed transiently (StoreUnavailable,
+    StoreTimeout) until the job's `store_timeout_s` has passed (STORE_OUTAGE);
+  * lost races: a push whose optimistic write lost against another writer is redone, a bounded
+    number of times within a bounded time (PUSH_CONFLICT; the store raises StoreConflict past it).
+Waits follow tenacity's "full jitter" exponential backoff (random in [0, min(max, first * 2^n)])
+and never run past the deadline. Clock and sleep are injectable so tests need no real time.
+(redis-py's own Retry reconnects a dropped connection once; that stays inside the client.)
+"""
 
 from __future__ import annotations
 
-import random
 import time
+from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
+
+import tenacity
 
 from faasgd.errors import StoreTimeout, StoreUnavailable
 
@@ -13,27 +25,49 @@ T = TypeVar("T")
 TRANSIENT = (StoreUnavailable, StoreTimeout)
 
 
-def with_retry(
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long and how often to retry, and how long to wait in between."""
+
+    deadline_s: float  # no attempt starts after this many seconds from the first
+    first_wait_s: float  # the backoff's base: the n-th wait is at most first_wait_s * 2^(n-1)
+    max_wait_s: float  # ... and never more than this
+    max_attempts: int | None = None  # attempts in all, the first included (None: only the deadline)
+
+    def within(self, deadline_s: float) -> "RetryPolicy":
+        """The same policy with another deadline."""
+        return replace(self, deadline_s=deadline_s)
+
+
+STORE_OUTAGE = RetryPolicy(deadline_s=30.0, first_wait_s=0.05, max_wait_s=2.0)
+PUSH_CONFLICT = RetryPolicy(deadline_s=30.0, first_wait_s=0.0005, max_wait_s=0.05, max_attempts=201)
+
+
+def retry_call(
     call: Callable[[], T],
-    deadline_s: float,
+    policy: RetryPolicy,
+    retry_on: tuple[type[BaseException], ...] = TRANSIENT,
     *,
-    first_sleep_s: float = 0.05,
-    max_sleep_s: float = 2.0,
-    on_retry: Callable[[Exception], None] | None = None,
+    on_retry: Callable[[BaseException], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
-    """Run `call`; on a transient store error retry until `deadline_s` has passed, then re-raise it."""
-    give_up_at = clock() + deadline_s
-    pause = first_sleep_s
-    while True:
-        try:
-            return call()
-        except TRANSIENT as error:
-            remaining = give_up_at - clock()
-            if remaining <= 0:
-                raise
-            if on_retry is not None:
-                on_retry(error)
-            sleep(min(remaining, pause * (0.5 + random.random())))
-            pause = min(max_sleep_s, pause * 2)
+    """Run `call`; on an exception of `retry_on` wait and run it again until the policy gives up,
+    then re-raise the last exception. `on_retry(error)` is called before each wait."""
+    give_up_at = clock() + policy.deadline_s
+    backoff = tenacity.wait_random_exponential(multiplier=policy.first_wait_s, max=policy.max_wait_s)
+
+    def stop(state: tenacity.RetryCallState) -> bool:
+        out_of_attempts = policy.max_attempts is not None and state.attempt_number >= policy.max_attempts
+        return out_of_attempts or clock() >= give_up_at
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        return max(0.0, min(give_up_at - clock(), backoff(state)))
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        if on_retry is not None:
+            on_retry(state.outcome.exception())
+
+    retrying = tenacity.Retrying(stop=stop, wait=wait, retry=tenacity.retry_if_exception_type(retry_on),
+                                 before_sleep=before_sleep, sleep=sleep, reraise=True)
+    return retrying(call)

@@ -7,6 +7,7 @@ Each check uses its own fresh job id, so checks can share one server.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -48,7 +49,7 @@ def check_set_weights_with_a_version(store):
     job, flat = new_job(), weights(CHUNK + 5)
     store.set_weights(job, flat, version=41)
     assert store.get_weights(job)[1] == 41
-    assert store.push_update(job, np.ones_like(flat)) == 42
+    assert store.push_update(job, np.ones_like(flat)).version == 42
     for bad in (-1, 1.5, True):
         with pytest.raises(ConfigError) as e:
             store.set_weights(job, flat, version=bad)
@@ -81,7 +82,7 @@ def check_push_adds_exactly_and_counts_versions(store):
     expected = start.copy()
     for step in range(1, 4):
         delta = np.full(length, step, dtype=np.float32) - (np.arange(length) % 3)
-        assert store.push_update(job, delta) == step
+        assert store.push_update(job, delta).version == step
         expected += delta.astype(np.float32)
     got, version = store.get_weights(job)
     np.testing.assert_array_equal(got, expected)
@@ -94,7 +95,7 @@ def check_push_can_return_the_weights_it_wrote(store):
     job, flat = new_job(), weights(2 * CHUNK + 7)
     store.set_weights(job, flat)
     out = np.zeros_like(flat)
-    version = store.push_update(job, np.ones_like(flat), out=out)
+    version = store.push_update(job, np.ones_like(flat), out=out).version
     np.testing.assert_array_equal(out, flat + 1)
     assert (version, *store.get_weights(job)[1:]) == (1, 1)
     np.testing.assert_array_equal(store.get_weights(job)[0], out)
@@ -153,16 +154,19 @@ def check_add_record_only_once(store):
     assert store.add_record(job, "lease:1:7", {"owner": "c"}) is True
 
 
-def check_record_ttl(store):
+def check_record_ttl(store, advance=time.sleep):
+    """Records written with ttl_s expire; `advance(seconds)` lets time pass (a fake clock in unit tests)."""
     job = new_job()
     store.put_record(job, "heartbeat", {"t": 1}, ttl_s=1)
     assert store.add_record(job, "lease:0:1", {"owner": "a"}, ttl_s=1) is True
     store.put_record(job, "forever", {"t": 2})
     assert store.get_record(job, "heartbeat") == {"t": 1}
-    deadline = time.monotonic() + 4.0  # memcached's clock ticks once a second
+    waited = 0.0
     while store.get_records(job, ["heartbeat", "lease:0:1"]) != {"heartbeat": None, "lease:0:1": None}:
-        assert time.monotonic() < deadline, "records with ttl_s=1 did not expire"
-        time.sleep(0.1)
+        assert waited < 4.0, "records with ttl_s=1 did not expire"  # memcached's clock ticks once a second
+        advance(0.1)
+        waited += 0.1
+    assert waited >= 0.5  # ... and not before their time
     assert store.add_record(job, "lease:0:1", {"owner": "b"}, ttl_s=1) is True  # expired lease is free
     assert store.get_record(job, "forever") == {"t": 2}
     with pytest.raises(ConfigError) as e:
@@ -230,16 +234,17 @@ def check_conflicts_counted(store, other):
     def interleave(job_id):
         if not fired:
             fired.append(job_id)
-            assert other.push_update(job_id, np.ones(length, np.float32)) == 1
+            assert other.push_update(job_id, np.ones(length, np.float32)).version == 1
 
     store._after_read_hook = interleave
     try:
-        assert store.push_update(job, np.full(length, 2, np.float32)) == 2
+        push = store.push_update(job, np.full(length, 2, np.float32))
     finally:
         store._after_read_hook = None
     assert fired == [job]
-    assert store.conflicts >= 1 and store.retries >= 1
-    assert other.conflicts == 0
+    assert push.version == 2 and push.conflicts >= 1 and push.retries >= 1
+    assert store.read_counter(job, "conflicts") == push.conflicts  # the store counts what the pushes saw
+    assert other.read_counter(job, "conflicts") == push.conflicts
     got, version = other.get_weights(job)
     np.testing.assert_array_equal(got, np.full(length, 3, np.float32))  # both deltas, once each
     assert version == 2
@@ -250,12 +255,12 @@ def check_conflicts_bounded(store, other):
     job, length = new_job(), CHUNK + 5
     store.set_weights(job, np.zeros(length, np.float32))
     store._after_read_hook = lambda job_id: other.push_update(job_id, np.ones(length, np.float32))
-    store.max_retries = 3
+    policy, store.conflict_policy = store.conflict_policy, dataclasses.replace(store.conflict_policy, max_attempts=4)
     try:
         with pytest.raises(StoreConflict) as e:
             store.push_update(job, np.full(length, 100, np.float32))
     finally:
-        store._after_read_hook, store.max_retries = None, 200
+        store._after_read_hook, store.conflict_policy = None, policy
     assert store.url in str(e.value) and "after 3 retries" in str(e.value)
     got, version = other.get_weights(job)
     np.testing.assert_array_equal(got, np.full(length, 4, np.float32))  # 4 interleaved pushes, ours never

@@ -1,18 +1,22 @@
+"""The one retry policy (faasgd.retry on tenacity), driven by a fake clock: no real waiting."""
+
 import pytest
 
-from faasgd.errors import StoreTimeout, StoreUnavailable
-from faasgd.retry import with_retry
+from faasgd.errors import StoreConflict, StoreTimeout, StoreUnavailable
+from faasgd.retry import PUSH_CONFLICT, STORE_OUTAGE, RetryPolicy, retry_call
 
 
 class FakeClock:
     def __init__(self):
         self.now = 0.0
+        self.waits = []
 
     def __call__(self):
         return self.now
 
     def sleep(self, seconds):
         assert seconds >= 0
+        self.waits.append(seconds)
         self.now += seconds
 
 
@@ -27,20 +31,43 @@ def test_retries_transient_errors_until_success():
         return "ok"
 
     seen = []
-    assert with_retry(flaky, 10, sleep=clock.sleep, clock=clock, on_retry=seen.append) == "ok"
-    assert len(calls) == 4 and len(seen) == 3
-    assert calls == sorted(calls) and calls[-1] > 0
+    assert retry_call(flaky, STORE_OUTAGE.within(10), sleep=clock.sleep, clock=clock, on_retry=seen.append) == "ok"
+    assert len(calls) == 4 and len(seen) == 3 and all(isinstance(e, StoreUnavailable) for e in seen)
+    assert calls == sorted(calls)
 
 
-def test_gives_up_after_the_deadline_with_the_last_error():
+def test_gives_up_at_the_deadline_with_the_last_error_and_never_waits_past_it():
     clock = FakeClock()
 
     def down():
         raise StoreTimeout("memcached://h:2", "timed out")
 
     with pytest.raises(StoreTimeout):
-        with_retry(down, 5, sleep=clock.sleep, clock=clock)
-    assert 5 <= clock.now < 5 + 2.5
+        retry_call(down, STORE_OUTAGE.within(5), sleep=clock.sleep, clock=clock)
+    assert clock.now == pytest.approx(5.0)
+    assert max(clock.waits) <= STORE_OUTAGE.max_wait_s
+
+
+def test_waits_grow_exponentially_under_the_cap():
+    clock = FakeClock()
+    policy = RetryPolicy(deadline_s=1000, first_wait_s=1.0, max_wait_s=8.0, max_attempts=12)
+    with pytest.raises(StoreUnavailable):
+        retry_call(lambda: (_ for _ in ()).throw(StoreUnavailable("u", "x")), policy, sleep=clock.sleep, clock=clock)
+    assert len(clock.waits) == 11  # 12 attempts, 11 waits between them
+    for n, wait in enumerate(clock.waits, start=1):
+        assert 0 <= wait <= min(8.0, 2 ** (n - 1))  # full jitter
+
+
+def test_attempts_are_bounded_by_count_too():
+    clock, calls = FakeClock(), []
+
+    def lost():
+        calls.append(1)
+        raise StoreConflict("redis://h:1/0", "lost the race")
+
+    with pytest.raises(StoreConflict):
+        retry_call(lost, PUSH_CONFLICT.within(1e9), (StoreConflict,), sleep=clock.sleep, clock=clock)
+    assert len(calls) == PUSH_CONFLICT.max_attempts
 
 
 def test_other_errors_are_not_retried():
@@ -51,5 +78,5 @@ def test_other_errors_are_not_retried():
         raise ValueError("bug")
 
     with pytest.raises(ValueError):
-        with_retry(broken, 10)
+        retry_call(broken, STORE_OUTAGE.within(10))
     assert calls == [1]

@@ -3,7 +3,7 @@
     store = open_store("redis://:secret@127.0.0.1:6379/0")
     store.set_weights(job_id, flat)
     weights, version = store.get_weights(job_id, out=buffer)
-    store.push_update(job_id, delta)          # atomic add; no update is ever lost
+    store.push_update(job_id, delta)          # atomic add (no update is ever lost) -> Push(version, conflicts, retries)
 
 open_store does not connect; `store.ping()` checks the store answers.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 
-from faasgd.store.base import ParameterStore
+from faasgd.store.base import ParameterStore, Push
 from faasgd.store.codec import DEFAULT_CHUNK_FLOATS
 from faasgd.store.url import StoreUrl, mask_url, parse_store_url
 
-__all__ = ["open_store", "ParameterStore", "StoreUrl", "parse_store_url", "mask_url", "DEFAULT_CHUNK_FLOATS"]
+__all__ = ["open_store", "ParameterStore", "Push", "StoreUrl", "parse_store_url", "mask_url", "DEFAULT_CHUNK_FLOATS"]
 
 SECRETS_DIR = "/var/openfaas/secrets"  # where OpenFaaS mounts function secrets
 PASSWORD_SECRET = "store-password"  # file name of the Redis password inside the secrets dir

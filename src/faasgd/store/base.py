@@ -7,24 +7,41 @@ exception out.
 
 Concurrency contract of push_update: every call adds its delta exactly once (no lost update). How
 a backend achieves it (optimistic transaction, per-chunk CAS, lock) is in its module docstring.
+A push returns what it saw (`Push`: the new version, the races it lost, its retries), so counts
+belong to the caller that pushed, never to a client shared by several workers. The store also keeps
+a per-job counter `conflicts`, added to with each push's own conflicts (atomically with the push on
+Redis and memory), so a job's conflicts can be checked against the store.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-import random
 import time
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
 from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreError
+from faasgd.retry import PUSH_CONFLICT, retry_call
 from faasgd.store import codec, keys
 
 MAX_TTL_S = 30 * 24 * 3600  # memcached reads larger expiries as unix timestamps
-BACKOFF_BASE_S = 0.0005  # first wait after a conflict
-BACKOFF_CAP_S = 0.05  # longest wait after a conflict
+CONFLICTS = "conflicts"  # the per-job counter of conflicts the store's pushes lost
+
+
+@dataclass(frozen=True)
+class Push:
+    """What one push_update saw."""
+
+    version: int  # the job's version right after this push
+    conflicts: int  # optimistic writes of this push that lost a race and were redone (per chunk on Memcached)
+    retries: int  # attempts after the first
+
+
+class LostRace(Exception):
+    """Raised inside a push attempt when another writer got there first; the attempt is redone."""
 
 
 class ParameterStore(abc.ABC):
@@ -40,12 +57,8 @@ class ParameterStore(abc.ABC):
     ):
         self.url = url  # masked: safe in every message
         self.chunk_floats = codec.check_chunk_floats(chunk_floats)
-        self.max_retries = max_retries
-        self.retry_deadline_s = retry_deadline_s
-        self.conflicts = 0  # optimistic-update conflicts seen by this client object
-        self.retries = 0  # attempts repeated after a conflict or a transient failure
+        self.conflict_policy = replace(PUSH_CONFLICT, deadline_s=retry_deadline_s, max_attempts=max_retries + 1)
         self._meta: dict[str, codec.WeightsMeta] = {}  # per job; never changes once written
-        self._rng = random.Random()  # backoff jitter only; not part of any result
         # Test hook: called with job_id between the read and the conditional write of push_update,
         # so a test can make another client write there and provoke a real conflict.
         self._after_read_hook: Callable[[str], None] | None = None
@@ -83,8 +96,8 @@ class ParameterStore(abc.ABC):
         target = codec.check_out(out, meta.length)
         return self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}"), version
 
-    def push_update(self, job_id: str, delta: np.ndarray, out: np.ndarray | None = None) -> int:
-        """Atomically add `delta` to the job's weights and bump its version; return the new version.
+    def push_update(self, job_id: str, delta: np.ndarray, out: np.ndarray | None = None) -> Push:
+        """Atomically add `delta` to the job's weights and bump its version; return what the push saw.
 
         With `out` (float32, the job's length) the weights this push wrote are decoded into it: a
         fetch of the new version without another round trip.
@@ -93,10 +106,10 @@ class ParameterStore(abc.ABC):
         data = codec.as_vector(delta, "delta", meta.length)
         target = None if out is None else codec.check_out(out, meta.length)
         with self._errors():
-            version, chunks = self._push(job_id, meta, data)
+            push, chunks = self._push(job_id, meta, data)
         if target is not None:
             self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}")
-        return version
+        return push
 
     # ---- records ---------------------------------------------------------------------------
     def put_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> None:
@@ -130,6 +143,13 @@ class ParameterStore(abc.ABC):
         key = keys.record(job_id, name)
         with self._errors():
             self._delete(key)
+
+    def read_counter(self, job_id: str, name: str) -> int:
+        """Counter `name` of a job (0 when it was never incremented)."""
+        key = keys.counter(job_id, name)
+        with self._errors():
+            (raw,) = self._get_many([key])
+        return self._int(raw) or 0
 
     def incr(self, job_id: str, name: str, by: int = 1) -> int:
         """Atomically add `by` (>= 0) to counter `name`, which starts at 0; return the new value."""
@@ -209,17 +229,22 @@ class ParameterStore(abc.ABC):
         if self._after_read_hook is not None:
             self._after_read_hook(job_id)
 
-    def _wait_before_retry(self, attempt: int, started: float, job_id: str) -> None:
-        """Sleep a jittered, doubling backoff before retry `attempt` (0-based), or raise StoreConflict."""
-        if attempt >= self.max_retries or time.monotonic() - started > self.retry_deadline_s:
-            raise StoreConflict(
-                self.url,
-                f"push_update of job {job_id!r} still conflicting after {attempt} retries "
-                f"in {time.monotonic() - started:.1f}s",
-            )
-        self.retries += 1
-        ceiling = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** min(attempt, 16))
-        time.sleep(self._rng.uniform(ceiling / 2, ceiling))
+    def _until_won(self, attempt: Callable[[], tuple], job_id: str) -> tuple[tuple, int]:
+        """Run a push `attempt` until it raises no LostRace, under the conflict policy: (its result, retries).
+
+        Past the policy's attempts or deadline: StoreConflict naming the job.
+        """
+        started, attempts = time.monotonic(), [0]
+
+        def counted() -> tuple:
+            attempts[0] += 1
+            return attempt()
+
+        try:
+            return retry_call(counted, self.conflict_policy, (LostRace,)), attempts[0] - 1
+        except LostRace:
+            raise StoreConflict(self.url, f"push_update of job {job_id!r} still conflicting after "
+                                          f"{attempts[0] - 1} retries in {time.monotonic() - started:.1f}s") from None
 
     def _int(self, raw) -> int | None:
         return self._decode(codec.int_from_bytes, raw, "counter")
@@ -249,12 +274,12 @@ class ParameterStore(abc.ABC):
         """Write meta, all chunks and version 0; a concurrent push must not survive it half-applied."""
 
     @abc.abstractmethod
-    def _get_many(self, names: list[str]) -> list[bytes | None]:
-        """Values of `names` in order, in one round trip (atomically where the backend can)."""
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[Push, list[bytes]]:
+        """Add `delta` once (retrying lost races with `_until_won`); (what it saw, the chunks it wrote)."""
 
     @abc.abstractmethod
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[int, list[bytes]]:
-        """Add delta atomically; (the new version, the chunks as written)."""
+    def _get_many(self, names: list[str]) -> list[bytes | None]:
+        """Values of `names` in order, in one round trip (atomically where the backend can)."""
 
     @abc.abstractmethod
     def _put(self, key: str, data: bytes, ttl_s: int) -> None: ...

@@ -5,8 +5,8 @@ the item limit). A fetch is one get_many of the version and all chunks.
 
 push_update adds chunk by chunk with CAS: one `gets` of all chunks, then per chunk add the delta
 in numpy and `cas` it back; a chunk whose cas fails (someone wrote it meanwhile) counts a conflict
-and is re-read and retried with the shared bounded, jittered backoff; once every chunk is in,
-`incr` the version. Each chunk receives each delta exactly once, so no update is ever lost. But
+and is re-read and retried under the retry policy's bounds; once every chunk is in, `incr` the
+version, then add the push's conflicts to the job's counter (one more round trip, only then). Each chunk receives each delta exactly once, so no update is ever lost. But
 memcached has no multi-key transaction: a concurrent get_weights may see some chunks with a push
 applied and others without, and a version that lags the chunks by the pushes in flight (Downpour
 SGD tolerates this staleness). A push interrupted half-way (crash, timeout during a cas) leaves
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import time
 
 import numpy as np
 from pymemcache.client.base import Client, PooledClient
@@ -30,7 +29,7 @@ from pymemcache.exceptions import MemcacheError, MemcacheUnexpectedCloseError
 
 from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
 from faasgd.store import codec, keys
-from faasgd.store.base import ParameterStore
+from faasgd.store.base import CONFLICTS, LostRace, ParameterStore, Push
 from faasgd.store.url import StoreUrl
 
 
@@ -84,34 +83,36 @@ class MemcachedStore(ParameterStore):
         found = self.client.get_many(names)
         return [found.get(k) for k in names]
 
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[int, list[bytes]]:
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[Push, list[bytes]]:
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
-        pending = list(range(meta.chunks))
         written: list[bytes] = [b""] * meta.chunks
-        started, attempt = time.monotonic(), 0
-        while pending:
-            found = self.client.gets_many([chunk_keys[i] for i in pending])
+        seen = {"pending": list(range(meta.chunks)), "conflicts": 0}
+
+        def attempt() -> None:
+            found = self.client.gets_many([chunk_keys[i] for i in seen["pending"]])
             self._after_read(job_id)
             failed = []
-            for i in pending:
+            for i in seen["pending"]:
                 raw, token = found.get(chunk_keys[i], (None, None))
                 new = self._added(job_id, raw, delta, meta, i)
                 stored = self.client.cas(chunk_keys[i], new, token, noreply=False)
                 if stored is None:
                     raise StoreError(self.url, f"job {job_id!r}: weight chunk {i} vanished during push_update")
-                if not stored:
-                    failed.append(i)
-                    self.conflicts += 1
-                else:
+                if stored:
                     written[i] = new
-            pending = failed
-            if pending:
-                self._wait_before_retry(attempt, started, job_id)
-                attempt += 1
+                else:
+                    failed.append(i)
+            seen["pending"], seen["conflicts"] = failed, seen["conflicts"] + len(failed)
+            if failed:
+                raise LostRace
+
+        _, retries = self._until_won(attempt, job_id)
         version = self.client.incr(keys.weights_version(job_id), 1, noreply=False)
         if version is None:
             raise JobNotFound(job_id)
-        return int(version), written
+        if seen["conflicts"]:
+            self._incr(keys.counter(job_id, CONFLICTS), seen["conflicts"])
+        return Push(int(version), seen["conflicts"], retries), written
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
         self.client.set(key, data, expire=ttl_s, noreply=False)

@@ -3,7 +3,7 @@
 Same semantics as the real backends, including TTLs (checked lazily on read) and optimistic
 push_update: read a snapshot under the lock, add outside it, write back only if the version key
 was not written meanwhile (a write token per key, like memcached's CAS), else count a conflict and
-retry with the shared bounded backoff. The same `name` gives the same data within one process.
+redo it under the retry policy's bounds. The same `name` gives the same data within one process.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ import contextlib
 import itertools
 import threading
 import time
+from typing import Callable
 
 import numpy as np
 
 from faasgd.errors import JobNotFound
 from faasgd.store import codec, keys
-from faasgd.store.base import ParameterStore
+from faasgd.store.base import CONFLICTS, LostRace, ParameterStore, Push
 
 _SPACES: dict[str, "MemorySpace"] = {}
 _SPACES_LOCK = threading.Lock()
@@ -26,7 +27,8 @@ _SPACES_LOCK = threading.Lock()
 class MemorySpace:
     """One named keyspace: key -> (bytes, expiry or None, write token), plus lists for event logs."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock  # expiries are read against it (tests inject a fake one)
         self.lock = threading.RLock()
         self._values: dict[str, tuple[bytes, float | None, int]] = {}
         self._lists: dict[str, list[bytes]] = {}
@@ -41,13 +43,13 @@ class MemorySpace:
             if entry is None:
                 return None, 0
             value, expires, token = entry
-            if expires is not None and expires <= time.monotonic():
+            if expires is not None and expires <= self.clock():
                 del self._values[key]
                 return None, 0
             return value, token
 
     def set(self, key: str, value: bytes, ttl_s: int = 0) -> None:
-        expires = time.monotonic() + ttl_s if ttl_s else None
+        expires = self.clock() + ttl_s if ttl_s else None
         with self.lock:
             self._values[key] = (bytes(value), expires, next(self._tokens))
 
@@ -107,27 +109,31 @@ class MemoryStore(ParameterStore):
         with self.client.lock:
             return [self.client.get(k) for k in names]
 
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[int, list[bytes]]:
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[Push, list[bytes]]:
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
-        started, attempt = time.monotonic(), 0
-        while True:
+        seen = {"conflicts": 0}
+
+        def attempt() -> tuple[int, list[bytes]]:
             with self.client.lock:
                 version, token = self.client.get_with_token(version_key)
                 raw = [self.client.get(k) for k in chunk_keys]
             if version is None:
                 raise JobNotFound(job_id)
             self._after_read(job_id)
-            new = [self._added(job_id, r, delta, meta, i)
-                   for i, r in enumerate(raw)]
+            new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(raw)]
             with self.client.lock:
-                if self.client.get_with_token(version_key)[1] == token:
-                    for key, chunk in zip(chunk_keys, new):
-                        self.client.set(key, chunk)
-                    return self.client.incr(version_key, 1), new
-            self.conflicts += 1
-            self._wait_before_retry(attempt, started, job_id)
-            attempt += 1
+                if self.client.get_with_token(version_key)[1] != token:
+                    seen["conflicts"] += 1
+                    raise LostRace
+                for key, chunk in zip(chunk_keys, new):
+                    self.client.set(key, chunk)
+                if seen["conflicts"]:
+                    self.client.incr(keys.counter(job_id, CONFLICTS), seen["conflicts"])
+                return self.client.incr(version_key, 1), new
+
+        (version, chunks), retries = self._until_won(attempt, job_id)
+        return Push(version, seen["conflicts"], retries), chunks
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
         self.client.set(key, data, ttl_s)

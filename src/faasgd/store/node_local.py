@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -26,8 +27,10 @@ IDLE_STOP_FACTOR = 20  # a refresher stops after this many intervals without a f
 class NodeLocalStore:
     """A ParameterStore look-alike: get_weights from the local cache, everything else global."""
 
-    def __init__(self, global_store: ParameterStore, global_url: str, local_url: str, refresh_s: float = 1.0):
+    def __init__(self, global_store: ParameterStore, global_url: str, local_url: str, refresh_s: float = 1.0,
+                 clock: Callable[[], float] = time.time):
         self.global_store = global_store
+        self.clock = clock  # wall clock: refresh intervals are shared by every process on the node
         self.local = open_store(local_url)
         # The refresher thread gets clients of its own: pymemcache clients are not thread-safe.
         self._refresh_global = open_store(global_url)
@@ -67,9 +70,9 @@ class NodeLocalStore:
 
     def refresh(self, job_id: str) -> bool:
         """Copy the global weights into the cache unless another process did this interval."""
-        bucket = int(time.time() / self.refresh_s)  # one refresh per interval, whatever its length
+        bucket = int(self.clock() / self.refresh_s)  # one refresh per interval, whatever its length
         ttl = max(1, math.ceil(2 * self.refresh_s))  # the lock only has to outlive its interval
-        if not self._refresh_local.add_record(job_id, f"cache-refresh:{bucket}", {"at": time.time()}, ttl_s=ttl):
+        if not self._refresh_local.add_record(job_id, f"cache-refresh:{bucket}", {"at": self.clock()}, ttl_s=ttl):
             return False
         weights, version = self._refresh_global.get_weights(job_id)
         self._refresh_local.set_weights(job_id, weights, version)

@@ -4,9 +4,10 @@ Weights: `w:meta` (JSON), `w:version` (counter), `w:{i}` (float32 chunks). A fet
 the version and every chunk: one atomic command, so a consistent snapshot.
 
 push_update is an optimistic transaction: WATCH the version key, MGET the chunks, add the delta in
-numpy, then MULTI / MSET chunks / INCR version / EXEC. Every writer of the chunks (set_weights and
-push_update) also writes the version key inside its MULTI, so EXEC fails whenever anything changed
-in between (WatchError): that is counted as a conflict and retried with bounded, jittered backoff.
+numpy, then MULTI / MSET chunks / INCR version [/ INCRBY the job's conflicts] / EXEC. Every writer
+of the chunks (set_weights and push_update) also writes the version key inside its MULTI, so EXEC
+fails whenever anything changed in between (WatchError): that is a conflict, redone under the
+retry policy's bounds; the conflicts a push lost are added to the job's counter in its winning EXEC.
 A Lua script was not chosen: Lua cannot add float32 arrays except value by value (struct.unpack),
 which would block the single-threaded server for ~100 ms per push on 300k floats; with WATCH the
 adding happens on the workers and the server only moves bytes.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import time
 
 import numpy as np
 import redis
@@ -29,7 +29,7 @@ from redis.retry import Retry
 
 from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
 from faasgd.store import codec, keys
-from faasgd.store.base import ParameterStore
+from faasgd.store.base import CONFLICTS, LostRace, ParameterStore, Push
 from faasgd.store.url import StoreUrl
 
 
@@ -94,11 +94,12 @@ class RedisStore(ParameterStore):
     def _get_many(self, names: list[str]) -> list[bytes | None]:
         return self.client.mget(names)
 
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[int, list[bytes]]:
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[Push, list[bytes]]:
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
-        started, attempt, reconnected = time.monotonic(), 0, False
-        while True:
+        seen = {"conflicts": 0, "reconnected": False}
+
+        def attempt() -> tuple[int, list[bytes]]:
             committing = False
             with self.client.pipeline(transaction=True) as pipe:
                 try:
@@ -107,25 +108,29 @@ class RedisStore(ParameterStore):
                     if raw[0] is None:
                         raise JobNotFound(job_id)
                     self._after_read(job_id)
-                    new = [self._added(job_id, r, delta, meta, i)
-                           for i, r in enumerate(raw[1:])]
+                    new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(raw[1:])]
                     pipe.multi()
                     if new:
                         pipe.mset(dict(zip(chunk_keys, new)))
                     pipe.incr(version_key)
+                    if seen["conflicts"]:  # the store's count, in the same transaction as the add
+                        pipe.incrby(keys.counter(job_id, CONFLICTS), seen["conflicts"])
                     committing = True
-                    return int(pipe.execute()[-1]), new
+                    results = pipe.execute()
+                    return int(results[-2 if seen["conflicts"] else -1]), new
                 except redis.WatchError as e:
                     lost = e.__context__  # redis-py turns a connection lost while watching into WatchError
-                    if lost is not None and (committing or reconnected):
+                    if lost is not None and (committing or seen["reconnected"]):
                         raise self._map(lost, "connection lost during push_update; "
                                         + ("it may or may not have been applied" if committing
                                            else "not applied")) from lost
                     if lost is None:
-                        self.conflicts += 1
-                    reconnected = reconnected or lost is not None
-            self._wait_before_retry(attempt, started, job_id)
-            attempt += 1
+                        seen["conflicts"] += 1
+                    seen["reconnected"] = seen["reconnected"] or lost is not None
+                    raise LostRace from None
+
+        (version, chunks), retries = self._until_won(attempt, job_id)
+        return Push(version, seen["conflicts"], retries), chunks
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
         self.client.set(key, data, ex=ttl_s or None)

@@ -1,1 +1,0 @@
-"""The `faasgd` subcommands, one module per concern; cli.py builds the parser and maps errors to exit codes."""
