@@ -6,7 +6,7 @@ queued (200 with the result in `single` mode); GET answers {"state": "running" |
 
 import os
 
-from faasgd.functions.setup import job_status, start_job
+from faasgd.functions.emnist_setup import job_status, start_job
 
 
 def handle(event, context):

@@ -7,7 +7,7 @@ re-invoke this function asynchronously. A duplicate delivery trains nothing and 
 
 import os
 
-from faasgd.functions.train import train
+from faasgd.functions.emnist_train import train
 
 
 def handle(event, context):

@@ -16,6 +16,7 @@ from faasgd.data import DATASETS
 from faasgd.errors import ConfigError
 from faasgd.store.url import parse_store_url
 
+STORE_KEYWORDS = ("redis", "memcached")  # a store named by kind: the target's own store of that kind
 ACTIVATIONS = ("tanh", "relu")
 MODES = ("loop", "per-iteration", "single")
 TOPOLOGIES = ("global", "node-local")
@@ -184,6 +185,26 @@ def load_config(env: Mapping[str, str] | None = None, overrides: Mapping[str, An
     if values.get("mode") == "single":
         values["number_of_workers"] = 1  # single: one function trains on the whole dataset
     return TrainConfig(**values)
+
+
+def resolve_store(value: str, stores: Mapping[str, str]) -> str:
+    """A store keyword (`redis`, `memcached`) as the URL of that store in `stores`; any other value as it is.
+
+    The one place a keyword becomes a URL: `faasgd train --store memcached`, test.sh's `store:`.
+    """
+    if value in STORE_KEYWORDS:
+        if value not in stores:
+            raise ConfigError("store_url", f"no {value} store here (known: {', '.join(stores) or 'none'})")
+        return stores[value]
+    return value
+
+
+def read_setting(env: Mapping[str, str], key: str) -> Any:
+    """One config key from the environment (parsed and checked), else its default."""
+    raw = env.get(key)
+    if raw is None or str(raw).strip() == "":
+        return FIELDS[key].default
+    return _parse(key, raw)
 
 
 def config_from_record(record: Mapping[str, Any]) -> TrainConfig:

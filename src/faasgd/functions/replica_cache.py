@@ -1,4 +1,9 @@
-"""What a warm replica keeps between invocations: store clients and loaded shards (module-level)."""
+"""What a process that runs workers keeps between invocations (module-level, for the process's life).
+
+In a warm function replica: store clients, node-local views, gateway clients and loaded shards
+survive from one invocation to the next (OpenFaaS keeps the process; OPENFAAS.md 1.5). A worker
+process of `faasgd train --direct` uses the same cache.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +11,42 @@ import functools
 import threading
 
 from faasgd import data
+from faasgd.config import TrainConfig
+from faasgd.openfaas import GatewayClient
 from faasgd.store import ParameterStore, open_store
 from faasgd.store.node_local import NodeLocalStore
 
 _stores: dict[str, ParameterStore] = {}
 _node_local: dict[tuple, NodeLocalStore] = {}
+_gateways: dict[str, GatewayClient] = {}
 _lock = threading.Lock()
 
 
 def store_for(url: str) -> ParameterStore:
-    """One client per store URL for the life of the replica."""
+    """One client per store URL."""
     with _lock:
         if url not in _stores:
             _stores[url] = open_store(url)
         return _stores[url]
 
 
-def node_local_for(global_store: ParameterStore, global_url: str, local_url: str, refresh_s: float) -> NodeLocalStore:
-    """One node-local view (with its refresher thread) per topology for the life of the replica."""
-    key = (global_url, local_url, refresh_s)
+def training_store(config: TrainConfig, store: ParameterStore) -> ParameterStore | NodeLocalStore:
+    """The store a worker trains against: the global one, or node-local fetches in front of it."""
+    if config.store_topology != "node-local":
+        return store
+    key = (config.store_url, config.local_store_url, config.local_refresh_s)
     with _lock:
-        if key not in _node_local:
-            _node_local[key] = NodeLocalStore(global_store, global_url, local_url, refresh_s)
+        if key not in _node_local:  # one view (and refresher thread) per topology
+            _node_local[key] = NodeLocalStore(store, *key)
         return _node_local[key]
+
+
+def gateway_for(url: str) -> GatewayClient:
+    """One gateway client (and its connection pool) per gateway URL."""
+    with _lock:
+        if url not in _gateways:
+            _gateways[url] = GatewayClient(url)
+        return _gateways[url]
 
 
 @functools.lru_cache(maxsize=4)
@@ -43,8 +61,9 @@ def forget() -> None:
     with _lock:
         for view in _node_local.values():
             view.close()
+        for client in [*_stores.values(), *_gateways.values()]:
+            client.close()
         _node_local.clear()
-        for store in _stores.values():
-            store.close()
         _stores.clear()
+        _gateways.clear()
     load_shard.cache_clear()

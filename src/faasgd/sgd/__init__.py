@@ -1,6 +1,8 @@
-"""Downpour SGD: the worker loop, its state and stop rules."""
+"""Downpour SGD: the worker (worker), its progress, leases, and the two invocation modes (loop, per_iteration)."""
 
-from faasgd.sgd.state import WorkerState
-from faasgd.sgd.worker import DownpourWorker, run_worker
+from faasgd.sgd.loop import run_loop_call, run_worker
+from faasgd.sgd.per_iteration import run_iteration
+from faasgd.sgd.progress import WorkerProgress
+from faasgd.sgd.worker import DownpourWorker
 
-__all__ = ["DownpourWorker", "WorkerState", "run_worker"]
+__all__ = ["DownpourWorker", "WorkerProgress", "run_iteration", "run_loop_call", "run_worker"]

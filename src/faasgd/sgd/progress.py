@@ -1,4 +1,4 @@
-"""A worker's state: counters, staleness histogram and RNG state; JSON-ready for progress and checkpoints."""
+"""A worker's progress: counters, staleness histogram and RNG state; JSON-ready for progress records and checkpoints."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 
 
 @dataclass
-class WorkerState:
+class WorkerProgress:
     """Everything about one worker that outlives a minibatch (and, in per-iteration mode, an invocation)."""
 
     worker_id: int
@@ -26,7 +26,7 @@ class WorkerState:
     accuracy: float | None = None  # test accuracy of the global parameters after the last epoch
     pushes: int = 0
     fetches: int = 0
-    conflicts: int = 0  # atomic-update conflicts the store reported for this worker's pushes
+    conflicts: int = 0  # races this worker's own pushes lost (each push returns its count)
     retries: int = 0  # store calls retried after an outage
     staleness_hist: dict[int, int] = field(default_factory=dict)  # version lag at push -> count
     last_staleness: int | None = None
@@ -43,7 +43,7 @@ class WorkerState:
             self.replicas.append(name)
 
     @classmethod
-    def fresh(cls, worker_id: int, seed: int) -> "WorkerState":
+    def fresh(cls, worker_id: int, seed: int) -> "WorkerProgress":
         rng = np.random.default_rng(seed + worker_id)
         return cls(worker_id=worker_id, rng_state=rng.bit_generator.state)
 
@@ -52,7 +52,7 @@ class WorkerState:
         self.last_staleness = lag
         self.staleness_hist[lag] = self.staleness_hist.get(lag, 0) + 1
 
-    def progress(self, now: float) -> dict[str, Any]:
+    def record(self, now: float) -> dict[str, Any]:
         """The progress record: everything but the RNG state, plus samples/s."""
         out = {k: v for k, v in dataclasses.asdict(self).items() if k != "rng_state"}
         out["staleness_hist"] = {str(k): v for k, v in self.staleness_hist.items()}
@@ -66,7 +66,7 @@ class WorkerState:
         return out
 
     @classmethod
-    def from_checkpoint(cls, record: dict[str, Any]) -> "WorkerState":
+    def from_checkpoint(cls, record: dict[str, Any]) -> "WorkerProgress":
         values = dict(record)
         values["staleness_hist"] = {int(k): int(v) for k, v in values.get("staleness_hist", {}).items()}
         return cls(**values)

@@ -1,0 +1,130 @@
+"""The OpenFaaS gateway client (on httpx) and the one loop that waits for a job to end.
+
+Used by emnist-setup (fan-out) and emnist-train (per-iteration chaining) inside the cluster, and by
+the CLI, test.sh and the benches from outside. Async calls POST `/async-function/<name>`; the
+gateway answers 202 with `X-Call-Id` and its queue-worker delivers at least once. Pass ids in
+payloads, never weights (NATS caps a message at 1 MB).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import httpx
+
+from faasgd.errors import FaasgdError, GatewayError
+
+DEFAULT_GATEWAY_URL = "http://gateway.openfaas:8080"  # the gateway's Service, as functions reach it in a cluster
+SETUP_FUNCTION = "emnist-setup"  # creates jobs, fans out, answers their status
+TRAIN_FUNCTION = "emnist-train"  # one worker's invocation
+POLL_S = 0.5  # how often wait_for_job reads a job's status
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+class FunctionError(FaasgdError):
+    """Raised when a function answers an error status; carries that status and the function's message."""
+
+    def __init__(self, status: int, message: str, field: str | None = None):
+        self.http_status, self.field = status, field
+        super().__init__(message)
+
+
+class GatewayClient:
+    """Calls functions through one gateway URL; every call has a timeout."""
+
+    def __init__(self, url: str = DEFAULT_GATEWAY_URL, timeout_s: float = 10.0,
+                 transport: httpx.BaseTransport | None = None):
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._http = httpx.Client(timeout=timeout_s, transport=transport)
+
+    def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None,
+                query: dict | None = None, timeout_s: float | None = None) -> Response:
+        """One HTTP request to the gateway; any status is returned, only transport failures raise."""
+        try:
+            answer = self._http.request(method, self.url + path, content=body, headers=headers, params=query,
+                                        timeout=timeout_s or self.timeout_s)
+        except httpx.HTTPError as error:
+            raise GatewayError(self.url, f"{type(error).__name__}: {error}") from None
+        return Response(answer.status_code, dict(answer.headers), answer.content)
+
+    def invoke(self, function: str, payload: Any = None, method: str = "POST", headers: dict | None = None,
+               query: dict | None = None, timeout_s: float | None = None) -> Response:
+        """Synchronous call of /function/<name>; a payload that is not bytes is sent as JSON."""
+        body, headers = encode(payload, headers)
+        return self.request(method, f"/function/{function}", body, headers, query, timeout_s)
+
+    def invoke_async(self, function: str, payload: Any = None, callback_url: str | None = None,
+                     headers: dict | None = None) -> str:
+        """Queue a call of /async-function/<name>; returns its X-Call-Id. Anything but 202 raises."""
+        body, headers = encode(payload, headers)
+        if callback_url:
+            headers["X-Callback-Url"] = callback_url
+        answer = self.request("POST", f"/async-function/{function}", body, headers)
+        if answer.status != 202:
+            detail = answer.body[:200].decode("utf-8", "replace").strip()
+            raise GatewayError(self.url, f"async {function}: HTTP {answer.status} {detail}".strip())
+        return answer.headers.get("x-call-id", "")
+
+    def job_status(self, query: dict, timeout_s: float | None = None) -> dict:
+        """GET emnist-setup's status of a job (`query` holds its job_id)."""
+        return json_answer(self.invoke(SETUP_FUNCTION, method="GET", query=query, timeout_s=timeout_s),
+                           SETUP_FUNCTION)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def encode(payload: Any, headers: dict | None) -> tuple[bytes | None, dict]:
+    """(body, headers): bytes and None pass as they are; anything else becomes JSON."""
+    headers = dict(headers or {})
+    if payload is None or isinstance(payload, bytes):
+        return payload, headers
+    headers.setdefault("Content-Type", "application/json")
+    return json.dumps(payload).encode(), headers
+
+
+def json_answer(answer: Response, what: str) -> Any:
+    """The JSON body of a 2xx answer; a FunctionError with the function's own message otherwise."""
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    if 200 <= answer.status < 300 and body is not None:
+        return body
+    if isinstance(body, dict) and body.get("error"):
+        raise FunctionError(answer.status, body["error"], body.get("field"))
+    text = answer.body[:300].decode("utf-8", "replace").strip()
+    raise FunctionError(answer.status, f"{what}: HTTP {answer.status}" + (f": {text}" if text else ""))
+
+
+def wait_for_job(read_status: Callable[[], dict], timeout_s: float, *, poll_s: float = POLL_S,
+                 on_status: Callable[[dict], None] | None = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> dict:
+    """Read a job's status until it is no longer running or `timeout_s` has passed; the last status.
+
+    `read_status` is where the status comes from (the gateway, or the store directly); `on_status`
+    sees every status read (live progress). A status still "running" at the deadline is returned
+    as it is: the caller decides what a timeout means.
+    """
+    deadline = clock() + timeout_s
+    while True:
+        status = read_status()
+        if on_status is not None:
+            on_status(status)
+        if status.get("state") != "running" or clock() >= deadline:
+            return status
+        sleep(max(0.0, min(poll_s, deadline - clock())))
