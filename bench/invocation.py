@@ -15,7 +15,7 @@ import statistics
 import tempfile
 import time
 
-from faasgd.invoke import Gateway
+from faasgd.openfaas import GatewayClient as Gateway, wait_for_job
 from faasgd.local import control
 from faasgd.local.servers import free_port
 
@@ -38,13 +38,10 @@ def sync_latency(gateway: Gateway, calls: int) -> list[float]:
 
 
 def wait_done(gateway: Gateway, job_id: str, timeout_s: float = 600) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = gateway.invoke("emnist-setup", method="GET", query={"job_id": job_id}).json()
-        if status["state"] != "running":
-            return status
-        time.sleep(0.2)
-    raise RuntimeError(f"job {job_id} did not finish")
+    status = wait_for_job(lambda: gateway.job_status({"job_id": job_id}), timeout_s, poll_s=0.2)
+    if status["state"] == "running":
+        raise RuntimeError(f"job {job_id} did not finish")
+    return status
 
 
 def fan_out(gateway: Gateway) -> float:

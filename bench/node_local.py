@@ -12,14 +12,13 @@ import argparse
 
 from faasgd.config import load_config
 from faasgd.local.servers import start_memcached, start_redis
-from faasgd.runner import prepare_job, run_processes
+from faasgd.cli import direct
 
 
 def run(dataset: str, epochs: int, overrides: dict) -> dict:
     config = load_config({}, {"dataset": dataset, "number_of_workers": 2, "max_epochs": epochs,
                               "target_accuracy": 0.85, **overrides})
-    store, job_id = prepare_job(config)
-    return run_processes(config, store, job_id)
+    return direct.train(config)
 
 
 def main() -> None:

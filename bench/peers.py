@@ -88,24 +88,20 @@ def run_keras(epochs: int) -> dict:
 
 
 def run_faasgd(epochs: int) -> dict:
-    from faasgd.invoke import Gateway
+    from faasgd.openfaas import GatewayClient, wait_for_job
     from faasgd.local import control
     from faasgd.local.servers import free_port
 
     directory = tempfile.mkdtemp(prefix="faasgd-peers-")
     state, _ = control.up("stack.yml", free_port(), directory)  # a fresh runtime: replica peaks are this job's
     try:
-        gateway = Gateway(state["gateway_url"], timeout_s=60)
+        gateway = GatewayClient(state["gateway_url"], timeout_s=60)
         body = {"number_of_workers": 2, "max_epochs": epochs, "target_accuracy": 1.0, "n_fetch": 10, "n_push": 10,
                 "learning_rate": LEARNING_RATE, "batch_size": BATCH}
         started = time.perf_counter()
         answer = gateway.invoke("emnist-setup", body).json()
         query = {**answer["status_query"], "events": "1"}
-        while True:
-            status = gateway.invoke("emnist-setup", method="GET", query=query).json()
-            if status["state"] != "running":
-                break
-            time.sleep(0.2)
+        status = wait_for_job(lambda: gateway.job_status(query), 3600, poll_s=0.2)
         ended = time.perf_counter()
         result = status["result"]
         epochs_seen = [e for e in status["events"] if e.get("event") == "epoch" and e["accuracy"] >= TARGET]

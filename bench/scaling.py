@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from faasgd.batch.matrix import load_matrix
-from faasgd.batch.runner import run_batch
+from faasgd.batch.runs import run_batch
 from faasgd.batch.targets import LocalTarget
 from faasgd.local.servers import free_port
 

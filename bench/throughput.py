@@ -22,7 +22,8 @@ from threadpoolctl import threadpool_limits
 from faasgd import data, job, model
 from faasgd.config import load_config
 from faasgd.local.servers import start_memcached, start_redis
-from faasgd.runner import prepare_job, run_processes
+from faasgd.cli import direct
+from faasgd.store import open_store
 
 
 def single_process(dataset: str, steps: int, threads: int) -> float:
@@ -56,9 +57,8 @@ def two_workers(dataset: str, store_url: str, period: int, epochs: int) -> dict:
         "dataset": dataset, "number_of_workers": 2, "n_fetch": period, "n_push": period,
         "max_epochs": epochs, "target_accuracy": 1.0, "store_url": store_url, "batch_size": 128,
     })
-    store, job_id = prepare_job(config)
-    result = run_processes(config, store, job_id)
-    workers = job.read_progress(store, job_id, 2).values()
+    result = direct.train(config)
+    workers = job.read_progress(open_store(store_url), result["job_id"], 2).values()
     train_s = max(w["train_s"] for w in workers)
     return {
         "samples_per_s": sum(w["samples"] for w in workers) / train_s,

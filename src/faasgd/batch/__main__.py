@@ -15,7 +15,7 @@ import numpy
 
 from faasgd import __version__
 from faasgd.batch.matrix import Matrix, load_matrix
-from faasgd.batch.runner import run_batch
+from faasgd.batch.runs import run_batch
 from faasgd.batch.targets import ClusterTarget, LocalTarget, cap_message
 from faasgd.errors import ConfigError, FaasgdError
 

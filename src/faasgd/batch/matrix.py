@@ -27,11 +27,10 @@ from typing import Any
 
 import yaml
 
-from faasgd.config import FIELDS, load_config
+from faasgd.config import FIELDS, STORE_KEYWORDS, load_config
 from faasgd.errors import ConfigError
 
 TOP_KEYS = ("name", "description", "rounds", "fixed", "matrix", "together")
-STORE_KEYWORDS = ("redis", "memcached")
 
 
 class MatrixError(ConfigError):

@@ -9,21 +9,17 @@ the other means are over the runs that finished (state "done") and have a value.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import statistics
 from pathlib import Path
 from typing import Any, Iterable
 
-from faasgd.config import TrainConfig
+from faasgd.config import FIELDS
+from faasgd.result import MEASURES
 
-CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(TrainConfig))
-RESULT_KEYS = (
-    "time_to_target_s", "reached_target", "epochs", "final_accuracy", "accuracy_at_target", "samples",
-    "samples_per_s", "pushes", "fetches", "conflicts", "retries", "staleness_p50", "staleness_p99", "wall_s",
-)
+CONFIG_KEYS = tuple(FIELDS)
 CSV_COLUMNS: tuple[str, ...] = (
     ("config_id", "configuration", "round") + CONFIG_KEYS + ("store", "job_id", "state", "error")
-    + RESULT_KEYS + ("placement",)
+    + MEASURES + ("placement",)
 )
 PLOT_TITLES = {
     "accuracy_vs_time": "Test accuracy against time",

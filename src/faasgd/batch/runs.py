@@ -12,12 +12,11 @@ from typing import Callable
 
 from faasgd.batch.matrix import Configuration, Matrix
 from faasgd.batch.targets import Target, cap_message, replicas_for
-from faasgd.commands.common import raise_for_answer
-from faasgd.commands.train import watch
-from faasgd.job import RESULT_KEYS as JOB_RESULT_KEYS
 from faasgd.config import load_config
+from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
+from faasgd.result import MEASURES
 
-RESULT_KEYS = JOB_RESULT_KEYS + ("reached_target", "accuracy_at_target", "wall_s")
+RUN_KEYS = ("state", "error") + MEASURES  # what a run record takes from the job's result
 
 
 def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
@@ -50,13 +49,14 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
         progress(f"note: {message}")
     try:
         target.set_replicas(replicas_for(config.number_of_workers))
-        answer = raise_for_answer(target.gateway.invoke("emnist-setup", body), "emnist-setup")
+        answer = json_answer(target.gateway.invoke(SETUP_FUNCTION, body), SETUP_FUNCTION)
         record["job_id"] = answer["job_id"]
-        status = watch(target.gateway, {**answer["status_query"], "events": "1"}, run_timeout_s, show=False)
+        query = {**answer["status_query"], "events": "1"}
+        status = wait_for_job(lambda: target.gateway.job_status(query), run_timeout_s)
     except Exception as error:  # recorded; the batch goes on
         return {**record, "state": "failed", "error": f"{type(error).__name__}: {error}"}
     result = status.get("result") or {"state": "failed", "error": f"still running after {run_timeout_s:g} s"}
-    record.update({key: result.get(key) for key in RESULT_KEYS})
+    record.update({key: result.get(key) for key in RUN_KEYS})
     record["placement"] = ["|".join(w.get("replicas") or []) if w else None for w in status["workers"]]
     record["curve"] = curve(status)
     return record

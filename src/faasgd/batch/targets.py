@@ -13,11 +13,11 @@ import subprocess
 import sys
 import time
 
-from faasgd.commands.common import raise_for_answer
+from faasgd.config import resolve_store
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.invoke import Gateway
 from faasgd.local import control
 from faasgd.local.stack import CE_MAX_REPLICAS
+from faasgd.openfaas import GatewayClient, json_answer
 
 READY_TIMEOUT_S = 300.0
 CLUSTER_STORES = {"redis": "redis://redis.openfaas-fn:6379/0", "memcached": "memcached://memcached.openfaas-fn:11211"}
@@ -36,7 +36,7 @@ def cap_message(workers: int) -> str | None:
 
 class Target:
     name = "target"
-    gateway: Gateway
+    gateway: GatewayClient
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -47,7 +47,7 @@ class Target:
         """Until /system/function/emnist-train shows `replicas` available (or the deadline)."""
         deadline = time.monotonic() + timeout_s
         while True:
-            function = raise_for_answer(self.gateway.request("GET", "/system/function/emnist-train"), "gateway")
+            function = json_answer(self.gateway.request("GET", "/system/function/emnist-train"), "gateway")
             if function["availableReplicas"] == replicas == function["replicas"]:
                 return
             if time.monotonic() > deadline:
@@ -68,18 +68,18 @@ class LocalTarget(Target):
 
     def start(self) -> None:
         self.state, self.started = control.up(self.stack, self.port, self.directory)
-        self.gateway = Gateway(self.state["gateway_url"], timeout_s=60)
+        self.gateway = GatewayClient(self.state["gateway_url"], timeout_s=60)
 
     def stop(self) -> None:
         if self.started:
             control.down(self.directory)
 
     def store_url(self, store: str) -> str:
-        return self.state["stores"][store]["url"] if store in self.state["stores"] else store
+        return resolve_store(store, {name: s["url"] for name, s in self.state["stores"].items()})
 
     def set_replicas(self, replicas: int) -> None:
         body = f'{{"serviceName": "emnist-train", "replicas": {replicas}}}'.encode()
-        raise_for_answer(self.gateway.request("POST", "/system/scale-function/emnist-train", body,
+        json_answer(self.gateway.request("POST", "/system/scale-function/emnist-train", body,
                                               {"Content-Type": "application/json"}), "scale emnist-train")
         self.wait_ready(replicas)
 
@@ -94,7 +94,7 @@ class ClusterTarget(Target):
         if not url:
             raise ConfigError("OPENFAAS_URL", "set it to the cluster's gateway for --target cluster "
                                               "(e.g. http://127.0.0.1:31112)")
-        self.gateway = Gateway(url, timeout_s=60)
+        self.gateway = GatewayClient(url, timeout_s=60)
         self.stack, self.deploy, self.namespace = stack, deploy, namespace
 
     def start(self) -> None:
@@ -102,7 +102,7 @@ class ClusterTarget(Target):
             self._run("faas-cli", "deploy", "-f", self.stack, "--gateway", self.gateway.url)
 
     def store_url(self, store: str) -> str:
-        return CLUSTER_STORES.get(store, store)
+        return resolve_store(store, CLUSTER_STORES)
 
     def set_replicas(self, replicas: int) -> None:
         self._run("kubectl", "scale", "-n", self.namespace, "deployment/emnist-train", f"--replicas={replicas}")

@@ -30,7 +30,7 @@ def add_runtime_flags(parser: argparse.ArgumentParser, gateway: bool = True) -> 
     parser.add_argument("--dir", default=DEFAULT_DIR, help="the local runtime's state and logs (default .faasgd)")
     if gateway:
         parser.add_argument("--gateway", "-g", default=None,
-                            help="gateway URL (default: $OPENFAAS_URL, the local runtime, http://127.0.0.1:8080)")
+                            help="gateway URL (default: $OPENFAAS_URL, else the running local runtime)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def dispatch(args) -> int:
-    from faasgd.commands import runtime, status, train
+    from faasgd.cli import runtime, status, train
 
     handlers = {"up": runtime.up, "down": runtime.down, "invoke": runtime.invoke, "scale": runtime.scale,
                 "logs": runtime.logs, "status": status.run, "train": train.run}
@@ -120,7 +120,3 @@ def main(argv: list[str] | None = None) -> int:
 def fail(error, code: int) -> int:
     print(f"faasgd: error: {error}", file=sys.stderr)
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,9 +6,10 @@ import sys
 import time
 from pathlib import Path
 
-from faasgd.commands.common import FunctionError, gateway, raise_for_answer
+from faasgd.cli.connect import gateway
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import control
+from faasgd.openfaas import json_answer
 
 FOLLOW_POLL_S = 0.3
 
@@ -65,10 +66,10 @@ def scale(args) -> int:
     answer = gateway(args).request("POST", f"/system/scale-function/{args.name}",
                                    f'{{"serviceName": "{args.name}", "replicas": {args.replicas}}}'.encode(),
                                    {"Content-Type": "application/json"})
-    raise_for_answer(answer, f"scale {args.name}")
+    json_answer(answer, f"scale {args.name}")
     deadline = time.monotonic() + args.wait
     while time.monotonic() < deadline:
-        function = raise_for_answer(gateway(args).request("GET", f"/system/function/{args.name}"), args.name)
+        function = json_answer(gateway(args).request("GET", f"/system/function/{args.name}"), args.name)
         if function["availableReplicas"] == args.replicas:
             break
         time.sleep(0.2)
@@ -97,6 +98,3 @@ def logs(args) -> int:
         time.sleep(FOLLOW_POLL_S)
         for path in folder.glob(f"{args.name}-*.log"):  # replicas started since
             offsets.setdefault(path, 0)
-
-
-__all__ = ["up", "down", "invoke", "scale", "logs", "FunctionError"]

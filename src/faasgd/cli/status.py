@@ -1,48 +1,64 @@
-"""`faasgd status [JOB] [--watch]`: the local runtime's functions, or a job's progress and result."""
+"""`faasgd status [JOB] [--watch]`: the runtime's functions, or a job's progress and result."""
 
 from __future__ import annotations
 
 import json
 import os
 
+from rich.table import Table
+
 from faasgd import job
-from faasgd.commands.common import gateway, raise_for_answer
-from faasgd.commands.train import watch
-from faasgd.config import load_config
-from faasgd.display import summary, worker_line
+from faasgd.cli.connect import gateway
+from faasgd.cli.progress import LiveProgress, console, print_summary, worker_table
+from faasgd.config import read_setting
+from faasgd.openfaas import json_answer, wait_for_job
+from faasgd.store import open_store
 
 
 def run(args) -> int:
     if not args.job_id:
         return runtime_status(args)
-    if args.direct:  # straight from the store, no gateway
-        from faasgd.store import open_store
-
-        config = load_config(os.environ, {"store_url": args.store_url} if args.store_url else {})
-        status = job.read_status(open_store(config.store_url), args.job_id)
-    else:
-        query = {"job_id": args.job_id, **({"store_url": args.store_url} if args.store_url else {})}
-        status = watch(gateway(args), query, args.timeout, show=args.watch) if args.watch else raise_for_answer(
-            gateway(args).invoke("emnist-setup", method="GET", query=query), "emnist-setup")
-    progress = dict(enumerate(status["workers"]))
+    status = read_job_status(args)
+    out = console()
     if args.json:
         print(json.dumps(status, sort_keys=True))
     elif status["result"]:
-        print(summary(status["result"], progress))
+        print_summary(status["result"], status["workers"], out)
     else:
-        print(f"job {args.job_id}: running")
-        print("\n".join(worker_line(i, r, status["config"]["max_epochs"]) for i, r in progress.items()))
+        out.print(f"job {args.job_id}: running", highlight=False, markup=False)
+        out.print(worker_table(status["workers"], status["config"]["max_epochs"]))
     return 0
+
+
+def read_job_status(args) -> dict:
+    """The job's status: from the store itself with --direct, else through the gateway (--watch: until it ends)."""
+    if args.direct:
+        store_url = args.store_url or read_setting(os.environ, "store_url")
+        read = lambda: job.read_status(open_store(store_url), args.job_id)  # noqa: E731
+    else:
+        client, query = gateway(args), {"job_id": args.job_id}
+        if args.store_url:
+            query["store_url"] = args.store_url
+        read = lambda: client.job_status(query)  # noqa: E731
+    if not args.watch:
+        return read()
+    live = LiveProgress()
+    try:
+        return wait_for_job(read, args.timeout, on_status=live)
+    finally:
+        live.close()
 
 
 def runtime_status(args) -> int:
     client = gateway(args)
-    functions = raise_for_answer(client.request("GET", "/system/functions"), "gateway")
+    functions = json_answer(client.request("GET", "/system/functions"), "gateway")
     if args.json:
         print(json.dumps(functions, sort_keys=True))
         return 0
-    print(f"gateway {client.url}")
-    print(f"{'function':<16} {'replicas':>8} {'available':>9} {'invocations':>11}")
+    table = Table("function", "replicas", "available", "invocations", box=None, pad_edge=False)
     for f in functions:
-        print(f"{f['name']:<16} {f['replicas']:>8} {f['availableReplicas']:>9} {f.get('invocationCount', 0):>11}")
+        table.add_row(f["name"], str(f["replicas"]), str(f["availableReplicas"]), str(f.get("invocationCount", 0)))
+    out = console()
+    out.print(f"gateway {client.url}", highlight=False, markup=False)
+    out.print(table)
     return 0

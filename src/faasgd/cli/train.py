@@ -2,23 +2,23 @@
 
 Through the runtime (default): `faasgd up` if it is not running, POST the flags to emnist-setup,
 watch the job through the gateway, print the summary, and `faasgd down` if this command started
-the runtime. `--direct`: worker processes on this machine against the store, no gateway.
+the runtime. `--direct`: worker processes on this machine against the store (cli/direct.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 
-from faasgd.commands.common import gateway, raise_for_answer
-from faasgd.config import FIELDS, load_config
-from faasgd.display import LiveProgress, summary
-from faasgd.errors import FaasgdError
+from faasgd import result
+from faasgd.cli import direct
+from faasgd.cli.connect import gateway
+from faasgd.cli.progress import LiveProgress, console, print_summary
+from faasgd.config import FIELDS, STORE_KEYWORDS, load_config, resolve_store
+from faasgd.functions import orchestrate
 from faasgd.local import control
-
-POLL_S = 0.5  # how often the job's status is read while it runs
-STORE_KEYWORDS = ("redis", "memcached")  # --store redis|memcached: the local runtime's own stores
+from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
+from faasgd.store import open_store
 
 
 def config_overrides(args) -> dict:
@@ -29,73 +29,59 @@ def config_overrides(args) -> dict:
 def run(args) -> int:
     overrides = config_overrides(args)
     if args.direct:
-        return run_direct(args, overrides)
-    keyword = overrides.get("store_url") if overrides.get("store_url") in STORE_KEYWORDS else None
-    checked = {k: v for k, v in overrides.items() if not (keyword and k == "store_url")}
-    config = load_config({}, checked)  # bad flags fail here, before anything starts
-    if args.dry_run:
+        return run_direct(args, load_config(os.environ, overrides))
+    keyword = overrides.get("store_url") in STORE_KEYWORDS  # the runtime's own store, known once it runs
+    config = load_config({}, {k: v for k, v in overrides.items() if not (keyword and k == "store_url")})
+    if args.dry_run:  # bad flags failed above, before anything starts
         print(json.dumps(config.to_dict(), indent=2))
         return 0
     state, started = control.up(args.file, args.port, args.dir)
     try:
         if keyword:
-            overrides["store_url"] = state["stores"][keyword]["url"]
+            stores = {name: store["url"] for name, store in state["stores"].items()}
+            overrides["store_url"] = resolve_store(overrides["store_url"], stores)
         return run_through_gateway(args, overrides)
     finally:
         if started and not args.keep_up:
             control.down(args.dir)
 
 
-def run_through_gateway(args, overrides: dict) -> int:
+def run_through_gateway(args, body: dict) -> int:
     client = gateway(args)
-    answer = raise_for_answer(client.invoke("emnist-setup", overrides), "emnist-setup")
+    answer = json_answer(client.invoke(SETUP_FUNCTION, body), SETUP_FUNCTION)
     job_id = answer["job_id"]
-    print(f"job {job_id}: {answer['number_of_workers']} worker(s), {answer['dataset']}, mode {answer['mode']}, "
-          f"store {answer['store_url']}, gateway {client.url}", flush=True)
-    status = watch(client, answer["status_query"], args.timeout)
-    result = status["result"] or {"job_id": job_id, "state": "failed",
-                                  "error": f"no result after --timeout {args.timeout:g} s"}
-    print(summary(result, dict(enumerate(status["workers"]))))
-    if args.json:
-        print(json.dumps(result, sort_keys=True))
-    return 0 if result.get("state") == "done" else 1
+    out = console()
+    out.print(f"job {job_id}: {answer['number_of_workers']} worker(s), {answer['dataset']}, mode {answer['mode']}, "
+              f"store {answer['store_url']}, gateway {client.url}", highlight=False, markup=False)
+    live = LiveProgress(out)
+    try:
+        status = wait_for_job(lambda: client.job_status(answer["status_query"]), args.timeout, on_status=live)
+    finally:
+        live.close()
+    return report(status, job_id, args)
 
 
-def watch(client, query: dict, timeout_s: float, show: bool = True) -> dict:
-    """Poll the job's status (GET emnist-setup with `query`) until it is not running, or the timeout."""
-    live = None
-    deadline = time.monotonic() + timeout_s
-    while True:
-        status = raise_for_answer(client.invoke("emnist-setup", method="GET", query=query), "emnist-setup")
-        if show:
-            live = live or LiveProgress(status["config"]["max_epochs"])
-            live(dict(enumerate(status["workers"])))
-        if status["state"] != "running" or time.monotonic() > deadline:
-            return status
-        time.sleep(POLL_S)
-
-
-def run_direct(args, overrides: dict) -> int:
-    from faasgd.runner import prepare_job, run_processes
-
-    config = load_config(os.environ, overrides)
+def run_direct(args, config) -> int:
     if args.dry_run:
         print(json.dumps(config.to_dict(), indent=2))
         return 0
-    store, job_id = prepare_job(config)
-    print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.mode}, "
-          f"store {store.url}, target {config.target_accuracy}", flush=True)
-    live = LiveProgress(config.max_epochs)
-    last: dict = {}
+    store = open_store(config.store_url)
+    job_id = orchestrate.create_job(store, config)
+    out = console()
+    out.print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.mode}, "
+              f"store {store.url}, target {config.target_accuracy}", highlight=False, markup=False)
+    live = LiveProgress(out)
+    try:
+        status = direct.run_job(config, store, job_id, args.timeout, on_status=live)
+    finally:
+        live.close()
+    return report(status, job_id, args)
 
-    def on_progress(progress):
-        last.update(progress)
-        live(progress)
 
-    result = run_processes(config, store, job_id, on_progress)
-    print(summary(result, last))
+def report(status: dict, job_id: str, args) -> int:
+    """Print the summary (and the result as JSON on the last line with --json); 0 when the job is done."""
+    final = status.get("result") or result.missing(job_id, f"no result after --timeout {args.timeout:g} s")
+    print_summary(final, status.get("workers"))
     if args.json:
-        print(json.dumps(result, sort_keys=True))
-    if result.get("state") != "done" and not result.get("error"):
-        raise FaasgdError(f"job {job_id} did not finish")
-    return 0 if result.get("state") == "done" else 1
+        print(json.dumps(final, sort_keys=True), flush=True)
+    return 0 if final.get("state") == "done" else 1

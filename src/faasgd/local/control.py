@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from faasgd.errors import FaasgdError
-from faasgd.invoke import Gateway
+from faasgd.openfaas import GatewayClient as Gateway
 from faasgd.local.runtime import STATE_FILE
 
 DEFAULT_DIR = ".faasgd"

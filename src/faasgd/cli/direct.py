@@ -1,0 +1,111 @@
+"""`faasgd train --direct`: the job's workers as local processes against the store, no gateway.
+
+The same orchestration as the functions (faasgd.functions.orchestrate): create_job, launch_workers
+(a launch is a process here), train_call inside each process (per-iteration chains its epochs in the
+process), and the job's status read straight from the store by the one wait_for_job. When every
+worker process has exited and no result was written, the job is failed here with their exit codes.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import sys
+from typing import Callable
+
+from faasgd import job, result
+from faasgd.config import TrainConfig
+from faasgd.errors import FaasgdError, StoreError
+from faasgd.functions import orchestrate, replica_cache
+from faasgd.openfaas import wait_for_job
+from faasgd.store import ParameterStore
+
+log = logging.getLogger("faasgd.direct")
+
+
+def worker_process(request: orchestrate.TrainRequest, store_url: str) -> None:
+    """A worker process: one BLAS thread, its own store client, its invocations until the worker ends."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+    store = replica_cache.store_for(store_url)
+    try:
+        while request is not None:
+            call_id = f"direct-{request.job_id}-{request.worker_id}-{request.iteration}"
+            answer = orchestrate.train_call(store, request, call_id)
+            following = answer.get("next_iteration")
+            request = None if following is None else request.next(following)
+    except FaasgdError as error:  # already in the worker's progress record when the store allowed
+        print(f"faasgd: worker {request.worker_id}: {error}", file=sys.stderr)
+        sys.exit(1)
+
+
+class WorkerProcesses:
+    """Launches worker processes (spawned: no state shared with this one) and knows how they ended."""
+
+    def __init__(self, store_url: str):
+        self.store_url = store_url
+        self.context = multiprocessing.get_context("spawn")
+        self.processes: list[multiprocessing.process.BaseProcess] = []
+
+    def launch(self, request: orchestrate.TrainRequest) -> str:
+        process = self.context.Process(target=worker_process, args=(request, self.store_url),
+                                       name=f"faasgd-worker-{request.worker_id}")
+        process.start()
+        self.processes.append(process)
+        return f"pid-{process.pid}"
+
+    def all_exited(self) -> bool:
+        return all(not p.is_alive() for p in self.processes)
+
+    def exit_codes(self) -> list[int | None]:
+        return [p.exitcode for p in self.processes]
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.join(timeout=0 if process.exitcode is None else None)
+            if process.is_alive():
+                process.terminate()
+                process.join(5)
+
+
+def run_job(config: TrainConfig, store: ParameterStore, job_id: str, timeout_s: float,
+            on_status: Callable[[dict], None] | None = None) -> dict:
+    """Run a created job's workers here and return its final status (its result under "result")."""
+    if config.mode == "single":
+        orchestrate.run_single(store, config, job_id)
+        status = job.read_status(store, job_id)
+        if on_status is not None:
+            on_status(status)
+        return status
+    workers = WorkerProcesses(config.store_url)
+    try:
+        orchestrate.launch_workers(store, config, job_id, workers.launch)
+        return wait_for_job(lambda: read_status(store, job_id, workers), timeout_s, on_status=on_status)
+    finally:
+        workers.stop()
+
+
+def read_status(store: ParameterStore, job_id: str, workers: WorkerProcesses) -> dict:
+    """The job's status; failed here when its workers have all exited without a result."""
+    exited = workers.all_exited()
+    try:
+        status = job.read_status(store, job_id)
+    except StoreError as error:
+        if not exited:
+            return {"state": "running", "workers": [], "config": None, "result": None, "unreachable": str(error)}
+        return {"job_id": job_id, "state": "failed", "workers": [], "config": None,
+                "result": result.missing(job_id, f"{error}; worker exit codes {workers.exit_codes()}")}
+    if status["state"] == "running" and exited:
+        error = f"every worker process exited (codes {workers.exit_codes()}) and none wrote the result"
+        result.write_result(store, job_id, error=error)
+        status = job.read_status(store, job_id)
+    return status
+
+
+def train(config: TrainConfig, timeout_s: float = 24 * 3600.0) -> dict:
+    """Create the job and run it here to its end; its result (the benches' entry point)."""
+    store = replica_cache.store_for(config.store_url)
+    job_id = orchestrate.create_job(store, config)
+    status = run_job(config, store, job_id, timeout_s)
+    return status.get("result") or result.missing(job_id, f"still running after {timeout_s:g} s")

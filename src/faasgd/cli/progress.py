@@ -1,0 +1,102 @@
+"""What a person sees, on rich: live per-worker progress while a job runs, and the summary when it ends.
+
+On a terminal the worker table is redrawn in place (rich.live); elsewhere (pipes, CI logs) a line is
+printed per worker whenever its epoch or state changes, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+WORKER_COLUMNS = ("worker", "epoch", "accuracy", "loss", "samples/s", "pushes", "fetches", "conflicts", "state")
+
+
+def console() -> Console:
+    """stdout; wide enough for the tables when it is not a terminal."""
+    plain = Console()
+    return plain if plain.is_terminal else Console(width=max(plain.width, 140))
+
+
+def _num(value, fmt: str = "{:,.0f}", missing: str = "-") -> str:
+    return missing if value is None else fmt.format(value)
+
+
+def worker_cells(worker_id: int, record: dict | None, max_epochs: int) -> tuple[str, ...]:
+    """One worker's row: epoch bar, accuracy, loss, throughput, store traffic, state."""
+    if not record:
+        return (str(worker_id), f"0/{max_epochs}", "-", "-", "-", "0", "0", "0", "starting")
+    epoch = int(record.get("epoch", 0))
+    width = 10
+    bar = "#" * min(width, round(width * epoch / max(1, max_epochs)))
+    return (str(worker_id), f"{bar:<{width}} {epoch}/{max_epochs}", _num(record.get("accuracy"), "{:.4f}"),
+            _num(record.get("loss"), "{:.4f}"), _num(record.get("samples_per_s")), str(record.get("pushes", 0)),
+            str(record.get("fetches", 0)), str(record.get("conflicts", 0)), str(record.get("state", "running")))
+
+
+def worker_table(workers: list[dict | None], max_epochs: int) -> Table:
+    table = Table(*WORKER_COLUMNS, box=None, pad_edge=False)
+    for i, record in enumerate(workers):
+        table.add_row(*worker_cells(i, record, max_epochs))
+    return table
+
+
+class LiveProgress:
+    """Feed it job statuses (as `wait_for_job`'s on_status); call close() when the job has ended."""
+
+    def __init__(self, out: Console | None = None):
+        self.out = out or console()
+        self.live: Live | None = None
+        self.seen: dict[int, tuple] = {}
+
+    def __call__(self, status: dict) -> None:
+        if not status.get("config"):
+            return  # the store did not answer this time: nothing new to show
+        workers, max_epochs = status["workers"], status["config"]["max_epochs"]
+        if self.out.is_terminal:
+            if self.live is None:
+                self.live = Live(console=self.out, auto_refresh=False)
+                self.live.start()
+            self.live.update(worker_table(workers, max_epochs), refresh=True)
+            return
+        for i, record in enumerate(workers):
+            key = (record or {}).get("epoch"), (record or {}).get("state")
+            if record and self.seen.get(i) != key:
+                self.seen[i] = key
+                self.out.print("worker " + "  ".join(worker_cells(i, record, max_epochs)), highlight=False, markup=False)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+def print_summary(result: dict, workers: list[dict | None] | None = None, out: Console | None = None) -> None:
+    """The end-of-job report: one row per worker, then the job's result."""
+    out = out or console()
+    head = f"job {result.get('job_id')}: {result.get('state')}"
+    out.print(head + (f" - {result['error']}" if result.get("error") else ""), highlight=False, markup=False)
+    if workers:
+        table = Table("worker", "epochs", "samples", "samples/s", "pushes", "fetches", "conflicts", "staleness",
+                      "accuracy", box=None, pad_edge=False)
+        for i, record in enumerate(workers):
+            record = record or {}
+            table.add_row(str(i), str(record.get("epoch", 0)), _num(record.get("samples")),
+                          _num(record.get("samples_per_s")), str(record.get("pushes", 0)),
+                          str(record.get("fetches", 0)), str(record.get("conflicts", 0)),
+                          _num(record.get("last_staleness"), "{}"), _num(record.get("accuracy"), "{:.4f}"))
+        out.print(table)
+    reached = result.get("accuracy_at_target")
+    lines = [
+        f"final accuracy   {_num(result.get('final_accuracy'), '{:.4f}')}  (target {result.get('target_accuracy')})",
+        f"time to target   {_num(result.get('time_to_target_s'), '{:.1f} s', 'not reached')}"
+        + (f"  (accuracy {reached:.4f} when reached)" if reached else ""),
+        f"epochs           {_num(result.get('epochs'), '{:.2f}')}   samples {_num(result.get('samples'))}"
+        f"   samples/s {_num(result.get('samples_per_s'))}",
+        f"pushes {result.get('pushes')}   fetches {result.get('fetches')}   conflicts {result.get('conflicts')}"
+        f"   retries {result.get('retries')}",
+        f"staleness p50 {_num(result.get('staleness_p50'), '{:g}')}   p99 {_num(result.get('staleness_p99'), '{:g}')}",
+    ]
+    for line in lines:
+        out.print(line, highlight=False, markup=False)
