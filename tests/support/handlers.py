@@ -1,17 +1,15 @@
 """Calling the function handlers the way the template does, without a web server.
 
 `load_handler("emnist-setup")` imports a function folder's handler.py; `FakeEvent` mirrors the
-template's Event (body bytes, headers, method, query, path, json()). `FakeGateway` records async
-invocations so a test can deliver them (once, twice, or not at all) to the train handler.
+template's Event (body bytes, headers, method, query, path, json()); `deliver` hands a call the
+fake gateway recorded to the train handler as the queue-worker would.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import itertools
 import json
 import pathlib
-import threading
 
 from faasgd.errors import ConfigError
 
@@ -46,29 +44,8 @@ class FakeEvent:
             raise BadJson("body", f"invalid JSON ({error})") from None
 
 
-class FakeGateway:
-    """Stands in for Gateway: records invoke_async calls as (function, payload, headers, call_id)."""
-
-    def __init__(self):
-        self.calls: list[tuple[str, dict, dict, str]] = []
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-
-    def invoke_async(self, function, payload=None, callback_url=None, headers=None):
-        with self._lock:
-            call_id = f"call-{next(self._ids)}"
-            headers = dict(headers or {}, **({"X-Callback-Url": callback_url} if callback_url else {}))
-            self.calls.append((function, payload, headers, call_id))
-            return call_id
-
-    def take(self):
-        with self._lock:
-            calls, self.calls = self.calls, []
-            return calls
-
-
-def deliver(train_handler, call, context=None):
-    """Deliver one recorded async call to the train handler as the queue-worker would."""
-    _, payload, headers, call_id = call
-    answer = train_handler.handle(FakeEvent("POST", payload, {**headers, "X-Call-Id": call_id}), context)
+def deliver(train_handler, call, context=None) -> tuple[int, dict]:
+    """Deliver one recorded async call (support.fake_gateway.Call) to the train handler."""
+    event = FakeEvent("POST", call.payload, {**call.headers, "X-Call-Id": call.call_id})
+    answer = train_handler.handle(event, context)
     return answer["statusCode"], answer["body"]

@@ -5,11 +5,10 @@ import uuid
 import pytest
 
 from faasgd.errors import ConfigError, GatewayError, JobNotFound
-from faasgd.functions import setup as setup_core
-from faasgd.functions import train as train_core
-from faasgd.functions import warm
+from faasgd.functions import replica_cache
 from faasgd.store import open_store
-from support.handlers import BadJson, FakeEvent, FakeGateway, deliver, load_handler
+from support.fake_gateway import FakeGateway
+from support.handlers import BadJson, FakeEvent, deliver, load_handler
 
 setup_handler = load_handler("emnist-setup")
 train_handler = load_handler("emnist-train")
@@ -25,11 +24,9 @@ def env(monkeypatch):
     }
     for key, value in values.items():
         monkeypatch.setenv(key, value)
-    gateway = FakeGateway()
-    monkeypatch.setattr(setup_core, "gateway_for", lambda _env: gateway)
-    monkeypatch.setattr(train_core, "gateway_for", lambda _env: gateway)
+    gateway = FakeGateway().install(monkeypatch)
     yield {"url": url, "gateway": gateway}
-    warm.forget()
+    replica_cache.forget()
 
 
 def start(body=None, headers=None):
@@ -52,11 +49,11 @@ def test_setup_fans_out_one_async_call_per_worker_and_passes_the_callback(env):
     assert code == 202
     assert body["number_of_workers"] == 3 and body["mode"] == "loop" and body["job_id"]
     calls = env["gateway"].take()
-    assert [c[0] for c in calls] == ["emnist-train"] * 3
-    assert [c[1]["worker_id"] for c in calls] == [0, 1, 2]
-    assert all(c[1]["job_id"] == body["job_id"] and c[1]["iteration"] == 0 for c in calls)
-    assert all(c[2]["X-Callback-Url"] == "http://127.0.0.1:1/cb" for c in calls)
-    assert body["call_ids"] == [c[3] for c in calls]
+    assert [c.function for c in calls] == ["emnist-train"] * 3
+    assert [c.payload["worker_id"] for c in calls] == [0, 1, 2]
+    assert all(c.payload["job_id"] == body["job_id"] and c.payload["iteration"] == 0 for c in calls)
+    assert all(c.headers["x-callback-url"] == "http://127.0.0.1:1/cb" for c in calls)
+    assert body["call_ids"] == [c.call_id for c in calls]
     assert status(body["job_id"])["state"] == "running"
 
 
@@ -158,13 +155,7 @@ def test_train_for_an_unknown_job_or_worker(env):
 
 
 def test_fan_out_failure_records_a_failed_job(env, monkeypatch):
-    class DownGateway(FakeGateway):
-        def invoke_async(self, *args, **kwargs):
-            if len(self.calls) == 1:
-                raise GatewayError("http://127.0.0.1:9", "connection refused")
-            return super().invoke_async(*args, **kwargs)
-
-    monkeypatch.setattr(setup_core, "gateway_for", lambda _env: DownGateway())
+    FakeGateway(fail_after=1).install(monkeypatch)  # the second async call finds the gateway gone
     with pytest.raises(GatewayError) as info:
         start()
     assert info.value.http_status == 502

@@ -8,7 +8,9 @@ import pytest
 from faasgd import data, job, model
 from faasgd.config import load_config
 from faasgd.errors import StoreUnavailable
-from faasgd.sgd import run_worker
+from faasgd.result import RESULT_KEYS
+from faasgd.sgd import DownpourWorker, WorkerProgress, run_worker
+from faasgd.sgd.worker import load_worker
 from faasgd.store import open_store
 
 
@@ -67,12 +69,14 @@ def test_two_workers_reach_target_and_write_a_complete_result():
     status = job.read_status(store, job_id)
     result = status["result"]
     assert status["state"] == "done"
-    for key in job.RESULT_KEYS:
-        assert key in result, key
+    assert tuple(result) == RESULT_KEYS
     assert result["error"] is None
     assert result["final_accuracy"] >= 0.8
     assert result["time_to_target_s"] is not None and result["time_to_target_s"] > 0
-    assert result["pushes"] == sum(w["pushes"] for w in status["workers"])
+    assert result["pushes"] == sum(w["pushes"] for w in status["workers"]) == store.get_weights(job_id)[1]
+    # both workers share one store client (as on one replica): each counts only its own pushes' conflicts
+    assert result["conflicts"] == sum(w["conflicts"] for w in status["workers"])
+    assert result["conflicts"] == store.read_counter(job_id, "conflicts")
     assert result["samples"] == sum(w["samples"] for w in status["workers"])
     assert result["staleness_p50"] is not None and result["staleness_p99"] >= result["staleness_p50"]
     assert status["done"]["accuracy"] >= 0.8
@@ -113,7 +117,10 @@ class FailingStore:
         return self.inner.push_update(job_id, delta, out=out)
 
 
-def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it():
+def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(DownpourWorker, "clock", staticmethod(lambda: now[0]))
+    monkeypatch.setattr(DownpourWorker, "sleep", staticmethod(lambda s: now.__setitem__(0, now[0] + s)))
     config = small_config("gone", max_epochs=3)
     inner = open_store(config.store_url)
     job_id = job.create_job(inner, config)
@@ -123,21 +130,20 @@ def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it()
     progress = inner.get_record(job_id, job.progress_name(0))
     assert progress["state"] == "failed"
     assert "memory://gone" in progress["error"]
-    assert progress["retries"] >= 1
+    assert progress["retries"] >= 1 and now[0] >= config.store_timeout_s  # retried until its deadline
     result = inner.get_record(job_id, "result")
     assert result["state"] == "failed" and "memory://gone" in result["error"]
 
 
 def test_evaluation_on_raw_test_pixels_in_chunks_equals_the_scaled_oracle(monkeypatch):
     from faasgd.sgd import worker as worker_module
-    from faasgd.sgd.state import WorkerState
 
     monkeypatch.setattr(worker_module, "EVAL_CHUNK", 64)  # several chunks, the last one short
     config = small_config("eval", test_samples=300)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
     sizes = job.network_sizes(config)
-    trainer = worker_module.load_worker(config, store, job_id, WorkerState.fresh(0, 0), sizes)
+    trainer = load_worker(config, store, job_id, WorkerProgress.fresh(0, 0))
     assert trainer.test.x.dtype == np.uint8  # a quarter of the float32 memory
     weights = model.init_params(sizes, np.random.default_rng(3))
     scaled = data.load_shard("synthetic", "test", limit=300)

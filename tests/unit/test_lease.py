@@ -1,0 +1,71 @@
+"""Leases (loop and per-iteration): a duplicate is refused, a redelivery of a dead call takes over once
+its lease expires, a live holder keeps it, and a release frees it. A fake clock: no real waiting."""
+
+import uuid
+
+from faasgd.sgd.lease import POLL_S, Lease
+from faasgd.store import open_store
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+        self.slept = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def fresh(clock):
+    store = open_store(f"memory://lease{uuid.uuid4().hex[:8]}")
+    store.client.clock = clock  # TTLs expire on the fake clock
+    return store
+
+
+def lease(store, clock, call_id, ttl_s=30, scope=3):
+    return Lease(store, "j1", 0, scope, call_id, ttl_s, sleep=clock.sleep, clock=clock)
+
+
+def test_first_caller_takes_the_lease_and_another_call_is_a_duplicate_at_once():
+    clock = FakeClock()
+    store = fresh(clock)
+    assert lease(store, clock, "call-a").acquire()
+    assert not lease(store, clock, "call-b").acquire()
+    assert clock.slept == []  # a different call does not wait
+    assert store.get_record("j1", "lease:0:3")["call_id"] == "call-a"
+
+
+def test_a_redelivery_of_the_same_call_waits_out_the_dead_holder_then_takes_over():
+    clock = FakeClock()
+    store = fresh(clock)
+    assert lease(store, clock, "call-a", ttl_s=5).acquire()  # then that delivery dies, never renews
+    started = clock.now
+    assert lease(store, clock, "call-a", ttl_s=5).acquire()
+    assert 5 <= clock.now - started <= 5 + POLL_S  # until the dead holder's lease expired, not before
+
+
+def test_a_live_holder_renewing_its_lease_keeps_a_redelivery_out_until_the_deadline():
+    clock = FakeClock()
+    store = fresh(clock)
+    holder = lease(store, clock, "call-a", ttl_s=5)
+    assert holder.acquire()
+    waiting = lease(store, clock, "call-a", ttl_s=5)
+    waiting.sleep = lambda seconds: (holder.renew(), clock.sleep(seconds))  # alive: renews meanwhile
+    assert not waiting.acquire()
+    assert clock.slept and clock.now - 1000.0 >= 5  # it polled, and gave up at its deadline
+
+
+def test_release_frees_the_lease_for_the_next_call_and_only_the_holder_releases():
+    clock = FakeClock()
+    store = fresh(clock)
+    first, second = lease(store, clock, "call-a", scope="loop"), lease(store, clock, "call-b", scope="loop")
+    assert first.acquire() and not second.acquire()
+    second.release()  # not held: nothing deleted
+    assert store.get_record("j1", "lease:0:loop")["call_id"] == "call-a"
+    first.release()
+    assert store.get_record("j1", "lease:0:loop") is None
+    assert second.acquire()
