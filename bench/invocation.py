@@ -17,7 +17,7 @@ import time
 
 from faasgd.invoke import Gateway
 from faasgd.local import control
-from faasgd.local.servers import free_port
+from faasgd.local.stores import free_port
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from faasgd.config import load_config
-from faasgd.local.servers import start_memcached, start_redis
+from faasgd.local.stores import start_memcached, start_redis
 from faasgd.runner import prepare_job, run_processes
 
 

@@ -21,7 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from faasgd import data, job, model
 from faasgd.config import load_config
-from faasgd.local.servers import start_memcached, start_redis
+from faasgd.local.stores import start_memcached, start_redis
 from faasgd.runner import prepare_job, run_processes
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from faasgd.errors import FaasgdError
 from faasgd.invoke import Gateway
-from faasgd.local.runtime import STATE_FILE
+from faasgd.local.daemon import STATE_FILE
 
 DEFAULT_DIR = ".faasgd"
 UP_TIMEOUT_S = 90.0
@@ -64,7 +64,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     if _port_taken(port):
         raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port")
     (directory / "logs").mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "faasgd.local.runtime", "--stack", str(Path(stack).resolve()),
+    argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
             "--upstream-timeout", str(upstream_timeout_s)]
     if queue_workers:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from faasgd.errors import FaasgdError
-from faasgd.local.servers import free_port, stop_process
+from faasgd.local.stores import free_port, stop_process
 from faasgd.local.stack import CE_MAX_REPLICAS, FunctionSpec
 
 RECONCILE_S = 0.3  # how often dead replicas are replaced and health re-checked

@@ -1,4 +1,4 @@
-"""Start real redis-server and memcached processes on loopback, for tests, `make run` and the local runtime.
+"""The local runtime's store servers: real redis-server and memcached processes on loopback (tests and benches use them too).
 
 Each server binds 127.0.0.1 only, keeps nothing on disk, and is considered started only once it
 answers (PING / version) before a deadline. `ServerProcess.stop()` is idempotent.

@@ -1,6 +1,6 @@
 """The local runtime daemon: stores, function replicas and the gateway, in one process tree.
 
-Started in the background by `faasgd up` as `python -m faasgd.local.runtime ...`. It starts
+Started in the background by `faasgd up` as `python -m faasgd.local.daemon ...`. It starts
 redis-server and memcached on free loopback ports, lays out each function's build folder, starts
 the replicas with the stack's environment (store_url, local_store_url and gateway_url pointed at
 this machine), serves the gateway, and records every pid in <dir>/state.json. SIGTERM stops it
@@ -21,7 +21,7 @@ from pathlib import Path
 from faasgd import __version__
 from faasgd.local.build import build_function
 from faasgd.local.replicas import Supervisor
-from faasgd.local.servers import start_memcached, start_redis
+from faasgd.local.stores import start_memcached, start_redis
 from faasgd.local.stack import load_stack
 
 STATE_FILE = "state.json"
@@ -35,7 +35,7 @@ def write_state(directory: Path, state: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m faasgd.local.runtime")
+    parser = argparse.ArgumentParser(prog="python -m faasgd.local.daemon")
     parser.add_argument("--stack", required=True)
     parser.add_argument("--dir", required=True, help="state, logs, build folders, secrets")
     parser.add_argument("--port", type=int, default=8080)
