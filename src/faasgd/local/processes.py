@@ -16,6 +16,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
+
 import psutil
 
 CREATE_TIME_SLACK_S = 1.0  # /proc/stat's boot time is whole seconds and may step by one as the clock is set
