@@ -68,7 +68,11 @@ class Replica:
 
 
 class Supervisor:
-    """Keeps each function at its desired replica count; implements the gateway's Registry."""
+    """Keeps each function at its desired replica count; implements the gateway's Registry.
+
+    A replica's environment is the daemon's, then its spec's environment, then `env` (what the
+    runtime adds for every replica, such as where secret files are), then its port and HOSTNAME.
+    """
 
     def __init__(self, specs: dict[str, FunctionSpec], build_dirs: dict[str, Path], env: dict[str, str],
                  log_dir: Path, on_change: Callable[[], None] | None = None):
