@@ -17,7 +17,7 @@ import time
 
 from faasgd.openfaas import GatewayClient as Gateway, wait_for_job
 from faasgd.local import control
-from faasgd.local.servers import free_port
+from faasgd.local.stores import free_port
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 
 from faasgd.config import load_config
-from faasgd.local.servers import start_memcached, start_redis
 from faasgd.cli import direct
+from faasgd.local.stores import start_memcached, start_redis
 
 
 def run(dataset: str, epochs: int, overrides: dict) -> dict:

@@ -90,7 +90,7 @@ def run_keras(epochs: int) -> dict:
 def run_faasgd(epochs: int) -> dict:
     from faasgd.openfaas import GatewayClient, wait_for_job
     from faasgd.local import control
-    from faasgd.local.servers import free_port
+    from faasgd.local.stores import free_port
 
     directory = tempfile.mkdtemp(prefix="faasgd-peers-")
     state, _ = control.up("stack.yml", free_port(), directory)  # a fresh runtime: replica peaks are this job's

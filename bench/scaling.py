@@ -17,7 +17,7 @@ from pathlib import Path
 from faasgd.batch.matrix import load_matrix
 from faasgd.batch.runs import run_batch
 from faasgd.batch.targets import LocalTarget
-from faasgd.local.servers import free_port
+from faasgd.local.stores import free_port
 
 MATRIX = Path(__file__).parent / "matrix" / "scaling.yml"
 

@@ -21,8 +21,8 @@ from threadpoolctl import threadpool_limits
 
 from faasgd import data, job, model
 from faasgd.config import load_config
-from faasgd.local.servers import start_memcached, start_redis
 from faasgd.cli import direct
+from faasgd.local.stores import start_memcached, start_redis
 from faasgd.store import open_store
 
 

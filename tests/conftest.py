@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from faasgd.local.servers import ServerProcess, start_memcached, start_redis
+from faasgd.local.stores import ServerProcess, start_memcached, start_redis
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from faasgd.local.servers import free_port
+from faasgd.local.stores import free_port
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

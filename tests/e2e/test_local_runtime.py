@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from faasgd.invoke import Gateway
-from faasgd.local.servers import free_port
+from faasgd.openfaas import GatewayClient as Gateway
+from faasgd.local.stores import free_port
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

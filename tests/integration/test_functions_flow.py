@@ -16,7 +16,7 @@ import time
 import pytest
 
 from faasgd.functions import warm
-from faasgd.local.servers import free_port
+from faasgd.local.stores import free_port
 from support.handlers import FakeEvent, load_handler
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ import pytest
 
 from faasgd.errors import ConfigError
 from faasgd.local.gateway import GatewayOptions, LocalGateway
-from faasgd.local.servers import free_port
+from faasgd.local.stores import free_port
 
 pytestmark = pytest.mark.timeout(30)
 

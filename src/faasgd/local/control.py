@@ -1,14 +1,15 @@
 """`faasgd up` and `faasgd down`: start the local runtime in the background, stop exactly it.
 
-Everything lives in one folder (default `.faasgd/`, git-ignored): state.json (every pid and URL),
-logs/ (runtime and one file per replica), build/ (the functions' build folders), secrets/.
+Everything lives in one folder (default `.faasgd/`, git-ignored): state.json (every URL, and each
+process as pid + create time), logs/ (runtime and one file per replica), build/ (the functions'
+build folders), secrets/. `down` signals only processes whose pid and create time both match the
+state file (faasgd.local.processes), never whatever reuses a stale pid.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,8 +17,10 @@ import time
 from pathlib import Path
 
 from faasgd.errors import FaasgdError
-from faasgd.openfaas import GatewayClient as Gateway
-from faasgd.local.runtime import STATE_FILE
+from faasgd.local import processes
+from faasgd.local.daemon import STATE_FILE
+from faasgd.local.processes import ProcessRef
+from faasgd.openfaas import GatewayClient
 
 DEFAULT_DIR = ".faasgd"
 UP_TIMEOUT_S = 90.0
@@ -26,19 +29,15 @@ DOWN_TIMEOUT_S = 20.0
 
 def read_state(directory: str | os.PathLike = DEFAULT_DIR) -> dict | None:
     """The running runtime's state, or None when there is none (or it died)."""
-    path = Path(directory) / STATE_FILE
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return state if _alive(state.get("pid")) else None
+    state = _load(Path(directory))
+    return state if _daemon_alive(state) else None
 
 
 def healthy(state: dict | None) -> bool:
     """The gateway answers /healthz and every function has its replicas available."""
     if not state or not state.get("ready"):
         return False
-    gateway = Gateway(state["gateway_url"], timeout_s=2)
+    gateway = GatewayClient(state["gateway_url"], timeout_s=2)
     try:
         if gateway.request("GET", "/healthz").status != 200:
             return False
@@ -64,7 +63,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     if _port_taken(port):
         raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port")
     (directory / "logs").mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "faasgd.local.runtime", "--stack", str(Path(stack).resolve()),
+    argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
             "--upstream-timeout", str(upstream_timeout_s)]
     if queue_workers:
@@ -75,76 +74,57 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
                                   start_new_session=True)
     deadline = time.monotonic() + UP_TIMEOUT_S
     while time.monotonic() < deadline:
-        if daemon.poll() is not None:
+        if not processes.alive(daemon):
             raise FaasgdError(f"the runtime exited with code {daemon.returncode}: {_tail(log)}")
         state = read_state(directory)
         if healthy(state):
             return state, True
         time.sleep(0.2)
-    stop_pid(daemon.pid)
+    processes.stop(daemon)
     raise FaasgdError(f"the runtime was not healthy after {UP_TIMEOUT_S:.0f}s: {_tail(log)}")
 
 
 def down(directory: str = DEFAULT_DIR) -> list[int]:
-    """Stop the runtime and everything it started (by pid); returns the pids stopped."""
+    """Stop the runtime and everything it started; returns the pids stopped."""
     directory = Path(directory).resolve()
-    path = directory / STATE_FILE
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
+    state = _load(directory)
+    if state is None:
         return []
     stopped = []
-    if _alive(state.get("pid")):
-        stop_pid(state["pid"], DOWN_TIMEOUT_S)
-        stopped.append(state["pid"])
-    stopped += _leftovers(directory, state)
-    path.unlink(missing_ok=True)
-    return stopped
-
-
-def stop_pid(pid: int, timeout_s: float = 5.0) -> None:
-    """SIGTERM, wait, then SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 2.0)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _alive(pid):
-                return
-            time.sleep(0.05)
+    daemon = ProcessRef.from_json(state)
+    if daemon is not None and processes.stop(daemon, DOWN_TIMEOUT_S):  # it stops its children itself
+        stopped.append(daemon.pid)
+    return stopped + _leftovers(directory, state)
 
 
 def _leftovers(directory: Path, state: dict | None = None) -> list[int]:
-    """Kill replicas and stores a dead runtime left behind (pids from its state file)."""
-    if state is None:
-        try:
-            state = json.loads((directory / STATE_FILE).read_text())
-        except (OSError, ValueError):
-            return []
-    pids = [r["pid"] for r in state.get("replicas", [])] + [s["pid"] for s in state.get("stores", {}).values()]
-    killed = [pid for pid in pids if _alive(pid)]
-    for pid in killed:
-        stop_pid(pid)
+    """Stop the replicas and stores a dead runtime left behind, then remove its state file."""
+    state = _load(directory) if state is None else state
+    stopped = [ref.pid for ref in _children(state or {}) if processes.stop(ref)]
     (directory / STATE_FILE).unlink(missing_ok=True)
-    return killed
+    return stopped
 
 
-def _alive(pid) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
+def _load(directory: Path) -> dict | None:
+    """The state file's content, or None when there is none (or it is not a JSON object)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped) is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return True
+        state = json.loads((directory / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def _children(state: dict) -> list[ProcessRef]:
+    """The replicas and stores a state file names (an entry without an identity is never ours)."""
+    replicas, stores = state.get("replicas"), state.get("stores")
+    entries = (replicas if isinstance(replicas, list) else []) + \
+        (list(stores.values()) if isinstance(stores, dict) else [])
+    return [ref for ref in map(ProcessRef.from_json, entries) if ref is not None]
+
+
+def _daemon_alive(state: dict | None) -> bool:
+    daemon = ProcessRef.from_json(state)
+    return daemon is not None and processes.alive(daemon)
 
 
 def _wait_healthy(directory: Path, seconds: float) -> bool:

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Callable
 
 from faasgd.errors import FaasgdError
-from faasgd.local.servers import free_port, stop_process
+from faasgd.local import processes
+from faasgd.local.processes import ProcessRef
+from faasgd.local.stores import free_port
 from faasgd.local.stack import CE_MAX_REPLICAS, FunctionSpec
 
 RECONCILE_S = 0.3  # how often dead replicas are replaced and health re-checked
@@ -27,10 +29,13 @@ STOP_TIMEOUT_S = 5.0
 
 @dataclass
 class Replica:
+    """One process serving a function, as a pod would: its own port, HOSTNAME and log file."""
+
     function: str
     name: str  # e.g. emnist-train-2, also its HOSTNAME
     port: int
-    popen: subprocess.Popen
+    popen: subprocess.Popen  # the child; stopping it through the Popen also reaps it
+    ref: ProcessRef  # its identity, for the state file
     log_path: Path
     healthy: bool = False
     started_at: float = field(default_factory=time.time)
@@ -44,7 +49,7 @@ class Replica:
         return self.popen.pid
 
     def alive(self) -> bool:
-        return self.popen.poll() is None
+        return processes.alive(self.popen)
 
     def check_health(self) -> bool:
         """Healthy once it accepts connections (of-watchdog's readiness, locally)."""
@@ -59,11 +64,15 @@ class Replica:
         return self.healthy
 
     def stop(self) -> None:
-        stop_process(self.popen, STOP_TIMEOUT_S)
+        processes.stop(self.popen, STOP_TIMEOUT_S)
 
 
 class Supervisor:
-    """Keeps each function at its desired replica count; implements the gateway's Registry."""
+    """Keeps each function at its desired replica count; implements the gateway's Registry.
+
+    A replica's environment is the daemon's, then its spec's environment, then `env` (what the
+    runtime adds for every replica, such as where secret files are), then its port and HOSTNAME.
+    """
 
     def __init__(self, specs: dict[str, FunctionSpec], build_dirs: dict[str, Path], env: dict[str, str],
                  log_dir: Path, on_change: Callable[[], None] | None = None):
@@ -139,7 +148,7 @@ class Supervisor:
             log.flush()
             popen = subprocess.Popen([sys.executable, "index.py"], cwd=self.build_dirs[name], env=env,
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        return Replica(name, replica_name, port, popen, log_path)
+        return Replica(name, replica_name, port, popen, ProcessRef.of(popen.pid), log_path)
 
     def _available(self, name: str) -> int:
         return sum(1 for r in self.replicas[name] if r.healthy)
@@ -181,5 +190,5 @@ class Supervisor:
     def processes(self) -> list[dict]:
         """Every replica process, for the state file (faasgd down stops them by pid)."""
         with self._lock:
-            return [{"function": r.function, "name": r.name, "pid": r.pid, "port": r.port,
+            return [{"function": r.function, "name": r.name, **r.ref.to_json(), "port": r.port,
                      "log": str(r.log_path)} for rs in self.replicas.values() for r in rs]

@@ -1,4 +1,4 @@
-"""Start real redis-server and memcached processes on loopback, for tests, `make run` and the local runtime.
+"""The local runtime's store servers: real redis-server and memcached on loopback (tests and benches use them too).
 
 Each server binds 127.0.0.1 only, keeps nothing on disk, and is considered started only once it
 answers (PING / version) before a deadline. `ServerProcess.stop()` is idempotent.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -16,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 
 from faasgd.errors import StoreUnavailable
+from faasgd.local import processes
+from faasgd.local.processes import ProcessRef
 
 LOOPBACK = "127.0.0.1"
 POLL_S = 0.05  # sleep between readiness polls
@@ -36,31 +37,24 @@ class ServerProcess:
     name: str  # "redis" or "memcached"
     url: str  # redis://127.0.0.1:P/0 or memcached://127.0.0.1:P (never contains the password)
     port: int
-    pid: int
-    popen: subprocess.Popen | None  # None when only the pid is known
+    popen: subprocess.Popen  # the child; stopping it through the Popen also reaps it
+    ref: ProcessRef  # its identity, for the local runtime's state file
     password: str | None = None  # redis --requirepass, if any
     log_path: str | None = None  # the server's stdout/stderr
     workdir: str | None = None  # redis --dir
     _tmpdir: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
 
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
     def alive(self) -> bool:
         """True while the server process has not exited."""
-        if self.popen is not None:
-            return self.popen.poll() is None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return processes.alive(self.popen)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Terminate the server, wait up to `timeout`, kill it if needed; calling it again does nothing."""
-        if self.popen is not None:
-            stop_process(self.popen, timeout)
-        elif self.alive():
-            _stop_pid(self.pid, timeout)
+        processes.stop(self.popen, timeout)
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
             self._tmpdir = None
@@ -71,17 +65,6 @@ class ServerProcess:
             return ""
         with open(self.log_path, "r", errors="replace") as f:
             return "".join(f.readlines()[-lines:]).strip()
-
-
-def stop_process(popen: subprocess.Popen, timeout: float = 5.0) -> None:
-    """Terminate a child, wait up to `timeout`, kill it if it is still there; nothing if it already ended."""
-    if popen.poll() is None:
-        popen.terminate()
-        try:
-            popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            popen.kill()
-            popen.wait(timeout)
 
 
 def start_redis(
@@ -143,7 +126,7 @@ def _spawn(name, url, port, argv, tmp, password) -> ServerProcess:
     log_path = os.path.join(tmp.name, f"{name}.log")
     with open(log_path, "wb") as log:
         popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    return ServerProcess(name=name, url=url, port=port, pid=popen.pid, popen=popen,
+    return ServerProcess(name=name, url=url, port=port, popen=popen, ref=ProcessRef.of(popen.pid),
                          password=password, log_path=log_path, _tmpdir=tmp)
 
 
@@ -167,8 +150,8 @@ def _wait_ready(server: ServerProcess, answers, ready_timeout: float) -> None:
     deadline = time.monotonic() + ready_timeout
     while True:
         if not server.alive():
-            code = server.popen.returncode if server.popen else "?"
-            raise StoreUnavailable(server.url, f"{server.name} exited with code {code}: {server.log_tail()}")
+            raise StoreUnavailable(server.url, f"{server.name} exited with code {server.popen.returncode}: "
+                                               f"{server.log_tail()}")
         if answers(server.port):
             return
         if time.monotonic() >= deadline:
@@ -193,22 +176,3 @@ def _redis_answers(port: int) -> bool:
 
 def _memcached_answers(port: int) -> bool:
     return _ask(port, b"version\r\n").startswith(b"VERSION ")
-
-
-def _stop_pid(pid: int, timeout: float) -> None:
-    """Stop a server known only by pid: SIGTERM, poll until gone or deadline, then SIGKILL."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(POLL_S)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -1,0 +1,81 @@
+"""Cluster DNS, emulated: the in-cluster Service addresses a stack names, answered on this machine.
+
+On Kubernetes a function reaches the gateway and the stores by Service name, e.g.
+`http://gateway.openfaas:8080` (the OpenFaaS gateway) or `redis://redis.openfaas-fn:6379/0`
+(k8s/redis.yaml). Nothing resolves those names on one machine, so the local runtime rewrites every
+`host:port` of a known Service found in a replica's environment values to the loopback address of
+the process that plays that Service here. It knows OpenFaaS and Kubernetes names only: which
+environment key holds an address, and what the function does with it, is the function's business.
+
+A name matches in every form cluster DNS answers from a function pod (namespace `openfaas-fn`,
+search path `openfaas-fn.svc.cluster.local svc.cluster.local cluster.local`): `name.namespace`,
+`name.namespace.svc`, `name.namespace.svc.cluster.local`, and the bare `name` for a Service in the
+functions' own namespace. Only `host:port` is rewritten: a host without its port is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+FUNCTION_NAMESPACE = "openfaas-fn"  # where OpenFaaS CE runs functions, and k8s/ puts the stores
+CLUSTER_DOMAIN = "cluster.local"
+_HOST_CHAR = r"[A-Za-z0-9.-]"
+
+
+@dataclass(frozen=True)
+class Service:
+    """A Kubernetes Service the stack refers to, and which local process plays it."""
+
+    name: str
+    namespace: str
+    port: int
+    played_by: str  # the local process answering it: "gateway", "redis" or "memcached"
+
+    def hostnames(self) -> list[str]:
+        """Every name cluster DNS resolves to this Service from a function pod."""
+        qualified = f"{self.name}.{self.namespace}"
+        names = [qualified, f"{qualified}.svc", f"{qualified}.svc.{CLUSTER_DOMAIN}"]
+        return names + ([self.name] if self.namespace == FUNCTION_NAMESPACE else [])
+
+
+SERVICES = (
+    Service("gateway", "openfaas", 8080, "gateway"),  # the OpenFaaS chart's gateway Service
+    Service("redis", FUNCTION_NAMESPACE, 6379, "redis"),  # k8s/redis.yaml
+    Service("memcached", FUNCTION_NAMESPACE, 11211, "memcached"),  # k8s/memcached.yaml
+    # k8s/memcached-local.yaml: one memcached per node (internalTrafficPolicy: Local); here, one node
+    Service("memcached-local", FUNCTION_NAMESPACE, 11211, "memcached"),
+)
+
+
+def addresses(local: Mapping[str, str], services: Iterable[Service] = SERVICES) -> dict[str, str]:
+    """Cluster `host:port` -> local `127.0.0.1:port`, for every name of every service.
+
+    `local` maps each player ("gateway", "redis", "memcached") to the address it listens on here;
+    a service whose player is missing raises KeyError naming it.
+    """
+    table = {}
+    for service in services:
+        if service.played_by not in local:
+            raise KeyError(f"no local {service.played_by} plays {service.name}.{service.namespace}")
+        for host in service.hostnames():
+            table[f"{host}:{service.port}"] = local[service.played_by]
+    return table
+
+
+def rewrite(environment: Mapping[str, str], table: Mapping[str, str]) -> dict[str, str]:
+    """The environment with every cluster address of `table` in its values replaced by the local one."""
+    if not table:
+        return dict(environment)
+    pattern = _pattern(table)
+    lowered = {address.lower(): local for address, local in table.items()}  # DNS names ignore case
+    return {key: pattern.sub(lambda match: lowered[match.group(0).lower()], value)
+            for key, value in environment.items()}
+
+
+def _pattern(table: Mapping[str, str]) -> re.Pattern:
+    """One regex for every address: a whole host (not the tail of a longer name) and a whole port."""
+    alternatives = "|".join(re.escape(address) for address in sorted(table, key=len, reverse=True))
+    return re.compile(rf"(?<!{_HOST_CHAR})(?:{alternatives})(?![0-9])", re.IGNORECASE)
+

@@ -1,0 +1,86 @@
+"""state.json between the daemon and `faasgd up`/`down`: identities round trip, and `down` signals only its own.
+
+In-process against a fake process table (tests/support/fake_processes.py): no process is started or signalled.
+"""
+
+import argparse
+import json
+import os
+import signal
+
+import pytest
+
+from faasgd.local import control, daemon
+from faasgd.local.processes import ProcessRef
+from faasgd.local.stores import ServerProcess
+from support.fake_processes import FakeProcesses
+
+T0 = 1_700_000_000.0
+
+
+@pytest.fixture
+def table(monkeypatch):
+    return FakeProcesses().install(monkeypatch)
+
+
+def fake_store(name, port, ref):
+    url = f"redis://127.0.0.1:{port}/0" if name == "redis" else f"memcached://127.0.0.1:{port}"
+    return ServerProcess(name=name, url=url, port=port, popen=None, ref=ref)
+
+
+def write(directory, state):
+    (directory / daemon.STATE_FILE).write_text(json.dumps(state))
+
+
+def test_the_daemons_state_reads_back_with_every_identity(table, tmp_path):
+    table.add(os.getpid(), T0)  # the daemon is the process calling initial_state
+    stores = {"redis": fake_store("redis", 7001, ProcessRef(501, T0 + 1)),
+              "memcached": fake_store("memcached", 7002, ProcessRef(502, T0 + 2))}
+    args = argparse.Namespace(port=7000, stack=str(tmp_path / "stack.yml"))
+    table_of_services = daemon.service_table(7000, stores)
+    daemon.write_state(tmp_path, {**daemon.initial_state(args, tmp_path, stores, table_of_services), "ready": True})
+
+    state = control.read_state(tmp_path)
+    assert state["gateway_url"] == "http://127.0.0.1:7000" and state["ready"] is True
+    assert state["stores"] == {"redis": {"url": "redis://127.0.0.1:7001/0", "pid": 501, "create_time": T0 + 1},
+                               "memcached": {"url": "memcached://127.0.0.1:7002", "pid": 502, "create_time": T0 + 2}}
+    assert ProcessRef.from_json(state) == ProcessRef(os.getpid(), T0)
+    assert state["services"]["redis.openfaas-fn:6379"] == "127.0.0.1:7001"
+    assert state["services"]["gateway.openfaas:8080"] == "127.0.0.1:7000"
+
+
+def test_a_state_whose_daemon_pid_was_reused_is_no_runtime(table, tmp_path):
+    table.add(100, T0 + 50)
+    write(tmp_path, {"pid": 100, "create_time": T0, "gateway_url": "http://127.0.0.1:1"})
+    assert control.read_state(tmp_path) is None
+    write(tmp_path, {"pid": 100, "create_time": T0 + 50, "gateway_url": "http://127.0.0.1:1"})
+    assert control.read_state(tmp_path)["pid"] == 100
+    (tmp_path / daemon.STATE_FILE).write_text("[1, 2]")
+    assert control.read_state(tmp_path) is None
+
+
+def test_down_signals_only_the_processes_it_started(table, tmp_path):
+    runtime = table.add(100, T0)
+    replica = table.add(103, T0 + 3)  # left behind: its daemon did not stop it
+    reused = [table.add(101, T0 + 999), table.add(104, T0 - 999)]  # their pids now name other processes
+    legacy = table.add(102, T0 + 2)  # listed without a create time: never ours
+    write(tmp_path, {"pid": 100, "create_time": T0, "gateway_url": "http://127.0.0.1:1",
+                     "stores": {"redis": {"url": "redis://127.0.0.1:2/0", "pid": 101, "create_time": T0 + 1},
+                                "memcached": {"url": "memcached://127.0.0.1:3", "pid": 102}},
+                     "replicas": [{"name": "emnist-train-1", "pid": 103, "create_time": T0 + 3},
+                                  {"name": "emnist-train-2", "pid": 104, "create_time": T0 + 4}]})
+
+    assert control.down(tmp_path) == [100, 103]
+    assert runtime.signals == [signal.SIGTERM] and replica.signals == [signal.SIGTERM]
+    assert [p.signals for p in reused] == [[], []] and legacy.signals == []
+    assert not (tmp_path / daemon.STATE_FILE).exists()
+    assert control.down(tmp_path) == []
+
+
+def test_down_of_a_dead_runtime_stops_its_leftovers_and_forgets_it(table, tmp_path):
+    store = table.add(201, T0 + 1)
+    write(tmp_path, {"pid": 200, "create_time": T0, "stores": {"redis": {"pid": 201, "create_time": T0 + 1}},
+                     "replicas": []})
+    assert control.read_state(tmp_path) is None
+    assert control.down(tmp_path) == [201] and store.signals == [signal.SIGTERM]
+    assert not (tmp_path / daemon.STATE_FILE).exists()

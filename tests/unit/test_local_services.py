@@ -1,0 +1,86 @@
+"""Cluster DNS, emulated: in-cluster Service addresses in a replica's environment become loopback ones."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from faasgd.local import services
+from faasgd.local.stack import load_stack
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCAL = {"gateway": "127.0.0.1:7000", "redis": "127.0.0.1:7001", "memcached": "127.0.0.1:7002"}
+TABLE = services.addresses(LOCAL)
+CLUSTER_HOST = re.compile(r"[a-z0-9-]+\.openfaas(?:-fn)?(?:\.svc)?(?:\.cluster\.local)?:[0-9]+")
+
+
+def rewrite_one(value):
+    return services.rewrite({"x": value}, TABLE)["x"]
+
+
+def kubernetes_services():
+    for path in sorted((ROOT / "k8s").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc["kind"] == "Service":
+                for port in doc["spec"]["ports"]:
+                    yield doc["metadata"]["name"], doc["metadata"]["namespace"], port["port"]
+
+
+@pytest.mark.parametrize("stack", ["stack.yml", "bench/stack.yml"])
+def test_every_cluster_address_in_a_stack_is_rewritten(stack):
+    for spec in load_stack(ROOT / stack, env={}).values():
+        rewritten = services.rewrite(spec.environment, TABLE)
+        assert rewritten.keys() == spec.environment.keys()
+        leftover = {k: v for k, v in rewritten.items() if CLUSTER_HOST.search(v)}
+        assert not leftover, f"{stack}: {spec.name} names cluster addresses no local process plays: {leftover}"
+
+
+def test_the_repository_stack_points_at_the_local_gateway_and_stores():
+    env = services.rewrite(load_stack(ROOT / "stack.yml", env={})["emnist-train"].environment, TABLE)
+    assert env["store_url"] == "redis://127.0.0.1:7001/0"
+    assert env["local_store_url"] == "memcached://127.0.0.1:7002"
+    assert env["gateway_url"] == "http://127.0.0.1:7000"
+    assert env["batch_size"] == "128" and env["exec_timeout"] == "3600s"  # the rest is untouched
+
+
+def test_the_table_plays_every_service_of_k8s():
+    table = {(s.name, s.namespace, s.port) for s in services.SERVICES}
+    found = set(kubernetes_services())
+    assert found and found <= table
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("redis://redis.openfaas-fn.svc.cluster.local:6379/0", "redis://127.0.0.1:7001/0"),
+    ("redis://redis.openfaas-fn.svc:6379/0", "redis://127.0.0.1:7001/0"),
+    ("redis://redis:6379/0", "redis://127.0.0.1:7001/0"),  # a bare name resolves in the functions' namespace
+    ("redis://:p%40ss@Redis.OpenFaaS-fn:6379/2", "redis://:p%40ss@127.0.0.1:7001/2"),  # DNS ignores case
+    ("memcached-local.openfaas-fn:11211,memcached.openfaas-fn:11211", "127.0.0.1:7002,127.0.0.1:7002"),
+    ("http://gateway.openfaas:8080/function/x?y=gateway.openfaas:8080",
+     "http://127.0.0.1:7000/function/x?y=127.0.0.1:7000"),
+])
+def test_every_dns_form_of_a_service_is_rewritten(value, expected):
+    assert rewrite_one(value) == expected
+
+
+@pytest.mark.parametrize("value", [
+    "redis://myredis.openfaas-fn:6379/0",  # another name that ends like one of ours
+    "redis://cache.redis.openfaas-fn:6379/0",
+    "redis://redis.openfaas-fn:63790/0",  # another port that starts like ours
+    "redis://redis.openfaas-fn:6380/0",
+    "redis://redis.openfaas-fn/0",  # no port: left to the client's default
+    "http://gateway:8080",  # the gateway lives in openfaas, not in the functions' namespace
+    "redis://redis.elsewhere:6379/0",
+    "loop",
+])
+def test_other_addresses_are_left_alone(value):
+    assert rewrite_one(value) == value
+
+
+def test_keys_are_never_rewritten():
+    assert services.rewrite({"redis:6379": "x"}, TABLE) == {"redis:6379": "x"}
+
+
+def test_a_service_nothing_plays_locally_is_an_error():
+    with pytest.raises(KeyError, match="memcached"):
+        services.addresses({"gateway": "127.0.0.1:1", "redis": "127.0.0.1:2"})
