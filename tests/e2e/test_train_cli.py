@@ -175,10 +175,10 @@ def test_store_gone_for_good_fails_the_job_after_the_deadline(tmp_path):
 
 def test_node_local_topology_trains_through_the_cache_and_reports_its_staleness(redis_server, memcached_server):
     common = ["train", "--direct", "--store", redis_server.url, "--workers", "2", "--max-epochs", "12", "--target-accuracy", "1.0",
-              "--n-fetch", "2", "--n-push", "2", "--json", *QUICK]
+              "--n-fetch", "1", "--n-push", "2", "--json", *QUICK]  # fetches between pushes read the cache
     direct = last_json(faasgd(*common).stdout)
     cached = faasgd(*common, "--store-topology", "node-local", "--local-store-url", memcached_server.url,
-                    "--local-refresh-s", "0.2")
+                    "--local-refresh-s", "0.05")
     assert cached.returncode == 0, cached.stderr
     result = last_json(cached.stdout)
     assert result["state"] == "done" and result["samples"] == direct["samples"] == 12 * 6000

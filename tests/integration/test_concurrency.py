@@ -30,9 +30,11 @@ def push_many(url: str, job_id: str, worker: int, barrier, results) -> None:
     store = open_store(url, timeout_s=10.0)
     delta = delta_of(worker)
     barrier.wait(timeout=60)
+    conflicts = retries = 0
     for _ in range(PUSHES):
-        store.push_update(job_id, delta)
-    results.put((worker, store.conflicts, store.retries))
+        push = store.push_update(job_id, delta)
+        conflicts, retries = conflicts + push.conflicts, retries + push.retries
+    results.put((worker, conflicts, retries))
     store.close()
 
 
@@ -65,6 +67,8 @@ def test_no_lost_updates(kind, request):
     np.testing.assert_array_equal(weights, expected)
     assert version == WORKERS * PUSHES
     conflicts, retries = sum(s[1] for s in stats), sum(s[2] for s in stats)
+    assert conflicts == store.read_counter(job_id, "conflicts")  # what the pushes saw is what the store counted
+    assert conflicts > 0 and retries > 0  # the workers really raced
     request.node.user_properties += [("conflicts", conflicts), ("retries", retries), ("seconds", elapsed)]
     print(f"\n[concurrency] {kind}: {WORKERS}x{PUSHES} pushes of {LENGTH} floats in {elapsed:.1f}s, "
           f"conflicts={conflicts} retries={retries} per worker={sorted(stats)}")
