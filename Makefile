@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: run test test-unit bench deps debian clean
+.PHONY: run test test-unit lint bench deps debian clean
 
 deps: debian $(VENV)/.installed
 
@@ -14,14 +14,17 @@ debian:
 $(VENV)/.installed: pyproject.toml | debian
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]'  # dev = every wing's extra + the test tools
 	@touch $@
 
 run: deps
 	$(VENV)/bin/faasgd train --workers 2 --dataset fashion-mnist --target-accuracy 0.85
 
-test: deps
+test: deps lint
 	$(PY) -m pytest -q tests
+
+lint: deps  # the wings' import rules (pyproject.toml [tool.importlinter])
+	$(VENV)/bin/lint-imports --no-cache
 
 test-unit: deps
 	$(PY) -m pytest -q tests/unit

@@ -1,0 +1,38 @@
+"""The wings' import contracts (pyproject.toml [tool.importlinter]) cover every module of the core."""
+
+import pathlib
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "src" / "faasgd"
+WINGS = {"local", "cli", "batch"}
+
+
+def contracts():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return {c["name"].split(",")[0]: c for c in config["contracts"]}
+
+
+def core_modules():
+    names = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    names |= {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    return {f"faasgd.{name}" for name in names - WINGS}
+
+
+def test_every_core_module_is_bound_by_the_core_contract():
+    core = contracts()["Wing 1"]
+    assert set(core["source_modules"]) == core_modules()
+    assert {"faasgd.local", "faasgd.cli", "faasgd.batch", "flask", "waitress", "matplotlib", "yaml"} \
+        <= set(core["forbidden_modules"])
+
+
+def test_the_local_runtime_may_share_only_the_gateway_client_and_the_errors():
+    local = contracts()["Wing 2"]
+    allowed = {"faasgd.openfaas", "faasgd.errors"}
+    assert set(local["forbidden_modules"]) >= (core_modules() - allowed) | {"faasgd.cli", "faasgd.batch"}
+    assert not allowed & set(local["forbidden_modules"])
+
+
+def test_the_tools_do_not_import_each_other():
+    tools = contracts()["Wing 3: the command line and test.sh's engine do not import each other"]
+    assert tools["type"] == "independence" and set(tools["modules"]) == {"faasgd.cli", "faasgd.batch"}
