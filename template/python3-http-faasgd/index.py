@@ -10,10 +10,12 @@ JSON, never an HTML page:
     with the traceback on stderr only;
   * HTTP errors of Flask itself (404, 405, 413 above max_request_bytes) -> JSON too.
 Environment: port (5000; note that of-watchdog also reads `port` for its own listener, so
-never set it in a function's environment), waitress_threads (4), max_request_bytes (1 MiB).
+never set it in a function's environment), waitress_threads (4), max_request_bytes (1 MiB),
+log_level (INFO: the function's log lines on stderr).
 """
 
 import json
+import logging
 import os
 import sys
 import traceback
@@ -23,6 +25,11 @@ from waitress import serve
 from werkzeug.exceptions import HTTPException
 
 from function import handler
+
+# The function's own log lines (e.g. a worker's epochs) go to stderr: the container's log, which
+# `faas-cli logs` / `kubectl logs` (and `faasgd logs` locally) show.
+logging.basicConfig(level=os.getenv("log_level", "INFO"), stream=sys.stderr,
+                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 MAX_REQUEST_BYTES = int(os.getenv("max_request_bytes", "1048576"))

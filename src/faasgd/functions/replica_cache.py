@@ -30,6 +30,12 @@ def store_for(url: str) -> ParameterStore:
         return _stores[url]
 
 
+def keep_store(url: str, store: ParameterStore) -> None:
+    """Serve `url` with this store object from now on (a handler test puts an in-process store there)."""
+    with _lock:
+        _stores[url] = store
+
+
 def training_store(config: TrainConfig, store: ParameterStore) -> ParameterStore | NodeLocalStore:
     """The store a worker trains against: the global one, or node-local fetches in front of it."""
     if config.store_topology != "node-local":

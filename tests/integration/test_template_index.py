@@ -18,6 +18,8 @@ import urllib.request
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 TEMPLATE = pathlib.Path(__file__).resolve().parents[2] / "template" / "python3-http-faasgd"
 MAX_REQUEST_BYTES = 4096
 START_DEADLINE_S = 30
