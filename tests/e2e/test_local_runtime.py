@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from faasgd.openfaas import GatewayClient as Gateway
 from faasgd.local.stores import free_port
+from faasgd.openfaas import GatewayClient as Gateway
+from faasgd.openfaas import wait_for_job
+from faasgd.store import open_store
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,13 +60,9 @@ def start_job(runtime, **overrides):
 
 
 def wait_for(runtime, query, timeout_s=240):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = runtime["gateway"].invoke("emnist-setup", method="GET", query=query).json()
-        if status["state"] != "running":
-            return status
-        time.sleep(0.3)
-    raise AssertionError(f"job {query} still running after {timeout_s}s")
+    status = wait_for_job(lambda: runtime["gateway"].job_status(query), timeout_s, poll_s=0.3)
+    assert status["state"] != "running", f"job {query} still running after {timeout_s}s"
+    return status
 
 
 def test_up_is_idempotent_and_reports_the_running_runtime(runtime):
@@ -211,3 +209,28 @@ def test_train_with_bad_input_starts_nothing(tmp_path):
     run = faasgd("train", "--dir", str(directory), "--n-push", "0")
     assert run.returncode == 2 and run.stderr.startswith("faasgd: error: n_push: ")
     assert not directory.exists()
+
+
+def test_conflicts_are_counted_per_worker_when_workers_share_a_replica(tmp_path):
+    """3 workers on 2 replicas (3 queue workers, so two workers train in one replica process and share
+    its store client): each worker reports the races its own pushes lost, and they add up to the
+    store's own count of the job's conflicts."""
+    directory = tmp_path / ".faasgd"
+    started = faasgd("up", "--port", str(free_port()), "--dir", str(directory), "--queue-workers", "3")
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        state = json.loads((directory / "state.json").read_text())
+        runtime = {"gateway": Gateway(state["gateway_url"], 30)}
+        query = start_job(runtime, **SMALL, number_of_workers=3, n_fetch=1, n_push=1, max_epochs=4,
+                          target_accuracy=1.0)
+        status = wait_for(runtime, query)
+        assert status["state"] == "done", status["result"]
+        replicas = [tuple(w["replicas"]) for w in status["workers"]]
+        assert len(set(replicas)) == 2 and all(len(r) == 1 for r in replicas)  # two workers shared a replica
+        store = open_store(state["stores"]["redis"]["url"])
+        per_worker = [w["conflicts"] for w in status["workers"]]
+        assert sum(per_worker) == status["result"]["conflicts"] == store.read_counter(query["job_id"], "conflicts")
+        assert sum(per_worker) > 0  # they really raced
+        assert status["result"]["pushes"] == store.get_weights(query["job_id"])[1]
+    finally:
+        assert faasgd("down", "--dir", str(directory)).returncode == 0
