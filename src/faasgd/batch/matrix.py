@@ -90,7 +90,7 @@ def parse_matrix(document: dict, default_name: str = "batch") -> Matrix:
     for section, keys in (("fixed", fixed), ("matrix", axes)):
         for key in keys:
             if key not in FIELDS and key != "store":
-                raise MatrixError(f"{section}.{key}", f"unknown key (a faasgd config key or store)")
+                raise MatrixError(f"{section}.{key}", "unknown key (a faasgd config key or store)")
         for key in set(fixed) & set(axes):
             raise MatrixError(f"matrix.{key}", "is also in fixed; give it in one place")
     for key, values in axes.items():

@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreError
+from faasgd.errors import ConfigError, FaasgdError, JobNotFound, StoreConflict, StoreError
 from faasgd.retry import PUSH_CONFLICT, retry_call
 from faasgd.store import codec, keys
 
@@ -50,12 +50,14 @@ class ParameterStore(abc.ABC):
     def __init__(
         self,
         url: str,
+        client,  # the backend's client object (redis.Redis, a pymemcache client, a MemorySpace)
         *,
         chunk_floats: int = codec.DEFAULT_CHUNK_FLOATS,  # values per weight chunk, fixed per job at set_weights
         max_retries: int = 200,  # conflicting attempts of one push_update before StoreConflict
         retry_deadline_s: float = 30.0,  # wall-clock bound on one push_update's retries
     ):
         self.url = url  # masked: safe in every message
+        self.client = client
         self.chunk_floats = codec.check_chunk_floats(chunk_floats)
         self.conflict_policy = replace(PUSH_CONFLICT, deadline_s=retry_deadline_s, max_attempts=max_retries + 1)
         self._meta: dict[str, codec.WeightsMeta] = {}  # per job; never changes once written
@@ -261,10 +263,24 @@ class ParameterStore(abc.ABC):
             raise ConfigError("ttl_s", f"must be an integer 0 (no expiry) to {MAX_TTL_S}, got {ttl_s!r}")
         return ttl_s
 
+    @contextlib.contextmanager
+    def _errors(self):
+        """Turn the client's exceptions into StoreErrors naming the URL; faasgd errors pass as they are,
+        and anything `_map` does not know is a bug, raised as it is."""
+        try:
+            yield
+        except FaasgdError:
+            raise
+        except Exception as error:
+            mapped = self._map(error)
+            if mapped is None:
+                raise
+            raise mapped from error
+
     # ---- backend primitives (called inside self._errors()) ---------------------------------
     @abc.abstractmethod
-    def _errors(self) -> contextlib.AbstractContextManager:
-        """Map this backend's client exceptions to faasgd StoreErrors (FaasgdErrors pass through)."""
+    def _map(self, error: BaseException, detail: str = "") -> StoreError | None:
+        """The StoreError for one of this backend's client exceptions (its one mapping table), else None."""
 
     @abc.abstractmethod
     def _ping(self) -> None: ...

@@ -20,14 +20,13 @@ an index whose key is not written yet or was evicted).
 
 from __future__ import annotations
 
-import contextlib
 import socket
 
 import numpy as np
-from pymemcache.client.base import Client, PooledClient
+from pymemcache.client.base import PooledClient
 from pymemcache.exceptions import MemcacheError, MemcacheUnexpectedCloseError
 
-from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
+from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
 from faasgd.store import codec, keys
 from faasgd.store.base import CONFLICTS, LostRace, ParameterStore, Push
 from faasgd.store.url import StoreUrl
@@ -50,22 +49,16 @@ def connect(url: StoreUrl, timeout_s: float) -> PooledClient:
 class MemcachedStore(ParameterStore):
     """ParameterStore over Memcached; `client` may be any pymemcache-compatible object with gets/cas."""
 
-    def __init__(self, url: str, client: Client | PooledClient, **options):
-        super().__init__(url, **options)
-        self.client = client
-
-    @contextlib.contextmanager
-    def _errors(self):
-        try:
-            yield
-        except FaasgdError:
-            raise
-        except (socket.timeout, TimeoutError) as e:  # before OSError: timeouts are OSErrors too
-            raise StoreTimeout(self.url, f"{type(e).__name__}: {e}") from e
-        except (MemcacheUnexpectedCloseError, OSError) as e:
-            raise StoreUnavailable(self.url, f"{type(e).__name__}: {e}") from e
-        except MemcacheError as e:
-            raise StoreError(self.url, f"{type(e).__name__}: {e}") from e
+    def _map(self, error: BaseException, detail: str = "") -> StoreError | None:
+        """The StoreError for a pymemcache or socket exception (this backend's one mapping table)."""
+        text = f"{type(error).__name__}: {error}" + (f"; {detail}" if detail else "")
+        if isinstance(error, (socket.timeout, TimeoutError)):  # before OSError: timeouts are OSErrors too
+            return StoreTimeout(self.url, text)
+        if isinstance(error, (MemcacheUnexpectedCloseError, OSError)):
+            return StoreUnavailable(self.url, text)
+        if isinstance(error, MemcacheError):
+            return StoreError(self.url, text)
+        return None
 
     def _ping(self) -> None:
         self.client.version()

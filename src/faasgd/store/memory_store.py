@@ -8,7 +8,6 @@ redo it under the retry policy's bounds. The same `name` gives the same data wit
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import threading
 import time
@@ -89,11 +88,10 @@ class MemoryStore(ParameterStore):
     """ParameterStore over a MemorySpace (thread-safe; unit tests only)."""
 
     def __init__(self, url: str, name: str, client: MemorySpace | None = None, **options):
-        super().__init__(url, **options)
-        self.client = client if client is not None else space(name)
+        super().__init__(url, client if client is not None else space(name), **options)
 
-    def _errors(self):
-        return contextlib.nullcontext()  # nothing here can fail like a network
+    def _map(self, error: BaseException, detail: str = "") -> None:
+        return None  # nothing here fails like a network: any exception is a bug
 
     def _ping(self) -> None:
         pass

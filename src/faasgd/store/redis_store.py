@@ -19,7 +19,6 @@ Records are plain string keys with JSON (SET, SET NX EX, MGET, INCRBY); events a
 
 from __future__ import annotations
 
-import contextlib
 import socket
 
 import numpy as np
@@ -27,7 +26,7 @@ import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
-from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
+from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
 from faasgd.store import codec, keys
 from faasgd.store.base import CONFLICTS, LostRace, ParameterStore, Push
 from faasgd.store.url import StoreUrl
@@ -51,24 +50,8 @@ def connect(url: StoreUrl, password: str | None, timeout_s: float) -> redis.Redi
 class RedisStore(ParameterStore):
     """ParameterStore over Redis; `client` may be any redis.Redis-compatible object returning bytes."""
 
-    def __init__(self, url: str, client: redis.Redis, **options):
-        super().__init__(url, **options)
-        self.client = client
-
-    @contextlib.contextmanager
-    def _errors(self):
-        try:
-            yield
-        except FaasgdError:
-            raise
-        except Exception as e:
-            mapped = self._map(e)
-            if mapped is e:
-                raise  # not a backend exception: a bug to see as it is
-            raise mapped from e
-
-    def _map(self, error: BaseException, detail: str = "") -> FaasgdError | BaseException:
-        """The faasgd error for a redis-py/socket exception (the one mapping table of this backend)."""
+    def _map(self, error: BaseException, detail: str = "") -> StoreError | None:
+        """The StoreError for a redis-py or socket exception (this backend's one mapping table)."""
         text = f"{type(error).__name__}: {error}" + (f"; {detail}" if detail else "")
         if isinstance(error, redis.AuthenticationError):
             return StoreUnavailable(self.url, f"authentication failed ({error})")
@@ -78,7 +61,7 @@ class RedisStore(ParameterStore):
             return StoreUnavailable(self.url, text)
         if isinstance(error, redis.RedisError):
             return StoreError(self.url, text)
-        return error
+        return None
 
     def _ping(self) -> None:
         self.client.ping()
