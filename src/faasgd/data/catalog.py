@@ -1,6 +1,5 @@
 """The data sets faasgd knows, their shapes, and where each one's rows come from."""
 
-
 from faasgd.data import emnist_source, fashion, synthetic
 from faasgd.errors import ConfigError
 
