@@ -131,7 +131,7 @@ async def test_sync_body_over_the_limit_is_413():
         assert (await gw.client.post("/function/echo", content=b"x" * 10)).status_code == 200
         response = await gw.client.post("/function/echo", content=b"x" * 11)
     assert response.status_code == 413 and "at most 10 bytes" in error_of(response)
-    assert response.headers["connection"] == "close" and len(replica.calls) == 1
+    assert len(replica.calls) == 1
 
 
 # -- /system, /metrics, /healthz ---------------------------------------------------------------------

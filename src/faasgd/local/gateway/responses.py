@@ -99,5 +99,6 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> R
 
 
 def too_large(limit: int, what: str) -> Response:
-    """413; the connection closes, since the rest of the body was not read."""
-    return error(413, f"request body: at most {limit} bytes for {what}, got more", {"Connection": "close"})
+    """413, answered once `limit` bytes are exceeded. The connection stays open: uvicorn reads and
+    drops the rest of the body, so a client still sending gets the answer instead of a reset."""
+    return error(413, f"request body: at most {limit} bytes for {what}, got more")
