@@ -127,7 +127,7 @@ class MemoryQueue:
         self._forget_old()
 
     def stats(self) -> dict:
-        """Counters, plus held_bytes: the bodies of the calls not yet done."""
+        """Counters, plus held_bytes: the bodies still held (calls not yet done keep theirs)."""
         calls = list(self._calls.values())  # one atomic copy: other threads may read stats while the loop runs
         return {"queued": sum(c.pending for c in calls if not c.done), "in_flight": len(self._running),
                 **self._counts, "workers": len(self._workers), "held_bytes": sum(len(c.body) for c in calls)}
@@ -210,6 +210,8 @@ class MemoryQueue:
 
     async def _redeliver_after_ack_wait(self, key: int) -> None:
         await self._clock.sleep(self.options.ack_wait_s)
+        if key not in self._running:
+            return
         call, record = self._running[key]
         record["ack_expired"] = True
         if not call.done and self._attempts_left(call):
