@@ -1,0 +1,250 @@
+"""The local runtime's gateway as a Starlette app: OpenFaaS's routes, status codes and headers.
+
+Routes follow openfaas/faas `gateway/main.go`: /function/NAME[/path] (GET, HEAD, POST, PUT, PATCH,
+DELETE, OPTIONS), POST /async-function/NAME[/path], GET /system/functions, GET
+/system/function/NAME, POST /system/scale-function/NAME, GET /system/info, GET /healthz, GET
+/metrics. Replicas come from a Registry (the runtime's Supervisor). Where this departs from
+OpenFaaS CE, and why (forwarding: see proxy.py; the queue-worker: see queue.py):
+* Errors are JSON {"error": ...} throughout. A method a route does not serve answers 405 JSON with
+  Allow, as gorilla/mux does; on /function that includes TRACE, CONNECT and unknown methods, which
+  CE would forward (a function has no use for them, and TRACE echoes credentials). Unknown paths
+  answer 404 JSON. Requests the HTTP server itself cannot parse get its own plain-text 400.
+* Unknown functions: 404 JSON on every route, /async-function included (CE accepts those with a
+  202 and the call is lost, faas#1298). 404s are not counted in /metrics (unbounded label values).
+* Async bodies over `max_async_body_bytes` (1 MiB, the NATS message limit) answer 413; current CE
+  refuses more than 256 000 bytes with a 500 (nats-queue-worker `handler/nats_queue.go`). Sync
+  bodies over `max_sync_body_bytes` answer 413 too (CE sets no limit).
+* Scaling is validated by the registry (a bad count is a 400 naming the field) where CE clamps to
+  [1, 5].
+* X-Call-Id is echoed on every /function and /async-function response (CE only when it made one);
+  X-Duration-Seconds (which of-watchdog adds in CE) is added by the gateway, measured to the
+  response headers since the body streams after them.
+* Header names are written as Go writes them (X-Call-Id), to clients and to replicas alike.
+* Metric labels and the queue's X-Function-Name carry the bare function name; "NAME.openfaas-fn"
+  is accepted in paths and stripped (there is one namespace).
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+import uuid
+from contextlib import asynccontextmanager
+from urllib.parse import unquote
+
+import httpx
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from faasgd.local.gateway.directory import Directory
+from faasgd.local.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from faasgd.local.gateway.metrics import Metrics
+from faasgd.local.gateway.options import Clock, GatewayOptions, RealClock, Registry
+from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, Reply, canonical, connection_tokens
+from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, CallQueue, MemoryQueue, QueueOptions
+from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, ProxiedResponse, WireHeaders, client_gone,
+                                            error, http_error, server_error, too_large)
+from faasgd.local.gateway.scaling import scale_request
+
+INVOKE_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+MAX_SCALE_BODY_BYTES = 64 << 10
+_NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
+
+
+def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
+               transport: httpx.AsyncBaseTransport | None = None, clock: Clock | None = None) -> Starlette:
+    """The gateway over `registry`; replicas and callbacks are reached through `transport` (default: TCP).
+
+    `app.state.queue` is its CallQueue, `app.state.metrics` its Metrics. The queue-workers run
+    between the app's lifespan startup and shutdown.
+    """
+    clock = clock or RealClock()
+    # trust_env=False: an HTTP(S)_PROXY in the environment must not capture calls to loopback replicas.
+    client = httpx.AsyncClient(transport=transport or httpx.AsyncHTTPTransport(limits=LIMITS), trust_env=False)
+    metrics = Metrics()
+    gateway = Gateway(options, Directory(registry), Proxy(client, metrics, clock, options.upstream_timeout_s), metrics)
+    queue = MemoryQueue(gateway.deliver, gateway.queue_workers_wanted, client,
+                        QueueOptions(ack_wait_s=options.ack_wait_s, max_attempts=options.max_attempts), clock)
+    gateway.queue = queue
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette):
+        await queue.start()
+        try:
+            yield
+        finally:
+            await queue.stop()
+            await client.aclose()
+
+    app = Starlette(routes=gateway.routes(), middleware=[Middleware(WireHeaders), Middleware(AnswerWhenCutOff)],
+                    lifespan=lifespan,
+                    exception_handlers={HTTPException: http_error, ClientDisconnect: client_gone,
+                                        Exception: server_error})
+    app.router.redirect_slashes = False  # "/healthz/" is a 404, not a redirect
+    app.state.queue, app.state.metrics = queue, metrics
+    return app
+
+
+class Gateway:
+    """The routes' handlers, and the queue-worker's way into the proxy."""
+
+    def __init__(self, options: GatewayOptions, directory: Directory, proxy: Proxy, metrics: Metrics):
+        self.options, self.directory, self.proxy, self.metrics = options, directory, proxy, metrics
+        self.queue: CallQueue | None = None  # set by create_app (the queue delivers through this gateway)
+
+    def routes(self) -> list[Route]:
+        return [Route("/function/{name}", self.invoke, methods=INVOKE_METHODS),
+                Route("/function/{name}/{rest:path}", self.invoke, methods=INVOKE_METHODS),
+                Route("/async-function/{name}", self.enqueue, methods=["POST"]),
+                Route("/async-function/{name}/{rest:path}", self.enqueue, methods=["POST"]),
+                Route("/system/functions", self.list_functions, methods=["GET"]),
+                Route("/system/function/{name}", self.function_status, methods=["GET"]),
+                Route("/system/scale-function/{name}", self.scale, methods=["POST"]),
+                Route("/system/info", self.info, methods=["GET"]),
+                Route("/healthz", self.healthz, methods=["GET"]),
+                Route("/metrics", self.render_metrics, methods=["GET"])]
+
+    # -- /function and /async-function -------------------------------------------------------------
+    async def invoke(self, request: Request) -> Response:
+        call_id, start_ns = request.headers.get("x-call-id") or str(uuid.uuid4()), time.time_ns()
+        name, rest = _split_path(request)
+        body = await _read_body(request, self.options.max_sync_body_bytes)
+        function, urls = await self.directory.route(name)
+        if body is None:
+            response = too_large(self.options.max_sync_body_bytes, "a synchronous call")
+        elif function is None:
+            response = error(404, f"function not found: {name}")
+        else:
+            headers = _upstream_headers(request, {"X-Call-Id": call_id, "X-Start-Time": str(start_ns)})
+            forwarded = await self.proxy.open(function, urls, request.method, rest, _query(request), headers, body)
+            response = ProxiedResponse(forwarded)
+        _stamp(response, call_id, start_ns, self.options.version)
+        response.headers["X-Duration-Seconds"] = f"{(time.time_ns() - start_ns) / 1e9:.6f}"
+        return response
+
+    async def enqueue(self, request: Request) -> Response:
+        call_id, start_ns = request.headers.get("x-call-id") or str(uuid.uuid4()), time.time_ns()
+        name, rest = _split_path(request)
+        body = await _read_body(request, self.options.max_async_body_bytes)
+        function, callback = await self.directory.resolve(name), request.headers.get("x-callback-url")
+        if function is None:
+            response = error(404, f"function not found: {name}")
+        elif callback is not None and not _is_http_url(callback):
+            response = error(400, f"X-Callback-Url: must be an http or https URL with a host, got {callback!r}")
+        elif body is None:
+            response = too_large(self.options.max_async_body_bytes, "an async call (the NATS message limit)")
+        else:
+            headers = _upstream_headers(request, {"X-Call-Id": call_id, "X-Start-Time": str(start_ns)})
+            await self.queue.put(AsyncCall(function, request.method, rest, _query(request), headers, body, call_id,
+                                           callback))
+            response = Response(status_code=202)
+        _stamp(response, call_id, start_ns, self.options.version)
+        return response
+
+    async def deliver(self, call: AsyncCall) -> Reply:
+        """One delivery of an async call, as CE's queue-worker makes it through the gateway."""
+        urls = await self.directory.replica_urls(call.name)
+        headers = _replaced(call.headers, {"User-Agent": USER_AGENT, "X-Start-Time": str(time.time_ns())})
+        return await self.proxy.call(call.name, urls, call.method, call.path, call.query, headers, call.body)
+
+    async def queue_workers_wanted(self) -> int:
+        return self.options.queue_workers or await self.directory.total_replicas()
+
+    # -- /system, /metrics, /healthz -----------------------------------------------------------------
+    async def list_functions(self, request: Request) -> Response:
+        return JSONResponse([self._counted(s) for s in await self.directory.statuses()])
+
+    async def function_status(self, request: Request) -> Response:
+        status = await self.directory.status(request.path_params["name"])
+        if status is None:
+            return error(404, f"function not found: {request.path_params['name']}")
+        return JSONResponse(self._counted(status))
+
+    async def scale(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        body = await _read_body(request, MAX_SCALE_BODY_BYTES)
+        function = await self.directory.resolve(name)
+        if function is None:
+            return error(404, f"function not found: {name}")
+        if body is None:
+            return too_large(MAX_SCALE_BODY_BYTES, "a scale request")
+        replicas, problem = scale_request(body, function)
+        if problem:
+            return error(400, problem)
+        try:
+            replicas = await self.directory.scale(function, replicas)
+        except ValueError as exc:
+            return error(400, str(exc))
+        return JSONResponse({"serviceName": function, "replicas": replicas}, 202)
+
+    async def info(self, request: Request) -> Response:
+        release = {"release": self.options.version}
+        return JSONResponse({"provider": {"provider": SERVER, "orchestration": "processes", "version": release},
+                             "version": release, "arch": platform.machine()})
+
+    async def healthz(self, request: Request) -> Response:
+        return PlainTextResponse("OK")
+
+    async def render_metrics(self, request: Request) -> Response:
+        text = self.metrics.render(await self.directory.available_replicas())
+        return Response(text, media_type=METRICS_CONTENT_TYPE)
+
+    def _counted(self, status: dict) -> dict:
+        return {**status, "invocationCount": self.metrics.invocation_count(status["name"])}
+
+
+# -- requests ------------------------------------------------------------------------------------------
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or None once it grows past `limit` bytes (the rest is left unread)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+def _split_path(request: Request) -> tuple[str, str]:
+    """NAME (percent-decoded) and the raw path suffix ("" or "/...") of /function/NAME[/...]."""
+    raw = (request.scope.get("raw_path") or request.scope["path"].encode()).split(b"?")[0].decode("latin-1")
+    parts = raw.split("/", 3)  # "", "function", NAME, suffix
+    return unquote(parts[2]), ("/" + parts[3] if len(parts) > 3 else "")
+
+
+def _query(request: Request) -> str:
+    return request.scope.get("query_string", b"").decode("latin-1")
+
+
+def _upstream_headers(request: Request, stamps: dict[str, str]) -> list[tuple[str, str]]:
+    """The client's headers minus hop-by-hop ones, plus the gateway's stamps and X-Forwarded-*."""
+    dropped = _NOT_FORWARDED | connection_tokens(request.headers.get("connection"))
+    headers = [(canonical(k.decode("latin-1")), v.decode("latin-1")) for k, v in request.headers.raw]
+    headers = [(k, v) for k, v in headers if k.lower() not in dropped]
+    extra = {"X-Forwarded-Host": request.headers.get("host"),
+             "X-Forwarded-For": request.client.host if request.client else None}
+    headers += [(k, v) for k, v in extra.items() if v and k not in request.headers]
+    return _replaced(headers, stamps)
+
+
+def _replaced(headers: list[tuple[str, str]], values: dict[str, str]) -> list[tuple[str, str]]:
+    lowered = {k.lower() for k in values}
+    return [(k, v) for k, v in headers if k.lower() not in lowered] + list(values.items())
+
+
+def _stamp(response: Response, call_id: str, start_ns: int, version: str) -> None:
+    response.headers["X-Call-Id"] = call_id
+    response.headers["X-Start-Time"] = str(start_ns)
+    response.headers["X-Served-By"] = f"{SERVER}/{version}"
+
+
+def _is_http_url(value: str) -> bool:
+    try:
+        url = httpx.URL(value)
+    except (httpx.InvalidURL, TypeError):
+        return False
+    return url.scheme in ("http", "https") and bool(url.host)
+

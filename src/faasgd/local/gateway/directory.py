@@ -1,0 +1,75 @@
+"""The registry as the event loop sees it: every look-up runs in a worker thread.
+
+The registry is synchronous and may hold its lock for seconds (the Supervisor stops a replica, or
+starts one, inside its lock), so a call made on the event loop would stall every request in
+flight; a thread hop costs tens of microseconds. Names: "NAME.openfaas-fn" means NAME, since the
+local runtime has one namespace.
+"""
+
+from __future__ import annotations
+
+from anyio import to_thread
+
+from faasgd.local.gateway.options import Registry
+
+NAMESPACE = "openfaas-fn"  # the only namespace
+
+
+class Directory:
+    """Async look-ups of functions, replicas and replica counts in a Registry."""
+
+    def __init__(self, registry: Registry):
+        self.registry = registry
+
+    async def route(self, name: str) -> tuple[str | None, list[str]]:
+        """The registry's name for a path's NAME (None if unknown) and its healthy replica URLs."""
+        return await to_thread.run_sync(self._route, name)
+
+    async def replica_urls(self, function: str) -> list[str]:
+        return await to_thread.run_sync(self.registry.replica_urls, function)
+
+    async def status(self, name: str) -> dict | None:
+        """The registry's description of one function (None if unknown)."""
+        return await to_thread.run_sync(self._status, name)
+
+    async def statuses(self) -> list[dict]:
+        return await to_thread.run_sync(self._statuses)
+
+    async def resolve(self, name: str) -> str | None:
+        return await to_thread.run_sync(self._resolve, name)
+
+    async def scale(self, function: str, replicas: int) -> int:
+        """Ask for a replica count; raises ValueError naming the field when the registry refuses."""
+        return await to_thread.run_sync(self.registry.scale, function, replicas)
+
+    async def total_replicas(self) -> int:
+        return await to_thread.run_sync(self.registry.total_replicas)
+
+    async def available_replicas(self) -> dict[str, int]:
+        """Each function's available replicas, for gateway_service_count."""
+        return await to_thread.run_sync(self._available)
+
+    def _resolve(self, name: str) -> str | None:
+        names = self.registry.function_names()
+        if name in names:
+            return name
+        base, _, namespace = name.rpartition(".")
+        return base if namespace == NAMESPACE and base in names else None
+
+    def _route(self, name: str) -> tuple[str | None, list[str]]:
+        function = self._resolve(name)
+        return function, (self.registry.replica_urls(function) if function else [])
+
+    def _status(self, name: str) -> dict | None:
+        function = self._resolve(name)
+        return self.registry.describe(function) if function else None
+
+    def _statuses(self) -> list[dict]:
+        described = [self.registry.describe(name) for name in self.registry.function_names()]
+        return [d for d in described if d is not None]
+
+    def _available(self) -> dict[str, int]:
+        counts = {}
+        for name in self.registry.function_names():
+            counts[name] = int((self.registry.describe(name) or {}).get("availableReplicas") or 0)
+        return counts

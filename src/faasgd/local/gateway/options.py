@@ -1,0 +1,72 @@
+"""The gateway's settings, the registry it reads replicas from, and the clock it keeps time with."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from faasgd.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class GatewayOptions:
+    host: str = "127.0.0.1"  # loopback only
+    port: int = 8080  # 0 lets the OS pick (then read LocalGateway.url after start)
+    upstream_timeout_s: float = 300.0  # a call taking longer -> 504 (the whole call, body included)
+    ack_wait_s: float = 300.0  # an async delivery not finished after this is delivered again
+    queue_workers: int | None = None  # None: one per replica (registry.total_replicas(), re-read every 0.5 s)
+    max_attempts: int = 5  # deliveries per async call at most; 502/503/504 are retried with backoff
+    version: str = "0.1.0"  # in X-Served-By and /system/info
+    max_async_body_bytes: int = 1 << 20  # NATS message limit; larger async bodies -> 413
+    # Sync bodies are read whole before forwarding (the replica gets a Content-Length), so this bounds
+    # the memory one call can pin. CE sets no limit; faasgd's calls carry small JSON (weights travel
+    # through the store), and 32 MiB leaves room for files sent with `faas-cli invoke`.
+    max_sync_body_bytes: int = 32 << 20
+    backlog: int = 2048  # listen backlog; http.server's 5 reset a third of 50 concurrent connections
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError("port", f"must be in [0, 65535], got {self.port!r}")
+        for name in ("upstream_timeout_s", "ack_wait_s"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}")
+        if self.queue_workers is not None and self.queue_workers < 1:
+            raise ConfigError("queue_workers", f"must be None (one per replica) or >= 1, got {self.queue_workers!r}")
+        for name in ("max_attempts", "max_async_body_bytes", "max_sync_body_bytes", "backlog"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(name, f"must be an integer >= 1, got {value!r}")
+
+
+class Registry(Protocol):
+    """What the gateway needs of the replica supervisor (faasgd.local.replicas.Supervisor)."""
+
+    def function_names(self) -> list[str]: ...
+    def describe(self, name: str) -> dict | None: ...
+    def replica_urls(self, name: str) -> list[str]: ...
+    def scale(self, name: str, replicas: int) -> int: ...
+    def total_replicas(self) -> int: ...
+
+
+class Clock(Protocol):
+    """Monotonic time for deadlines, backoff and ack_wait; tests inject one they advance by hand."""
+
+    def now(self) -> float: ...
+    async def sleep(self, seconds: float) -> None: ...
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager: ...  # raises TimeoutError on expiry
+
+
+class RealClock:
+    """The event loop's own time."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    def timeout(self, seconds: float) -> AbstractAsyncContextManager:
+        return asyncio.timeout(seconds)

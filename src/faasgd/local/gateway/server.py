@@ -1,0 +1,91 @@
+"""LocalGateway: the gateway app served by uvicorn on its own event loop in a background thread."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+
+import httpx
+import uvicorn
+
+from faasgd.errors import FaasgdError
+from faasgd.local.gateway.app import create_app
+from faasgd.local.gateway.options import GatewayOptions, Registry
+from faasgd.local.gateway.queue import CallQueue
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 10.0
+KEEP_ALIVE_S = 120  # idle client connections are held this long (longer than httpx's 5 s, so clients close first)
+STOP_GRACE_S = 0.1  # calls in flight at stop() get this long, then are cancelled
+
+
+class LocalGateway:
+    """The gateway and its queue-workers; `start()` serves in a background thread until `stop()`."""
+
+    def __init__(self, registry: Registry, options: GatewayOptions = GatewayOptions(),
+                 transport: httpx.AsyncBaseTransport | None = None):
+        self.registry, self.options = registry, options
+        self.app = create_app(registry, options, transport)
+        self._socket: socket.socket | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    @property
+    def url(self) -> str:
+        port = self._socket.getsockname()[1] if self._socket else self.options.port
+        return f"http://{self.options.host}:{port}"
+
+    @property
+    def queue(self) -> CallQueue:
+        """The async queue (its stats() and deliveries() may be read from any thread)."""
+        return self.app.state.queue
+
+    def start(self) -> None:
+        """Bind, then serve in a daemon thread; returns once listening and the queue-workers run."""
+        with self._lock:
+            if self._server is not None or self._stopped:
+                raise RuntimeError("a LocalGateway starts once")
+            self._socket = _listen(self.options.host, self.options.port, self.options.backlog)
+            # h11, not httptools: it hands unknown methods (BREW) to the app, which answers 405 JSON.
+            config = uvicorn.Config(self.app, http="h11", ws="none", lifespan="on", log_config=None,
+                                    access_log=False, server_header=False, date_header=False,
+                                    backlog=self.options.backlog, timeout_keep_alive=KEEP_ALIVE_S,
+                                    timeout_graceful_shutdown=STOP_GRACE_S)
+            self._server = uvicorn.Server(config)
+            self._thread = threading.Thread(target=self._serve, name="faasgd-gateway", daemon=True)
+            self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise FaasgdError(f"the gateway did not start on {self.url}; see the log above")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        """Stop serving and the queue-workers; calls in flight are cut off, not awaited. Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(5.0)
+            if self._thread.is_alive():
+                log.warning("the gateway's thread did not end within 5 s")
+        if self._socket is not None:
+            self._socket.close()
+
+    def _serve(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self._socket]))
+
+
+def _listen(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening socket (SO_REUSEADDR), so the port is known and a clash raises in start()."""
+    return socket.create_server((host, port), backlog=backlog)
