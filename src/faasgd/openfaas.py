@@ -26,7 +26,7 @@ POLL_S = 0.5  # how often wait_for_job reads a job's status
 @dataclass(frozen=True)
 class Response:
     status: int
-    headers: dict[str, str]
+    headers: httpx.Headers  # case-insensitive, as HTTP header names are
     body: bytes
 
     def json(self) -> Any:
@@ -58,7 +58,7 @@ class GatewayClient:
                                         timeout=timeout_s or self.timeout_s)
         except httpx.HTTPError as error:
             raise GatewayError(self.url, f"{type(error).__name__}: {error}") from None
-        return Response(answer.status_code, dict(answer.headers), answer.content)
+        return Response(answer.status_code, answer.headers, answer.content)
 
     def invoke(self, function: str, payload: Any = None, method: str = "POST", headers: dict | None = None,
                query: dict | None = None, timeout_s: float | None = None) -> Response:
@@ -76,7 +76,7 @@ class GatewayClient:
         if answer.status != 202:
             detail = answer.body[:200].decode("utf-8", "replace").strip()
             raise GatewayError(self.url, f"async {function}: HTTP {answer.status} {detail}".strip())
-        return answer.headers.get("x-call-id", "")
+        return answer.headers.get("X-Call-Id", "")
 
     def job_status(self, query: dict, timeout_s: float | None = None) -> dict:
         """GET emnist-setup's status of a job (`query` holds its job_id)."""

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from faasgd.local.gateway import GatewayOptions, LocalGateway
-from faasgd.local.servers import free_port
+from faasgd.local.stores import free_port
 from support.asgi_server import serve
 from support.fake_replicas import CallbackRecorder, FakeRegistry, FakeReplica
 
