@@ -78,6 +78,25 @@ class GatewayClient:
             raise GatewayError(self.url, f"async {function}: HTTP {answer.status} {detail}".strip())
         return answer.headers.get("X-Call-Id", "")
 
+    def function_status(self, function: str) -> dict:
+        """GET /system/function/<name>: replicas, availableReplicas, ..."""
+        return json_answer(self.request("GET", f"/system/function/{function}"), function)
+
+    def scale(self, function: str, replicas: int) -> None:
+        """POST /system/scale-function/<name> (on a cluster, kubectl scale is the way)."""
+        json_answer(self.request("POST", f"/system/scale-function/{function}",
+                                 json.dumps({"serviceName": function, "replicas": replicas}).encode(),
+                                 {"Content-Type": "application/json"}), f"scale {function}")
+
+    def wait_for_replicas(self, function: str, replicas: int, timeout_s: float, **clock) -> dict:
+        """Until the gateway reports `replicas` of `function`, all available; FaasgdError at the deadline."""
+        status = poll_until(lambda: self.function_status(function),
+                            lambda f: f["availableReplicas"] == f["replicas"] == replicas, timeout_s, **clock)
+        if not status["availableReplicas"] == status["replicas"] == replicas:
+            raise FaasgdError(f"{function}: {status['availableReplicas']} of {replicas} replica(s) available "
+                              f"after {timeout_s:g} s")
+        return status
+
     def job_status(self, query: dict, timeout_s: float | None = None) -> dict:
         """GET emnist-setup's status of a job (`query` holds its job_id)."""
         return json_answer(self.invoke(SETUP_FUNCTION, method="GET", query=query, timeout_s=timeout_s),
@@ -110,6 +129,20 @@ def json_answer(answer: Response, what: str) -> Any:
     raise FunctionError(answer.status, f"{what}: HTTP {answer.status}" + (f": {text}" if text else ""))
 
 
+def poll_until(read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float, *,
+               poll_s: float = POLL_S, on_value: Callable[[Any], None] | None = None,
+               sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Any:
+    """Read until `done(value)` or `timeout_s` has passed, sleeping `poll_s` between reads; the last value."""
+    deadline = clock() + timeout_s
+    while True:
+        value = read()
+        if on_value is not None:
+            on_value(value)
+        if done(value) or clock() >= deadline:
+            return value
+        sleep(max(0.0, min(poll_s, deadline - clock())))
+
+
 def wait_for_job(read_status: Callable[[], dict], timeout_s: float, *, poll_s: float = POLL_S,
                  on_status: Callable[[dict], None] | None = None,
                  sleep: Callable[[float], None] = time.sleep,
@@ -120,11 +153,5 @@ def wait_for_job(read_status: Callable[[], dict], timeout_s: float, *, poll_s: f
     sees every status read (live progress). A status still "running" at the deadline is returned
     as it is: the caller decides what a timeout means.
     """
-    deadline = clock() + timeout_s
-    while True:
-        status = read_status()
-        if on_status is not None:
-            on_status(status)
-        if status.get("state") != "running" or clock() >= deadline:
-            return status
-        sleep(max(0.0, min(poll_s, deadline - clock())))
+    return poll_until(read_status, lambda status: status.get("state") != "running", timeout_s, poll_s=poll_s,
+                      on_value=on_status, sleep=sleep, clock=clock)

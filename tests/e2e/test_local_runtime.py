@@ -1,12 +1,10 @@
 """The local OpenFaaS-compatible runtime end to end: `faasgd up`, real stores, replicas, gateway, `faasgd down`."""
 
-import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -16,6 +14,8 @@ from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient as Gateway
 from faasgd.openfaas import wait_for_job
 from faasgd.store import open_store
+from support.asgi_server import serve
+from support.fake_replicas import CallbackRecorder
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,41 +102,19 @@ def test_fashion_mnist_job_reaches_085(runtime, store, mode):
     assert result["time_to_target_s"] > 0 and result["pushes"] > 0
 
 
-class CallbackServer:
-    def __init__(self):
-        self.received = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                outer.received.append((dict(self.headers), body))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/done"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 def test_async_call_posts_its_result_to_the_callback_url(runtime):
-    callback = CallbackServer()
-    try:
+    callback = CallbackRecorder()
+    with serve(callback) as url:
         call_id = runtime["gateway"].invoke_async("emnist-setup", {**SMALL, "mode": "single", "max_epochs": 1},
-                                                  callback.url)
+                                                  url + "/done")
         deadline = time.monotonic() + 60
         while not callback.received and time.monotonic() < deadline:
             time.sleep(0.1)
-        headers, body = callback.received[0]
-        assert headers["X-Call-Id"] == call_id
-        assert headers["X-Function-Status"] == "200"
-        assert float(headers["X-Duration-Seconds"]) > 0
-        assert json.loads(body)["result"]["state"] == "done"
-    finally:
-        callback.server.shutdown()
+    headers, body = callback.received[0]
+    assert headers["x-call-id"] == call_id
+    assert headers["x-function-status"] == "200"
+    assert float(headers["x-duration-seconds"]) > 0
+    assert json.loads(body)["result"]["state"] == "done"
 
 
 def test_scaling_emnist_train_to_3_replicas_during_a_job(runtime):

@@ -11,13 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 from faasgd.config import resolve_store
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import control
 from faasgd.local.stack import CE_MAX_REPLICAS
-from faasgd.openfaas import GatewayClient, json_answer
+from faasgd.openfaas import TRAIN_FUNCTION, GatewayClient
 
 READY_TIMEOUT_S = 300.0
 CLUSTER_STORES = {"redis": "redis://redis.openfaas-fn:6379/0", "memcached": "memcached://memcached.openfaas-fn:11211"}
@@ -44,16 +43,8 @@ class Target:
     def set_replicas(self, replicas: int) -> None: ...
 
     def wait_ready(self, replicas: int, timeout_s: float = READY_TIMEOUT_S) -> None:
-        """Until /system/function/emnist-train shows `replicas` available (or the deadline)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            function = json_answer(self.gateway.request("GET", "/system/function/emnist-train"), "gateway")
-            if function["availableReplicas"] == replicas == function["replicas"]:
-                return
-            if time.monotonic() > deadline:
-                raise FaasgdError(f"emnist-train: {function['availableReplicas']}/{replicas} replicas ready "
-                                  f"after {timeout_s:.0f}s")
-            time.sleep(0.5)
+        """Until the gateway shows `replicas` of emnist-train, all available (FaasgdError at the deadline)."""
+        self.gateway.wait_for_replicas(TRAIN_FUNCTION, replicas, timeout_s)
 
 
 class LocalTarget(Target):
@@ -78,9 +69,7 @@ class LocalTarget(Target):
         return resolve_store(store, {name: s["url"] for name, s in self.state["stores"].items()})
 
     def set_replicas(self, replicas: int) -> None:
-        body = f'{{"serviceName": "emnist-train", "replicas": {replicas}}}'.encode()
-        json_answer(self.gateway.request("POST", "/system/scale-function/emnist-train", body,
-                                              {"Content-Type": "application/json"}), "scale emnist-train")
+        self.gateway.scale(TRAIN_FUNCTION, replicas)
         self.wait_ready(replicas)
 
 

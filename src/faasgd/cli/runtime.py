@@ -9,7 +9,6 @@ from pathlib import Path
 from faasgd.cli.connect import gateway
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import control
-from faasgd.openfaas import json_answer
 
 FOLLOW_POLL_S = 0.3
 
@@ -63,17 +62,11 @@ def invoke(args) -> int:
 
 
 def scale(args) -> int:
-    answer = gateway(args).request("POST", f"/system/scale-function/{args.name}",
-                                   f'{{"serviceName": "{args.name}", "replicas": {args.replicas}}}'.encode(),
-                                   {"Content-Type": "application/json"})
-    json_answer(answer, f"scale {args.name}")
-    deadline = time.monotonic() + args.wait
-    while time.monotonic() < deadline:
-        function = json_answer(gateway(args).request("GET", f"/system/function/{args.name}"), args.name)
-        if function["availableReplicas"] == args.replicas:
-            break
-        time.sleep(0.2)
-    print(f"{args.name}: {args.replicas} replica(s)")
+    """Like `kubectl scale` on a cluster: set the count, then wait until that many replicas are available."""
+    client = gateway(args)
+    client.scale(args.name, args.replicas)
+    status = client.wait_for_replicas(args.name, args.replicas, args.wait, poll_s=0.2)
+    print(f"{args.name}: {status['availableReplicas']} replica(s)")
     return 0
 
 

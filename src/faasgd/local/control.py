@@ -13,14 +13,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from faasgd.errors import FaasgdError
 from faasgd.local import processes
 from faasgd.local.daemon import STATE_FILE
 from faasgd.local.processes import ProcessRef
-from faasgd.openfaas import GatewayClient
+from faasgd.openfaas import GatewayClient, poll_until
 
 DEFAULT_DIR = ".faasgd"
 UP_TIMEOUT_S = 90.0
@@ -72,14 +71,15 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     with open(log, "ab") as out:
         daemon = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   start_new_session=True)
-    deadline = time.monotonic() + UP_TIMEOUT_S
-    while time.monotonic() < deadline:
+
+    def read_while_alive() -> dict | None:
         if not processes.alive(daemon):
             raise FaasgdError(f"the runtime exited with code {daemon.returncode}: {_tail(log)}")
-        state = read_state(directory)
-        if healthy(state):
-            return state, True
-        time.sleep(0.2)
+        return read_state(directory)
+
+    state = poll_until(read_while_alive, healthy, UP_TIMEOUT_S, poll_s=0.2)
+    if healthy(state):
+        return state, True
     processes.stop(daemon)
     raise FaasgdError(f"the runtime was not healthy after {UP_TIMEOUT_S:.0f}s: {_tail(log)}")
 
@@ -128,12 +128,7 @@ def _daemon_alive(state: dict | None) -> bool:
 
 
 def _wait_healthy(directory: Path, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if healthy(read_state(directory)):
-            return True
-        time.sleep(0.2)
-    return False
+    return healthy(poll_until(lambda: read_state(directory), healthy, seconds, poll_s=0.2))
 
 
 def _port_taken(port: int) -> bool:
