@@ -1,7 +1,10 @@
-"""A clock for the gateway (faasgd.local.gateway.options.Clock) that moves only when a test says so.
+"""Clocks that move only when a test says so, so no test waits on real time.
 
-`sleep` and `timeout` register timers; `advance` fires the ones due; `sleeping(seconds)` waits
-until some task is waiting on a timer of exactly that length, so a test knows when to advance.
+- `StepClock` for synchronous code that takes `clock` and `sleep` (retries, leases, polls, TTLs):
+  calling it reads the time; `sleep(s)` records the wait and moves the time on at once.
+- `FakeClock` for the gateway (faasgd.local.gateway.options.Clock): `sleep` and `timeout` register
+  timers; `advance` fires the ones due; `sleeping(seconds)` waits until some task is waiting on a
+  timer of exactly that length, so a test knows when to advance.
 """
 
 from __future__ import annotations
@@ -10,6 +13,20 @@ import asyncio
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Callable
+
+
+class StepClock:
+    def __init__(self, start: float = 1000.0):
+        self.now = start
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.waits.append(seconds)
+        self.now += seconds
 
 
 @dataclass(eq=False)

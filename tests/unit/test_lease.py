@@ -5,19 +5,7 @@ import uuid
 
 from faasgd.sgd.lease import POLL_S, Lease
 from faasgd.store import open_store
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 1000.0
-        self.slept = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
+from support.fake_clock import StepClock
 
 
 def fresh(clock):
@@ -31,16 +19,16 @@ def lease(store, clock, call_id, ttl_s=30, scope=3):
 
 
 def test_first_caller_takes_the_lease_and_another_call_is_a_duplicate_at_once():
-    clock = FakeClock()
+    clock = StepClock()
     store = fresh(clock)
     assert lease(store, clock, "call-a").acquire()
     assert not lease(store, clock, "call-b").acquire()
-    assert clock.slept == []  # a different call does not wait
+    assert clock.waits == []  # a different call does not wait
     assert store.get_record("j1", "lease:0:3")["call_id"] == "call-a"
 
 
 def test_a_redelivery_of_the_same_call_waits_out_the_dead_holder_then_takes_over():
-    clock = FakeClock()
+    clock = StepClock()
     store = fresh(clock)
     assert lease(store, clock, "call-a", ttl_s=5).acquire()  # then that delivery dies, never renews
     started = clock.now
@@ -49,18 +37,18 @@ def test_a_redelivery_of_the_same_call_waits_out_the_dead_holder_then_takes_over
 
 
 def test_a_live_holder_renewing_its_lease_keeps_a_redelivery_out_until_the_deadline():
-    clock = FakeClock()
+    clock = StepClock()
     store = fresh(clock)
     holder = lease(store, clock, "call-a", ttl_s=5)
     assert holder.acquire()
     waiting = lease(store, clock, "call-a", ttl_s=5)
     waiting.sleep = lambda seconds: (holder.renew(), clock.sleep(seconds))  # alive: renews meanwhile
     assert not waiting.acquire()
-    assert clock.slept and clock.now - 1000.0 >= 5  # it polled, and gave up at its deadline
+    assert clock.waits and clock.now - 1000.0 >= 5  # it polled, and gave up at its deadline
 
 
 def test_release_frees_the_lease_for_the_next_call_and_only_the_holder_releases():
-    clock = FakeClock()
+    clock = StepClock()
     store = fresh(clock)
     first, second = lease(store, clock, "call-a", scope="loop"), lease(store, clock, "call-b", scope="loop")
     assert first.acquire() and not second.acquire()

@@ -7,18 +7,7 @@ import pytest
 
 from faasgd.errors import FaasgdError, GatewayError
 from faasgd.openfaas import FunctionError, GatewayClient, json_answer, wait_for_job
-
-
-class FakeClock:
-    def __init__(self):
-        self.now, self.waits = 0.0, []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.waits.append(seconds)
-        self.now += seconds
+from support.fake_clock import StepClock
 
 
 def client(handler):
@@ -69,20 +58,20 @@ def test_answers_are_json_or_a_function_error_with_its_status_and_field():
 
 
 def test_wait_for_job_reads_until_the_job_ends_and_shows_every_status():
-    clock, states, shown = FakeClock(), iter(["running", "running", "done"]), []
+    clock, states, shown = StepClock(), iter(["running", "running", "done"]), []
     status = wait_for_job(lambda: {"state": next(states)}, 60, poll_s=0.5, on_status=shown.append,
                           sleep=clock.sleep, clock=clock)
     assert status == {"state": "done"} and len(shown) == 3 and clock.waits == [0.5, 0.5]
 
 
 def test_wait_for_job_returns_the_running_status_at_its_deadline_without_sleeping_past_it():
-    clock = FakeClock()
+    clock = StepClock()
     status = wait_for_job(lambda: {"state": "running"}, 1.2, poll_s=0.5, sleep=clock.sleep, clock=clock)
-    assert status["state"] == "running" and clock.now == pytest.approx(1.2) and max(clock.waits) <= 0.5
+    assert status["state"] == "running" and clock.now == pytest.approx(1001.2) and max(clock.waits) <= 0.5
 
 
 def test_wait_for_replicas_until_all_are_available_or_a_named_error():
-    clock, available = FakeClock(), iter([0, 1, 2])
+    clock, available = StepClock(), iter([0, 1, 2])
 
     def handler(request):
         return httpx.Response(200, json={"name": "emnist-train", "replicas": 2, "availableReplicas": next(available)})

@@ -12,6 +12,7 @@ from pymemcache.test.utils import MockMemcacheClient
 from support import store_contract as contract
 from faasgd.errors import ConfigError
 from faasgd.store import mask_url, open_store, parse_store_url
+from support.fake_clock import StepClock
 
 
 class CasMockMemcacheClient(MockMemcacheClient):
@@ -85,9 +86,9 @@ def test_contract_record_ttl_on_a_fake_clock():
     """Expiry on memory:// with its clock injected; the fakes of redis and memcached keep real time,
     so their TTLs are checked against the real servers in tests/integration."""
     store, _ = open_pair("memory")
-    now = [0.0]
-    store.client.clock = lambda: now[0]
-    contract.check_record_ttl(store, advance=lambda seconds: now.__setitem__(0, now[0] + seconds))
+    clock = StepClock()
+    store.client.clock = clock
+    contract.check_record_ttl(store, advance=clock.sleep)
 
 
 @pytest.mark.parametrize("kind", BACKENDS)

@@ -12,6 +12,7 @@ from faasgd.result import RESULT_KEYS
 from faasgd.sgd import DownpourWorker, WorkerProgress, run_worker
 from faasgd.sgd.worker import load_worker
 from faasgd.store import open_store
+from support.fake_clock import StepClock
 
 
 def small_config(name, **overrides):
@@ -118,9 +119,9 @@ class FailingStore:
 
 
 def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it(monkeypatch):
-    now = [0.0]
-    monkeypatch.setattr(DownpourWorker, "clock", staticmethod(lambda: now[0]))
-    monkeypatch.setattr(DownpourWorker, "sleep", staticmethod(lambda s: now.__setitem__(0, now[0] + s)))
+    clock = StepClock(0.0)
+    monkeypatch.setattr(DownpourWorker, "clock", staticmethod(clock))
+    monkeypatch.setattr(DownpourWorker, "sleep", staticmethod(clock.sleep))
     config = small_config("gone", max_epochs=3)
     inner = open_store(config.store_url)
     job_id = job.create_job(inner, config)
@@ -130,7 +131,7 @@ def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it(m
     progress = inner.get_record(job_id, job.progress_name(0))
     assert progress["state"] == "failed"
     assert "memory://gone" in progress["error"]
-    assert progress["retries"] >= 1 and now[0] >= config.store_timeout_s  # retried until its deadline
+    assert progress["retries"] >= 1 and clock.now >= config.store_timeout_s  # retried until its deadline
     result = inner.get_record(job_id, "result")
     assert result["state"] == "failed" and "memory://gone" in result["error"]
 
