@@ -35,6 +35,13 @@ def worker_cells(worker_id: int, record: dict | None, max_epochs: int) -> tuple[
             str(record.get("fetches", 0)), str(record.get("conflicts", 0)), str(record.get("state", "running")))
 
 
+def worker_line(worker_id: int, record: dict, max_epochs: int) -> str:
+    """One labelled line (for logs and pipes, where a table cannot be redrawn)."""
+    _, epoch, accuracy, loss, rate, pushes, fetches, conflicts, state = worker_cells(worker_id, record, max_epochs)
+    return (f"worker {worker_id:>2}  epoch {epoch.split()[-1]:>7}  accuracy {accuracy}  loss {loss}  {rate} samples/s"
+            f"  pushes {pushes}  fetches {fetches}  conflicts {conflicts}  {state}")
+
+
 def worker_table(workers: list[dict | None], max_epochs: int) -> Table:
     table = Table(*WORKER_COLUMNS, box=None, pad_edge=False)
     for i, record in enumerate(workers):
@@ -64,7 +71,7 @@ class LiveProgress:
             key = (record or {}).get("epoch"), (record or {}).get("state")
             if record and self.seen.get(i) != key:
                 self.seen[i] = key
-                self.out.print("worker " + "  ".join(worker_cells(i, record, max_epochs)), highlight=False, markup=False)
+                self.out.print(worker_line(i, record, max_epochs), highlight=False, markup=False)
 
     def close(self) -> None:
         if self.live is not None:

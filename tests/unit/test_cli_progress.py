@@ -1,0 +1,48 @@
+"""What the `faasgd` command prints: live progress (a line per epoch where nothing can be redrawn) and the summary."""
+
+import io
+
+from rich.console import Console
+
+from faasgd.cli.progress import LiveProgress, print_summary
+from faasgd.result import missing
+
+
+def plain():
+    buffer = io.StringIO()
+    return buffer, Console(file=buffer, width=160, force_terminal=False)
+
+
+def status(epochs, state="running"):
+    workers = [{"epoch": e, "accuracy": 0.8 + e / 100, "loss": 0.5, "samples_per_s": 1000.0, "pushes": 10 * e,
+                "fetches": 11 * e, "conflicts": e, "state": state} for e in epochs]
+    return {"state": "running", "config": {"max_epochs": 20}, "workers": workers}
+
+
+def test_without_a_terminal_a_labelled_line_is_printed_when_a_workers_epoch_changes():
+    buffer, console = plain()
+    live = LiveProgress(console)
+    live(status([1, 1]))
+    live(status([1, 1]))  # nothing new: nothing printed
+    live(status([2, 1]))
+    live({"state": "running", "config": None, "workers": []})  # the store did not answer this time
+    live.close()
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == 3
+    assert lines[-1].startswith("worker  0  epoch    2/20  accuracy 0.8200") and "conflicts 2" in lines[-1]
+
+
+def test_the_summary_shows_each_worker_and_the_result_and_a_failure_says_why():
+    buffer, console = plain()
+    result = {**missing("j1", "no result"), "state": "done", "error": None, "final_accuracy": 0.8512,
+              "target_accuracy": 0.85, "time_to_target_s": 12.34, "accuracy_at_target": 0.8525, "epochs": 5.5,
+              "samples": 330000, "samples_per_s": 27000.0, "pushes": 278, "fetches": 283, "conflicts": 9,
+              "retries": 0, "staleness_p50": 1.0, "staleness_p99": 4.0}
+    print_summary(result, status([6, 5], "finished")["workers"], console)
+    text = buffer.getvalue()
+    assert "job j1: done" in text and "final accuracy   0.8512  (target 0.85)" in text
+    assert "time to target   12.3 s  (accuracy 0.8525 when reached)" in text and "conflicts 9" in text
+    assert len([line for line in text.splitlines() if line.lstrip().startswith(("0 ", "1 "))]) == 2
+    buffer, console = plain()
+    print_summary(missing("j2", "no result after --timeout 5 s [store down]"), None, console)
+    assert buffer.getvalue().splitlines()[0] == "job j2: failed - no result after --timeout 5 s [store down]"
