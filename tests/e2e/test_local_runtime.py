@@ -150,9 +150,16 @@ def test_killing_a_replica_mid_job_in_per_iteration_mode(runtime):
     assert victim not in after["pids"] and after["restarts"] >= 1
 
 
-def test_logs_show_the_replicas_output(runtime):
+def test_logs_show_the_replicas_output_and_each_workers_training(runtime):
+    status = wait_for(runtime, start_job(runtime, **SMALL, number_of_workers=2, max_epochs=2, target_accuracy=1.0))
     logs = faasgd("logs", "emnist-train", "--dir", runtime["dir"])
     assert logs.returncode == 0 and "emnist-train-" in logs.stdout
+    job_id = status["job_id"]
+    for worker in (0, 1):
+        mine = [line for line in logs.stdout.splitlines() if f"job {job_id} worker {worker}:" in line]
+        assert any("training on 2000 rows" in line for line in mine), logs.stdout[-2000:]
+        assert any("epoch 2, test accuracy" in line for line in mine)
+        assert any("finished after 4000 samples" in line for line in mine)
 
 
 def test_cli_invoke_async_and_status(runtime):
