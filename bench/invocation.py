@@ -56,7 +56,7 @@ def fan_out(gateway: Gateway) -> float:
 
 
 def time_to_target(gateway: Gateway, mode: str) -> float:
-    answer = gateway.invoke("emnist-setup", {"mode": mode, "number_of_workers": 2, "target_accuracy": 0.85})
+    answer = gateway.invoke("emnist-setup", {"invocation_mode": mode, "number_of_workers": 2, "target_accuracy": 0.85})
     assert answer.status == 202, answer.body
     result = wait_done(gateway, answer.json()["job_id"])["result"]
     if not result["reached_target"]:

@@ -1,7 +1,7 @@
 """emnist-setup: POST a JSON body of config overrides to start a job; GET ?job_id=J for its status.
 
 Defaults come from the function's environment (stack.yml). POST answers 202 once the workers are
-queued (200 with the result in `single` mode); GET answers {"state": "running" | "done" | "failed", ...}.
+queued (200 with the result when invocation_mode is `single`); GET answers {"state": "running" | "done" | "failed", ...}.
 """
 
 import os

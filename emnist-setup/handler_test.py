@@ -60,7 +60,7 @@ def test_a_job_fans_out_one_async_call_per_worker(store, monkeypatch):
 
 
 def test_single_mode_trains_a_whole_job_in_the_call(store):
-    answer = handler.handle(Event(body={"mode": "single"}), None)
+    answer = handler.handle(Event(body={"invocation_mode": "single"}), None)
     assert answer["statusCode"] == 200
     result = answer["body"]["result"]
     assert result["state"] == "done" and result["samples"] == 2 * 400

@@ -35,7 +35,7 @@ class TrainConfig:
     number_of_workers: int = 2  # data-parallel workers, each with its own shard
     n_fetch: int = 10  # fetch the global parameters every n_fetch minibatches
     n_push: int = 10  # push the accumulated update every n_push minibatches
-    mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
+    invocation_mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
     max_epochs: int = 20  # upper bound on passes over each worker's shard
     target_accuracy: float = 0.85  # test accuracy that ends the job (1.0: run all max_epochs)
     seed: int = 0  # network init uses seed; worker i shuffles and drops out with seed + i
@@ -56,6 +56,10 @@ class TrainConfig:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+# Keys that were renamed: a body or flag using the old name is told the new one. `mode` clashed with
+# of-watchdog's own setting (it reads `mode` from the container's environment: OPENFAAS.md 1.8).
+RENAMED = {"mode": ("invocation_mode", "of-watchdog reads `mode` from the function's environment as its own "
+                                       "operating mode, so the job's key is invocation_mode")}
 
 
 def _int(field: str, value: Any, low: int, high: int) -> int:
@@ -129,7 +133,7 @@ def _parse(field: str, value: Any) -> Any:
         return _hidden_sizes(field, value)
     if field == "activation":
         return _choice(field, value, ACTIVATIONS)
-    if field == "mode":
+    if field == "invocation_mode":
         return _choice(field, value, MODES)
     if field in ("store_url", "local_store_url"):
         return _store_url(field, value)
@@ -167,6 +171,9 @@ def check_keys(values: Mapping[str, Any]) -> None:
     if not isinstance(values, Mapping):
         raise ConfigError("body", f"must be a JSON object of config keys, got {type(values).__name__}")
     for key in values:
+        if key in RENAMED:
+            new, why = RENAMED[key]
+            raise ConfigError(str(key), f"renamed to {new}: {why}")
         if key not in FIELDS:
             raise ConfigError(str(key), f"unknown key (known keys: {', '.join(FIELDS)})")
 
@@ -182,7 +189,7 @@ def load_config(env: Mapping[str, str] | None = None, overrides: Mapping[str, An
     for key, value in overrides.items():
         if value is not None:
             values[key] = _parse(key, value)
-    if values.get("mode") == "single":
+    if values.get("invocation_mode") == "single":
         values["number_of_workers"] = 1  # single: one function trains on the whole dataset
     return TrainConfig(**values)
 

@@ -22,6 +22,20 @@ SETUP_FUNCTION = "emnist-setup"  # creates jobs, fans out, answers their status
 TRAIN_FUNCTION = "emnist-train"  # one worker's invocation
 POLL_S = 0.5  # how often wait_for_job reads a job's status
 
+# The environment names of-watchdog 0.11.3 reads (openfaas/of-watchdog config/config.go and
+# pkg/watchdog.go at 01c65eda, the version the template pins). stack.yml `environment` becomes the
+# container's environment, which the watchdog and the function process share: no setting of ours may
+# use one of these names (OPENFAAS.md 1.8), nor one the template's Dockerfile sets with ENV.
+WATCHDOG_ENV = (
+    "mode", "fprocess", "function_process", "upstream_url", "http_upstream_url", "port", "read_timeout",
+    "write_timeout", "exec_timeout", "healthcheck_interval", "max_inflight", "prefix_logs", "log_buffer_size",
+    "log_callid", "content_type", "static_path", "suppress_lock", "buffer_http", "http_buffer_req_body",
+    "ready_path", "jwt_auth", "jwt_auth_debug", "jwt_auth_local", "OPENFAAS_NAME", "OPENFAAS_NAMESPACE",
+)
+# Of those, the ones a stack sets on purpose, for the watchdog itself (its timeouts, readiness, logs).
+WATCHDOG_TUNING = ("read_timeout", "write_timeout", "exec_timeout", "healthcheck_interval", "ready_path",
+                   "max_inflight", "prefix_logs", "log_buffer_size", "log_callid")
+
 
 @dataclass(frozen=True)
 class Response:

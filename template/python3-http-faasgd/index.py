@@ -9,9 +9,9 @@ JSON, never an HTML page:
   * any other exception -> 500 {"error": "internal error", "call_id": X-Call-Id or null},
     with the traceback on stderr only;
   * HTTP errors of Flask itself (404, 405, 413 above max_request_bytes) -> JSON too.
-Environment: port (5000; note that of-watchdog also reads `port` for its own listener, so
-never set it in a function's environment), waitress_threads (4), max_request_bytes (1 MiB),
-log_level (INFO: the function's log lines on stderr).
+Environment: upstream_url (where of-watchdog forwards calls: this app listens on its host and port,
+127.0.0.1:5000 as the Dockerfile sets it; `port` is the watchdog's own listener, never read here),
+waitress_threads (4), max_request_bytes (1 MiB), log_level (INFO: the function's log lines on stderr).
 """
 
 import json
@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import traceback
+from urllib.parse import urlsplit
 
 from flask import Flask, Response, jsonify, request
 from waitress import serve
@@ -135,9 +136,10 @@ def call_handler(path):
 
 
 if __name__ == "__main__":
+    upstream = urlsplit(os.getenv("upstream_url") or "http://127.0.0.1:5000")
     serve(
         app,
-        host="0.0.0.0",
-        port=int(os.getenv("port", "5000")),
+        host=upstream.hostname or "127.0.0.1",  # only the watchdog, beside us in the pod, calls us
+        port=upstream.port or 5000,
         threads=int(os.getenv("waitress_threads", "4")),
     )

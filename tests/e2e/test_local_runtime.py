@@ -93,7 +93,7 @@ def test_bad_body_to_setup_is_400_naming_the_field(runtime):
 @pytest.mark.parametrize("store", ["redis", "memcached"])
 def test_fashion_mnist_job_reaches_085(runtime, store, mode):
     url = runtime["state"]["stores"][store]["url"]
-    query = start_job(runtime, store_url=url, mode=mode, number_of_workers=2, target_accuracy=0.85)
+    query = start_job(runtime, store_url=url, invocation_mode=mode, number_of_workers=2, target_accuracy=0.85)
     assert ("store_url" in query) == (store == "memcached")  # redis is the functions' default store
     status = wait_for(runtime, query)
     result = status["result"]
@@ -105,7 +105,7 @@ def test_fashion_mnist_job_reaches_085(runtime, store, mode):
 def test_async_call_posts_its_result_to_the_callback_url(runtime):
     callback = CallbackRecorder()
     with serve(callback) as url:
-        call_id = runtime["gateway"].invoke_async("emnist-setup", {**SMALL, "mode": "single", "max_epochs": 1},
+        call_id = runtime["gateway"].invoke_async("emnist-setup", {**SMALL, "invocation_mode": "single", "max_epochs": 1},
                                                   url + "/done")
         deadline = time.monotonic() + 60
         while not callback.received and time.monotonic() < deadline:
@@ -132,7 +132,7 @@ def test_scaling_emnist_train_to_3_replicas_during_a_job(runtime):
 
 
 def test_killing_a_replica_mid_job_in_per_iteration_mode(runtime):
-    query = start_job(runtime, **SMALL, mode="per-iteration", number_of_workers=2, max_epochs=30,
+    query = start_job(runtime, **SMALL, invocation_mode="per-iteration", number_of_workers=2, max_epochs=30,
                       target_accuracy=1.0, lease_s=2)
     gateway = runtime["gateway"]
     deadline = time.monotonic() + 60

@@ -55,6 +55,7 @@ def test_two_workers_reach_085_on_fashion_mnist(backend, redis_server, memcached
         (["--learning-rate", "-1"], "learning_rate"),
         (["--batch-size", "many"], "batch_size"),
         (["--dataset", "imagenet"], "dataset"),
+        (["--mode", "loop"], "mode"),  # renamed: of-watchdog owns `mode`; the message names invocation_mode
         (["--store", "mongodb://127.0.0.1:27017"], "store_url"),
         (["--store", "redis://127.0.0.1:notaport/0"], "store_url"),
         (["--store", "redis:/127.0.0.1"], "store_url"),

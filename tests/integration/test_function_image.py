@@ -128,7 +128,7 @@ def container_env(**extra) -> dict[str, str]:
 
 def serve(python: str, folder: pathlib.Path, env: dict) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    process = subprocess.Popen([python, "index.py"], cwd=folder, env=container_env(port=str(port), **env),
+    process = subprocess.Popen([python, "index.py"], cwd=folder, env=container_env(upstream_url=f"http://127.0.0.1:{port}", **env),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -155,7 +155,7 @@ def test_index_py_serves_a_tiny_job_with_the_core_alone(image, redis_server):
         assert answer.status_code == 200, answer.text
         assert answer.json()["state"] == "finished" and answer.json()["duplicate"] is False
         assert store.get_record(job_id, "result")["samples"] == 2 * 600
-        single = httpx.post(setup_url + "/", json={**TINY, "mode": "single"}, timeout=120)
+        single = httpx.post(setup_url + "/", json={**TINY, "invocation_mode": "single"}, timeout=120)
         assert single.status_code == 200, single.text
         assert single.json()["result"]["state"] == "done" and single.json()["result"]["samples"] == 2 * 600
         bad = httpx.post(setup_url + "/", json={"batch_size": 0}, timeout=30)

@@ -21,7 +21,7 @@ train_handler = load_handler("emnist-train")
 def run_job(monkeypatch, store_url, mode, duplicates):
     env = {"store_url": store_url, "dataset": "synthetic", "train_samples": "3000", "test_samples": "500",
            "hidden_sizes": "32", "max_epochs": "4", "target_accuracy": "1.0", "number_of_workers": "2",
-           "n_fetch": "5", "n_push": "5", "mode": mode}
+           "n_fetch": "5", "n_push": "5", "invocation_mode": mode}
     gateway = FakeGateway(lambda call: deliver(train_handler, call)[1], queue_workers=2,
                           duplicates=duplicates).install(monkeypatch)
     for key, value in env.items():

@@ -102,7 +102,7 @@ def server(tmp_path_factory):
     (app / "function" / "__init__.py").write_text("")
     (app / "function" / "handler.py").write_text(TEST_HANDLER)
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(app), "port": str(port), "waitress_threads": "2",
+    env = {**os.environ, "PYTHONPATH": str(app), "upstream_url": f"http://127.0.0.1:{port}", "waitress_threads": "2",
            "max_request_bytes": str(MAX_REQUEST_BYTES), "HOSTNAME": "replica-0"}
     stderr_path = app / "stderr.log"
     with open(stderr_path, "wb") as stderr:

@@ -36,7 +36,7 @@ def test_every_example_matrix_is_valid():
     ({"matrix": {"store": ["redis", "postgres://x"]}}, "store"),
     ({"matrix": {"n_fetch": [1, 10], "n_push": [1]}, "together": [["n_fetch", "n_push"]]}, "together"),
     ({"matrix": {"n_fetch": [1]}, "together": [["n_push"]]}, "together"),
-    ({"matrix": {"mode": []}}, "matrix.mode"),
+    ({"matrix": {"invocation_mode": []}}, "matrix.invocation_mode"),
     ({"rounds": 0}, "rounds"),
     ({"fixed": {"seed": 1}, "matrix": {"seed": [1, 2]}}, "matrix.seed"),
 ])

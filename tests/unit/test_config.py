@@ -53,7 +53,7 @@ def test_body_must_be_an_object():
         ("max_epochs", 0),
         ("dataset", "cifar10"),
         ("activation", "sigmoid"),
-        ("mode", "batch"),
+        ("invocation_mode", "batch"),
         ("hidden_sizes", []),
         ("hidden_sizes", "10,x"),
         ("store_url", "postgres://127.0.0.1/0"),
@@ -81,11 +81,11 @@ def test_integral_float_from_json_is_accepted():
 
 
 def test_single_mode_runs_one_worker():
-    assert load_config({}, {"mode": "single", "number_of_workers": 4}).number_of_workers == 1
+    assert load_config({}, {"invocation_mode": "single", "number_of_workers": 4}).number_of_workers == 1
 
 
 def test_record_round_trip_is_exact():
-    config = load_config({}, {"hidden_sizes": [32, 16], "mode": "per-iteration", "store_url": "memcached://h:1"})
+    config = load_config({}, {"hidden_sizes": [32, 16], "invocation_mode": "per-iteration", "store_url": "memcached://h:1"})
     assert config_from_record(config.to_dict()) == config
 
 
@@ -98,3 +98,11 @@ def test_every_field_has_a_comment_in_the_source():
     for name in FIELDS:
         line = next(l for l in source.splitlines() if l.strip().startswith(f"{name}:"))
         assert "#" in line, name
+
+
+def test_the_old_mode_key_is_refused_naming_invocation_mode_and_the_environments_mode_is_not_ours():
+    with pytest.raises(ConfigError) as error:
+        load_config({}, {"mode": "loop"})
+    assert error.value.field == "mode" and "invocation_mode" in str(error.value)
+    # the image sets mode=http for of-watchdog; the function process sees it and must ignore it
+    assert load_config({"mode": "http", "invocation_mode": "per-iteration"}).invocation_mode == "per-iteration"

@@ -47,7 +47,7 @@ def space_keys(url):
 def test_setup_fans_out_one_async_call_per_worker_and_passes_the_callback(env):
     code, body = start({"number_of_workers": 3}, {"X-Callback-Url": "http://127.0.0.1:1/cb"})
     assert code == 202
-    assert body["number_of_workers"] == 3 and body["mode"] == "loop" and body["job_id"]
+    assert body["number_of_workers"] == 3 and body["invocation_mode"] == "loop" and body["job_id"]
     calls = env["gateway"].take()
     assert [c.function for c in calls] == ["emnist-train"] * 3
     assert [c.payload["worker_id"] for c in calls] == [0, 1, 2]
@@ -73,7 +73,7 @@ def test_loop_mode_trains_to_the_stop_rule_and_a_duplicate_trains_nothing(env):
 
 
 def test_per_iteration_chains_one_epoch_per_invocation_and_ignores_duplicates(env):
-    _, body = start({"mode": "per-iteration"})
+    _, body = start({"invocation_mode": "per-iteration"})
     gateway, trained, duplicates = env["gateway"], {0: 0, 1: 0}, 0
     pending = gateway.take()
     while pending:
@@ -97,7 +97,7 @@ def test_per_iteration_chains_one_epoch_per_invocation_and_ignores_duplicates(en
 
 
 def test_single_mode_trains_inside_setup(env):
-    code, body = start({"mode": "single", "max_epochs": 2})
+    code, body = start({"invocation_mode": "single", "max_epochs": 2})
     assert code == 200 and env["gateway"].take() == []
     assert body["number_of_workers"] == 1
     assert body["result"]["state"] == "done" and body["result"]["samples"] == 2 * 1200
@@ -108,6 +108,7 @@ def test_single_mode_trains_inside_setup(env):
     ({"number_of_workers": 0}, "number_of_workers"),
     ({"learning_rate": -1}, "learning_rate"),
     ({"store_url": "ftp://x"}, "store_url"),
+    ({"mode": "loop"}, "mode"),
     (["not", "an", "object"], "body"),
 ])
 def test_bad_setup_input_names_the_field_and_writes_nothing(env, body, field):

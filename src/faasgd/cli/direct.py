@@ -72,7 +72,7 @@ class WorkerProcesses:
 def run_job(config: TrainConfig, store: ParameterStore, job_id: str, timeout_s: float,
             on_status: Callable[[dict], None] | None = None) -> dict:
     """Run a created job's workers here and return its final status (its result under "result")."""
-    if config.mode == "single":
+    if config.invocation_mode == "single":
         orchestrate.run_single(store, config, job_id)
         status = job.read_status(store, job_id)
         if on_status is not None:

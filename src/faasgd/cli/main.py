@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from faasgd import __version__
-from faasgd.config import FIELDS
+from faasgd.config import FIELDS, RENAMED
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
 from faasgd.local.control import DEFAULT_DIR
 
@@ -24,6 +24,8 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         flags = ["--" + name.replace("_", "-")] + ALIASES.get(name, [])
         parser.add_argument(*flags, dest=name, default=None, metavar=name.upper(),
                             help=f"(default {field.default!r})")
+    for old in RENAMED:  # accepted by the parser only to be refused by load_config, naming the new key
+        parser.add_argument("--" + old.replace("_", "-"), dest=f"renamed_{old}", default=None, help=argparse.SUPPRESS)
 
 
 def add_runtime_flags(parser: argparse.ArgumentParser, gateway: bool = True) -> None:

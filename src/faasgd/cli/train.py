@@ -14,7 +14,7 @@ from faasgd import result
 from faasgd.cli import direct
 from faasgd.cli.connect import gateway
 from faasgd.cli.progress import LiveProgress, console, print_summary
-from faasgd.config import FIELDS, STORE_KEYWORDS, load_config, resolve_store
+from faasgd.config import FIELDS, RENAMED, STORE_KEYWORDS, load_config, resolve_store
 from faasgd.functions import orchestrate
 from faasgd.local import control
 from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
@@ -22,8 +22,10 @@ from faasgd.store import open_store
 
 
 def config_overrides(args) -> dict:
-    """The config keys given as flags (strings; the config parser checks them)."""
-    return {name: getattr(args, name) for name in FIELDS if getattr(args, name) is not None}
+    """The config keys given as flags (strings; the config parser checks them, renamed keys included)."""
+    given = {name: getattr(args, name) for name in FIELDS if getattr(args, name) is not None}
+    renamed = {old: getattr(args, f"renamed_{old}") for old in RENAMED if getattr(args, f"renamed_{old}", None)}
+    return {**renamed, **given}
 
 
 def run(args) -> int:
@@ -51,7 +53,7 @@ def run_through_gateway(args, body: dict) -> int:
     answer = json_answer(client.invoke(SETUP_FUNCTION, body), SETUP_FUNCTION)
     job_id = answer["job_id"]
     out = console()
-    out.print(f"job {job_id}: {answer['number_of_workers']} worker(s), {answer['dataset']}, mode {answer['mode']}, "
+    out.print(f"job {job_id}: {answer['number_of_workers']} worker(s), {answer['dataset']}, mode {answer['invocation_mode']}, "
               f"store {answer['store_url']}, gateway {client.url}", highlight=False, markup=False)
     live = LiveProgress(out)
     try:
@@ -68,7 +70,7 @@ def run_direct(args, config) -> int:
     store = open_store(config.store_url)
     job_id = orchestrate.create_job(store, config)
     out = console()
-    out.print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.mode}, "
+    out.print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.invocation_mode}, "
               f"store {store.url}, target {config.target_accuracy}", highlight=False, markup=False)
     live = LiveProgress(out)
     try:

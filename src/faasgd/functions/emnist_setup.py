@@ -26,10 +26,10 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
     query = {"job_id": job_id}
     if config.store_url != settings.store_url:  # a job outside the function's own store
         query["store_url"] = store.url  # masked: a password-protected store must be the function's own
-    answer = {"job_id": job_id, "number_of_workers": config.number_of_workers, "mode": config.mode,
+    answer = {"job_id": job_id, "number_of_workers": config.number_of_workers, "invocation_mode": config.invocation_mode,
               "dataset": config.dataset, "store_url": store.url, "status_query": query,
               "status_url": "/function/emnist-setup?" + urllib.parse.urlencode(query)}
-    if config.mode == "single":
+    if config.invocation_mode == "single":
         return 200, {**answer, "result": orchestrate.run_single(store, config, job_id)}
     gateway = replica_cache.gateway_for(settings.gateway_url)
 

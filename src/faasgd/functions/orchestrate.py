@@ -91,7 +91,7 @@ def train_call(store: ParameterStore, request: TrainRequest, call_id: str,
         raise ConfigError("worker_id", f"must be below number_of_workers={config.number_of_workers}, "
                                        f"got {request.worker_id}")
     worker_store = replica_cache.training_store(config, store)
-    if config.mode == "per-iteration":
+    if config.invocation_mode == "per-iteration":
         then = None if chain is None else (lambda iteration: chain(request.next(iteration)))
         return run_iteration(config, worker_store, request.job_id, request.worker_id, request.iteration,
                              call_id, replica_cache.load_shard, then)

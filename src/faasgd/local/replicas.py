@@ -140,7 +140,7 @@ class Supervisor:
         replica_name = f"{name}-{self._counter[name]}"
         port = free_port()
         env = {**os.environ, **self.specs[name].environment, **self.env,
-               "port": str(port), "HOSTNAME": replica_name,
+               "upstream_url": f"http://127.0.0.1:{port}", "HOSTNAME": replica_name,
                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         log_path = self.log_dir / f"{replica_name}.log"
         with open(log_path, "ab") as log:

@@ -32,7 +32,7 @@ def run_worker(config: TrainConfig, store: ParameterStore, job_id: str, worker_i
         trainer.on_progress = on_progress
         progress.started_at = time.time()
         log.info("job %s worker %d: training on %d rows (%s, %d workers, mode %s)", job_id, worker_id,
-                 progress.shard_size, config.dataset, config.number_of_workers, config.mode)
+                 progress.shard_size, config.dataset, config.number_of_workers, config.invocation_mode)
         while trainer.run_epoch() and not trainer.end_of_epoch():
             pass
         progress.state = "finished"
