@@ -56,6 +56,14 @@ class StoreConflict(StoreError):
     kind = "store conflict"
 
 
+class StateLost(StoreError):
+    """Raised when the store no longer holds part of a running job's state (restarted empty, evicted): the
+    job fails with that reason and is never re-initialised."""
+
+    http_status = 500
+    kind = "store lost state"
+
+
 class JobNotFound(FaasgdError):
     """Raised when a job id has no records in the store."""
 
