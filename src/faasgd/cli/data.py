@@ -75,7 +75,7 @@ def fetch_emnist(args) -> int:
             found = file_sha256(target)
             if found != sha256:
                 raise DownloadError(f"{target} is there but its SHA-256 is {found}, not {sha256}; "
-                                 f"`faasgd data fetch emnist --force` replaces it")
+                                    "`faasgd data fetch emnist --force` replaces it")
             print(f"emnist: already present at {target} ({os.path.getsize(target):,} bytes, sha256 verified)")
             return 0
         size = download_verified(url, target, sha256, expected_bytes, args.timeout, args.deadline)
@@ -88,18 +88,20 @@ def check_fetch_args(url: str, args) -> str:
     """The expected SHA-256 (lower-case hex) after checking every flag; ConfigError naming the flag."""
     try:
         parts = urlsplit(url)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0  # port: may raise
-    except ValueError:  # a port that is not a number, a bad IPv6 address
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number in range)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # a bad port or IPv6 address
         valid = False
     if not valid:
         raise ConfigError("url", f"must be an http:// or https:// URL with a host, got {mask_url(url)!r}")
     sha256 = (args.sha256 or EMNIST_SHA256).strip().lower()
     if not SHA256_HEX.match(sha256):
         raise ConfigError("sha256", f"must be 64 hexadecimal digits, got {args.sha256!r}")
-    for flag in ("timeout", "deadline", "lock_wait"):
-        value = getattr(args, flag)
-        if not value > 0 and not (flag == "lock_wait" and value == 0):
-            raise ConfigError(flag, f"must be a number of seconds > 0, got {value:g}")
+    for flag in ("timeout", "deadline"):
+        if not getattr(args, flag) > 0:  # NaN too
+            raise ConfigError(flag, f"must be a number of seconds > 0, got {getattr(args, flag):g}")
+    if not args.lock_wait >= 0:
+        raise ConfigError("lock_wait", f"must be a number of seconds >= 0 (0: do not wait), got {args.lock_wait:g}")
     return sha256
 
 
@@ -112,7 +114,7 @@ def download_verified(url: str, target: str, sha256: str, expected_bytes: int | 
         digest, size = download.stream_to(part, url, timeout_s, deadline_s, expected_bytes, f"emnist {name}")
         if digest != sha256:
             raise DownloadError(f"checksum mismatch for {mask_url(url)}: SHA-256 {digest}, expected {sha256}; "
-                             "nothing placed")
+                                "nothing placed")
         check_archive(part, url)
         os.chmod(part, 0o644)
         os.replace(part, target)  # atomic within the folder: readers see the old file or the whole new one
@@ -131,7 +133,7 @@ def check_archive(path: str, url: str) -> None:
         variants = []
     if not variants:
         raise DownloadError(f"{mask_url(url)} is not an EMNIST archive (no gzip/emnist-*-test-images member); "
-                         "nothing placed")
+                            "nothing placed")
 
 
 def file_sha256(path: str) -> str:
