@@ -1,6 +1,6 @@
 """Data on purpose, in process: the core never downloads; a training call for missing data is a 409
 that writes nothing; `faasgd data fetch` checks its flags before touching anything; the fetch lock
-waits, then reports; `faasgd data list` says what is where. (Downloads: tests/integration/test_data_fetch.py.)
+waits, then reports; `faasgd data list` says what is where. (Downloads: tests/integration/test_data_fetch_real.py.)
 """
 
 from __future__ import annotations
