@@ -23,6 +23,21 @@ class DataError(FaasgdError):
     http_status = 500
 
 
+class DataMissing(DataError):
+    """Raised when a dataset is not on this machine; names it and the command that gets it.
+
+    409 Conflict: the request is valid and the same request succeeds once the data is there. Not
+    404 (the gateway's unknown function, the store's unknown job) nor 5xx (nothing failed, and
+    OpenFaaS Pro's queue retries 5xx, which cannot help). The core never downloads.
+    """
+
+    http_status = 409
+
+    def __init__(self, dataset: str, detail: str, command: str):
+        self.dataset, self.command, self.field = dataset, command, "dataset"
+        super().__init__(f"dataset: {dataset} is not on this machine ({detail}); get it with `{command}`")
+
+
 class StoreError(FaasgdError):
     """Raised when the parameter store fails; names the store URL (password masked)."""
 

@@ -91,14 +91,18 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("-f", "--file", default="stack.yml")
     train.add_argument("--port", type=int, default=8080)
     add_runtime_flags(train)
+
+    from faasgd.cli import data  # `faasgd data list | fetch`
+
+    data.add_parser(sub)
     return parser
 
 
 def dispatch(args) -> int:
-    from faasgd.cli import runtime, status, train
+    from faasgd.cli import data, runtime, status, train
 
     handlers = {"up": runtime.up, "down": runtime.down, "invoke": runtime.invoke, "scale": runtime.scale,
-                "logs": runtime.logs, "status": status.run, "train": train.run}
+                "logs": runtime.logs, "status": status.run, "train": train.run, "data": data.run}
     return handlers[args.command](args)
 
 
