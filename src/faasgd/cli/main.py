@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(error, EXIT_DATA)
     except FaasgdError as error:
         status = getattr(error, "http_status", 500)
-        return fail(error, {400: EXIT_INPUT, 503: EXIT_STORE, 504: EXIT_STORE}.get(status, EXIT_FAILED))
+        return fail(error, {400: EXIT_INPUT, 409: EXIT_DATA, 503: EXIT_STORE, 504: EXIT_STORE}.get(status, EXIT_FAILED))
     except KeyboardInterrupt:
         return fail("interrupted", 130)
 
