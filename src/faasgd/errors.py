@@ -17,6 +17,16 @@ class ConfigError(FaasgdError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class MethodNotAllowed(FaasgdError):
+    """Raised when a function is called with an HTTP method it does not serve; names the allowed ones."""
+
+    http_status = 405
+
+    def __init__(self, method: str, allow: tuple[str, ...]):
+        self.field, self.allow = "method", allow
+        super().__init__(f"method: {method} is not served here (allowed: {', '.join(allow)})")
+
+
 class DataError(FaasgdError):
     """Raised when a dataset is missing, malformed or cannot be sharded as asked."""
 

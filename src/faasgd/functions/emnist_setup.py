@@ -22,6 +22,8 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
 
     Nothing is written before the config, the store and the data have all checked out.
     """
+    if not isinstance(body, Mapping):  # null, [], 0, "" ... never start a default job by accident
+        raise ConfigError("body", f"must be a JSON object (or a form) of config keys, got {type(body).__name__}")
     settings = FunctionEnv.read(env)
     config = load_config(env, body)  # the one parse: environment defaults, then the body
     store = replica_cache.store_for(config.store_url)
