@@ -42,7 +42,8 @@ def alive(pid):
 def runtime(tmp_path_factory):
     directory = tmp_path_factory.mktemp("runtime") / ".faasgd"
     port = free_port()
-    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--ack-wait", "120", "--delivery", "pro")
+    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--ack-wait", "120",
+                     "--delivery", "pro")
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
     yield {"dir": str(directory), "port": port, "state": state, "gateway": Gateway(state["gateway_url"], 30)}

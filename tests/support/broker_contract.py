@@ -113,6 +113,8 @@ async def check_a_message_over_the_payload_limit_is_refused(harness) -> None:
         await broker.close()
 
 
-CHECKS = [check_a_message_is_kept_until_acked, check_an_unacked_message_comes_again_after_ack_wait_until_max_attempts,
-          check_a_nak_hands_the_message_out_after_its_delay, check_a_new_owner_gets_what_was_queued_and_in_flight_at_once,
+CHECKS = [check_a_message_is_kept_until_acked,
+          check_an_unacked_message_comes_again_after_ack_wait_until_max_attempts,
+          check_a_nak_hands_the_message_out_after_its_delay,
+          check_a_new_owner_gets_what_was_queued_and_in_flight_at_once,
           check_a_message_over_the_payload_limit_is_refused]

@@ -17,7 +17,7 @@ from support.local_gateway import gateway_in_process, within
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 RESIZE_S = 0.5  # queue.RESIZE_S
-PRO = DeliveryPolicy("pro", max_attempts=4, retry_wait_s=0.3, max_retry_wait_s=0.9)  # waits 0.3, 0.6, 0.9 (not RESIZE_S)
+PRO = DeliveryPolicy("pro", max_attempts=4, retry_wait_s=0.3, max_retry_wait_s=0.9)  # waits 0.3, 0.6, 0.9: not 0.5
 
 
 @pytest.fixture

@@ -211,8 +211,9 @@ class QueueWorkers:
         kind = "first" if message.attempt == 1 else "retry" if history.retrying else "redelivery"
         self._counts["redelivered"] += kind == "redelivery"
         history.retrying = False
-        record = {"attempt": message.attempt, "kind": kind, "worker": f"queue-worker-{slot // self.policy.max_inflight}",
-                  "started_at": time.time(), "status": None, "seconds": None, "replica": None}
+        worker = f"queue-worker-{slot // self.policy.max_inflight}"
+        record = {"attempt": message.attempt, "kind": kind, "worker": worker, "started_at": time.time(),
+                  "status": None, "seconds": None, "replica": None}
         history.deliveries.append(record)
         key = next(self._seq)
         self._running[key] = (slot, len(call.body))

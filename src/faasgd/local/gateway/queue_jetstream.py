@@ -95,8 +95,9 @@ class JetStreamBroker:
         if self._js is None or self._nc is None:
             raise QueueError("the queue is not open")
         size = len(data) + len(b"NATS/1.0\r\n\r\n") + sum(len(k) + len(v) + 4 for k, v in headers.items())
-        if size > self._nc.max_payload:  # checked here: nats-server drops the connection of a client that sends it
-            raise QueueError(f"the call is {size} bytes with its headers; the maximum payload is {self._nc.max_payload}")
+        if size > self._nc.max_payload:  # checked here: nats-server drops a client that sends more
+            raise QueueError(f"the call is {size} bytes with its headers; "
+                             f"the maximum payload is {self._nc.max_payload}")
         try:
             await self._js.publish(SUBJECT, data, stream=self.stream, headers=headers)
         except _ERRORS as exc:
