@@ -34,6 +34,8 @@ class GatewayOptions:
         for name in ("upstream_timeout_s", "ack_wait_s"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}")
+        if not isinstance(self.delivery, DeliveryPolicy):
+            raise ConfigError("delivery", f"must be a DeliveryPolicy (queue_rules.py), got {self.delivery!r}")
         if self.queue_workers is not None and self.queue_workers < 1:
             raise ConfigError("queue_workers", f"must be None (one per replica) or >= 1, got {self.queue_workers!r}")
         for name in ("max_async_body_bytes", "max_sync_body_bytes", "backlog"):

@@ -153,7 +153,7 @@ async def _log_error(exc: Exception) -> None:
 
 
 async def _disconnected() -> None:
-    log.warning("NATS: disconnected; reconnecting")
+    log.info("NATS: disconnected")  # at close, or before a reconnect
 
 
 async def _reconnected() -> None:
