@@ -12,6 +12,7 @@ import sys
 from faasgd import __version__
 from faasgd.config import FIELDS, RENAMED
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
+from faasgd.local import queue_rules
 from faasgd.local.control import DEFAULT_DIR
 
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_DATA = 1, 2, 3, 4
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, default=8080)
     up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
     up.add_argument("--queue-workers", type=int, default=None, help="default: one per replica")
+    queue_rules.add_flags(up)  # --delivery ce|pro and pro's retry settings
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")

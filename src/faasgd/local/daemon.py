@@ -1,7 +1,8 @@
 """The local runtime daemon: stores, function replicas and the gateway, in one process tree.
 
 Started in the background by `faasgd up` as `python -m faasgd.local.daemon ...`. It starts
-redis-server and memcached on free loopback ports, lays out each function's build folder, starts
+redis-server and memcached on free loopback ports, nats-server with JetStream for the async queue
+(its files in <dir>/jetstream, so queued calls outlive the daemon), lays out each function's build folder, starts
 the replicas with the stack's environment in which every in-cluster Service address
 (`gateway.openfaas:8080`, `redis.openfaas-fn:6379`, ...; faasgd.local.services) points at the
 process playing it here, serves the gateway, and records every process (pid + create time) in
@@ -22,7 +23,8 @@ import time
 from pathlib import Path
 
 from faasgd import __version__
-from faasgd.local import services
+from faasgd.local import queue_rules, services
+from faasgd.local.broker import start_nats
 from faasgd.local.build import build_function
 from faasgd.local.processes import ProcessRef
 from faasgd.local.replicas import Supervisor
@@ -50,6 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ack-wait", type=float, default=300.0)
     parser.add_argument("--upstream-timeout", type=float, default=300.0)
     parser.add_argument("--queue-workers", type=int, default=None)
+    queue_rules.add_flags(parser)
     return parser.parse_args(argv)
 
 
@@ -104,21 +107,31 @@ def main(argv: list[str] | None = None) -> int:
     specs, build_dirs = build_functions(Path(args.stack).resolve(), directory / "build")
     stores = start_stores(directory)
     try:
-        serve(args, directory, specs, build_dirs, stores, stop)
-    finally:
+        broker = start_nats(directory / "jetstream")
+    except BaseException:
         for server in stores.values():
+            server.stop()
+        raise
+    try:
+        serve(args, directory, specs, build_dirs, stores, stop, broker)
+    finally:
+        for server in [*stores.values(), broker]:
             server.stop()
         (directory / STATE_FILE).unlink(missing_ok=True)
     return 0
 
 
 def serve(args: argparse.Namespace, directory: Path, specs: dict[str, FunctionSpec], build_dirs: dict[str, Path],
-          stores: dict[str, ServerProcess], stop: threading.Event) -> None:
+          stores: dict[str, ServerProcess], stop: threading.Event, broker: ServerProcess) -> None:
     """Start the replicas and the gateway, keep state.json current, and run until `stop` is set."""
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
+    from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 
     table = service_table(args.port, stores)
     state = initial_state(args, directory, stores, table)
+    delivery = queue_rules.from_flags(args)
+    state.update(broker={"url": broker.url, "store_dir": broker.workdir, **broker.ref.to_json()},
+                 delivery=delivery.to_json())
     supervisor = Supervisor(point_at_local(specs, table), build_dirs, {SECRETS_ENV: str(directory / "secrets")},
                             directory / "logs")
     supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})
@@ -128,12 +141,14 @@ def serve(args: argparse.Namespace, directory: Path, specs: dict[str, FunctionSp
         supervisor.start()
         gateway = LocalGateway(supervisor, GatewayOptions(
             port=args.port, ack_wait_s=args.ack_wait, upstream_timeout_s=args.upstream_timeout,
-            queue_workers=args.queue_workers, version=__version__))
+            queue_workers=args.queue_workers, version=__version__, delivery=delivery),
+            broker=JetStreamBroker(broker.url))
         gateway.start()
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
         write_state(directory, {**state, "replicas": supervisor.processes()})
         print(f"faasgd runtime ready: gateway {state['gateway_url']}, "
-              + ", ".join(f"{name} {s.url}" for name, s in stores.items()), flush=True)
+              + ", ".join(f"{name} {s.url}" for name, s in stores.items())
+              + f", queue {broker.url} ({delivery.mode} delivery)", flush=True)
         stop.wait()
     finally:
         if gateway is not None:
