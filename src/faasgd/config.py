@@ -9,14 +9,14 @@ an error; the environment is only read for known keys (it holds much else).
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from faasgd.data import DATASETS
 from faasgd.errors import ConfigError
-from faasgd.store.url import parse_store_url
+from faasgd.store.url import mask_url, parse_store_url
 
-STORE_KEYWORDS = ("redis", "memcached")  # a store named by kind: the target's own store of that kind
 ACTIVATIONS = ("tanh", "relu")
 MODES = ("loop", "per-iteration", "single")
 TOPOLOGIES = ("global", "node-local")
@@ -39,25 +39,34 @@ class TrainConfig:
     max_epochs: int = 20  # upper bound on passes over each worker's shard
     target_accuracy: float = 0.85  # test accuracy that ends the job (1.0: run all max_epochs)
     seed: int = 0  # network init uses seed; worker i shuffles and drops out with seed + i
-    store_url: str = "redis://127.0.0.1:6379/0"  # redis://[:password@]host:port/db, memcached://host:port
+    store: str = ""  # a store the function has configured, by name (its environment's `stores`); "": its store_url
+    store_url: str = "redis://127.0.0.1:6379/0"  # redis://[:password@]host:port/db, memcached://host:port (not in requests)
     train_samples: int = 0  # use only the first N training rows (0: all); for quick runs
     test_samples: int = 0  # evaluate on the first N test rows (0: all)
     store_timeout_s: float = 30.0  # how long a worker retries an unreachable store before failing
     store_topology: str = "global"  # global: fetch from store_url; node-local: fetch from local_store_url
-    local_store_url: str = "memcached://127.0.0.1:11211"  # node-local cache (store_topology node-local)
+    local_store_url: str = "memcached://127.0.0.1:11211"  # node-local cache (store_topology node-local; not in requests)
     local_refresh_s: float = 1.0  # node-local: how often the cache is refreshed from the global store
     lease_s: int = 30  # a running invocation's lease and heartbeat, renewed every second, expire after this
     start_timeout_s: float = 120.0  # a launched worker silent for this long (no heartbeat yet) counts as lost
     max_reinvocations: int = 3  # a lost worker is re-invoked this often without progress, then the job fails
 
     def to_dict(self) -> dict[str, Any]:
-        """The config as JSON-ready plain values (hidden_sizes as a list)."""
+        """The config as JSON-ready plain values (hidden_sizes as a list), store URLs with passwords masked:
+        what job records, answers and outputs hold. A process needing a store's real URL has it from its
+        own configuration, never from a record."""
         out = dataclasses.asdict(self)
         out["hidden_sizes"] = list(self.hidden_sizes)
+        for key in LOCATION_KEYS:
+            out[key] = mask_url(out[key])
         return out
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+# Where stores are: set by the function's own configuration (environment, secrets), never by a request, so
+# nothing a caller sends makes a function connect elsewhere or send a password away. A request names a store.
+LOCATION_KEYS = ("store_url", "local_store_url")
+_STORE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}\Z")
 # Keys that were renamed: a body or flag using the old name is told the new one. `mode` clashed with
 # of-watchdog's own setting (it reads `mode` from the container's environment: OPENFAAS.md 1.8).
 RENAMED = {"mode": ("invocation_mode", "of-watchdog reads `mode` from the function's environment as its own "
@@ -137,8 +146,12 @@ def _parse(field: str, value: Any) -> Any:
         return _choice(field, value, ACTIVATIONS)
     if field == "invocation_mode":
         return _choice(field, value, MODES)
-    if field in ("store_url", "local_store_url"):
+    if field in LOCATION_KEYS:
         return _store_url(field, value)
+    if field == "store":
+        if not isinstance(value, str) or not (value == "" or _STORE_NAME.match(value.strip())):
+            raise ConfigError(field, f"must be the name of a configured store (like redis or memcached), got {value!r}")
+        return value.strip()
     if field == "store_topology":
         return _choice(field, value, TOPOLOGIES)
     if field == "local_refresh_s":
@@ -200,24 +213,24 @@ def load_config(env: Mapping[str, str] | None = None, overrides: Mapping[str, An
     return TrainConfig(**values)
 
 
-def resolve_store(value: str, stores: Mapping[str, str]) -> str:
-    """A store keyword (`redis`, `memcached`) as the URL of that store in `stores`; any other value as it is.
-
-    The one place a keyword becomes a URL: `faasgd train --store memcached`, test.sh's `store:`.
-    """
-    if value in STORE_KEYWORDS:
-        if value not in stores:
-            raise ConfigError("store_url", f"no {value} store here (known: {', '.join(stores) or 'none'})")
-        return stores[value]
-    return value
-
-
 def read_setting(env: Mapping[str, str], key: str) -> Any:
     """One config key from the environment (parsed and checked), else its default."""
     raw = env.get(key)
     if raw is None or str(raw).strip() == "":
         return FIELDS[key].default
     return _parse(key, raw)
+
+
+def load_request(env: Mapping[str, str], body: Any) -> TrainConfig:
+    """A request's config: the function's environment, then the body, which must be a JSON object (or a form)
+    of config keys other than store locations. The one parse of a request."""
+    if not isinstance(body, Mapping):  # null, [], 0, "" ... never start a default job by accident
+        raise ConfigError("body", f"must be a JSON object (or a form) of config keys, got {type(body).__name__}")
+    for key in LOCATION_KEYS:
+        if key in body:
+            raise ConfigError(key, "a store's location comes from the function's configuration, never from a "
+                                   "request; name one of its stores with `store` (e.g. \"store\": \"memcached\")")
+    return load_config(env, body)
 
 
 def config_from_record(record: Mapping[str, Any]) -> TrainConfig:

@@ -82,9 +82,11 @@ def test_small_matrix_writes_csv_tables_and_plots(tmp_path):
 def test_a_failed_run_is_recorded_and_the_batch_exits_nonzero(tmp_path):
     matrix = tmp_path / "failing.yml"
     matrix.write_text(SMALL.replace("rounds: 2", "rounds: 1").replace(
-        "store: redis", f"store: [redis, 'redis://127.0.0.1:{free_port()}/0']").replace("[1, 2]", "1"))
+        "store: redis", "store: [redis, gone]").replace("[1, 2]", "1"))
     out = tmp_path / "out"
-    run = run_test_sh(matrix, "--out", out, "--port", free_port(), "--dir", tmp_path / ".faasgd")
+    gone = f"gone=redis://127.0.0.1:{free_port()}/0"  # a store the functions have, where nothing listens
+    run = run_test_sh(matrix, "--out", out, "--port", free_port(), "--dir", tmp_path / ".faasgd",
+                      "--stack", stack_with(tmp_path, stores=f"redis=redis://redis.openfaas-fn:6379/0,{gone}"))
     assert run.returncode == 1
     assert "1 run(s) failed" in run.stderr and "store unavailable" in run.stderr
     with open(out / "runs.csv") as f:
@@ -92,32 +94,31 @@ def test_a_failed_run_is_recorded_and_the_batch_exits_nonzero(tmp_path):
     assert states == ["done", "failed"]  # both runs recorded; the failure did not stop the batch
 
 
-def stack_with_store(tmp_path, url: str) -> Path:
-    """stack.yml with the functions' own store_url set to `url` (handlers by absolute path)."""
+def stack_with(tmp_path, **environment: str) -> Path:
+    """stack.yml with these functions' environment values (handlers by absolute path)."""
     stack = yaml.safe_load((ROOT / "stack.yml").read_text())
     for function in stack["functions"].values():
         function["handler"] = str(ROOT / function["handler"])
-        function["environment"] = {**function["environment"], "store_url": url}
+        function["environment"] = {**function["environment"], **environment}
     path = tmp_path / "stack.yml"
     path.write_text(yaml.safe_dump(stack))
     return path
 
 
 def test_a_store_password_is_in_no_output_file_and_no_printed_line(tmp_path):
-    """A batch against a password-protected Redis named by URL in the matrix: the run uses the password
-    (it finishes), and no file test.sh writes, nor any line it prints, holds it. The URL is also the
-    functions' own store_url (a password-protected store must be the function's own: emnist-setup
-    masks any other in the job's status query), so the function reads the password from its URL."""
+    """A batch whose functions' own store is a password-protected Redis (stack.yml's store_url: a matrix
+    names stores, never locates them): the runs use the password (they finish), and no file test.sh
+    writes, nor any line it prints, holds it."""
     password = f"pw-{secrets.token_hex(12)}"
     server = start_redis(password=password)
     try:
         url = f"redis://:{password}@127.0.0.1:{server.port}/0"
         matrix = tmp_path / "secret.yml"
         matrix.write_text(SMALL.replace("rounds: 2", "rounds: 1").replace("[1, 2]", "[1]")
-                          .replace("store: redis", f"store: ['{url}']") + f"description: against {url}\n")
+                          .replace("store: redis", "store: default") + f"description: against {url}\n")
         out = tmp_path / "out"
         run = run_test_sh(matrix, "--out", out, "--port", free_port(), "--dir", tmp_path / ".faasgd",
-                          "--stack", stack_with_store(tmp_path, url))
+                          "--stack", stack_with(tmp_path, store_url=url))
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         files = [path for path in out.rglob("*") if path.is_file()]
         assert {"runs.csv", "runs.json", "meta.json", "summary.md", "output.txt", "matrix.yml"} <= {p.name for p in files}
@@ -127,7 +128,7 @@ def test_a_store_password_is_in_no_output_file_and_no_printed_line(tmp_path):
         with open(out / "runs.csv") as f:
             rows = list(csv.DictReader(f))
         masked = f"redis://:***@127.0.0.1:{server.port}/0"
-        assert [(r["state"], r["store"], r["store_url"]) for r in rows] == [("done", masked, masked)]
+        assert [(r["state"], r["store"], r["store_url"]) for r in rows] == [("done", "default", masked)]
         assert masked in (out / "matrix.yml").read_text() and masked in json.loads((out / "meta.json").read_text())[
             "matrix"]["description"]
     finally:
@@ -182,8 +183,7 @@ def test_cluster_target_drives_faas_cli_and_kubectl(tmp_path):
     for tool in ("faas-cli", "kubectl"):
         (bin_dir / tool).chmod(0o755)
     matrix = tmp_path / "cluster.yml"
-    matrix.write_text(SMALL.replace("rounds: 2", "rounds: 1").replace("store: redis",
-                                                                        f"store: {state['stores']['redis']['url']}"))
+    matrix.write_text(SMALL.replace("rounds: 2", "rounds: 1"))
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OPENFAAS_URL": state["gateway_url"]}
     try:
         run = subprocess.run(["./test.sh", str(matrix), "--target", "cluster", "--out", str(tmp_path / "out")],

@@ -98,9 +98,8 @@ def test_bad_body_to_setup_is_400_naming_the_field(runtime):
 @pytest.mark.parametrize("mode", ["loop", "per-iteration"])
 @pytest.mark.parametrize("store", ["redis", "memcached"])
 def test_fashion_mnist_job_reaches_085(runtime, store, mode):
-    url = runtime["state"]["stores"][store]["url"]
-    query = start_job(runtime, store_url=url, invocation_mode=mode, number_of_workers=2, target_accuracy=0.85)
-    assert ("store_url" in query) == (store == "memcached")  # redis is the functions' default store
+    query = start_job(runtime, store=store, invocation_mode=mode, number_of_workers=2, target_accuracy=0.85)
+    assert query["store"] == store  # named, never located: the functions resolve it to their own store
     status = wait_for(runtime, query)
     result = status["result"]
     assert status["state"] == "done", result

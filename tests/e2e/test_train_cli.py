@@ -32,7 +32,7 @@ def last_json(stdout):
 def test_two_workers_reach_085_on_fashion_mnist(backend, redis_server, memcached_server):
     url = redis_server.url if backend == "redis" else memcached_server.url
     run = faasgd("train", "--direct", "--workers", "2", "--dataset", "fashion-mnist", "--target-accuracy", "0.85",
-                 "--store", url, "--json")
+                 "--store-url", url, "--json")
     assert run.returncode == 0, run.stderr
     result = last_json(run.stdout)
     assert result["state"] == "done" and result["error"] is None
@@ -56,15 +56,17 @@ def test_two_workers_reach_085_on_fashion_mnist(backend, redis_server, memcached
         (["--batch-size", "many"], "batch_size"),
         (["--dataset", "imagenet"], "dataset"),
         (["--mode", "loop"], "mode"),  # renamed: of-watchdog owns `mode`; the message names invocation_mode
-        (["--store", "mongodb://127.0.0.1:27017"], "store_url"),
-        (["--store", "redis://127.0.0.1:notaport/0"], "store_url"),
-        (["--store", "redis:/127.0.0.1"], "store_url"),
+        (["--store-url", "mongodb://127.0.0.1:27017"], "store_url"),
+        (["--store-url", "redis://127.0.0.1:notaport/0"], "store_url"),
+        (["--store-url", "redis:/127.0.0.1"], "store_url"),
+        (["--store", "memcached"], "store"),  # with --direct this process is the configuration: give --store-url
     ],
 )
 def test_bad_input_exits_nonzero_naming_the_field_and_writes_nothing(flags, field, redis_server):
     empty_db = redis_server.url.rsplit("/", 1)[0] + "/7"
     client = open_store(empty_db)
-    args = ["train", "--direct", "--store", empty_db, *flags] if "--store" not in flags else ["train", "--direct", *flags]
+    args = ["train", "--direct", "--store-url", empty_db, *flags] if "--store-url" not in flags else \
+        ["train", "--direct", *flags]
     run = faasgd(*args)
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
@@ -77,17 +79,17 @@ def test_bad_input_exits_nonzero_naming_the_field_and_writes_nothing(flags, fiel
 
 
 def test_unknown_flag_is_rejected(redis_server):
-    run = faasgd("train", "--direct", "--store", redis_server.url, "--batchsize", "3")
+    run = faasgd("train", "--direct", "--store-url", redis_server.url, "--batchsize", "3")
     assert run.returncode == 2 and "--batchsize" in run.stderr
 
 
 def test_store_down_at_start_is_one_line_naming_the_url():
     url = f"redis://127.0.0.1:{free_port()}/0"
-    run = faasgd("train", "--direct", "--store", url, *QUICK)
+    run = faasgd("train", "--direct", "--store-url", url, *QUICK)
     assert run.returncode == 3
     assert run.stderr.strip().count("\n") == 0 and url in run.stderr and "Traceback" not in run.stderr
     url = f"memcached://127.0.0.1:{free_port()}"
-    run = faasgd("train", "--direct", "--store", url, *QUICK)
+    run = faasgd("train", "--direct", "--store-url", url, *QUICK)
     assert run.returncode == 3 and url in run.stderr
 
 
@@ -121,7 +123,7 @@ def wait_for_progress(url, proc, deadline_s=60):
 
 
 def start_training(url, max_epochs, store_timeout_s):
-    return subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--direct", "--store", url, "--workers", "2",
+    return subprocess.Popen([sys.executable, "-m", "faasgd.cli", "train", "--direct", "--store-url", url, "--workers", "2",
                              "--max-epochs", str(max_epochs), "--target-accuracy", "1.0",
                              "--store-timeout-s", str(store_timeout_s), "--json", *QUICK],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -175,7 +177,7 @@ def test_store_gone_for_good_fails_the_job_after_the_deadline(tmp_path):
 
 
 def test_node_local_topology_trains_through_the_cache_and_reports_its_staleness(redis_server, memcached_server):
-    common = ["train", "--direct", "--store", redis_server.url, "--workers", "2", "--max-epochs", "12", "--target-accuracy", "1.0",
+    common = ["train", "--direct", "--store-url", redis_server.url, "--workers", "2", "--max-epochs", "12", "--target-accuracy", "1.0",
               "--n-fetch", "1", "--n-push", "2", "--json", *QUICK]  # fetches between pushes read the cache
     direct = last_json(faasgd(*common).stdout)
     cached = faasgd(*common, "--store-topology", "node-local", "--local-store-url", memcached_server.url,

@@ -76,7 +76,8 @@ def test_the_template_test_stage_runs_the_functions_own_tests(image, function):
 
 
 def container_env(**extra) -> dict[str, str]:
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", **extra}
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "healthcheck_interval": "1s",
+            **extra}  # the watchdog's drain window after SIGTERM (index.py keeps to it): short here
 
 
 def serve(python: str, folder: pathlib.Path, env: dict) -> tuple[subprocess.Popen, str]:

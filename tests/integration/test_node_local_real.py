@@ -16,7 +16,7 @@ def test_background_refresher_keeps_the_cache_close_to_global(redis_server, memc
     job = "n" + uuid.uuid4().hex[:10]
     global_store = open_store(redis_server.url)
     global_store.set_weights(job, np.zeros(4, np.float32))
-    view = NodeLocalStore(global_store, redis_server.url, memcached_server.url, refresh_s=0.2)
+    view = NodeLocalStore(global_store, memcached_server.url, refresh_s=0.2)
     try:
         assert view.get_weights(job)[1] == 0 and view.fallbacks == 1  # seeded from the global store
         global_store.push_update(job, np.full(4, 2.0, np.float32))

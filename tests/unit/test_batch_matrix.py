@@ -20,7 +20,7 @@ def test_crossing_and_together():
     assert combos == {(w, p, p) for w in (1, 2, 4) for p in (1, 10)}
     first = matrix.configurations[0]
     assert set(first.varying) == {"number_of_workers", "n_fetch", "n_push"}  # store has one value: not varying
-    assert first.store == "redis" and "store" not in first.overrides()
+    assert first.store == "redis" and first.overrides()["store"] == "redis"  # a config key like any other
     assert first.label == "number_of_workers=1 n_fetch=1 n_push=1"
 
 
@@ -35,6 +35,7 @@ def test_every_example_matrix_is_valid():
     ({"colour": "red"}, "colour"),
     ({"matrix": {"batch_size": [32, 0]}}, "batch_size"),
     ({"matrix": {"store": ["redis", "postgres://x"]}}, "store"),
+    ({"fixed": {"store_url": "redis://h:1/0"}}, "store_url"),  # a location never goes to the functions
     ({"matrix": {"n_fetch": [1, 10], "n_push": [1]}, "together": [["n_fetch", "n_push"]]}, "together"),
     ({"matrix": {"n_fetch": [1]}, "together": [["n_push"]]}, "together"),
     ({"matrix": {"invocation_mode": []}}, "matrix.invocation_mode"),

@@ -24,12 +24,11 @@ ENCODED, DECODED = "p%40ss%2Fw0rd", "p@ss/w0rd"  # a percent-encoded password an
 URL = f"redis://:{PASSWORD}@127.0.0.1:6390/0"
 MATRIX = f"""
 name: secrets
-description: stores at {URL}
+description: the functions' stores are {URL} and redis://:{ENCODED}@127.0.0.1:6391/0
 rounds: 1
-fixed: {{dataset: synthetic, train_samples: 100, test_samples: 50, max_epochs: 1,
-        local_store_url: 'memcached://127.0.0.1:11299'}}
+fixed: {{dataset: synthetic, train_samples: 100, test_samples: 50, max_epochs: 1}}
 matrix:
-  store: ['{URL}', 'redis://:{ENCODED}@127.0.0.1:6391/0', redis]
+  store: [redis, memcached, default]
   number_of_workers: [1, 2]
 """
 SECRETS = (PASSWORD, ENCODED, DECODED)
@@ -39,9 +38,6 @@ class FailingTarget(Target):
     """A target whose every run fails the way a real one may: an error quoting the store URL."""
 
     name = "fake"
-
-    def store_url(self, store: str) -> str:
-        return "redis://127.0.0.1:6379/0" if store == "redis" else store
 
     def set_replicas(self, replicas: int) -> None:
         raise StoreUnavailable(URL.replace(PASSWORD, DECODED), f"AUTH {PASSWORD} refused; also tried {URL}")
@@ -57,7 +53,7 @@ def test_every_output_file_and_printed_line_is_redacted(tmp_path, capsys):
     matrix = parse_matrix_text(MATRIX, "secrets")
     runs = run_batch(matrix, FailingTarget(), matrix.rounds, 1.0, redactor.say)
     assert len(runs) == 6 and all(r["state"] == "failed" for r in runs)
-    assert PASSWORD in json.dumps(runs)  # the records themselves hold the real URL: the runs need it
+    assert PASSWORD in json.dumps(runs)  # the records hold the target's error as it came
     meta = {"name": matrix.name, "matrix_file": "secrets.yml", "matrix": matrix.source, "target": "fake",
             "rounds": 1, "versions": {}, "seeds": [0],
             "failures": [{"config_id": r["config_id"], "configuration": r["configuration"], "round": 1,
@@ -71,7 +67,7 @@ def test_every_output_file_and_printed_line_is_redacted(tmp_path, capsys):
     printed = capsys.readouterr()
     assert printed.out.count("FAILED") == 6
     assert_no_secret(printed.out + printed.err, "printed lines")
-    assert "redis://:***@127.0.0.1:6390/0" in (tmp_path / "runs.csv").read_text()  # masked, still there
+    assert "redis://:***@127.0.0.1:6390/0" in (tmp_path / "runs.csv").read_text()  # masked, still there (the errors)
     assert "redis://:***@127.0.0.1:6390/0" in (tmp_path / "matrix.yml").read_text()
 
 
@@ -102,7 +98,7 @@ def test_dry_run_prints_masked_values(capsys):
     redactor = Redactor.of(MATRIX)
     dry_run(parse_matrix_text(MATRIX, "secrets"), redactor.say)
     out = capsys.readouterr().out
-    assert "6 run(s)" in out and "redis://:***@127.0.0.1:6390/0" in out
+    assert "6 run(s)" in out and "store=memcached" in out
     assert_no_secret(out, "the dry run")
 
 

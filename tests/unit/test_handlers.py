@@ -24,6 +24,7 @@ def env(monkeypatch):
     }
     for key, value in values.items():
         monkeypatch.setenv(key, value)
+    replica_cache.keep_store(url, open_store(url))  # the function's store, in process (no function opens memory://)
     gateway = FakeGateway().install(monkeypatch)
     yield {"url": url, "gateway": gateway}
     replica_cache.forget()

@@ -17,7 +17,7 @@ def test_fetch_falls_back_to_global_then_serves_the_cached_copy_until_refreshed(
     global_url, local_url = urls()
     global_store = open_store(global_url)
     global_store.set_weights("j1", np.arange(5, dtype=np.float32))
-    view = NodeLocalStore(global_store, global_url, local_url, refresh_s=3600)
+    view = NodeLocalStore(global_store, local_url, refresh_s=3600)
     try:
         weights, version = view.get_weights("j1")
         assert version == 0 and view.fallbacks == 1
@@ -39,8 +39,8 @@ def test_one_refresh_per_interval_per_node():
     global_store = open_store(global_url)
     global_store.set_weights("j2", np.zeros(3, np.float32))
     now = [1000.0]
-    first = NodeLocalStore(global_store, global_url, local_url, refresh_s=30, clock=lambda: now[0])
-    second = NodeLocalStore(global_store, global_url, local_url, refresh_s=30, clock=lambda: now[0])
+    first = NodeLocalStore(global_store, local_url, refresh_s=30, clock=lambda: now[0])
+    second = NodeLocalStore(global_store, local_url, refresh_s=30, clock=lambda: now[0])
     try:
         assert first.refresh("j2") is True
         assert second.refresh("j2") is False  # the other process on this node did it this interval

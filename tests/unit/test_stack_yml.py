@@ -7,6 +7,7 @@ import yaml
 
 from support import stack_rules
 from faasgd.config import FIELDS, TrainConfig, load_config
+from faasgd.functions.settings import named_stores
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STACK = ROOT / "stack.yml"
@@ -55,6 +56,13 @@ def test_environment_holds_every_config_default(name):
     assert config.store_url == "redis://redis.openfaas-fn:6379/0"
     assert config.local_store_url == "memcached://memcached-local.openfaas-fn:11211"
     assert env["gateway_url"] == "http://gateway.openfaas:8080"
+    assert set(named_stores(env["stores"])) == {"redis", "memcached"}
+
+
+@pytest.mark.parametrize("name", ["emnist-setup", "emnist-train"])
+def test_memory_limit_is_the_functions_own_limit(name):
+    function = stack()["functions"][name]
+    assert function["environment"]["memory_limit"] == function["limits"]["memory"]
 
 
 def test_loop_mode_timeouts_are_long_for_train_and_shorter_for_setup():

@@ -11,7 +11,7 @@ matrix:                             # crossed with each other; a scalar is one v
   number_of_workers: [1, 2, 4]
   n_fetch: [1, 10]
   n_push: [1, 10]
-  store: [redis]                    # redis | memcached (the target's own stores) or a store URL
+  store: [redis]                    # a store the functions have configured, by name (stack.yml: redis, memcached)
 together: [[n_fetch, n_push]]       # keys that vary in step (same-length lists), not crossed
 ```
 Every configuration is checked with the config parser before anything runs: a bad key or value
@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from faasgd.config import FIELDS, STORE_KEYWORDS, load_config
+from faasgd.config import FIELDS, load_request
 from faasgd.errors import ConfigError
 from faasgd.store.url import mask_url
 
@@ -56,11 +56,11 @@ class Configuration:
 
     @property
     def store(self) -> str:
-        return str(self.values.get("store", "redis"))
+        return str(self.values.get("store") or "default")
 
     def overrides(self) -> dict[str, Any]:
-        """The config keys for the setup body (the store is resolved by the target)."""
-        return {k: v for k, v in self.values.items() if k != "store"}
+        """The config keys for the setup body."""
+        return dict(self.values)
 
 
 @dataclass(frozen=True)
@@ -143,8 +143,8 @@ def parse_matrix(document: dict, default_name: str = "batch", rounds: int | None
     axes = {k: (v if isinstance(v, list) else [v]) for k, v in _mapping(document, "matrix").items()}
     for section, keys in (("fixed", fixed), ("matrix", axes)):
         for key in keys:
-            if key not in FIELDS and key != "store":
-                raise MatrixError(f"{section}.{key}", "unknown key (a faasgd config key or store)")
+            if key not in FIELDS:
+                raise MatrixError(f"{section}.{key}", "unknown key (a faasgd config key)")
         for key in set(fixed) & set(axes):
             raise MatrixError(f"matrix.{key}", "is also in fixed; give it in one place")
     for key, values in axes.items():
@@ -195,13 +195,9 @@ def _rows(group: list[str], axes: dict) -> list[dict]:
 
 
 def _check(configuration: Configuration) -> None:
-    store = configuration.values.get("store", "redis")
-    overrides = configuration.overrides()
-    if store not in STORE_KEYWORDS:
-        overrides["store_url"] = store
+    """As the functions will read it (load_request): a store is named, never located."""
     try:
-        load_config({}, overrides)
+        load_request({}, configuration.overrides())
     except ConfigError as error:
-        field_name = "store" if error.field == "store_url" and "store" in configuration.values else error.field
-        raise MatrixError(field_name, f"{str(error).split(': ', 1)[1]} (in configuration {configuration.label})") \
+        raise MatrixError(error.field, f"{str(error).split(': ', 1)[1]} (in configuration {configuration.label})") \
             from None

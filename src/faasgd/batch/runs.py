@@ -12,7 +12,7 @@ from typing import Callable
 
 from faasgd.batch.matrix import Configuration, Matrix
 from faasgd.batch.targets import Target, cap_message, replicas_for
-from faasgd.config import load_config
+from faasgd.config import load_request
 from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
 from faasgd.result import MEASURES
 
@@ -39,8 +39,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
             progress: Callable[[str], None]) -> dict:
     body = configuration.overrides()
     body["seed"] = int(body.get("seed", 0)) + round_number - 1
-    body["store_url"] = target.store_url(configuration.store)
-    config = load_config({}, body)
+    config = load_request({}, body)
     record = {"config_id": configuration.config_id, "configuration": configuration.label,
               "varying": configuration.varying, "round": round_number, "config": config.to_dict(),
               "store": configuration.store, "job_id": None, "placement": [], "curve": []}
@@ -57,6 +56,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
         return {**record, "state": "failed", "error": f"{type(error).__name__}: {error}"}
     result = status.get("result") or {"state": "failed", "error": f"still running after {run_timeout_s:g} s"}
     record.update({key: result.get(key) for key in RUN_KEYS})
+    record["config"] = status.get("config") or record["config"]  # the job's own, as its function resolved it
     record["placement"] = ["|".join(w.get("replicas") or []) if w else None for w in status["workers"]]
     record["curve"] = curve(status)
     return record

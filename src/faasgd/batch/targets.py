@@ -1,6 +1,6 @@
 """Where a batch runs: the local runtime (`faasgd up`) or an OpenFaaS cluster (faas-cli, kubectl).
 
-Both give a gateway, resolve the `store` keywords to URLs the functions can reach, and put
+Both give a gateway (the functions resolve a run's `store` name to their own configured store), and put
 emnist-train at one replica per worker (at most 5: Community Edition's cap) before each run,
 waiting on readiness through the gateway, never on fixed sleeps.
 """
@@ -12,14 +12,12 @@ import shutil
 import subprocess
 import sys
 
-from faasgd.config import resolve_store
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import control
 from faasgd.local.stack import CE_MAX_REPLICAS
 from faasgd.openfaas import TRAIN_FUNCTION, GatewayClient
 
 READY_TIMEOUT_S = 300.0
-CLUSTER_STORES = {"redis": "redis://redis.openfaas-fn:6379/0", "memcached": "memcached://memcached.openfaas-fn:11211"}
 
 
 def replicas_for(workers: int) -> int:
@@ -39,7 +37,6 @@ class Target:
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
-    def store_url(self, store: str) -> str: ...
     def set_replicas(self, replicas: int) -> None: ...
 
     def wait_ready(self, replicas: int, timeout_s: float = READY_TIMEOUT_S) -> None:
@@ -65,8 +62,6 @@ class LocalTarget(Target):
         if self.started:
             control.down(self.directory)
 
-    def store_url(self, store: str) -> str:
-        return resolve_store(store, {name: s["url"] for name, s in self.state["stores"].items()})
 
     def set_replicas(self, replicas: int) -> None:
         self.gateway.scale(TRAIN_FUNCTION, replicas)
@@ -90,8 +85,6 @@ class ClusterTarget(Target):
         if self.deploy:
             self._run("faas-cli", "deploy", "-f", self.stack, "--gateway", self.gateway.url)
 
-    def store_url(self, store: str) -> str:
-        return resolve_store(store, CLUSTER_STORES)
 
     def set_replicas(self, replicas: int) -> None:
         self._run("kubectl", "scale", "-n", self.namespace, "deployment/emnist-train", f"--replicas={replicas}")

@@ -16,7 +16,7 @@ from faasgd.local import queue_rules
 from faasgd.local.control import DEFAULT_DIR
 
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_DATA = 1, 2, 3, 4
-ALIASES = {"number_of_workers": ["--workers"], "store_url": ["--store"]}
+ALIASES = {"number_of_workers": ["--workers"]}
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
@@ -77,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--watch", action="store_true")
     status.add_argument("--json", action="store_true")
     status.add_argument("--timeout", type=float, default=3600.0)
-    status.add_argument("--store-url", "--store", dest="store_url", default=None,
-                        help="the store holding the job (default: the function's store_url)")
+    status.add_argument("--store", default=None, help="the function's configured store holding the job, by name")
+    status.add_argument("--store-url", default=None, help="with --direct: the store holding the job")
     status.add_argument("--direct", action="store_true", help="read the store directly, not through the gateway")
     add_runtime_flags(status)
 

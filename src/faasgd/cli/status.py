@@ -11,6 +11,7 @@ from faasgd import job
 from faasgd.cli.connect import gateway
 from faasgd.cli.progress import LiveProgress, console, print_summary, worker_table
 from faasgd.config import read_setting
+from faasgd.errors import ConfigError
 from faasgd.openfaas import json_answer, wait_for_job
 from faasgd.store import open_store
 
@@ -38,7 +39,9 @@ def read_job_status(args) -> dict:
     else:
         client, query = gateway(args), {"job_id": args.job_id}
         if args.store_url:
-            query["store_url"] = args.store_url
+            raise ConfigError("store_url", "only with --direct; through a gateway name the function's store with --store")
+        if args.store:
+            query["store"] = args.store
         read = lambda: client.job_status(query)  # noqa: E731
     if not args.watch:
         return read()

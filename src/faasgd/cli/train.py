@@ -14,7 +14,8 @@ from faasgd import result
 from faasgd.cli import direct
 from faasgd.cli.connect import gateway
 from faasgd.cli.progress import LiveProgress, console, print_summary
-from faasgd.config import FIELDS, RENAMED, STORE_KEYWORDS, load_config, resolve_store
+from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
+from faasgd.errors import ConfigError
 from faasgd.functions import orchestrate
 from faasgd.local import control
 from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
@@ -30,18 +31,17 @@ def config_overrides(args) -> dict:
 
 def run(args) -> int:
     overrides = config_overrides(args)
-    if args.direct:
-        return run_direct(args, load_config(os.environ, overrides))
-    keyword = overrides.get("store_url") in STORE_KEYWORDS  # the runtime's own store, known once it runs
-    config = load_config({}, {k: v for k, v in overrides.items() if not (keyword and k == "store_url")})
-    if args.dry_run:  # bad flags failed above, before anything starts
+    if args.direct:  # this process is the configuration: store locations come from its flags and environment
+        if overrides.get("store"):
+            raise ConfigError("store", "names a function's configured store; with --direct give --store-url")
+        env = {**os.environ, **{key: overrides.pop(key) for key in LOCATION_KEYS if key in overrides}}
+        return run_direct(args, load_config(env, overrides))
+    config = load_request({}, overrides)  # as the function will read it: bad flags fail before anything starts
+    if args.dry_run:
         print(json.dumps(config.to_dict(), indent=2))
         return 0
     state, started = control.up(args.file, args.port, args.dir)
     try:
-        if keyword:
-            stores = {name: store["url"] for name, store in state["stores"].items()}
-            overrides["store_url"] = resolve_store(overrides["store_url"], stores)
         return run_through_gateway(args, overrides)
     finally:
         if started and not args.keep_up:
@@ -54,7 +54,7 @@ def run_through_gateway(args, body: dict) -> int:
     job_id = answer["job_id"]
     out = console()
     out.print(f"job {job_id}: {answer['number_of_workers']} worker(s), {answer['dataset']}, mode {answer['invocation_mode']}, "
-              f"store {answer['store_url']}, gateway {client.url}", highlight=False, markup=False)
+              f"store {answer['store']} ({answer['store_url']}), gateway {client.url}", highlight=False, markup=False)
     live = LiveProgress(out)
     try:
         status = wait_for_job(lambda: client.job_status(answer["status_query"]), args.timeout, on_status=live)

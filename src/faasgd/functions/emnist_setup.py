@@ -3,36 +3,38 @@
 from __future__ import annotations
 
 import urllib.parse
+from dataclasses import replace
 from typing import Any, Mapping
 
 from faasgd import job
-from faasgd.config import config_from_record, load_config, read_setting
+from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
-from faasgd.functions import orchestrate, replica_cache, supervise
+from faasgd.functions import admission, orchestrate, replica_cache, supervise
 from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.settings import FunctionEnv
 from faasgd.sgd import UNLIMITED, CallBudget
+from faasgd.store import parse_store_url
 
-STATUS_QUERY_KEYS = ("job_id", "store_url", "events")
+STATUS_QUERY_KEYS = ("job_id", "store", "events")
 
 
 def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None,
               budget: CallBudget = UNLIMITED) -> tuple[int, dict]:
     """Validate, create the job, then fan out (202) or, in single mode, train here (200).
 
-    Nothing is written before the config, the store and the data have all checked out.
+    Nothing is written before the request, the store, the data and the job's size have all checked out.
     """
-    if not isinstance(body, Mapping):  # null, [], 0, "" ... never start a default job by accident
-        raise ConfigError("body", f"must be a JSON object (or a form) of config keys, got {type(body).__name__}")
     settings = FunctionEnv.read(env)
-    config = load_config(env, body)  # the one parse: environment defaults, then the body
+    config = load_request(env, body)  # the one parse: environment defaults, then the body
+    config = replace(config, store_url=settings.store_url_of(config.store), local_store_url=settings.local_store_url)
+    check_callback(callback_url)
+    needs = admission.check_job(config, env, parse_store_url(config.store_url).scheme)
     store = replica_cache.store_for(config.store_url)
     job_id = orchestrate.create_job(store, config)
-    query = {"job_id": job_id}
-    if config.store_url != settings.store_url:  # a job outside the function's own store
-        query["store_url"] = store.url  # masked: a password-protected store must be the function's own
-    answer = {"job_id": job_id, "number_of_workers": config.number_of_workers, "invocation_mode": config.invocation_mode,
-              "dataset": config.dataset, "store_url": store.url, "status_query": query,
+    query = {"job_id": job_id, **({"store": config.store} if config.store else {})}
+    answer = {"job_id": job_id, "number_of_workers": config.number_of_workers,
+              "invocation_mode": config.invocation_mode, "dataset": config.dataset, "store": config.store or "default",
+              "store_url": store.url, "needs": needs, "status_query": query,
               "status_url": "/function/emnist-setup?" + urllib.parse.urlencode(query)}
     if config.invocation_mode == "single":
         final = orchestrate.run_single(store, config, job_id, budget, relaunch_through_gateway(settings))
@@ -42,27 +44,33 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
     def launch(request: orchestrate.TrainRequest) -> str:
         return gateway.invoke_async(settings.train_function, request.body(), callback_url)
 
-    store_url = None if config.store_url == settings.store_url else config.store_url
-    call_ids = orchestrate.launch_workers(store, config, job_id, launch, store_url)
+    call_ids = orchestrate.launch_workers(store, config, job_id, launch)
     return 202, {**answer, "call_ids": call_ids}
 
 
+def check_callback(url: str | None) -> None:
+    """An X-Callback-Url must be an http(s) URL with a host: refused before any work, never after."""
+    if url is None:
+        return
+    parts = urllib.parse.urlsplit(url) if url.isprintable() and len(url) <= 2048 else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+        raise ConfigError("X-Callback-Url", f"must be an http or https URL with a host, got {url[:200]!r}")
+
+
 def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, dict]:
-    """GET ?job_id=J: state (running | done | failed), per-worker progress and the result when finished."""
+    """GET ?job_id=J[&store=NAME]: state (running | done | failed), per-worker progress, the result when finished."""
     job_id = query.get("job_id")
     if not job_id:
         raise ConfigError("job_id", "required query parameter, e.g. ?job_id=j0123456789abcde")
     unknown = sorted(set(query) - set(STATUS_QUERY_KEYS))
     if unknown:
         raise ConfigError(unknown[0], f"unknown query parameter (allowed: {', '.join(STATUS_QUERY_KEYS)})")
-    store_url = read_setting(query, "store_url") if query.get("store_url") \
-        else FunctionEnv.read(env).store_url
-    store = replica_cache.store_for(store_url)
+    settings = FunctionEnv.read(env)
+    store = replica_cache.store_for(settings.store_url_of(query.get("store", "")))
     status = job.read_status(store, job_id)
     if status["state"] == "running":  # whoever watches a job also looks after its workers
         config = config_from_record(status["config"])
-        relaunch = relaunch_through_gateway(FunctionEnv.read(env))
-        status["supervision"] = supervise.supervise(store, job_id, config, status, relaunch)
+        status["supervision"] = supervise.supervise(store, job_id, config, status, relaunch_through_gateway(settings))
         if status["supervision"]:
             status = {**job.read_status(store, job_id), "supervision": status["supervision"]}
     if query.get("events") in ("1", "true"):

@@ -20,8 +20,9 @@ def train(body: Any, env: Mapping[str, str], call_id: str = "", budget: CallBudg
     `handed_off: true` when the call stopped early and re-invoked the same work)."""
     request = TrainRequest.parse(body)
     settings = FunctionEnv.read(env)
-    store = replica_cache.store_for(request.store_url or settings.store_url)
-    return 200, orchestrate.train_call(store, request, call_id, relaunch_through_gateway(settings), budget)
+    store = replica_cache.store_for(settings.store_url_of(request.store))
+    return 200, orchestrate.train_call(store, request, call_id, relaunch_through_gateway(settings), budget,
+                                       settings.local_store_url)
 
 
 def relaunch_through_gateway(settings: FunctionEnv) -> orchestrate.Relaunch:

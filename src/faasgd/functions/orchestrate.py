@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from faasgd import data, job, result
@@ -35,12 +36,12 @@ def create_job(store: ParameterStore, config: TrainConfig) -> str:
 
 
 def launch_workers(store: ParameterStore, config: TrainConfig, job_id: str,
-                   launch: Callable[[TrainRequest], str], store_url: str | None = None) -> list[str]:
+                   launch: Callable[[TrainRequest], str]) -> list[str]:
     """Launch every worker of the job (`launch` returns a call id); the first failure fails the job."""
     call_ids: list[str] = []
     try:
         for worker_id in range(config.number_of_workers):
-            call_ids.append(launch(TrainRequest(job_id, worker_id, 0, store_url)))
+            call_ids.append(launch(TrainRequest(job_id, worker_id, 0, config.store)))
     except FaasgdError as error:
         result.write_result(store, job_id, error=f"fan-out stopped after {len(call_ids)} of "
                                                  f"{config.number_of_workers} workers: {error}")
@@ -50,10 +51,13 @@ def launch_workers(store: ParameterStore, config: TrainConfig, job_id: str,
 
 
 def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relaunch: Relaunch | None = None,
-               budget: CallBudget = UNLIMITED) -> dict:
+               budget: CallBudget = UNLIMITED, local_store_url: str | None = None) -> dict:
     """One invocation of a worker: the whole worker (loop) or one epoch (per-iteration). `relaunch`
-    invokes a worker again: the next epoch, this work handed off, a lost peer."""
+    invokes a worker again: the next epoch, this work handed off, a lost peer. The job's record holds no
+    store password: the store and the node-local cache are this process's own (`store`, `local_store_url`)."""
     config, meta = job.read_job(store, request.job_id)
+    if local_store_url is not None:
+        config = replace(config, local_store_url=local_store_url)
     if request.worker_id >= config.number_of_workers:
         raise ConfigError("worker_id", f"must be below number_of_workers={config.number_of_workers}, "
                                        f"got {request.worker_id}")

@@ -12,6 +12,7 @@ import threading
 
 from faasgd import data
 from faasgd.config import TrainConfig
+from faasgd.errors import ConfigError
 from faasgd.openfaas import GatewayClient
 from faasgd.store import ParameterStore, open_store
 from faasgd.store.node_local import NodeLocalStore
@@ -23,9 +24,12 @@ _lock = threading.Lock()
 
 
 def store_for(url: str) -> ParameterStore:
-    """One client per store URL."""
+    """One client per store URL (the URLs are the process's own configuration: a bounded set).
+    memory:// is an in-process store for tests: served only when a test put one there (keep_store)."""
     with _lock:
         if url not in _stores:
+            if url.startswith("memory:"):
+                raise ConfigError("store_url", "memory:// is an in-process store for tests; no function opens one")
             _stores[url] = open_store(url)
         return _stores[url]
 
@@ -40,10 +44,10 @@ def training_store(config: TrainConfig, store: ParameterStore) -> ParameterStore
     """The store a worker trains against: the global one, or node-local fetches in front of it."""
     if config.store_topology != "node-local":
         return store
-    key = (config.store_url, config.local_store_url, config.local_refresh_s)
+    key = (store.url, config.local_store_url, config.local_refresh_s)
     with _lock:
         if key not in _node_local:  # one view (and refresher thread) per topology
-            _node_local[key] = NodeLocalStore(store, *key)
+            _node_local[key] = NodeLocalStore(store, config.local_store_url, config.local_refresh_s)
         return _node_local[key]
 
 

@@ -42,6 +42,14 @@ def open_store(
     """
     parsed = parse_store_url(url)
     options = dict(chunk_floats=chunk_floats, max_retries=max_retries, retry_deadline_s=retry_deadline_s)
+    reopen = None if client is not None else \
+        (lambda: open_store(url, timeout_s=timeout_s, secrets_dir=secrets_dir, **options))
+    store = _open(parsed, client, timeout_s, secrets_dir, options)
+    store._reopen = reopen  # the location stays inside the object: no URL with a password ever leaves it
+    return store
+
+
+def _open(parsed: StoreUrl, client, timeout_s: float, secrets_dir: str | None, options: dict) -> ParameterStore:
     if parsed.scheme == "redis":
         from faasgd.store import redis_store
 

@@ -126,6 +126,12 @@ class ParameterStore(RecordsMixin, abc.ABC):
         """Finish a push of this worker that a crash left half-applied (Memcached; elsewhere pushes are
         all-or-nothing). Called before a worker resumes from its record."""
 
+    def reopen(self) -> "ParameterStore":
+        """Another store object on the same store, with a client of its own (for another thread)."""
+        if getattr(self, "_reopen", None) is None:
+            return self  # a store on an injected client (tests): that client is all there is
+        return self._reopen()
+
     def authoritative(self) -> "ParameterStore":
         """The store holding the authoritative parameters: itself (a cache in front of it returns the store behind)."""
         return self

@@ -27,13 +27,13 @@ IDLE_STOP_FACTOR = 20  # a refresher stops after this many intervals without a f
 class NodeLocalStore:
     """A ParameterStore look-alike: get_weights from the local cache, everything else global."""
 
-    def __init__(self, global_store: ParameterStore, global_url: str, local_url: str, refresh_s: float = 1.0,
+    def __init__(self, global_store: ParameterStore, local_url: str, refresh_s: float = 1.0,
                  clock: Callable[[], float] = time.time):
         self.global_store = global_store
         self.clock = clock  # wall clock: refresh intervals are shared by every process on the node
         self.local = open_store(local_url)
         # The refresher thread gets clients of its own: pymemcache clients are not thread-safe.
-        self._refresh_global = open_store(global_url)
+        self._refresh_global = global_store.reopen()
         self._refresh_local = open_store(local_url)
         self.refresh_s = refresh_s
         self.fallbacks = 0  # fetches served by the global store because the cache could not

@@ -1,0 +1,76 @@
+"""What a job may ask for, checked before anything is written or allocated.
+
+From the config alone (and the data's headers), emnist-setup computes:
+  * rows: every worker needs at least one training row (400 on number_of_workers otherwise);
+  * a worker's memory: its shard (float32 rows), the evaluation rows (raw uint8), the parameters four
+    times (its copy, the last fetch, the pending update, the gradient), a minibatch's activations both
+    ways, plus the interpreter with its libraries; over the function's `memory_limit` -> 413;
+  * the job's bytes in the store: the weights, plus on Memcached a push copy per worker (roll-forward,
+    store/memcached_push.py); over the function's `store_budget` -> 413.
+The 413 names the setting to change (the one that weighs most) and the limit. `memory_limit` and
+`store_budget` come from the function's environment (stack.yml keeps `memory_limit` equal to its
+`limits.memory`: tests/unit/test_stack_yml.py checks it); absent, that check is skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from faasgd import data, model
+from faasgd.config import TrainConfig
+from faasgd.errors import ConfigError
+
+INTERPRETER_BYTES = 160 << 20  # python, numpy, redis, pymemcache, httpx, flask, waitress: measured ~120 MiB
+UNITS = {"": 1, "k": 1000, "ki": 1 << 10, "m": 1000 ** 2, "mi": 1 << 20, "g": 1000 ** 3, "gi": 1 << 30}
+
+
+class TooLarge(ConfigError):
+    """Raised when a job would need more memory or store space than the function is configured for."""
+
+    http_status = 413
+
+
+def quantity(field: str, text: str) -> int:
+    """A Kubernetes quantity (512Mi, 1Gi, 2G, 1000000) in bytes; ConfigError naming `field` otherwise."""
+    raw = str(text).strip()
+    number = raw.rstrip("KMGkmgi")
+    unit = raw[len(number):].lower()
+    if not number.isdigit() or unit not in UNITS:
+        raise ConfigError(field, f"must be a size like 1Gi, 512Mi or a number of bytes, got {text!r}")
+    return int(number) * UNITS[unit]
+
+
+def mib(size: float) -> str:
+    return f"{size / (1 << 20):,.0f} MiB"
+
+
+def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) -> dict[str, int]:
+    """Refuse a job that cannot run here; what it needs (bytes), when it can."""
+    train_rows = data.count_rows(config.dataset, "train", config.train_samples)
+    test_rows = data.count_rows(config.dataset, "test", config.test_samples)
+    if train_rows < config.number_of_workers:
+        raise ConfigError("number_of_workers", f"{config.number_of_workers} workers for {train_rows} training rows "
+                                               f"of {config.dataset}: each worker needs at least one row")
+    input_dim, classes = data.dataset_info(config.dataset)
+    sizes = model.layer_sizes(input_dim, config.hidden_sizes, classes)
+    params = model.param_count(sizes)
+    parts = {
+        "number_of_workers": -(-train_rows // config.number_of_workers) * input_dim * 4,  # the shard
+        "test_samples": test_rows * input_dim,  # evaluation rows, raw
+        "hidden_sizes": 4 * params * 4,  # parameters, four buffers
+        "batch_size": config.batch_size * (input_dim + 3 * sum(sizes[1:])) * 4,  # a minibatch, both ways
+    }
+    worker = INTERPRETER_BYTES + sum(parts.values())
+    stored = params * 4 * (1 + (config.number_of_workers if store_scheme == "memcached" else 0))
+    if env.get("memory_limit"):
+        limit = quantity("memory_limit", env["memory_limit"])
+        if worker > limit:
+            heaviest = max(parts, key=parts.get)
+            raise TooLarge(heaviest, f"each worker would need {mib(worker)} ({mib(parts[heaviest])} of it set by "
+                                     f"{heaviest}), over the function's memory_limit={env['memory_limit']}")
+    if env.get("store_budget"):
+        budget = quantity("store_budget", env["store_budget"])
+        if stored > budget:
+            raise TooLarge("hidden_sizes", f"the network's {params:,} parameters need {mib(stored)} in the store, "
+                                           f"over the function's store_budget={env['store_budget']}")
+    return {"worker_bytes": worker, "store_bytes": stored, "params": params}
