@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from faasgd.local.gateway import GatewayOptions, create_app
+from faasgd.local.gateway import GatewayOptions, Registry, create_app
 from support.fake_clock import FakeClock
 from support.fake_replicas import CallbackRecorder, FakeRegistry, RoutingTransport
 
@@ -31,10 +31,11 @@ class InProcessGateway:
 
 
 @asynccontextmanager
-async def gateway_in_process(registry: FakeRegistry, **options):
+async def gateway_in_process(registry: FakeRegistry | Registry, **options):
     """A started gateway app over `registry` (lifespan run, so its queue-workers are up)."""
     clock, callbacks = FakeClock(), CallbackRecorder()
-    transport = RoutingTransport(*[r for rs in registry.functions.values() for r in rs], callbacks)
+    replicas = getattr(registry, "functions", {})  # a FakeRegistry's; a real Supervisor's pods add their own
+    transport = RoutingTransport(*[r for rs in replicas.values() for r in rs], callbacks)
     app = create_app(registry, GatewayOptions(**options), transport=transport, clock=clock)
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://gateway.test") as client:
