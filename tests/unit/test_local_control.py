@@ -10,6 +10,7 @@ import signal
 
 import pytest
 
+from faasgd.errors import ConfigError
 from faasgd.local import control, daemon
 from faasgd.local.processes import ProcessRef
 from faasgd.local.stores import ServerProcess
@@ -84,3 +85,24 @@ def test_down_of_a_dead_runtime_stops_its_leftovers_and_forgets_it(table, tmp_pa
     assert control.read_state(tmp_path) is None
     assert control.down(tmp_path) == [201] and store.signals == [signal.SIGTERM]
     assert not (tmp_path / daemon.STATE_FILE).exists()
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["up", "--port", "99999"], "--port"), (["up", "--port", "-5"], "--port"), (["up", "--ack-wait", "0"], "--ack-wait"),
+    (["up", "--ack-wait", "-1"], "--ack-wait"), (["up", "--queue-workers", "0"], "--queue-workers"),
+    (["train", "--port", "70000", "--dataset", "synthetic"], "--port"),
+])
+def test_bad_runtime_flags_are_one_line_naming_the_flag_and_start_nothing(tmp_path, capsys, argv, flag):
+    from faasgd.cli.main import main
+
+    code = main(argv + ["--dir", str(tmp_path / ".faasgd"), "-f", str(tmp_path / "no-stack.yml")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"faasgd: error: {flag}: ") and err.count("\n") == 1
+    assert "Traceback" not in err and not (tmp_path / ".faasgd").exists()
+
+
+def test_check_options_accepts_port_0_and_the_limits():
+    for port in (0, 1, 65535):
+        control.check_options(port, 0.5, 1)
+    with pytest.raises(ConfigError, match="^--upstream-timeout: "):
+        control.check_options(8080, upstream_timeout_s=float("nan"))

@@ -37,7 +37,7 @@ def run(args) -> int:
     if args.dry_run:  # bad flags failed above, before anything starts
         print(json.dumps(config.to_dict(), indent=2))
         return 0
-    state, started = control.up(args.file, args.port, args.dir)
+    state, started = control.up(args.file, 0 if args.port is None else args.port, args.dir)
     try:
         if keyword:
             stores = {name: store["url"] for name, store in state["stores"].items()}
