@@ -41,6 +41,7 @@ def runtime(tmp_path_factory, faas_cli_path):
                              capture_output=True, text=True, cwd=ROOT, timeout=180)
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
+    assert not state["gateway_url"].endswith(":0") and f"gateway {state['gateway_url']}" in started.stdout  # port 0
     login = credentials.read(directory / "secrets")
     yield {"state": state, "dir": directory, "url": state["gateway_url"], "password": login[1],
            "up": started.stdout, "gateway": GatewayClient(state["gateway_url"], 60, auth=login)}

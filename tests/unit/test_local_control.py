@@ -106,3 +106,18 @@ def test_check_options_accepts_port_0_and_the_limits():
         control.check_options(port, 0.5, 1)
     with pytest.raises(ConfigError, match="^--upstream-timeout: "):
         control.check_options(8080, upstream_timeout_s=float("nan"))
+
+
+def test_train_starts_its_own_runtime_on_a_free_port_unless_told(monkeypatch, tmp_path):
+    from faasgd.cli.main import main
+
+    asked = []
+
+    def up(stack, port, directory, *rest, **options):
+        asked.append(port)
+        raise control.FaasgdError("stop here")
+
+    monkeypatch.setattr(control, "up", up)
+    for extra, port in (([], 0), (["--port", "8123"], 8123)):
+        assert main(["train", "--dataset", "synthetic", "--dir", str(tmp_path), *extra]) == 1
+        assert asked[-1] == port

@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -114,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     directory = Path(args.dir).resolve()
     for folder in ("logs", "build"):
         (directory / folder).mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(directory / "replicas", ignore_errors=True)  # copies of secrets a crashed runtime left
     for folder in ("secrets", "replicas"):  # secret values and their per-replica copies: the owner's only
         (directory / folder).mkdir(mode=0o700, parents=True, exist_ok=True)
     args.port = args.port or free_port()
