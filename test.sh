@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Batch benchmark runs with tables and plots:
-#   ./test.sh [MATRIX] [--target local|cluster] [--rounds N] [--dry-run] [--out DIR]
+#   ./test.sh [MATRIX] [--target local|cluster] [--rounds N] [--max-runs N] [--dry-run] [--out DIR]
 # MATRIX defaults to bench/matrix/workers-period.yml; see bench/matrix/ and README.md.
 set -euo pipefail
 cd "$(dirname "$0")"

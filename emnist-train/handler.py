@@ -1,15 +1,20 @@
-"""emnist-train: body {"job_id", "worker_id"[, "iteration"]}; trains one Downpour worker.
+"""emnist-train: POST {"job_id", "worker_id"[, "iteration"]}; trains one Downpour worker.
 
 `loop` jobs train to the stop rule in this invocation; `per-iteration` jobs train one epoch and
 re-invoke this function asynchronously. A duplicate delivery trains nothing and answers
-{"duplicate": true}.
+{"duplicate": true}; a call that must stop early (its deadline, SIGTERM) hands the worker on and
+answers {"handed_off": true}. Any method but POST is a 405.
 """
 
 import os
 
+from faasgd.errors import MethodNotAllowed
 from faasgd.functions.emnist_train import train
+from faasgd.functions.settings import call_budget
 
 
 def handle(event, context):
-    status, body = train(event.json(), os.environ, event.headers.get("X-Call-Id", ""))
+    if event.method != "POST":
+        raise MethodNotAllowed(event.method, ("POST",))
+    status, body = train(event.json(), os.environ, event.headers.get("X-Call-Id", ""), call_budget(context))
     return {"statusCode": status, "body": body}

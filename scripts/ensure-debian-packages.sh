@@ -3,10 +3,12 @@
 # Usage: scripts/ensure-debian-packages.sh   (as root; otherwise prints what to install and fails)
 set -euo pipefail
 
-packages=(redis-server memcached dataset-fashion-mnist)
+packages=(redis-server memcached nats-server dataset-fashion-mnist)
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v memcached >/dev/null 2>&1 || missing+=(memcached)
+# the async queue's broker (JetStream); Debian installs it in /usr/sbin, off a user's PATH
+command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || missing+=(dataset-fashion-mnist)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)

@@ -46,7 +46,9 @@ class TrainConfig:
     store_topology: str = "global"  # global: fetch from store_url; node-local: fetch from local_store_url
     local_store_url: str = "memcached://127.0.0.1:11211"  # node-local cache (store_topology node-local)
     local_refresh_s: float = 1.0  # node-local: how often the cache is refreshed from the global store
-    lease_s: int = 30  # per-iteration: a running invocation's lease, renewed every second, expires after this
+    lease_s: int = 30  # a running invocation's lease and heartbeat, renewed every second, expire after this
+    start_timeout_s: float = 120.0  # a launched worker silent for this long (no heartbeat yet) counts as lost
+    max_reinvocations: int = 3  # a lost worker is re-invoked this often without progress, then the job fails
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready plain values (hidden_sizes as a list)."""
@@ -143,6 +145,10 @@ def _parse(field: str, value: Any) -> Any:
         return _float(field, value, 0.0, 3600.0, low_open=True)
     if field == "lease_s":
         return _int(field, value, 1, 86400)
+    if field == "start_timeout_s":
+        return _float(field, value, 0.0, 86400.0, low_open=True)
+    if field == "max_reinvocations":
+        return _int(field, value, 0, 100)
     if field == "dropout":
         return _float(field, value, 0.0, 1.0, high_open=True)
     if field == "learning_rate":

@@ -17,10 +17,35 @@ class ConfigError(FaasgdError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class MethodNotAllowed(FaasgdError):
+    """Raised when a function is called with an HTTP method it does not serve; names the allowed ones."""
+
+    http_status = 405
+
+    def __init__(self, method: str, allow: tuple[str, ...]):
+        self.field, self.allow = "method", allow
+        super().__init__(f"method: {method} is not served here (allowed: {', '.join(allow)})")
+
+
 class DataError(FaasgdError):
     """Raised when a dataset is missing, malformed or cannot be sharded as asked."""
 
     http_status = 500
+
+
+class DataMissing(DataError):
+    """Raised when a dataset is not on this machine; names it and the command that gets it.
+
+    409 Conflict: the request is valid and the same request succeeds once the data is there. Not
+    404 (the gateway's unknown function, the store's unknown job) nor 5xx (nothing failed, and
+    OpenFaaS Pro's queue retries 5xx, which cannot help). The core never downloads.
+    """
+
+    http_status = 409
+
+    def __init__(self, dataset: str, detail: str, command: str):
+        self.dataset, self.command, self.field = dataset, command, "dataset"
+        super().__init__(f"dataset: {dataset} is not on this machine ({detail}); get it with `{command}`")
 
 
 class StoreError(FaasgdError):
@@ -54,6 +79,14 @@ class StoreConflict(StoreError):
 
     http_status = 503
     kind = "store conflict"
+
+
+class StateLost(StoreError):
+    """Raised when the store no longer holds part of a running job's state (restarted empty, evicted): the
+    job fails with that reason and is never re-initialised."""
+
+    http_status = 500
+    kind = "store lost state"
 
 
 class JobNotFound(FaasgdError):

@@ -3,10 +3,13 @@
 Record names (inside the job's key space, see faasgd.store.keys):
   config          the TrainConfig as a dict; written last at creation, so its presence means "job exists"
   job             meta: created_at, layer sizes, parameter count, train/test sizes
-  progress:<i>    worker i's latest progress (faasgd.sgd.progress.WorkerProgress.record)
+  progress:<i>    worker i's record: its progress and checkpoint, written with each of its pushes
+                  (faasgd.sgd.progress; `pushes` is how many of its pushes the store has applied)
+  heartbeat:<i>   worker i is alive (expires lease_s after the last beat; faasgd.functions.supervise)
   done            first worker to reach target_accuracy: {"worker_id", "accuracy", "at"}
-  finished        counter of workers that have ended (ok or failed)
-  result          the final result record, written once by the last worker to end (faasgd.result)
+  result          the final result record, written once (faasgd.result)
+  lost            written when the store is found to have lost the job's state (restarted empty,
+                  evicted): the job is failed with that reason, never re-initialised
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 
 from faasgd import data, model
 from faasgd.config import TrainConfig, config_from_record
-from faasgd.errors import FaasgdError, JobNotFound
+from faasgd.errors import FaasgdError, JobNotFound, StoreError
 from faasgd.store import ParameterStore
 
 
@@ -39,7 +42,7 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
     job_id = job_id or new_job_id()
     sizes = network_sizes(config)
     weights = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
-    store.set_weights(job_id, weights)
+    store.set_weights(job_id, weights, writers=config.number_of_workers)
     meta = {
         "job_id": job_id,
         "created_at": time.time(),
@@ -54,11 +57,28 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
 
 
 def read_job(store: ParameterStore, job_id: str) -> tuple[TrainConfig, dict[str, Any]]:
-    """The job's config and meta records; JobNotFound when it has none."""
-    records = store.get_records(job_id, ["config", "job"])
+    """The job's config and meta records; JobNotFound when it has none (StoreError when the store lost them)."""
+    records = store.get_records(job_id, ["config", "job", "lost"])
+    if records["lost"] is not None:
+        raise StoreError(store.url, records["lost"]["error"])
     if records["config"] is None or records["job"] is None:
         raise JobNotFound(job_id)
     return config_from_record(records["config"]), records["job"]
+
+
+def mark_lost(store: ParameterStore, job_id: str, detail: str) -> str:
+    """Record that the store lost this job's state (so it fails with that reason); returns the reason."""
+    reason = f"the store lost the job's state ({detail}); the job is not restarted from scratch"
+    store.add_record(job_id, "lost", {"error": reason, "at": time.time()})
+    return reason
+
+
+PRIVATE = ("rng_state", "epoch_rng_state")  # a worker record's resume state: not shown in status answers
+
+
+def public(record: dict | None) -> dict | None:
+    """A worker's record as status answers show it."""
+    return None if record is None else {k: v for k, v in record.items() if k not in PRIVATE}
 
 
 def progress_name(worker_id: int) -> str:
@@ -77,13 +97,17 @@ def mark_done(store: ParameterStore, job_id: str, worker_id: int, accuracy: floa
     return store.add_record(job_id, "done", {"worker_id": worker_id, "accuracy": accuracy, "at": time.time()})
 
 
-def is_done(store: ParameterStore, job_id: str) -> bool:
-    return store.get_record(job_id, "done") is not None
+def has_ended(store: ParameterStore, job_id: str) -> bool:
+    """Whether a worker reached the target or the job ended otherwise (its result written, its state lost)."""
+    records = store.get_records(job_id, ["done", "result", "lost"])
+    return any(value is not None for value in records.values())
 
 
 def read_status(store: ParameterStore, job_id: str) -> dict[str, Any]:
     """What anyone wants to know about a job: state, config, per-worker progress, result."""
-    records = store.get_records(job_id, ["config", "job", "result", "done"])  # one round trip, then progress
+    records = store.get_records(job_id, ["config", "job", "result", "done", "lost"])  # one round trip, then progress
+    if records["lost"] is not None:
+        return lost_status(job_id, records["lost"]["error"])
     if records["config"] is None or records["job"] is None:
         raise JobNotFound(job_id)
     config, result = config_from_record(records["config"]), records["result"]
@@ -93,7 +117,15 @@ def read_status(store: ParameterStore, job_id: str) -> dict[str, Any]:
         "state": result["state"] if result else "running",
         "config": config.to_dict(),
         "created_at": records["job"]["created_at"],
-        "workers": [progress[i] for i in range(config.number_of_workers)],
+        "workers": [public(progress[i]) for i in range(config.number_of_workers)],
         "done": records["done"],
         "result": result,
     }
+
+
+def lost_status(job_id: str, error: str) -> dict[str, Any]:
+    """The status of a job whose state the store lost: failed, with that reason."""
+    from faasgd.result import missing  # the result module builds on this one
+
+    return {"job_id": job_id, "state": "failed", "config": None, "created_at": None, "workers": [], "done": None,
+            "result": missing(job_id, error)}

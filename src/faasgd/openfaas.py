@@ -34,7 +34,7 @@ WATCHDOG_ENV = (
 )
 # Of those, the ones a stack sets on purpose, for the watchdog itself (its timeouts, readiness, logs).
 WATCHDOG_TUNING = ("read_timeout", "write_timeout", "exec_timeout", "healthcheck_interval", "ready_path",
-                   "max_inflight", "prefix_logs", "log_buffer_size", "log_callid")
+                   "suppress_lock", "max_inflight", "prefix_logs", "log_buffer_size", "log_callid")
 
 
 @dataclass(frozen=True)

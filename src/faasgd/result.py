@@ -18,6 +18,7 @@ from faasgd.config import TrainConfig
 from faasgd.errors import StoreError
 from faasgd.store import ParameterStore
 
+FINAL = ("finished", "failed")  # a worker record in one of these states will not change again
 # What a run measured, in the order test.sh's CSV and tables show it.
 MEASURES: tuple[str, ...] = (
     "time_to_target_s", "reached_target", "epochs", "final_accuracy", "accuracy_at_target", "samples",
@@ -57,7 +58,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
     """The job's result record from every worker's final progress (state "failed" when any error)."""
     records = [r for r in progress.values() if r]
     errors = [r["error"] for r in records if r.get("error")]
-    missing = [i for i, r in progress.items() if not r or r.get("state") not in ("finished", "failed")]
+    missing = [i for i, r in progress.items() if not r or r.get("state") not in FINAL]
     error = error or (errors[0] if errors else None)
     if error is None and missing:
         error = f"workers {missing} ended without a final record"
@@ -102,12 +103,14 @@ def missing(job_id: str | None, error: str, target_accuracy: float | None = None
 
 def finish_worker(store: ParameterStore, job_id: str, config: TrainConfig,
                   evaluate: Callable[[np.ndarray], float] | None) -> dict | None:
-    """Count this worker as ended; the last one evaluates the final weights and writes the result.
+    """After a worker's final record: when every worker's record is final, write the result (once).
 
-    `evaluate(weights) -> accuracy` is the worker's test-set evaluation. Returns the result record
-    when this call wrote it, else None.
+    The worker records decide, not a counter of calls, so a call that ends twice (a redelivery) or a
+    crash between the final record and this check changes nothing: the next worker or supervisor to
+    look writes it. `evaluate(weights) -> accuracy` evaluates the final weights. The result, or None.
     """
-    if store.incr(job_id, "finished") < config.number_of_workers:
+    progress = job.read_progress(store, job_id, config.number_of_workers)
+    if not all(r and r.get("state") in FINAL for r in progress.values()):
         return None
     return write_result(store, job_id, evaluate)
 

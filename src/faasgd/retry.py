@@ -1,10 +1,11 @@
 """The one retry policy of the core, on tenacity: bounded by a deadline and a count, jittered backoff.
 
-Two uses, one mechanism:
+Three uses, one mechanism:
   * store outages: a worker retries a store call that failed transiently (StoreUnavailable,
     StoreTimeout) until the job's `store_timeout_s` has passed (STORE_OUTAGE);
   * lost races: a push whose optimistic write lost against another writer is redone, a bounded
-    number of times within a bounded time (PUSH_CONFLICT; the store raises StoreConflict past it).
+    number of times within a bounded time (PUSH_CONFLICT; the store raises StoreConflict past it);
+  * gateway calls that chain or re-invoke a worker (GATEWAY_CALL; past it, supervision takes over).
 Waits follow tenacity's "full jitter" exponential backoff (random in [0, min(max, first * 2^n)])
 and never run past the deadline. Clock and sleep are injectable so tests need no real time.
 (redis-py's own Retry reconnects a dropped connection once; that stays inside the client.)
@@ -41,6 +42,7 @@ class RetryPolicy:
 
 STORE_OUTAGE = RetryPolicy(deadline_s=30.0, first_wait_s=0.05, max_wait_s=2.0)
 PUSH_CONFLICT = RetryPolicy(deadline_s=30.0, first_wait_s=0.0005, max_wait_s=0.05, max_attempts=201)
+GATEWAY_CALL = RetryPolicy(deadline_s=20.0, first_wait_s=0.25, max_wait_s=4.0)  # a chain or re-invocation
 
 
 def retry_call(

@@ -1,49 +1,106 @@
 #!/usr/bin/env python
-"""The platform shim of the python3-http-faasgd template: Flask served by waitress.
+"""The platform shim of the python3-http-faasgd template: Flask served by waitress behind of-watchdog.
 
-of-watchdog (mode=http) forwards every request to 127.0.0.1:5000; this app hands it to
-`function.handler.handle(event, context)` for any method on any path. Failures are always
-JSON, never an HTML page:
-  * an exception with an integer `http_status` (4xx/5xx) -> that status,
-    {"error": str(exc), "field": exc.field} ("field" only when the exception has one);
-  * any other exception -> 500 {"error": "internal error", "call_id": X-Call-Id or null},
-    with the traceback on stderr only;
-  * HTTP errors of Flask itself (404, 405, 413 above max_request_bytes) -> JSON too.
-Environment: upstream_url (where of-watchdog forwards calls: this app listens on its host and port,
-127.0.0.1:5000 as the Dockerfile sets it; `port` is the watchdog's own listener, never read here),
-waitress_threads (4), max_request_bytes (1 MiB), log_level (INFO: the function's log lines on stderr).
+of-watchdog (mode=http) forwards every request to `upstream_url`; this app hands it to
+`function.handler.handle(event, context)` for any method on any path. What it adds to OpenFaaS's
+python3-http template, and why (OPENFAAS.md 1.8; of-watchdog's executor/http_runner.go):
+* Readiness. The watchdog answers before the function listens (an empty 500 in between). So the socket
+  comes first: inherited from bootstrap.py (fd 3, LISTEN_FDS=1: bound before the watchdog started),
+  else bound here before anything heavy; calls wait in its backlog while the handler's imports load.
+  The function owns the readiness lock (`/tmp/.lock`: the stack sets suppress_lock=true, and faas-netes
+  probes `cat /tmp/.lock` or `/_/health`, which checks it): written once the handler is imported,
+  removed on SIGTERM. `/_/ready` (the stack's ready_path) answers the same.
+* Deadlines. A call must answer within min(exec_timeout, write_timeout, X-Timeout) of its start. The
+  handler sees `context.deadline` (time.monotonic, 1.5 s before that) and `context.draining()`; if it
+  has not answered 0.5 s before the deadline, this answers a JSON 504 (the watchdog's would be empty)
+  while the handler goes on to its next safe point.
+* SIGTERM. The watchdog forwards it at once. Readiness goes, `context.draining()` turns True (faasgd
+  hands its training over at the next push), calls are still served through the watchdog's own
+  `healthcheck_interval`, and once none is running this process exits 0 (a non-zero exit would make
+  the watchdog exit 1).
+* Bodies. event.json(): JSON (application/json, text/plain or no type: `faas-cli invoke` sends
+  text/plain), or a form (application/x-www-form-urlencoded; values are strings; a body starting
+  with { or [ is JSON whatever its label, since `curl -d` labels JSON a form); anything else 415.
+  Invalid or too deeply nested JSON is a 400 on `body`.
+* Errors are always JSON: an exception with an integer `http_status` keeps it (with `field`, and
+  `Allow` for one with `allow`); anything else is a 500 {"error": "internal error", "call_id"}, the
+  traceback on stderr only; Flask's own 404/405/413 too.
+Environment: upstream_url, exec_timeout, write_timeout, healthcheck_interval (the watchdog's, only
+read), waitress_threads (4), max_request_bytes (1 MiB), log_level (INFO).
 """
 
+import importlib
 import json
 import logging
 import os
+import signal
+import socket
 import sys
+import tempfile
+import threading
+import time
 import traceback
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from flask import Flask, Response, jsonify, request
-from waitress import serve
+from waitress import create_server
 from werkzeug.exceptions import HTTPException
 
-from function import handler
-
-# The function's own log lines (e.g. a worker's epochs) go to stderr: the container's log, which
-# `faas-cli logs` / `kubectl logs` (and `faasgd logs` locally) show.
+# The function's log lines (e.g. a worker's epochs) go to stderr: the container's log.
 logging.basicConfig(level=os.getenv("log_level", "INFO"), stream=sys.stderr,
                     format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 MAX_REQUEST_BYTES = int(os.getenv("max_request_bytes", "1048576"))
+LOCK = os.path.join(tempfile.gettempdir(), ".lock")  # where of-watchdog and faas-netes look
+JSON_TYPES = ("", "application/json", "text/plain")
+FORM_TYPE = "application/x-www-form-urlencoded"
 
 app = Flask(__name__)
 app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES  # werkzeug raises 413 on reading a larger body
+state = {"handler": None, "ready": threading.Event(), "draining": threading.Event(), "running": 0,
+         "lock": threading.Lock(), "sigterm_at": None}
 
 
-class InvalidBody(ValueError):
-    """Raised when the request body is not valid JSON but the handler asked for JSON."""
+class BadRequest(ValueError):
+    """Raised when the request body cannot be read as the handler asked."""
 
-    http_status = 400
-    field = "body"
+    def __init__(self, message, status=400, field="body"):
+        super().__init__(message)
+        self.http_status, self.field = status, field
+
+
+def seconds(value, default=30.0):
+    """A watchdog duration: an integer (seconds) or a Go duration like 600s, 1m30s, 500ms."""
+    if value is None or str(value).strip() == "":
+        return default
+    text = str(value).strip()
+    if text.isdigit():
+        return float(text)
+    total, number = 0.0, ""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    rest = text
+    while rest:
+        number = ""
+        while rest and (rest[0].isdigit() or rest[0] == "."):
+            number, rest = number + rest[0], rest[1:]
+        unit = next((u for u in sorted(units, key=len, reverse=True) if rest.startswith(u)), None)
+        if not number or unit is None:
+            return default
+        total, rest = total + float(number) * units[unit], rest[len(unit):]
+    return total
+
+
+def call_limit(headers):
+    """Seconds this call may take: min(exec_timeout, write_timeout, X-Timeout if not above exec_timeout)."""
+    exec_timeout, write_timeout = seconds(os.getenv("exec_timeout")), seconds(os.getenv("write_timeout"))
+    limit = min(exec_timeout, write_timeout)
+    asked = headers.get("X-Timeout")
+    if asked and not asked.strip().isdigit():  # the watchdog takes only Go durations here
+        wanted = seconds(asked, None)
+        if wanted is not None and wanted <= exec_timeout:
+            limit = min(limit, wanted)
+    return limit
 
 
 class Event:
@@ -55,22 +112,50 @@ class Event:
         self.method = request.method
         self.query = request.args  # multi-dict of the query string
         self.path = request.path
+        self.content_type = (request.mimetype or "").lower()
 
     def json(self):
-        """The body parsed as JSON; {} for an empty body; InvalidBody (400) when malformed."""
+        """The body as an object: JSON or a form; {} for an empty body; 400/415 when it is neither."""
         if not self.body.strip():
             return {}
+        if self.content_type == FORM_TYPE:
+            if not self.body.lstrip().startswith((b"{", b"[")):  # curl -d and urllib label JSON a form too
+                return form(self.body)
+        elif self.content_type not in JSON_TYPES and not self.content_type.endswith("+json"):
+            raise BadRequest(f"Content-Type: {self.content_type} is not served (send JSON or {FORM_TYPE})",
+                             415, "Content-Type")
         try:
             return json.loads(self.body)
+        except RecursionError:
+            raise BadRequest("body: JSON nested too deeply") from None
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            raise InvalidBody(f"body: invalid JSON ({exc})") from None
+            raise BadRequest(f"body: invalid JSON ({exc})") from None
+
+
+def form(body):
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest(f"body: invalid form ({exc})") from None
+    values = {}
+    for key, value in pairs:
+        if key in values:
+            raise BadRequest(f"{key}: given twice in the form", field=key)
+        values[key] = value
+    return values
 
 
 class Context:
-    """Where the handler runs."""
+    """Where and how long the handler runs."""
 
-    def __init__(self):
+    def __init__(self, deadline):
         self.hostname = os.getenv("HOSTNAME", "localhost")
+        self.deadline = deadline  # time.monotonic() by which the handler should have answered
+        self.call_id = request.headers.get("X-Call-Id")
+
+    @staticmethod
+    def draining():
+        return state["draining"].is_set()
 
 
 def to_response(result):
@@ -79,7 +164,6 @@ def to_response(result):
         return Response(b"", 200)
     if not isinstance(result, dict):
         return result  # str, bytes, tuple or Response: Flask's own rules
-    status = result.get("statusCode", 200)
     body = result.get("body", "")
     if isinstance(body, (dict, list)):
         response = jsonify(body)
@@ -87,24 +171,19 @@ def to_response(result):
         response = Response(bytes(body), mimetype="application/octet-stream")
     else:
         response = Response(str(body), mimetype="text/plain")
-    response.status_code = status
+    response.status_code = result.get("statusCode", 200)
     headers = result.get("headers") or {}
     for key, value in headers.items() if isinstance(headers, dict) else headers:
         response.headers[key] = value
     return response
 
 
-def error_response(status, payload):
+def error_response(status, payload, allow=None):
     response = jsonify(payload)
     response.status_code = status
+    if allow:
+        response.headers["Allow"] = ", ".join(allow)
     return response
-
-
-def log_exception(exc):
-    call_id = request.headers.get("X-Call-Id", "none")
-    print(f"{request.method} {request.path} [{call_id}] failed:", file=sys.stderr)
-    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    sys.stderr.flush()
 
 
 @app.errorhandler(Exception)
@@ -113,33 +192,108 @@ def on_error(exc):
         if exc.code == 413:
             message = f"body: request body larger than max_request_bytes={MAX_REQUEST_BYTES}"
             return error_response(413, {"error": message, "field": "body"})
-        response = error_response(exc.code, {"error": f"{exc.name}: {exc.description}"})
-        if getattr(exc, "valid_methods", None):  # 405 names the allowed methods
-            response.headers["Allow"] = ", ".join(exc.valid_methods)
-        return response
+        return error_response(exc.code, {"error": f"{exc.name}: {exc.description}"}, getattr(exc, "valid_methods", None))
     status = getattr(exc, "http_status", None)
     if isinstance(status, int) and not isinstance(status, bool) and 400 <= status <= 599:
         if status >= 500:
             log_exception(exc)
-        payload = {"error": str(exc)}
-        if getattr(exc, "field", None) is not None:
-            payload["field"] = exc.field
-        return error_response(status, payload)
+        payload = {"error": str(exc), **({"field": exc.field} if getattr(exc, "field", None) is not None else {})}
+        return error_response(status, payload, getattr(exc, "allow", None))
     log_exception(exc)
     return error_response(500, {"error": "internal error", "call_id": request.headers.get("X-Call-Id")})
+
+
+def log_exception(exc):
+    print(f"{request.method} {request.path} [{request.headers.get('X-Call-Id', 'none')}] failed:", file=sys.stderr)
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    sys.stderr.flush()
+
+
+@app.route("/_/ready", methods=["GET"])
+def ready():
+    if state["ready"].is_set() and not state["draining"].is_set():
+        return Response(b"OK", 200, mimetype="text/plain")
+    return error_response(503, {"error": "draining" if state["draining"].is_set() else "starting"})
 
 
 @app.route("/", defaults={"path": ""}, methods=METHODS)
 @app.route("/<path:path>", methods=METHODS)
 def call_handler(path):
-    return to_response(handler.handle(Event(), Context()))
+    started = time.monotonic()
+    answer_by = started + call_limit(request.headers) - 0.5
+    event, context = Event(), Context(answer_by - 1.0)
+    if not state["ready"].wait(max(0.0, answer_by - time.monotonic())):
+        return error_response(503, {"error": "the function is still starting"})
+    outcome = {}
+    worker = threading.Thread(target=run_handler, args=(event, context, outcome), daemon=True)
+    worker.start()
+    worker.join(max(0.0, answer_by - time.monotonic()))
+    if worker.is_alive():
+        return error_response(504, {"error": f"the call ran past its deadline ({answer_by - started + 0.5:.1f} s); "
+                                             "its work stops at its next safe point", "call_id": context.call_id})
+    if "error" in outcome:
+        raise outcome["error"]
+    return to_response(outcome["result"])
+
+
+def run_handler(event, context, outcome):
+    with state["lock"]:
+        state["running"] += 1
+    try:
+        outcome["result"] = state["handler"].handle(event, context)
+    except BaseException as exc:  # handed back to the request thread, which answers it
+        outcome["error"] = exc
+    finally:
+        with state["lock"]:
+            state["running"] -= 1
+
+
+def load_handler():
+    """Import the handler (the heavy part) while the socket already takes calls; then say ready."""
+    state["handler"] = importlib.import_module("function.handler")
+    with open(LOCK, "w"):
+        pass
+    state["ready"].set()
+
+
+def on_sigterm(signum, frame):
+    state["draining"].set()
+    state["sigterm_at"] = time.monotonic()
+    try:
+        os.remove(LOCK)
+    except OSError:
+        pass
+    threading.Thread(target=drain, daemon=True).start()
+
+
+def drain():
+    """Exit 0 once the watchdog's healthcheck_interval has passed and no handler runs (at the latest
+    after write_timeout more)."""
+    write_timeout = seconds(os.getenv("write_timeout"))
+    window = seconds(os.getenv("healthcheck_interval"), write_timeout)
+    while True:
+        waited = time.monotonic() - state["sigterm_at"]
+        if (waited >= window and state["running"] == 0) or waited >= window + write_timeout:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+        time.sleep(0.05)
+
+
+def listening_socket():
+    """The socket bootstrap.py bound (fd 3), else one bound here to upstream_url's host and port."""
+    if os.getenv("LISTEN_FDS") == "1":
+        return socket.socket(fileno=3)
+    upstream = urlsplit(os.getenv("upstream_url") or "http://127.0.0.1:5000")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((upstream.hostname or "127.0.0.1", upstream.port or 5000))  # only the watchdog, beside us, calls
+    sock.listen(1024)
+    return sock
 
 
 if __name__ == "__main__":
-    upstream = urlsplit(os.getenv("upstream_url") or "http://127.0.0.1:5000")
-    serve(
-        app,
-        host=upstream.hostname or "127.0.0.1",  # only the watchdog, beside us in the pod, calls us
-        port=upstream.port or 5000,
-        threads=int(os.getenv("waitress_threads", "4")),
-    )
+    server = create_server(app, sockets=[listening_socket()], threads=int(os.getenv("waitress_threads", "4")))
+    signal.signal(signal.SIGTERM, on_sigterm)
+    threading.Thread(target=load_handler, name="load-handler", daemon=True).start()
+    server.run()

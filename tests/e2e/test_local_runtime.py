@@ -1,4 +1,6 @@
-"""The local OpenFaaS-compatible runtime end to end: `faasgd up`, real stores, replicas, gateway, `faasgd down`."""
+"""The local OpenFaaS-compatible runtime end to end: `faasgd up`, real stores, nats-server, replicas, gateway,
+`faasgd down`. The shared runtime delivers as OpenFaaS Pro (`--delivery pro`): killing a replica mid-call
+needs the retry; the runtimes of their own below keep the default, Community Edition's rules."""
 
 import json
 import os
@@ -48,11 +50,11 @@ def runtime(tmp_path_factory):
     directory = tmp_path_factory.mktemp("runtime") / ".faasgd"
     port = free_port()
     started = faasgd("up", "--port", str(port), "--dir", str(directory), "--ack-wait", "120",
-                     env={**os.environ, "SHELL_ONLY_SETTING": "must not reach a replica"})
+                     "--delivery", "pro", env={**os.environ, "SHELL_ONLY_SETTING": "must not reach a replica"})
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
     yield {"dir": str(directory), "port": port, "state": state, "gateway": Gateway(state)}
-    pids = [state["pid"]] + [s["pid"] for s in state["stores"].values()]
+    pids = [state["pid"], state["broker"]["pid"]] + [s["pid"] for s in state["stores"].values()]
     current = json.loads((directory / "state.json").read_text()) if (directory / "state.json").exists() else state
     pids += [r["pid"] for r in current["replicas"]] + [r["pid"] for r in state["replicas"]]
     stopped = faasgd("down", "--dir", str(directory))
@@ -76,6 +78,10 @@ def wait_for(runtime, query, timeout_s=240):
 def test_up_is_idempotent_and_reports_the_running_runtime(runtime):
     again = faasgd("up", "--port", str(runtime["port"]), "--dir", runtime["dir"])
     assert again.returncode == 0 and "already running" in again.stdout
+    broker = runtime["state"]["broker"]
+    assert f"queue      {broker['url']}  (pid {broker['pid']}, pro delivery)" in again.stdout
+    assert runtime["state"]["delivery"]["mode"] == "pro" and alive(broker["pid"])
+    assert broker["store_dir"] == str(Path(runtime["dir"]) / "jetstream")
     functions = runtime["gateway"].request("GET", "/system/functions").json()
     by_name = {f["name"]: f for f in functions}
     assert by_name["emnist-train"]["availableReplicas"] == by_name["emnist-train"]["replicas"] == 2
@@ -249,3 +255,40 @@ def test_conflicts_are_counted_per_worker_when_workers_share_a_replica(tmp_path)
         assert status["result"]["pushes"] == store.get_weights(query["job_id"])[1]
     finally:
         assert faasgd("down", "--dir", str(directory)).returncode == 0
+
+
+def test_kill_9_of_the_runtime_mid_queue_then_up_delivers_the_queued_calls(tmp_path):
+    """Community Edition delivery, one queue worker: one call in flight and two queued when the daemon
+    is killed; `faasgd up` stops what it left, starts again on the same JetStream files, and delivers all three."""
+    directory, port = tmp_path / ".faasgd", free_port()
+    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--queue-workers", "1")
+    assert started.returncode == 0, started.stdout + started.stderr
+    first = json.loads((directory / "state.json").read_text())
+    gateway = Gateway(first["gateway_url"], 30)
+    body = {**SMALL, "invocation_mode": "single", "max_epochs": 3}
+    callback = CallbackRecorder()
+    try:
+        with serve(callback) as url:
+            ids = {gateway.invoke_async("emnist-setup", body, url + "/done") for _ in range(3)}
+            deadline = time.monotonic() + 30
+            while 'gateway_function_invocation_started{function_name="emnist-setup"} 1.0' not in \
+                    gateway.request("GET", "/metrics").body.decode():
+                assert time.monotonic() < deadline, "no call went in flight"
+                time.sleep(0.05)
+            os.kill(first["pid"], signal.SIGKILL)
+            again = faasgd("up", "--port", str(port), "--dir", str(directory), "--queue-workers", "1")
+            assert again.returncode == 0 and "started" in again.stdout, again.stdout + again.stderr
+            deadline = time.monotonic() + 120
+            while {h["x-call-id"] for h, _ in callback.received} != ids:
+                assert time.monotonic() < deadline, f"calls not delivered after the restart: {callback.received}"
+                time.sleep(0.2)
+        assert {h["x-function-status"] for h, _ in callback.received} == {"200"}
+        assert all(json.loads(b)["result"]["state"] == "done" for _, b in callback.received)
+        second = json.loads((directory / "state.json").read_text())
+        assert second["broker"]["store_dir"] == first["broker"]["store_dir"]
+        left = [first["broker"]["pid"], *(s["pid"] for s in first["stores"].values()),
+                *(r["pid"] for r in first["replicas"])]
+        assert not [pid for pid in left if alive(pid)], "up left the killed runtime's processes running"
+    finally:
+        assert faasgd("down", "--dir", str(directory)).returncode == 0
+    assert not [pid for pid in [second["pid"], second["broker"]["pid"]] if alive(pid)]

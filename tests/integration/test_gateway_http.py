@@ -1,5 +1,6 @@
 """The local gateway over real sockets: LocalGateway (uvicorn) on a free loopback port, in front of
-a FakeReplica and a CallbackRecorder that uvicorn serves on loopback too (support.asgi_server).
+a FakeReplica and a CallbackRecorder that uvicorn serves on loopback too (support.asgi_server), its
+queue on a real nats-server (one per test, its JetStream files in the test's tmp_path).
 
 What only a real HTTP server shows: the accept backlog, unknown methods reaching the app, chunked
 request bodies, the 413 on a body the client is still sending, stop() with calls in flight.
@@ -15,7 +16,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from faasgd.local.broker import start_nats
 from faasgd.local.gateway import GatewayOptions, LocalGateway
+from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 from faasgd.local.stores import free_port
 from support.asgi_server import serve
 from support.fake_replicas import CallbackRecorder, FakeRegistry, FakeReplica
@@ -33,17 +36,19 @@ def replica():
 
 
 @pytest.fixture
-def gateway():
+def gateway(tmp_path):
     made: list[LocalGateway] = []
+    nats = start_nats(tmp_path / "jetstream")
 
     def make(registry: FakeRegistry, **options) -> LocalGateway:
-        made.append(LocalGateway(registry, GatewayOptions(port=0, **options)))
+        made.append(LocalGateway(registry, GatewayOptions(port=0, **options), broker=JetStreamBroker(nats.url)))
         made[-1].start()
         return made[-1]
 
     yield make
     for gw in made:
         gw.stop()
+    nats.stop()
 
 
 def call(method: str, url: str, body=None, headers: dict | None = None, timeout: float = 10.0, **kwargs):

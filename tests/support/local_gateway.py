@@ -1,6 +1,6 @@
 """The local gateway in-process for unit tests: its ASGI app behind httpx.ASGITransport, fake
-replicas and a callback recorder behind a RoutingTransport, and a FakeClock. No socket, no thread
-of ours, no sleep."""
+replicas and a callback recorder behind a RoutingTransport, a FakeBroker for its queue, and a
+FakeClock. No socket, no thread of ours, no sleep."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import httpx
 
 from faasgd.local.gateway import GatewayOptions, Registry, create_app
+from support.fake_broker import FakeBroker
 from support.fake_clock import FakeClock
 from support.fake_replicas import CallbackRecorder, FakeRegistry, RoutingTransport
 
@@ -24,6 +25,7 @@ class InProcessGateway:
     clock: FakeClock
     transport: RoutingTransport  # add() more fake replicas to it
     callbacks: CallbackRecorder  # its url is a valid X-Callback-Url
+    broker: FakeBroker  # what the queue keeps
 
     @property
     def queue(self):
@@ -31,15 +33,20 @@ class InProcessGateway:
 
 
 @asynccontextmanager
-async def gateway_in_process(registry: FakeRegistry | Registry, **options):
-    """A started gateway app over `registry` (lifespan run, so its queue-workers are up)."""
-    clock, callbacks = FakeClock(), CallbackRecorder()
+async def gateway_in_process(registry: FakeRegistry | Registry, broker: FakeBroker | None = None,
+                             clock: FakeClock | None = None, callbacks: CallbackRecorder | None = None, **options):
+    """A started gateway app over `registry` (lifespan run, so its queue-workers are up).
+
+    Pass the `broker`, `clock` and `callbacks` of an earlier gateway to play a restart of the runtime.
+    """
+    clock, callbacks = clock or FakeClock(), callbacks or CallbackRecorder()
+    broker = broker or FakeBroker(clock)
     replicas = getattr(registry, "functions", {})  # a FakeRegistry's; a real Supervisor's pods add their own
     transport = RoutingTransport(*[r for rs in replicas.values() for r in rs], callbacks)
-    app = create_app(registry, GatewayOptions(**options), transport=transport, clock=clock)
+    app = create_app(registry, GatewayOptions(**options), transport=transport, clock=clock, broker=broker)
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://gateway.test") as client:
-            yield InProcessGateway(app, client, clock, transport, callbacks)
+            yield InProcessGateway(app, client, clock, transport, callbacks, broker)
 
 
 async def within(awaitable, seconds: float = WAIT_S):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from faasgd.errors import ConfigError, JobNotFound, StoreConflict
-from faasgd.store import keys
+from faasgd.store import PushId, keys, memcached_push
 
 CHUNK = 1000  # chunk_floats the harnesses open stores with
 LENGTHS = [1, 7, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 501]  # odd lengths, one and several chunks
@@ -213,12 +213,14 @@ def check_names_validated(store):
 
 
 def check_wire_format(store):
-    """Chunks are raw little-endian float32 bytes under the documented keys; records are JSON."""
+    """Chunks are raw little-endian float32 bytes under the documented keys (on Memcached after the header
+    of push numbers each chunk holds, empty at first); records are JSON."""
     job, flat = new_job(), weights(2 * CHUNK + 500, seed=3)
     store.set_weights(job, flat)
     wire = flat.astype("<f4")
-    assert store.client.get(keys.weights_chunk(job, 0)) == wire[:CHUNK].tobytes()
-    assert store.client.get(keys.weights_chunk(job, 2)) == wire[2 * CHUNK:].tobytes()
+    header = memcached_push.join({}, b"") if store.url.startswith("memcached") else b""
+    assert store.client.get(keys.weights_chunk(job, 0)) == header + wire[:CHUNK].tobytes()
+    assert store.client.get(keys.weights_chunk(job, 2)) == header + wire[2 * CHUNK:].tobytes()
     assert int(store.client.get(keys.weights_version(job))) == 0
     store.put_record(job, "result", {"accuracy": 0.9})
     assert json.loads(store.client.get(keys.record(job, "result"))) == {"accuracy": 0.9}
@@ -275,6 +277,49 @@ def check_clients_share_data(store, other):
     assert store.get_record(job, "done") == {"ok": True}
 
 
+def record(seq: int, owner: str, state: str = "running", **extra) -> dict:
+    return {"pushes": seq, "owner": owner, "state": state, **extra}
+
+
+def check_push_ids_apply_each_push_once(store):
+    """A push number of a worker is added once: its resend is recognised as ours, another owner's as superseded."""
+    job, length = new_job(), 2 * CHUNK + 3
+    store.set_weights(job, np.zeros(length, np.float32), writers=2)
+    ones = np.ones(length, np.float32)
+    first = store.push_update(job, ones, push_id=PushId(0, 1), record=record(1, "call-a"))
+    assert first.applied and first.version == 1
+    out = np.zeros(length, np.float32)
+    again = store.push_update(job, ones, out, push_id=PushId(0, 1), record=record(1, "call-a"))  # a resend
+    assert again.applied and again.version == 1  # ours, already in: not added again
+    np.testing.assert_array_equal(out, ones)
+    other = store.push_update(job, 5 * ones, out, push_id=PushId(0, 1), record=record(1, "call-b"))
+    assert not other.applied and other.version == 1  # another invocation of worker 0: superseded
+    assert store.push_update(job, ones, push_id=PushId(1, 1), record=record(1, "call-c")).version == 2
+    assert store.push_update(job, ones, push_id=PushId(0, 2), record=record(2, "call-a")).version == 3
+    weights, version = store.get_weights(job)
+    np.testing.assert_array_equal(weights, np.full(length, 3, np.float32))
+    assert version == 3 == sum(store.worker_record(job, w)["pushes"] for w in (0, 1))
+    assert store.worker_record(job, 0) == record(2, "call-a")  # written with the push
+    with pytest.raises(ConfigError) as bad:
+        store.push_update(job, ones, push_id=PushId(0, 3), record=record(2, "call-a"))
+    assert bad.value.field == "record"
+
+
+def check_worker_records_never_go_back(store):
+    """Writes between pushes never undo a push, nor turn a final record back into a running one."""
+    job, length = new_job(), 10
+    store.set_weights(job, np.zeros(length, np.float32), writers=1)
+    assert store.update_worker(job, 0, record(0, "call-a", epoch=0))
+    store.push_update(job, np.ones(length, np.float32), push_id=PushId(0, 1), record=record(1, "call-a"))
+    assert store.update_worker(job, 0, record(1, "call-a", epoch=1))  # the same pushes, further on
+    assert not store.update_worker(job, 0, record(0, "call-b"))  # a stale invocation
+    assert store.update_worker(job, 0, record(1, "call-a", "finished"))
+    assert not store.update_worker(job, 0, record(1, "call-a", "running"))
+    assert store.worker_record(job, 0)["state"] == "finished"
+    store.recover_worker(job, 0)  # nothing half-done: nothing changes
+    assert store.get_weights(job)[1] == 1
+
+
 SINGLE_CLIENT_CHECKS = [
     check_ping,
     check_weights_round_trip,
@@ -284,6 +329,8 @@ SINGLE_CLIENT_CHECKS = [
     check_push_adds_exactly_and_counts_versions,
     check_push_can_return_the_weights_it_wrote,
     check_push_rejects_bad_delta,
+    check_push_ids_apply_each_push_once,
+    check_worker_records_never_go_back,
     check_missing_job,
     check_records,
     check_add_record_only_once,

@@ -2,6 +2,7 @@
 
 import pytest
 
+from faasgd.batch import matrix as matrix_module
 from faasgd.batch.matrix import MatrixError, load_matrix, parse_matrix
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
@@ -50,3 +51,67 @@ def test_a_bad_value_names_its_configuration():
     with pytest.raises(MatrixError) as info:
         parse_matrix({"matrix": {"batch_size": [32, 0], "number_of_workers": 2}})
     assert "batch_size=0" in str(info.value)
+
+
+# --- names, the run cap, rounds ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", "a\\b", "..", ".hidden", "a..b", "x" * 65, "a b", "é", ["a"]])
+def test_a_name_that_is_not_a_plain_name_is_refused(name):
+    with pytest.raises(MatrixError) as info:
+        parse_matrix({"name": name})
+    assert info.value.field == "name" and repr(name) in str(info.value)
+
+
+def test_a_file_name_used_as_the_name_is_checked_too(tmp_path):
+    path = tmp_path / "my batch.yml"
+    path.write_text("rounds: 1\n")
+    with pytest.raises(MatrixError, match="name: .*set `name:` in the matrix file.*'my batch'"):
+        load_matrix(path)
+
+
+@pytest.mark.parametrize("name", ["small", "workers-period", "run_2.v3", "x" * 64, 2024])
+def test_plain_names_pass(name):
+    assert parse_matrix({"name": name}).name == str(name)
+
+
+def test_the_run_cap_is_computed_from_the_axes_before_any_configuration_is_built(monkeypatch):
+    def build(configuration):  # called once per configuration built: none may be, or this would run for hours
+        raise AssertionError(f"configuration {configuration.config_id} built before the cap was checked")
+
+    monkeypatch.setattr(matrix_module, "_check", build)
+    huge = {"matrix": {key: list(range(1, 11)) for key in ("batch_size", "n_fetch", "n_push", "max_epochs", "seed",
+                                                           "lease_s", "train_samples", "test_samples",
+                                                           "number_of_workers", "hidden_sizes")}}
+    with pytest.raises(MatrixError) as info:
+        parse_matrix(huge)
+    assert info.value.field == "runs" and "10000000000 runs" in str(info.value) and "cap of 1000" in str(info.value)
+
+
+def test_the_cap_counts_rounds_and_together_groups_once():
+    document = {"matrix": {"number_of_workers": [1, 2, 4], "n_fetch": [1, 10], "n_push": [1, 10]},
+                "together": [["n_fetch", "n_push"]], "rounds": 3}
+    assert len(parse_matrix(document, max_runs=18).configurations) == 6  # 6 x 3 = 18: at the cap
+    with pytest.raises(MatrixError, match=r"24 runs \(6 configuration\(s\) x 4 round\(s\)\), more than the cap of 18"):
+        parse_matrix(document, rounds=4, max_runs=18)
+    with pytest.raises(MatrixError) as info:
+        parse_matrix(document, max_runs=0)
+    assert info.value.field == "max_runs"
+
+
+@pytest.mark.parametrize("rounds", [0, -1, 1001, True, "2"])
+def test_rounds_given_outside_the_file_are_checked(rounds):
+    with pytest.raises(MatrixError) as info:
+        parse_matrix({"rounds": 2}, rounds=rounds)
+    assert info.value.field == "rounds"
+
+
+def test_rounds_given_override_the_file():
+    assert parse_matrix({"rounds": 2}, rounds=5).rounds == 5 and parse_matrix({"rounds": 2}).rounds == 2
+
+
+def test_a_yaml_error_is_one_line(tmp_path):
+    path = tmp_path / "broken.yml"
+    path.write_text("matrix: {batch_size: [1, 2}\nname: x\n")
+    with pytest.raises(MatrixError) as info:
+        load_matrix(path)
+    assert info.value.field == "matrix" and "\n" not in str(info.value) and "line" in str(info.value)

@@ -11,7 +11,7 @@ import pytest
 
 from faasgd.data import DATASETS, dataset_info, load_shard, shard_range
 from faasgd.data.idx import count_idx, load_idx
-from faasgd.errors import ConfigError, DataError
+from faasgd.errors import ConfigError, DataError, DataMissing
 
 REAL_FASHION = "/usr/share/datasets/fashion-mnist"
 IDX_CODES = {np.dtype(np.uint8): 0x08, np.dtype(np.int8): 0x09, np.dtype(">i2"): 0x0B,
@@ -149,9 +149,10 @@ def test_fashion_reads_plain_files_and_data_dir_beats_env(tmp_path, fashion_dir)
 
 def test_fashion_missing_dir_says_how_to_get_the_data(tmp_path, monkeypatch):
     monkeypatch.setenv("FAASGD_DATA_DIR", str(tmp_path / "nowhere"))
-    with pytest.raises(DataError) as err:
+    with pytest.raises(DataMissing) as err:
         load_shard("fashion-mnist")
-    assert "apt-get install dataset-fashion-mnist" in str(err.value)
+    assert err.value.http_status == 409 and err.value.dataset == "fashion-mnist"
+    assert "get it with `apt-get install dataset-fashion-mnist`" in str(err.value)
     assert "FAASGD_DATA_DIR" in str(err.value) and "nowhere" in str(err.value)
 
 
@@ -223,10 +224,6 @@ def emnist_cache(tmp_path, monkeypatch):
     return path
 
 
-def refuse_download():
-    raise ConnectionError("tests never download")
-
-
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("variant", ["digits", "letters"])
 @pytest.mark.parametrize("split", ["train", "test"])
@@ -242,13 +239,12 @@ def test_emnist_shards_match_the_package_loader(emnist_cache, variant, split):
         assert sum(len(s.y) for s in shards) == len(labels)
 
 
-def test_emnist_missing_archive_says_where_to_put_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(emnist, "CACHE_FILE_PATH", str(tmp_path / "none" / "emnist.zip"))
-    monkeypatch.setattr(emnist, "ensure_cached_data", refuse_download)
-    with pytest.raises(DataError) as err:
+def test_emnist_archive_env_names_where_it_is(emnist_cache, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAASGD_EMNIST_ARCHIVE", str(tmp_path / "elsewhere.zip"))
+    with pytest.raises(DataMissing, match="elsewhere.zip"):
         load_shard("emnist-digits")
-    assert "gzip.zip" in str(err.value) and str(tmp_path / "none" / "emnist.zip") in str(err.value)
-    assert "ConnectionError" in str(err.value)
+    os.rename(emnist_cache, tmp_path / "elsewhere.zip")
+    assert load_shard("emnist-digits", "test").total == 9
 
 
 def test_emnist_archive_without_the_variant(emnist_cache):
@@ -258,7 +254,7 @@ def test_emnist_archive_without_the_variant(emnist_cache):
 
 def test_emnist_corrupt_archive(emnist_cache):
     emnist_cache.write_bytes(b"not a zip")
-    with pytest.raises(DataError, match="not a readable zip"):
+    with pytest.raises(DataError, match="not a readable zip.*faasgd data fetch emnist --force"):
         load_shard("emnist-digits")
 
 

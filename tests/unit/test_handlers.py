@@ -93,7 +93,7 @@ def test_per_iteration_chains_one_epoch_per_invocation_and_ignores_duplicates(en
     assert [w["epoch"] for w in final["workers"]] == [3, 3]
     assert final["result"]["samples"] == 3 * 1200
     store = open_store(env["url"])
-    assert store.get_record(body["job_id"], "checkpoint:0")["iteration"] == 3
+    assert store.worker_record(body["job_id"], 0)["epoch"] == 3  # the record is the checkpoint
 
 
 def test_single_mode_trains_inside_setup(env):

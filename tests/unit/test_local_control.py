@@ -11,8 +11,9 @@ import signal
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import control, daemon
+from faasgd.local import control, daemon, queue_rules
 from faasgd.local.processes import ProcessRef
+from faasgd.local.queue_rules import DeliveryPolicy
 from faasgd.local.stores import ServerProcess
 from support.fake_processes import FakeProcesses
 
@@ -85,6 +86,37 @@ def test_down_of_a_dead_runtime_stops_its_leftovers_and_forgets_it(table, tmp_pa
     assert control.read_state(tmp_path) is None
     assert control.down(tmp_path) == [201] and store.signals == [signal.SIGTERM]
     assert not (tmp_path / daemon.STATE_FILE).exists()
+
+
+def test_down_of_a_killed_runtime_stops_the_nats_server_it_left(table, tmp_path):
+    broker = table.add(301, T0 + 1)
+    reused = table.add(302, T0 + 999)  # a broker entry whose pid now names another process
+    write(tmp_path, {"pid": 300, "create_time": T0, "stores": {}, "replicas": [],
+                     "broker": {"url": "nats://127.0.0.1:4", "pid": 301, "create_time": T0 + 1}})
+    assert control.down(tmp_path) == [301] and broker.signals == [signal.SIGTERM]
+    write(tmp_path, {"pid": 300, "create_time": T0, "broker": {"pid": 302, "create_time": T0 + 2}})
+    assert control.down(tmp_path) == [] and reused.signals == []
+
+
+def test_up_hands_the_delivery_policy_to_the_daemon(table, tmp_path, monkeypatch):
+    started = []
+
+    class Refused(Exception):
+        pass
+
+    def popen(argv, **_):
+        started.append(argv)
+        raise Refused  # nothing is started
+
+    monkeypatch.setattr(control.subprocess, "Popen", popen)
+    monkeypatch.setattr(control, "_port_taken", lambda port: False)
+    stack = tmp_path / "stack.yml"
+    stack.write_text("version: 1.0\n")
+    policy = DeliveryPolicy("pro", max_attempts=3, max_inflight=2)
+    with pytest.raises(Refused):
+        control.up(str(stack), 7000, tmp_path / ".faasgd", delivery=policy)
+    parsed = daemon.parse_args(started[0][3:])
+    assert queue_rules.from_flags(parsed) == policy
 
 
 @pytest.mark.parametrize("argv, flag", [

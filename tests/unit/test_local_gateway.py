@@ -227,8 +227,8 @@ async def test_healthz_info_and_unknown_paths():
 
 
 def test_options_are_validated_naming_the_field():
-    for field, value in (("max_attempts", 0), ("queue_workers", 0), ("upstream_timeout_s", 0), ("ack_wait_s", -1),
+    for field, value in (("queue_workers", 0), ("upstream_timeout_s", 0), ("ack_wait_s", -1),
                          ("port", 70000), ("max_sync_body_bytes", 0), ("max_async_body_bytes", 1.5),
-                         ("backlog", 0)):
+                         ("backlog", 0), ("delivery", "pro")):
         with pytest.raises(ConfigError, match=f"^{field}: "):
             GatewayOptions(**{field: value})

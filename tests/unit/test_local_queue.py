@@ -1,6 +1,7 @@
-"""/async-function and the local queue-worker, in-process: acceptance, callbacks, ack_wait
-redelivery, retries with backoff, give-up, and the worker count. Time is a FakeClock the tests
-advance, so ack_wait and backoff take no wall-clock time.
+"""/async-function and the local queue-worker, in-process over a FakeBroker: acceptance, callbacks,
+the two delivery modes (ce: redelivery after ack_wait, no retry, one call per queue worker; pro:
+retries with capped backoff, several calls per queue worker), a restart of the queue's owner, and
+the worker count. Time is a FakeClock the tests advance, so ack_wait and backoff take no time.
 """
 
 from __future__ import annotations
@@ -9,17 +10,25 @@ import re
 
 import pytest
 
+from faasgd.local.queue_rules import DeliveryPolicy
 from support.fake_replicas import FakeRegistry, FakeReplica
 from support.local_gateway import gateway_in_process, within
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-RETRY_WAIT_S, RESIZE_S = 0.2, 0.5  # QueueOptions defaults
+RESIZE_S = 0.5  # queue.RESIZE_S
+PRO = DeliveryPolicy("pro", max_attempts=4, retry_wait_s=0.3, max_retry_wait_s=0.9)  # waits 0.3, 0.6, 0.9: not 0.5
 
 
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
+
+
+async def post(gw, body: bytes = b"job", path: str = "/async-function/echo") -> str:
+    response = await gw.client.post(path, content=body, headers={"X-Callback-Url": gw.callbacks.url})
+    assert response.status_code == 202, response.text
+    return response.headers["x-call-id"]
 
 
 async def test_async_call_is_accepted_delivered_and_called_back():
@@ -40,10 +49,11 @@ async def test_async_call_is_accepted_delivered_and_called_back():
     assert echoed["headers"]["x-call-id"] == call_id and echoed["headers"]["user-agent"] == "faasgd-local/queue-worker"
     assert echoed["headers"]["content-type"] == "text/plain" and "x-callback-url" in echoed["headers"]
     assert (stats["accepted"], stats["delivered"], stats["in_flight"], stats["queued"]) == (1, 1, 0, 0)
+    assert (stats["delivery"], stats["stored"]) == ("ce", 0)  # acked: nothing left in the broker
     assert [(d["status"], d["callback_status"]) for d in gw.queue.deliveries(call_id)] == [(200, 200)]
 
 
-async def test_async_rejects_unknown_function_bad_callback_big_body_and_get():
+async def test_async_rejects_unknown_function_bad_callback_big_body_get_and_a_broker_error():
     async with gateway_in_process(FakeRegistry(echo=[FakeReplica("a")])) as gw:
         response = await gw.client.post("/async-function/nope", content=b"x")
         assert response.status_code == 404 and response.json()["error"] == "function not found: nope"
@@ -54,28 +64,29 @@ async def test_async_rejects_unknown_function_bad_callback_big_body_and_get():
         assert response.status_code == 413 and "request body" in response.json()["error"]
         response = await gw.client.get("/async-function/echo")
         assert response.status_code == 405 and response.headers["allow"] == "POST" and "error" in response.json()
-        assert gw.queue.stats()["accepted"] == 0
+        gw.broker.refuse = "stream full"
+        response = await gw.client.post("/async-function/echo", content=b"x")
+        assert response.status_code == 500 and response.json()["error"] == "queue: stream full"
+        assert gw.queue.stats()["accepted"] == 0 and not gw.broker.messages
 
 
-async def test_a_finished_call_keeps_no_body():
+async def test_the_body_is_held_only_while_delivering_and_the_broker_keeps_it_until_the_ack():
     replica = FakeReplica("a")
     replica.hold = True
     async with gateway_in_process(FakeRegistry(echo=[replica])) as gw:
-        await gw.client.post("/async-function/echo", content=b"job-body", headers={"X-Callback-Url": gw.callbacks.url})
+        await post(gw, b"job-body")
         await within(replica.arrived(1))
-        assert gw.queue.stats()["held_bytes"] == len(b"job-body")
+        assert gw.queue.stats()["held_bytes"] == len(b"job-body") and len(gw.broker.messages) == 1
         replica.release()
         await within(gw.callbacks.next())
-        assert gw.queue.stats()["held_bytes"] == 0
+        assert (gw.queue.stats()["held_bytes"], gw.broker.messages) == (0, {})
 
 
-async def test_slow_call_is_redelivered_after_ack_wait_with_the_same_call_id():
+async def test_ce_redelivers_a_slow_call_after_ack_wait_with_the_same_call_id():
     slow = FakeReplica("slow")
     slow.hold = True
-    async with gateway_in_process(FakeRegistry(echo=[slow]), ack_wait_s=30, queue_workers=2, max_attempts=2) as gw:
-        response = await gw.client.post("/async-function/echo", content=b"job",
-                                        headers={"X-Callback-Url": gw.callbacks.url})
-        call_id = response.headers["x-call-id"]
+    async with gateway_in_process(FakeRegistry(echo=[slow]), ack_wait_s=30, queue_workers=2) as gw:
+        call_id = await post(gw)
         await within(slow.arrived(1))
         await within(gw.clock.sleeping(30))
         await gw.clock.advance(30)
@@ -85,51 +96,114 @@ async def test_slow_call_is_redelivered_after_ack_wait_with_the_same_call_id():
         callbacks = [await within(gw.callbacks.next()) for _ in range(2)]  # one per delivery, as CE posts them
         assert [headers["x-call-id"] for headers, _ in callbacks] == [call_id] * 2
         stats = gw.queue.stats()
-        assert (stats["redelivered"], stats["delivered"], stats["failed"]) == (1, 2, 0)
-        assert [d["kind"] for d in gw.queue.deliveries(call_id)] == ["first", "redelivery"]
+        assert (stats["redelivered"], stats["delivered"], stats["failed"], stats["stored"]) == (1, 2, 0, 0)
+        assert [(d["kind"], d["attempt"]) for d in gw.queue.deliveries(call_id)] == [("first", 1), ("redelivery", 2)]
 
 
-async def test_call_failing_with_502_is_retried_until_a_replica_answers():
-    dead, healthy = FakeReplica("dead"), FakeReplica("healthy")
-    dead.dead = True
-    registry = FakeRegistry(echo=[dead])
-    async with gateway_in_process(registry, queue_workers=1) as gw:
-        gw.transport.add(healthy)
-        response = await gw.client.post("/async-function/echo", content=b"job",
-                                        headers={"X-Callback-Url": gw.callbacks.url})
-        await within(gw.clock.sleeping(RETRY_WAIT_S))
-        registry.functions["echo"] = [healthy]
-        await gw.clock.advance(RETRY_WAIT_S)
+@pytest.mark.parametrize("status", [502, 503, 500, 429])
+async def test_ce_does_not_retry_a_failed_call_and_the_callback_reports_it(status):
+    replica = FakeReplica("a")
+    replica.status = status
+    async with gateway_in_process(FakeRegistry(echo=[replica])) as gw:
+        call_id = await post(gw)
         got, _ = await within(gw.callbacks.next())
-        call_id = response.headers["x-call-id"]
-        assert got["x-function-status"] == "200" and got["x-call-id"] == call_id
-        assert [d["status"] for d in gw.queue.deliveries(call_id)] == [502, 200]
-        assert gw.queue.stats()["failed"] == 0 and healthy.calls[0]["headers"]["x-call-id"] == call_id
+        await gw.clock.advance(3600)  # no retry, no redelivery, however long one waits
+        stats = gw.queue.stats()
+    assert got["x-function-status"] == str(status) and len(replica.calls) == 1
+    assert (stats["delivered"], stats["retried"], stats["failed"], stats["stored"]) == (1, 0, 1, 0)
+    assert [d["kind"] for d in gw.queue.deliveries(call_id)] == ["first"]
 
 
-async def test_call_is_given_up_after_max_attempts_and_callback_reports_the_last_status():
-    async with gateway_in_process(FakeRegistry(echo=[]), max_attempts=3) as gw:
-        response = await gw.client.post("/async-function/echo", content=b"job",
-                                        headers={"X-Callback-Url": gw.callbacks.url})
-        for wait in (RETRY_WAIT_S, 2 * RETRY_WAIT_S):  # doubling backoff
+async def test_ce_reports_a_refused_connection_with_its_502_and_keeps_one_call_per_queue_worker():
+    dead, held = FakeReplica("dead"), FakeReplica("held")
+    dead.dead, held.hold = True, True
+    async with gateway_in_process(FakeRegistry(echo=[dead], slow=[held]), queue_workers=1) as gw:
+        await post(gw, path="/async-function/echo")
+        got, body = await within(gw.callbacks.next())
+        assert got["x-function-status"] == "502" and b"cannot reach function echo" in body
+        for _ in range(3):
+            await post(gw, path="/async-function/slow")
+        await within(held.arrived(1))
+        await gw.clock.advance(RESIZE_S)
+        stats = gw.queue.stats()
+        assert (len(held.calls), stats["in_flight"], stats["queued"], stats["capacity"]) == (1, 1, 2, 1)
+        held.release()
+        for _ in range(3):
+            await within(gw.callbacks.next())
+
+
+async def test_pro_retries_a_503_with_backoff_until_the_replica_answers():
+    replica = FakeReplica("a")
+    replica.status = 503
+    async with gateway_in_process(FakeRegistry(echo=[replica]), delivery=PRO) as gw:
+        call_id = await post(gw)
+        for wait in (0.3, 0.6):
+            await within(gw.clock.sleeping(wait))
+            if wait == 0.6:
+                replica.status = 200
+            await gw.clock.advance(wait)
+        got, _ = await within(gw.callbacks.next())
+        deliveries, stats = gw.queue.deliveries(call_id), gw.queue.stats()
+    assert got["x-function-status"] == "200" and got["x-call-id"] == call_id and len(gw.callbacks.received) == 1
+    assert [(d["kind"], d["status"], d.get("retry_in_s")) for d in deliveries] == \
+        [("first", 503, 0.3), ("retry", 503, 0.6), ("retry", 200, None)]
+    assert (stats["delivery"], stats["retried"], stats["failed"], stats["stored"]) == ("pro", 2, 0, 0)
+
+
+async def test_pro_gives_up_after_max_attempts_with_capped_waits_and_reports_the_last_status():
+    async with gateway_in_process(FakeRegistry(echo=[]), delivery=PRO) as gw:
+        call_id = await post(gw)
+        for wait in (0.3, 0.6, 0.9):  # doubling, capped at max_retry_wait_s
             await within(gw.clock.sleeping(wait))
             await gw.clock.advance(wait)
         got, body = await within(gw.callbacks.next())
-        stats, deliveries = gw.queue.stats(), gw.queue.deliveries(response.headers["x-call-id"])
+        stats, deliveries = gw.queue.stats(), gw.queue.deliveries(call_id)
     assert got["x-function-status"] == "502" and "no healthy replica" in body.decode()
-    assert (stats["delivered"], stats["retried"], stats["failed"], stats["held_bytes"]) == (3, 2, 1, 0)
-    assert [d["kind"] for d in deliveries] == ["first", "retry", "retry"]
-    assert [d.get("retry_in_s") for d in deliveries] == [RETRY_WAIT_S, 2 * RETRY_WAIT_S, None]
+    assert (stats["delivered"], stats["retried"], stats["failed"], stats["held_bytes"], stats["stored"]) == \
+        (4, 3, 1, 0, 0)
+    assert [(d["attempt"], d.get("retry_in_s")) for d in deliveries] == [(1, 0.3), (2, 0.6), (3, 0.9), (4, None)]
 
 
-async def test_function_errors_other_than_502_503_504_are_not_retried():
+@pytest.mark.parametrize("status", [200, 400, 404, 501])
+async def test_pro_does_not_retry_statuses_outside_its_retry_codes(status):
     replica = FakeReplica("a")
-    replica.status = 500
-    async with gateway_in_process(FakeRegistry(echo=[replica])) as gw:
-        await gw.client.post("/async-function/echo", content=b"job", headers={"X-Callback-Url": gw.callbacks.url})
+    replica.status = status
+    async with gateway_in_process(FakeRegistry(echo=[replica]), delivery=PRO) as gw:
+        await post(gw)
         got, _ = await within(gw.callbacks.next())
-        assert got["x-function-status"] == "500"
-        assert (gw.queue.stats()["delivered"], gw.queue.stats()["retried"]) == (1, 0)
+        assert got["x-function-status"] == str(status)
+        assert (gw.queue.stats()["delivered"], gw.queue.stats()["retried"], len(replica.calls)) == (1, 0, 1)
+
+
+async def test_pro_runs_several_calls_per_queue_worker():
+    held = FakeReplica("held")
+    held.hold = True
+    policy = DeliveryPolicy("pro", max_inflight=3)
+    async with gateway_in_process(FakeRegistry(echo=[held]), delivery=policy, queue_workers=1) as gw:
+        for _ in range(4):
+            await post(gw)
+        await within(held.arrived(3))
+        assert (gw.queue.stats()["in_flight"], gw.queue.stats()["capacity"], len(held.calls)) == (3, 3, 3)
+        held.release()
+        for _ in range(4):
+            await within(gw.callbacks.next())
+
+
+async def test_a_new_owner_delivers_what_the_old_one_left_queued_and_in_flight():
+    held = FakeReplica("held")
+    held.hold = True
+    registry = FakeRegistry(echo=[held])
+    async with gateway_in_process(registry, queue_workers=1) as old:
+        ids = [await post(old, f"call {i}".encode()) for i in range(3)]
+        await within(held.arrived(1))  # one in flight, two queued, when the owner goes
+    broker, clock, callbacks = old.broker, old.clock, old.callbacks
+    assert len(broker.messages) == 3
+    held.release()
+    async with gateway_in_process(registry, broker=broker, clock=clock, callbacks=callbacks, queue_workers=1) as new:
+        got = [await within(new.callbacks.next()) for _ in range(3)]
+        assert sorted(headers["x-call-id"] for headers, _ in got) == sorted(ids)
+        assert [headers["x-function-status"] for headers, _ in got] == ["200"] * 3
+        assert (broker.opened, broker.messages, new.queue.deliveries(ids[0])[0]["kind"]) == (2, {}, "first")
 
 
 async def test_a_failing_callback_is_recorded_and_the_worker_goes_on():
@@ -153,5 +227,5 @@ async def test_queue_workers_follow_total_replicas():
             await gw.clock.advance(RESIZE_S)
             await within(gw.clock.sleeping(RESIZE_S))  # the next round: this one is done
             assert gw.queue.stats()["workers"] == total
-    async with gateway_in_process(registry, queue_workers=4) as gw:
-        assert gw.queue.stats()["workers"] == 4
+    async with gateway_in_process(registry, queue_workers=4, delivery=DeliveryPolicy("pro", max_inflight=2)) as gw:
+        assert (gw.queue.stats()["workers"], gw.queue.stats()["capacity"]) == (4, 8)

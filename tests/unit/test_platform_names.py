@@ -58,7 +58,10 @@ def test_putting_mode_back_in_stack_yml_is_caught():
     assert broken != text and clashes(broken) == ["mode"]
 
 
-def test_index_py_reads_only_its_own_names_and_the_upstream_url_the_watchdog_is_given():
-    names = set(re.findall(r'os\.getenv\("([^"]+)"', (TEMPLATE / "index.py").read_text()))
-    assert names == {"upstream_url", "waitress_threads", "max_request_bytes", "log_level", "HOSTNAME"}
-    assert names & reserved() == {"upstream_url"}
+def test_index_py_sets_nothing_of_the_platforms_and_reads_only_the_watchdogs_own_settings():
+    text = (TEMPLATE / "index.py").read_text()
+    names = set(re.findall(r'os\.getenv\("([^"]+)"', text))
+    ours = {"waitress_threads", "max_request_bytes", "log_level", "HOSTNAME", "LISTEN_FDS"}
+    watchdogs = {"upstream_url", "exec_timeout", "write_timeout", "healthcheck_interval"}  # read, to keep to them
+    assert names == ours | watchdogs and ours & reserved() == set()
+    assert "os.environ[" not in text and "putenv" not in text

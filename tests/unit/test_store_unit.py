@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import socket
 import uuid
 
 import fakeredis
+import numpy as np
 import pytest
 from pymemcache.test.utils import MockMemcacheClient
 
 from support import store_contract as contract
-from faasgd.errors import ConfigError
-from faasgd.store import mask_url, open_store, parse_store_url
+from faasgd.errors import ConfigError, StateLost, StoreError, StoreTimeout
+from faasgd.store import PushId, keys, mask_url, open_store, parse_store_url
 from support.fake_clock import StepClock
 
 
@@ -185,3 +187,64 @@ def test_chunk_floats_validated():
     with pytest.raises(ConfigError) as e:
         open_store("memory://x", chunk_floats=0)
     assert e.value.field == "chunk_floats"
+
+
+# ---- Memcached: a push cut off half-way is finished exactly once ------------------------------
+class CutOff:
+    """A memcached client that times out on the `n`-th cas (after that many chunks or records went in)."""
+
+    def __init__(self, inner, n):
+        self.inner, self.n = inner, n
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def cas(self, *args, **kwargs):
+        self.n -= 1
+        if self.n == 0:
+            raise socket.timeout("timed out")
+        return self.inner.cas(*args, **kwargs)
+
+
+def half_applied_push(cut_at):
+    """A 3-chunk job with one push cut off at its `cut_at`-th cas; (store, job, delta)."""
+    mock = CasMockMemcacheClient()
+    store = open_store("memcached://127.0.0.1:11211", client=mock, chunk_floats=contract.CHUNK)
+    job, length = contract.new_job(), 2 * contract.CHUNK + 7
+    store.set_weights(job, np.zeros(length, np.float32), writers=1)
+    store.push_update(job, np.ones(length, np.float32), push_id=PushId(0, 1), record=contract.record(1, "a"))
+    delta = np.arange(length, dtype=np.float32)
+    store.client = CutOff(mock, cut_at)
+    with pytest.raises(StoreTimeout):
+        store.push_update(job, delta, push_id=PushId(0, 2), record=contract.record(2, "a"))
+    store.client = mock
+    return store, job, delta
+
+
+@pytest.mark.parametrize("cut_at", [1, 2, 3, 4])  # chunk 1, 2 or 3 of 3, or the record's commit
+def test_a_memcached_push_resent_after_a_timeout_is_applied_once(cut_at):
+    store, job, delta = half_applied_push(cut_at)
+    again = store.push_update(job, delta, push_id=PushId(0, 2), record=contract.record(2, "a"))
+    assert again.applied and again.version == 3 - 1
+    weights, version = store.get_weights(job)
+    np.testing.assert_array_equal(weights, 1 + delta)  # every chunk got the delta once
+    assert version == 2 == store.worker_record(job, 0)["pushes"]
+
+
+@pytest.mark.parametrize("cut_at", [1, 2, 3, 4])
+def test_a_half_applied_memcached_push_is_rolled_forward_from_its_copy(cut_at):
+    store, job, delta = half_applied_push(cut_at)  # the worker died: a new invocation recovers first
+    store.recover_worker(job, 0)
+    weights, version = store.get_weights(job)
+    np.testing.assert_array_equal(weights, 1 + delta)
+    assert version == 2 and store.worker_record(job, 0) == contract.record(2, "a")
+    store.recover_worker(job, 0)  # twice is harmless
+    np.testing.assert_array_equal(store.get_weights(job)[0], 1 + delta)
+
+
+def test_a_lost_push_copy_is_reported_as_lost_state_not_rebuilt():
+    store, job, _ = half_applied_push(2)
+    store.client.delete(keys.pending_chunks(job, 0, 3)[1])  # evicted
+    with pytest.raises(StoreError) as error:
+        store.recover_worker(job, 0)
+    assert isinstance(error.value, StateLost) and "half-applied push 2" in str(error.value)

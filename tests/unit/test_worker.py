@@ -113,9 +113,9 @@ class FailingStore:
         self._spend()
         return self.inner.get_weights(job_id, out=out)
 
-    def push_update(self, job_id, delta, out=None):
+    def push_update(self, job_id, delta, out=None, **push):
         self._spend()
-        return self.inner.push_update(job_id, delta, out=out)
+        return self.inner.push_update(job_id, delta, out=out, **push)
 
 
 def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it(monkeypatch):

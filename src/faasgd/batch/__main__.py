@@ -1,4 +1,8 @@
-"""`./test.sh [MATRIX] [--target local|cluster] [--rounds N] [--dry-run] [--out DIR]`: batch runs."""
+"""`./test.sh [MATRIX] [--target local|cluster] [--rounds N] [--max-runs N] [--dry-run] [--out DIR]`: batch runs.
+
+Bad input (a flag, the matrix, the target's settings, the output folder) exits 2 with one line
+naming the field, before anything is written. Everything printed or written is redacted (redact.py).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,15 @@ import platform
 import shutil
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import numpy
 
 from faasgd import __version__
-from faasgd.batch.matrix import Matrix, load_matrix
+from faasgd.batch.matrix import DEFAULT_MAX_RUNS, Matrix, parse_matrix_text, read_matrix_text
+from faasgd.batch.outputs import output_folder, write_matrix_copy, write_outputs
+from faasgd.batch.redact import Redactor
 from faasgd.batch.runs import run_batch
 from faasgd.batch.targets import ClusterTarget, LocalTarget, cap_message
 from faasgd.errors import ConfigError, FaasgdError
@@ -22,11 +29,20 @@ from faasgd.errors import ConfigError, FaasgdError
 DEFAULT_MATRIX = "bench/matrix/workers-period.yml"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad flags: one line naming the flag, exit 2 (the usage is in --help)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="test.sh", description="Batch benchmark runs with tables and plots.")
+    parser = OneLineParser(prog="test.sh", description="Batch benchmark runs with tables and plots.")
     parser.add_argument("matrix", nargs="?", default=DEFAULT_MATRIX)
     parser.add_argument("--target", choices=("local", "cluster"), default="local")
     parser.add_argument("--rounds", type=int, default=None, help="default: the matrix file's rounds")
+    parser.add_argument("--max-runs", type=int, default=DEFAULT_MAX_RUNS,
+                        help=f"refuse a batch of more runs (configurations x rounds; default {DEFAULT_MAX_RUNS})")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and exit")
     parser.add_argument("--out", default=None, help="output folder (default results/<time>-<name>)")
     parser.add_argument("--run-timeout", type=float, default=1800.0, help="seconds before a run counts as failed")
@@ -35,6 +51,13 @@ def parse_args(argv):
     parser.add_argument("--dir", default=".faasgd", help="local target: the runtime's folder")
     parser.add_argument("--no-deploy", action="store_true", help="cluster target: skip faas-cli deploy")
     return parser.parse_args(argv)
+
+
+def check_flags(args) -> None:
+    if not args.run_timeout > 0:
+        raise ConfigError("run_timeout", f"must be a number of seconds > 0, got {args.run_timeout:g}")
+    if not 1 <= args.port <= 65535:
+        raise ConfigError("port", f"must be a TCP port in [1, 65535], got {args.port}")
 
 
 def versions() -> dict:
@@ -48,68 +71,67 @@ def versions() -> dict:
     return out
 
 
-def dry_run(matrix: Matrix, rounds: int) -> None:
-    print(f"{matrix.name}: {len(matrix.configurations)} configuration(s) x {rounds} round(s) = "
-          f"{len(matrix.configurations) * rounds} run(s)")
+def dry_run(matrix: Matrix, say) -> None:
+    say(f"{matrix.name}: {len(matrix.configurations)} configuration(s) x {matrix.rounds} round(s) = "
+        f"{len(matrix.configurations) * matrix.rounds} run(s)")
     for configuration in matrix.configurations:
-        print(f"  [{configuration.config_id}] {configuration.label}   ({json.dumps(configuration.values)})")
+        say(f"  [{configuration.config_id}] {configuration.label}   ({json.dumps(configuration.values)})")
         message = cap_message(int(configuration.values.get("number_of_workers", 2)))
         if message:
-            print(f"      note: {message}")
+            say(f"      note: {message}")
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    redactor = Redactor()
     try:
-        matrix = load_matrix(args.matrix)
-        rounds = args.rounds or matrix.rounds
-        if not 1 <= rounds <= 1000:
-            raise ConfigError("rounds", f"must be in [1, 1000], got {rounds}")
+        check_flags(args)
+        text = read_matrix_text(args.matrix)
+        redactor = Redactor.of(text)  # before parsing: a parse error may quote a value
+        matrix = parse_matrix_text(text, Path(args.matrix).stem, args.rounds, args.max_runs)
         if args.dry_run:
-            dry_run(matrix, rounds)
+            dry_run(matrix, redactor.say)
             return 0
-        return run(args, matrix, rounds)
+        return run(args, matrix, text, redactor)
     except ConfigError as error:
-        print(f"test.sh: error: {error}", file=sys.stderr)
+        redactor.say(f"test.sh: error: {error}", error=True)
         return 2
     except FaasgdError as error:
-        print(f"test.sh: error: {error}", file=sys.stderr)
+        redactor.say(f"test.sh: error: {error}", error=True)
+        return 1
+    except Exception:  # noqa: BLE001 (the traceback, redacted: it may quote a store URL)
+        redactor.say("".join(traceback.format_exc()).rstrip(), error=True)
         return 1
 
 
-def run(args, matrix: Matrix, rounds: int) -> int:
-    from faasgd.batch import plots, report
-
+def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
+    """Every check first (target, output folder), then the folder, then the runs; outputs redacted."""
+    say = redactor.say
     started = datetime.datetime.now()
-    out = Path(args.out or f"results/{started:%Y%m%d-%H%M%S}-{matrix.name}")
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(args.matrix, out / "matrix.yml")
     target = LocalTarget(args.stack, args.dir, args.port) if args.target == "local" else \
         ClusterTarget(args.stack, deploy=not args.no_deploy)
-    print(f"{matrix.name}: {len(matrix.configurations)} configuration(s) x {rounds} round(s), target {target.name}, "
-          f"output {out}", flush=True)
+    out = output_folder(args.out, matrix.name, started)
+    out.mkdir(parents=True, exist_ok=True)
+    write_matrix_copy(out, matrix_text, redactor)
+    say(f"{matrix.name}: {len(matrix.configurations)} configuration(s) x {matrix.rounds} round(s), "
+        f"target {target.name}, output {out}")
     target.start()
     try:
-        runs = run_batch(matrix, target, rounds, args.run_timeout, lambda line: print(line, flush=True))
+        runs = run_batch(matrix, target, matrix.rounds, args.run_timeout, say)
     finally:
         target.stop()
     failures = [{"config_id": r["config_id"], "configuration": r["configuration"], "round": r["round"],
                  "error": r.get("error")} for r in runs if r.get("state") != "done"]
     meta = {"name": matrix.name, "matrix_file": str(args.matrix), "matrix": matrix.source, "target": target.name,
-            "rounds": rounds, "started_at": started.isoformat(timespec="seconds"),
+            "rounds": matrix.rounds, "started_at": started.isoformat(timespec="seconds"),
             "finished_at": datetime.datetime.now().isoformat(timespec="seconds"), "versions": versions(),
             "seeds": sorted({r["config"]["seed"] for r in runs}), "failures": failures}
-    (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
-    (out / "runs.json").write_text(json.dumps(runs, indent=1, default=str))
-    report.write_runs_csv(runs, out / "runs.csv")
-    report.write_output_txt(runs, meta, out / "output.txt")
-    written = plots.write_plots(runs, out)
-    report.write_summary_md(runs, meta, out / "summary.md", written)
-    print(f"wrote {out}/: runs.csv, output.txt, summary.md, {', '.join(written.values()) or 'no plots'}")
+    written = write_outputs(out, runs, meta, redactor)
+    say(f"wrote {out}/: runs.csv, output.txt, summary.md, {', '.join(written.values()) or 'no plots'}")
     if failures:
-        print(f"{len(failures)} run(s) failed:", file=sys.stderr)
+        say(f"{len(failures)} run(s) failed:", error=True)
         for failure in failures:
-            print(f"  {failure['configuration']} round {failure['round']}: {failure['error']}", file=sys.stderr)
+            say(f"  {failure['configuration']} round {failure['round']}: {failure['error']}", error=True)
         return 1
     return 0
 

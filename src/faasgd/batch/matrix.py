@@ -1,7 +1,7 @@
 """A batch's matrix file: which configurations to run, how many rounds, what is held fixed.
 
 ```yaml
-name: fashion-workers-period        # names the output folder
+name: fashion-workers-period        # names the output folder: letters, digits, . _ -; at most 64
 rounds: 3                           # default; ./test.sh --rounds overrides
 fixed:                              # config keys held constant (any faasgd config key)
   dataset: fashion-mnist
@@ -15,12 +15,15 @@ matrix:                             # crossed with each other; a scalar is one v
 together: [[n_fetch, n_push]]       # keys that vary in step (same-length lists), not crossed
 ```
 Every configuration is checked with the config parser before anything runs: a bad key or value
-is an error naming it and the configuration.
+is an error naming it and the configuration. The number of runs (configurations x rounds) is
+computed from the axes' lengths before any configuration is built, and refused above `max_runs`.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +32,12 @@ import yaml
 
 from faasgd.config import FIELDS, STORE_KEYWORDS, load_config
 from faasgd.errors import ConfigError
+from faasgd.store.url import mask_url
 
 TOP_KEYS = ("name", "description", "rounds", "fixed", "matrix", "together")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a plain folder name: no separator, no leading dot
+MAX_ROUNDS = 1000
+DEFAULT_MAX_RUNS = 1000  # configurations x rounds; ./test.sh --max-runs raises it
 
 
 class MatrixError(ConfigError):
@@ -65,21 +72,68 @@ class Matrix:
 
 
 def _show(value: Any) -> str:
-    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    """A value as label text; a store URL's password masked."""
+    return ",".join(map(_show, value)) if isinstance(value, (list, tuple)) else mask_url(str(value))
 
 
-def load_matrix(path: str | Path) -> Matrix:
-    path = Path(path)
+def read_matrix_text(path: str | Path) -> str:
     try:
-        document = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise MatrixError("matrix", f"cannot read {path}: {error.strerror}") from None
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise MatrixError("matrix", f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+
+
+def load_matrix(path: str | Path, rounds: int | None = None, max_runs: int = DEFAULT_MAX_RUNS) -> Matrix:
+    """The matrix file at `path`; `rounds` (when given) overrides the file's."""
+    return parse_matrix_text(read_matrix_text(path), Path(path).stem, rounds, max_runs)
+
+
+def parse_matrix_text(text: str, default_name: str, rounds: int | None = None,
+                      max_runs: int = DEFAULT_MAX_RUNS) -> Matrix:
+    """A matrix from a file's text; invalid YAML is an error naming `matrix` in one line."""
+    try:
+        document = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise MatrixError("matrix", f"{path} is not valid YAML: {error}") from None
-    return parse_matrix(document or {}, default_name=path.stem)
+        where = getattr(error, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise MatrixError("matrix", f"not valid YAML{at}: {getattr(error, 'problem', None) or 'parse error'}") from None
+    return parse_matrix(document or {}, default_name=default_name, rounds=rounds, max_runs=max_runs)
 
 
-def parse_matrix(document: dict, default_name: str = "batch") -> Matrix:
+def check_name(name: Any) -> str:
+    """The batch's name, which names its output folder: a plain name, never a path."""
+    if isinstance(name, int) and not isinstance(name, bool):
+        name = str(name)  # `name: 2024` in YAML
+    if not isinstance(name, str) or not NAME.match(name) or ".." in name:
+        raise MatrixError("name", "must be a plain name of 1 to 64 letters, digits, '.', '_' or '-', starting with a "
+                                  f"letter or digit, without '..' (it names the output folder; set `name:` in the matrix file), "
+                                  f"got {name!r}")
+    return name
+
+
+def check_rounds(rounds: Any) -> int:
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS:
+        raise MatrixError("rounds", f"must be an integer in [1, {MAX_ROUNDS}], got {rounds!r}")
+    return rounds
+
+
+def count_configurations(groups: list[list[str]], axes: dict) -> int:
+    """How many configurations the axes make (a `together` group counts once), without building any."""
+    return math.prod(len(axes[group[0]]) for group in groups)
+
+
+def check_runs(configurations: int, rounds: int, max_runs: int) -> None:
+    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1:
+        raise MatrixError("max_runs", f"must be an integer >= 1, got {max_runs!r}")
+    runs = configurations * rounds
+    if runs > max_runs:
+        raise MatrixError("runs", f"the matrix makes {runs} runs ({configurations} configuration(s) x {rounds} round(s)), "
+                                  f"more than the cap of {max_runs}; raise it with --max-runs")
+
+
+def parse_matrix(document: dict, default_name: str = "batch", rounds: int | None = None,
+                 max_runs: int = DEFAULT_MAX_RUNS) -> Matrix:
+    """Check and expand a matrix document; `rounds` (when given) overrides the document's."""
     if not isinstance(document, dict):
         raise MatrixError("matrix", f"must be a mapping with keys {', '.join(TOP_KEYS)}")
     for key in document:
@@ -97,9 +151,10 @@ def parse_matrix(document: dict, default_name: str = "batch") -> Matrix:
         if not values:
             raise MatrixError(f"matrix.{key}", "needs at least one value")
     groups = _groups(document.get("together") or [], axes)
-    rounds = document.get("rounds", 1)
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 1000:
-        raise MatrixError("rounds", f"must be an integer in [1, 1000], got {rounds!r}")
+    name = check_name(document.get("name") or default_name)
+    check_rounds(document.get("rounds", 1))
+    rounds = check_rounds(document.get("rounds", 1) if rounds is None else rounds)
+    check_runs(count_configurations(groups, axes), rounds, max_runs)  # before any configuration is built
     configurations = []
     for config_id, combo in enumerate(itertools.product(*[_rows(g, axes) for g in groups])):
         chosen = {k: v for part in combo for k, v in part.items()}
@@ -108,7 +163,7 @@ def parse_matrix(document: dict, default_name: str = "batch") -> Matrix:
         configuration = Configuration(config_id, varying, values)
         _check(configuration)
         configurations.append(configuration)
-    return Matrix(str(document.get("name") or default_name), rounds, configurations, document)
+    return Matrix(name, rounds, configurations, document)
 
 
 def _mapping(document: dict, key: str) -> dict:

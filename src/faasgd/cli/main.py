@@ -12,6 +12,7 @@ import sys
 from faasgd import __version__
 from faasgd.config import FIELDS, RENAMED
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
+from faasgd.local import queue_rules
 from faasgd.local.control import DEFAULT_DIR
 
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_DATA = 1, 2, 3, 4
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, default=8080, help="the gateway's port (0: a free one; default 8080)")
     up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
     up.add_argument("--queue-workers", type=int, default=None, help="default: one per replica")
+    queue_rules.add_flags(up)  # --delivery ce|pro and pro's retry settings
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")
@@ -92,14 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--port", type=int, default=None,
                        help="the gateway's port if this command starts the runtime (default: a free one)")
     add_runtime_flags(train)
+
+    from faasgd.cli import data  # `faasgd data list | fetch`
+
+    data.add_parser(sub)
     return parser
 
 
 def dispatch(args) -> int:
-    from faasgd.cli import runtime, status, train
+    from faasgd.cli import data, runtime, status, train
 
     handlers = {"up": runtime.up, "down": runtime.down, "invoke": runtime.invoke, "scale": runtime.scale,
-                "logs": runtime.logs, "status": status.run, "train": train.run}
+                "logs": runtime.logs, "status": status.run, "train": train.run, "data": data.run}
     return handlers[args.command](args)
 
 
@@ -115,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(error, EXIT_DATA)
     except FaasgdError as error:
         status = getattr(error, "http_status", 500)
-        return fail(error, {400: EXIT_INPUT, 503: EXIT_STORE, 504: EXIT_STORE}.get(status, EXIT_FAILED))
+        return fail(error, {400: EXIT_INPUT, 409: EXIT_DATA, 503: EXIT_STORE, 504: EXIT_STORE}.get(status, EXIT_FAILED))
     except KeyboardInterrupt:
         return fail("interrupted", 130)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from faasgd.cli.connect import gateway
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import control
+from faasgd.local import control, queue_rules
 from faasgd.local.logs import split_line
 from faasgd.local.secrets import GATEWAY_SECRETS
 
@@ -17,9 +17,14 @@ FOLLOW_POLL_S = 0.3
 
 def up(args) -> int:
     control.check_options(args.port, args.ack_wait, args.queue_workers)  # bad flags generate no login
+    delivery = queue_rules.from_flags(args)
     (user, password), generated = control.login(args.dir)
-    state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers)
+    state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
+                                delivery=delivery)
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
+    if "broker" in state:
+        print(f"  {'queue':<10} {state['broker']['url']}  (pid {state['broker']['pid']}, "
+              f"{state['delivery']['mode']} delivery)")
     for name, store in state["stores"].items():
         print(f"  {name:<10} {store['url']}  (pid {store['pid']})")
     for replica in state["replicas"]:

@@ -1,9 +1,12 @@
-"""EMNIST variants from the `emnist` package's cache archive, read one row range at a time.
+"""EMNIST variants from NIST's archive, read one row range at a time; never downloaded here.
 
-The archive is NIST's gzip.zip, kept by the package at `emnist.get_cached_data_path()` (by default
-~/.cache/emnist/emnist.zip) with members named by `emnist.ZIP_PATH_TEMPLATE`. The package's own
-loader decompresses a whole member into memory; here each member is streamed through gzip instead,
-so only the shard's rows are kept. Images get the package's transpose (swapaxes(1, 2)).
+The archive is NIST's gzip.zip at $FAASGD_EMNIST_ARCHIVE, else at the `emnist` package's cache path
+(`emnist.get_cached_data_path()`, by default ~/.cache/emnist/emnist.zip), with members named by
+`emnist.ZIP_PATH_TEMPLATE`. Only `faasgd data fetch emnist` puts it there (verified): a training
+call for a missing archive is a DataMissing (409) naming that command, and downloads nothing.
+The package's own loader decompresses a whole member into memory; here each member is streamed
+through gzip instead, so only the shard's rows are kept. Images get the package's transpose
+(swapaxes(1, 2)).
 """
 
 import gzip
@@ -16,10 +19,12 @@ from typing import BinaryIO
 import numpy as np
 
 from faasgd.data.idx import check_pair, read_header, read_rows
-from faasgd.errors import DataError
+from faasgd.errors import DataError, DataMissing
 
 IMAGE_SHAPE = (28, 28)
 NIST_URL = "https://www.nist.gov/itl/iad/image-group/emnist-dataset"
+ARCHIVE_ENV = "FAASGD_EMNIST_ARCHIVE"  # where the archive is, when not at the package's cache path
+FETCH_COMMAND = "faasgd data fetch emnist"
 
 
 def _package():
@@ -29,19 +34,27 @@ def _package():
     return emnist
 
 
+def archive_location() -> str:
+    """Where the archive is read (and fetched) to: $FAASGD_EMNIST_ARCHIVE, else the package's cache path."""
+    return os.environ.get(ARCHIVE_ENV) or _package().get_cached_data_path()
+
+
 def archive_path(dataset: str) -> str:
-    """Return the path of the cached archive, asking the package to download it when it is missing."""
-    emnist = _package()
-    path = emnist.get_cached_data_path()
+    """Return the path of the archive; DataMissing (409) naming the fetch command when it is not there."""
+    path = archive_location()
     if os.path.isfile(path) and os.path.getsize(path) > 0:
         return path
+    raise DataMissing(dataset, f"no EMNIST archive at {path}", FETCH_COMMAND)
+
+
+def archive_variants(path: str) -> list[str]:
+    """The EMNIST variants an archive holds (by its test-images members), from its directory alone."""
+    pattern = _package().DATASET_ZIP_PATH_REGEX
     try:
-        return emnist.ensure_cached_data()
-    except Exception as e:  # the package raises whatever requests or the file system raised
-        raise DataError(
-            f"{dataset}: no EMNIST archive at {path} and the download failed ({type(e).__name__}: {e}); "
-            f"place NIST's gzip.zip ({NIST_URL}) at that path"
-        ) from e
+        with zipfile.ZipFile(path) as archive:
+            return sorted(m.group(1) for m in map(pattern.fullmatch, archive.namelist()) if m)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise DataError(f"emnist: {path} is not a readable zip archive ({e})") from e
 
 
 def member_name(variant: str, split: str, component: str) -> str:
@@ -70,7 +83,7 @@ def open_split(variant: str, split: str) -> Iterator[tuple[BinaryIO, BinaryIO]]:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as e:
         raise DataError(
-            f"{dataset}: {path} is not a readable zip archive ({e}); replace it with NIST's gzip.zip ({NIST_URL})"
+            f"{dataset}: {path} is not a readable zip archive ({e}); replace it with `{FETCH_COMMAND} --force`"
         ) from e
     with archive, \
             open_member(archive, member_name(variant, split, "images"), dataset) as images, \

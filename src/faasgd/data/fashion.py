@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from faasgd.data.idx import check_pair, open_idx, read_header, read_rows
-from faasgd.errors import DataError
+from faasgd.errors import DataMissing
 
 DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
 DATA_DIR_ENV = "FAASGD_DATA_DIR"
@@ -27,7 +27,7 @@ def fashion_dir(data_dir: str | None = None) -> str:
 
 
 def find_files(split: str, data_dir: str | None = None) -> tuple[str, str]:
-    """Return the (images, labels) paths of `split`, raising DataError that says how to get them."""
+    """Return the (images, labels) paths of `split`, raising DataMissing that says how to get them."""
     directory = fashion_dir(data_dir)
     return tuple(find_file(directory, name) for name in FILES[split])
 
@@ -37,10 +37,8 @@ def find_file(directory: str, name: str) -> str:
     for candidate in (os.path.join(directory, name + ".gz"), os.path.join(directory, name)):
         if os.path.isfile(candidate):
             return candidate
-    raise DataError(
-        f"fashion-mnist: no IDX files in {directory} (missing {name}.gz); install them with "
-        f"`apt-get install dataset-fashion-mnist` or set {DATA_DIR_ENV}"
-    )
+    raise DataMissing("fashion-mnist", f"no IDX files in {directory}, missing {name}.gz; or set {DATA_DIR_ENV}",
+                      "apt-get install dataset-fashion-mnist")
 
 
 def count_rows(split: str, data_dir: str | None = None) -> int:

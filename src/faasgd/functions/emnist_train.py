@@ -2,20 +2,39 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping
 
+from faasgd.errors import GatewayError
 from faasgd.functions import orchestrate, replica_cache
 from faasgd.functions.settings import FunctionEnv
+from faasgd.functions.train_request import TrainRequest
+from faasgd.retry import GATEWAY_CALL, retry_call
+from faasgd.sgd import UNLIMITED, CallBudget
+
+log = logging.getLogger("faasgd.functions")
 
 
-def train(body: Any, env: Mapping[str, str], call_id: str = "") -> tuple[int, dict]:
-    """Run the invocation; 200 with what happened (`duplicate: true` when nothing was trained)."""
-    request = orchestrate.TrainRequest.parse(body)
+def train(body: Any, env: Mapping[str, str], call_id: str = "", budget: CallBudget = UNLIMITED) -> tuple[int, dict]:
+    """Run the invocation; 200 with what happened (`duplicate: true` when nothing was trained,
+    `handed_off: true` when the call stopped early and re-invoked the same work)."""
+    request = TrainRequest.parse(body)
     settings = FunctionEnv.read(env)
     store = replica_cache.store_for(request.store_url or settings.store_url)
+    return 200, orchestrate.train_call(store, request, call_id, relaunch_through_gateway(settings), budget)
+
+
+def relaunch_through_gateway(settings: FunctionEnv) -> orchestrate.Relaunch:
+    """Invoke emnist-train asynchronously for a worker (retried; past that, supervision takes over)."""
     gateway = replica_cache.gateway_for(settings.gateway_url)
 
-    def chain(next_request: orchestrate.TrainRequest) -> str:  # per-iteration: invoke the next epoch
-        return gateway.invoke_async(settings.train_function, next_request.body())
+    def relaunch(request: TrainRequest) -> str | None:
+        try:
+            return retry_call(lambda: gateway.invoke_async(settings.train_function, request.body()), GATEWAY_CALL,
+                              (GatewayError,))
+        except GatewayError as error:
+            log.error("job %s worker %d: could not invoke %s (%s); supervision will re-invoke it", request.job_id,
+                      request.worker_id, settings.train_function, error)
+            return None
 
-    return 200, orchestrate.train_call(store, request, call_id, chain)
+    return relaunch

@@ -7,6 +7,7 @@ from typing import Mapping
 
 from faasgd.config import read_setting
 from faasgd.openfaas import DEFAULT_GATEWAY_URL, TRAIN_FUNCTION
+from faasgd.sgd import UNLIMITED, CallBudget
 
 
 @dataclass(frozen=True)
@@ -22,3 +23,12 @@ class FunctionEnv:
         return cls(store_url=read_setting(env, "store_url"),
                    gateway_url=env.get("gateway_url") or DEFAULT_GATEWAY_URL,
                    train_function=env.get("train_function") or TRAIN_FUNCTION)
+
+
+def call_budget(context) -> CallBudget:
+    """The call's limits as the platform shim tells them: `context.deadline` (time.monotonic seconds; the
+    template's index.py sets it below the watchdog's exec_timeout) and `context.draining()` (SIGTERM)."""
+    deadline, draining = getattr(context, "deadline", None), getattr(context, "draining", None)
+    if deadline is None and draining is None:
+        return UNLIMITED
+    return CallBudget(deadline=deadline, draining=draining or (lambda: False))

@@ -21,6 +21,7 @@ from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import credentials, processes
 from faasgd.local.daemon import STATE_FILE
 from faasgd.local.processes import ProcessRef
+from faasgd.local.queue_rules import DeliveryPolicy
 from faasgd.openfaas import GatewayClient, poll_until
 
 DEFAULT_DIR = ".faasgd"
@@ -72,7 +73,8 @@ def healthy(state: dict | None) -> bool:
 
 
 def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
-       upstream_timeout_s: float = 300.0, queue_workers: int | None = None) -> tuple[dict, bool]:
+       upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
+       delivery: DeliveryPolicy = DeliveryPolicy()) -> tuple[dict, bool]:
     """Start the runtime unless it already runs; returns (state, whether this call started it).
 
     Port 0 picks a free one (state["gateway_url"] has it). The gateway's login is generated first
@@ -98,6 +100,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
             "--upstream-timeout", str(upstream_timeout_s)]
     if queue_workers:
         argv += ["--queue-workers", str(queue_workers)]
+    argv += delivery.to_argv()
     log = directory / "logs" / "runtime.log"
     with open(log, "ab") as out:
         daemon = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
@@ -146,10 +149,10 @@ def _load(directory: Path) -> dict | None:
 
 
 def _children(state: dict) -> list[ProcessRef]:
-    """The replicas and stores a state file names (an entry without an identity is never ours)."""
+    """The replicas, stores and broker a state file names (an entry without an identity is never ours)."""
     replicas, stores = state.get("replicas"), state.get("stores")
     entries = (replicas if isinstance(replicas, list) else []) + \
-        (list(stores.values()) if isinstance(stores, dict) else [])
+        (list(stores.values()) if isinstance(stores, dict) else []) + [state.get("broker")]
     return [ref for ref in map(ProcessRef.from_json, entries) if ref is not None]
 
 

@@ -2,11 +2,12 @@
 
 Started in the background by `faasgd up` as `python -m faasgd.local.daemon ...`. It reads (or
 generates) the gateway's login in <dir>/secrets, starts redis-server and memcached on free loopback
-ports, lays out each function's build folder, deploys the stack's functions (replicas with the
-layered environment of faasgd.local.environment, in which every in-cluster Service address points
-at the process playing it here), serves the gateway on 127.0.0.1 (port 0: a free one), and records
-every process (pid + create time) in <dir>/state.json. SIGTERM stops it all; `faasgd down` sends it
-and then stops whatever a crash may have left, checking each identity first.
+ports, nats-server with JetStream for the async queue (its files in <dir>/jetstream, so queued calls
+outlive the daemon), lays out each function's build folder, deploys the stack's functions (replicas
+with the layered environment of faasgd.local.environment, in which every in-cluster Service address
+points at the process playing it here), serves the gateway on 127.0.0.1 (port 0: a free one), and
+records every process (pid + create time) in <dir>/state.json. SIGTERM stops it all; `faasgd down`
+sends it and then stops whatever a crash may have left, checking each identity first.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd import __version__
-from faasgd.local import credentials, environment, services
+from faasgd.local import credentials, environment, queue_rules, services
+from faasgd.local.broker import start_nats
 from faasgd.local.build import build_function, template_fprocess
 from faasgd.local.deployments import Catalog, Code
 from faasgd.local.dockerfile import image_env
@@ -56,6 +58,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ack-wait", type=float, default=300.0)
     parser.add_argument("--upstream-timeout", type=float, default=300.0)
     parser.add_argument("--queue-workers", type=int, default=None)
+    queue_rules.add_flags(parser)
     return parser.parse_args(argv)
 
 
@@ -126,21 +129,31 @@ def main(argv: list[str] | None = None) -> int:
     catalog = build_catalog(Path(args.stack).resolve(), directory / "build", os.environ)
     stores = start_stores(directory)
     try:
-        serve(args, directory, catalog, stores, login, stop)
-    finally:
+        broker = start_nats(directory / "jetstream")
+    except BaseException:
         for server in stores.values():
+            server.stop()
+        raise
+    try:
+        serve(args, directory, catalog, stores, login, stop, broker)
+    finally:
+        for server in [*stores.values(), broker]:
             server.stop()
         (directory / STATE_FILE).unlink(missing_ok=True)
     return 0
 
 
 def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
-          login: credentials.Login, stop: threading.Event) -> None:
+          login: credentials.Login, stop: threading.Event, broker: ServerProcess) -> None:
     """Start the replicas and the gateway, keep state.json current, and run until `stop` is set."""
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
+    from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 
     table = service_table(args.port, stores)
     state = initial_state(args, directory, stores, table)
+    delivery = queue_rules.from_flags(args)
+    state.update(broker={"url": broker.url, "store_dir": broker.workdir, **broker.ref.to_json()},
+                 delivery=delivery.to_json())
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ))
     supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host)
     supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})
@@ -150,13 +163,15 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         supervisor.start()
         gateway = LocalGateway(supervisor, GatewayOptions(
             port=args.port, ack_wait_s=args.ack_wait, upstream_timeout_s=args.upstream_timeout,
-            queue_workers=args.queue_workers, version=__version__, sha=source_sha(), basic_auth=login,
-            secrets_dir=str(directory / "secrets")))
+            queue_workers=args.queue_workers, version=__version__, delivery=delivery, sha=source_sha(),
+            basic_auth=login, secrets_dir=str(directory / "secrets")),
+            broker=JetStreamBroker(broker.url))
         gateway.start()
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
         write_state(directory, {**state, "replicas": supervisor.processes()})
         print(f"faasgd runtime ready: gateway {state['gateway_url']}, "
-              + ", ".join(f"{name} {s.url}" for name, s in stores.items()), flush=True)
+              + ", ".join(f"{name} {s.url}" for name, s in stores.items())
+              + f", queue {broker.url} ({delivery.mode} delivery)", flush=True)
         stop.wait()
     finally:
         if gateway is not None:

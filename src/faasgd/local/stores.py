@@ -86,11 +86,11 @@ def start_redis(
                 f.write(f'requirepass "{quoted}"\n')
         argv = [binary, conf, "--port", str(p), "--bind", LOOPBACK, "--save", "",
                 "--appendonly", "no", "--dir", directory, "--daemonize", "no"]
-        server = _spawn("redis", f"redis://{LOOPBACK}:{p}/0", p, argv, tmp, password)
+        server = spawn_server("redis", f"redis://{LOOPBACK}:{p}/0", p, argv, tmp, password)
         server.workdir = directory
         return server
 
-    return _start(launch, port, _redis_answers, ready_timeout)
+    return start_server(launch, port, _redis_answers, ready_timeout)
 
 
 def start_memcached(
@@ -107,9 +107,9 @@ def start_memcached(
         argv = [binary, "-l", LOOPBACK, "-p", str(p), "-U", "0", "-I", item_size, "-m", str(memory_mb)]
         if os.geteuid() == 0:
             argv += ["-u", "root"]  # memcached refuses to run as root without it
-        return _spawn("memcached", f"memcached://{LOOPBACK}:{p}", p, argv, tmp, None)
+        return spawn_server("memcached", f"memcached://{LOOPBACK}:{p}", p, argv, tmp, None)
 
-    return _start(launch, port, _memcached_answers, ready_timeout)
+    return start_server(launch, port, _memcached_answers, ready_timeout)
 
 
 def _binary(program: str, package: str) -> str:
@@ -122,7 +122,7 @@ def _binary(program: str, package: str) -> str:
     return path
 
 
-def _spawn(name, url, port, argv, tmp, password) -> ServerProcess:
+def spawn_server(name, url, port, argv, tmp, password) -> ServerProcess:
     log_path = os.path.join(tmp.name, f"{name}.log")
     with open(log_path, "wb") as log:
         popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
@@ -130,7 +130,7 @@ def _spawn(name, url, port, argv, tmp, password) -> ServerProcess:
                          password=password, log_path=log_path, _tmpdir=tmp)
 
 
-def _start(launch, port, answers, ready_timeout) -> ServerProcess:
+def start_server(launch, port, answers, ready_timeout) -> ServerProcess:
     """Launch on `port` (or on fresh free ports, a few times) and wait until `answers(port)`."""
     attempts_left = 1 if port is not None else START_ATTEMPTS
     while True:

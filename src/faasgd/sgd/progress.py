@@ -1,4 +1,11 @@
-"""A worker's progress: counters, staleness histogram and RNG state; JSON-ready for progress records and checkpoints."""
+"""A worker's progress and checkpoint: its record in the store (`progress:<worker>`).
+
+The record is written atomically with each of the worker's pushes (store/push.py), so it is always a
+checkpoint the worker can resume from with nothing trained twice: the counters, the RNG state after
+the last pushed step, where in the epoch that step was (and the RNG state the epoch's order was drawn
+from), and the invocation that owns the worker (`owner`). `pushes` is the number of its pushes the
+store has applied. Status answers show `public(record)`: everything but the RNG states.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +42,11 @@ class WorkerProgress:
     finished_at: float | None = None
     error: str | None = None
     replicas: list[str] = field(default_factory=list)  # where it ran (pod or replica names), in order of first use
+    owner: str = ""  # the invocation training this worker now (its call id and a nonce)
+    epoch_step: int = 0  # minibatches of the current epoch done (0 between epochs)
+    epoch_rng_state: dict[str, Any] | None = None  # RNG state the current epoch's order was drawn from
+    epoch_loss_sum: float = 0.0  # the current epoch's training loss, summed over its minibatches
+    invocations: int = 0  # calls that trained this worker (more than one: resumed, handed off or re-invoked)
 
     def note_replica(self) -> None:
         """Record the replica running this worker now (HOSTNAME: the pod name on a cluster)."""
@@ -53,20 +65,20 @@ class WorkerProgress:
         self.staleness_hist[lag] = self.staleness_hist.get(lag, 0) + 1
 
     def record(self, now: float) -> dict[str, Any]:
-        """The progress record: everything but the RNG state, plus samples/s."""
-        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "rng_state"}
+        """The worker's record as stored: every field, plus samples/s and when it was written."""
+        out = dataclasses.asdict(self)
         out["staleness_hist"] = {str(k): v for k, v in self.staleness_hist.items()}
         out["samples_per_s"] = self.samples / self.train_s if self.train_s > 0 else 0.0
         out["updated_at"] = now
         return out
 
-    def to_checkpoint(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["staleness_hist"] = {str(k): v for k, v in self.staleness_hist.items()}
-        return out
-
     @classmethod
-    def from_checkpoint(cls, record: dict[str, Any]) -> "WorkerProgress":
-        values = dict(record)
+    def from_record(cls, record: dict[str, Any]) -> "WorkerProgress":
+        """The progress a stored record describes (derived fields dropped)."""
+        values = {k: v for k, v in record.items() if k in FIELDS}
         values["staleness_hist"] = {int(k): int(v) for k, v in values.get("staleness_hist", {}).items()}
         return cls(**values)
+
+
+
+FIELDS = {f.name for f in dataclasses.fields(WorkerProgress)}

@@ -4,11 +4,17 @@ Between fetches the worker applies its own steps to its local copy of the parame
 them to an accumulator; every n_push minibatches it pushes the accumulator (the store adds it
 atomically) and clears it. On a fetch the local copy becomes the global parameters plus the
 updates not yet pushed, so a worker never drops its own work when n_fetch < n_push.
+
+Each push carries the worker's push number and its record (progress.py), which the store writes
+with the add: after any push the record is a checkpoint, and a worker resumed from it (another
+invocation, a hand-off, a redelivery) trains exactly the steps that were not yet applied. A push or
+record the store refuses (another invocation holds newer ones) ends this invocation: Superseded.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Callable
 
@@ -17,26 +23,31 @@ import numpy as np
 from faasgd import data, job, model, result
 from faasgd.config import TrainConfig
 from faasgd.retry import STORE_OUTAGE, retry_call
+from faasgd.sgd.budget import UNLIMITED, CallBudget, Superseded
 from faasgd.sgd.progress import WorkerProgress
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, PushId
 
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
-PROGRESS_EVERY_S = 1.0  # how often a worker writes its progress record mid-epoch
-DONE_CHECK_EVERY_S = 0.25  # how often (at a fetch) a worker checks whether the job is done
+HEARTBEAT_EVERY_S = 1.0  # how often a worker says it is alive (and renews its lease) between pushes
+ENDED_CHECK_EVERY_S = 0.25  # how often (at a fetch) a worker checks whether the job has ended
 EVAL_CHUNK = 1024  # test rows scaled to float32 at a time during evaluation
 
 
+def heartbeat_name(worker_id: int) -> str:
+    return f"heartbeat:{worker_id}"
+
+
 class DownpourWorker:
-    """One worker's training loop over its shard; `progress` holds everything that must survive it."""
+    """One worker's training over its shard; `progress` holds everything that must survive it."""
 
     sleep = staticmethod(time.sleep)  # how store retries wait (tests replace both with a fake clock)
     clock = staticmethod(time.monotonic)
 
     def __init__(self, config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
-                 sizes: tuple[int, ...], shard: data.Shard, test: data.Shard):
+                 sizes: tuple[int, ...], shard: data.Shard, test: data.Shard, budget: CallBudget = UNLIMITED):
         self.config, self.store, self.job_id, self.progress = config, store, job_id, progress
-        self.sizes, self.shard, self.test = sizes, shard, test
+        self.sizes, self.shard, self.test, self.budget = sizes, shard, test, budget
         size = model.param_count(sizes)
         self.weights = np.empty(size, np.float32)  # local copy: global + own unpushed steps
         self.fetched = np.empty(size, np.float32)  # last global parameters read
@@ -51,9 +62,12 @@ class DownpourWorker:
         self.pushed_snapshot = False  # `fetched` holds what our push just wrote, and no step came since
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = progress.rng_state
-        self._last_progress = 0.0
-        self._last_done_check = 0.0
-        self.on_progress: Callable[[], None] | None = None  # called at each progress write (lease renewal)
+        self.period_s = 0.0  # seconds between pushes, smoothed: what the budget must leave room for
+        self.eval_s = 0.0  # seconds the last evaluation took
+        self._last_push_at: float | None = None
+        self._last_heartbeat = -math.inf
+        self._last_ended_check = -math.inf
+        self.on_heartbeat: Callable[[], None] | None = None  # also called at each heartbeat (lease, supervision)
 
     # -- store round trips, each retried across outages up to the config's deadline ----------
     def _retry(self, call):
@@ -81,36 +95,63 @@ class DownpourWorker:
         np.add(self.fetched, self.pending, out=self.weights)
 
     def push(self) -> None:
-        """Send the accumulated update (added atomically by the store) and clear it."""
+        """Send the accumulated update with the worker's next push number and its record (a checkpoint)."""
         if self.unpushed_steps == 0:
             return
-        push = self._retry(lambda: self.store.push_update(self.job_id, self.pending, out=self.fetched))
-        self.progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
+        progress, seq = self.progress, self.progress.pushes + 1
+        record = self.snapshot(pushes=seq)
+        push = self._retry(lambda: self.store.push_update(self.job_id, self.pending, out=self.fetched,
+                                                          push_id=PushId(progress.worker_id, seq), record=record))
+        if not push.applied:
+            raise Superseded(f"worker {progress.worker_id}: push {seq} was applied by another invocation")
+        progress.pushes = seq
+        progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
         # staleness: updates of other workers applied since the parameters we stepped from
-        self.progress.record_staleness(push.version - 1 - self.base_version - self.own_pushes)
+        progress.record_staleness(push.version - 1 - self.base_version - self.own_pushes)
         self.own_pushes += 1
         self.last_push_version = push.version
         self.pushed_snapshot = True
         self.pending[:] = 0.0
         self.unpushed_steps = 0
-        self.progress.pushes += 1
+        now = self.clock()
+        if self._last_push_at is not None:
+            self.period_s = now - self._last_push_at if not self.period_s else 0.8 * self.period_s + 0.2 * (
+                now - self._last_push_at)
+        self._last_push_at = now
 
-    def job_done(self, now: float) -> bool:
-        """Whether another worker has reached the target (checked at most every DONE_CHECK_EVERY_S)."""
-        if now - self._last_done_check < DONE_CHECK_EVERY_S:
-            return False
-        self._last_done_check = now
-        return self._retry(lambda: job.is_done(self.store, self.job_id))
+    def snapshot(self, pushes: int | None = None) -> dict:
+        """The worker's record as of now (the RNG state after the last step), with `pushes` if given."""
+        self.progress.rng_state = self.rng.bit_generator.state
+        record = self.progress.record(time.time())
+        if pushes is not None:
+            record["pushes"] = pushes
+        return record
 
-    def write_progress(self, force: bool = False) -> None:
-        now = time.time()
-        if not force and now - self._last_progress < PROGRESS_EVERY_S:
+    def save(self) -> None:
+        """Write the record between pushes (an epoch's end, the end); Superseded if the store has newer."""
+        record = self.snapshot()
+        if not self._retry(lambda: self.store.update_worker(self.job_id, self.progress.worker_id, record)):
+            raise Superseded(f"worker {self.progress.worker_id}: another invocation wrote a newer record")
+
+    def heartbeat(self, force: bool = False) -> None:
+        """Say this worker is alive (a record expiring after lease_s); supervision re-invokes silent ones."""
+        now = self.clock()
+        if not force and now - self._last_heartbeat < HEARTBEAT_EVERY_S:
             return
-        self._last_progress = now
-        record = self.progress.record(now)
-        self._retry(lambda: self.store.put_record(self.job_id, job.progress_name(self.progress.worker_id), record))
-        if self.on_progress is not None:
-            self.on_progress()
+        self._last_heartbeat = now
+        value = {"owner": self.progress.owner, "pushes": self.progress.pushes, "at": time.time()}
+        self._retry(lambda: self.store.put_record(self.job_id, heartbeat_name(self.progress.worker_id), value,
+                                                  ttl_s=self.config.lease_s))
+        if self.on_heartbeat is not None:
+            self.on_heartbeat()
+
+    def job_ended(self) -> bool:
+        """Whether the job has ended (another worker reached the target, or it failed); checked now and then."""
+        now = self.clock()
+        if now - self._last_ended_check < ENDED_CHECK_EVERY_S:
+            return False
+        self._last_ended_check = now
+        return self._retry(lambda: job.has_ended(self.store, self.job_id))
 
     # -- training --------------------------------------------------------------------------
     def step(self, x: np.ndarray, y: np.ndarray) -> float:
@@ -123,33 +164,42 @@ class DownpourWorker:
         self.pushed_snapshot = False
         return float(loss)
 
-    def run_epoch(self) -> bool:
-        """One pass over the shard in a fresh order; False if the job was done meanwhile."""
-        cfg, progress = self.config, self.progress
+    def epoch_order(self) -> np.ndarray:
+        """This epoch's order of rows: drawn now, or redrawn from the state it was drawn from when resuming."""
+        progress = self.progress
+        if progress.epoch_step == 0:
+            progress.epoch_rng_state, progress.epoch_loss_sum = self.rng.bit_generator.state, 0.0
+            return self.rng.permutation(len(self.shard.y))
+        after = self.rng.bit_generator.state
+        self.rng.bit_generator.state = progress.epoch_rng_state
         order = self.rng.permutation(len(self.shard.y))
-        batch = cfg.batch_size
+        self.rng.bit_generator.state = after
+        return order
+
+    def run_epoch(self) -> bool:
+        """The rest of the current epoch; False if the job ended meanwhile. HandOff at a push when the budget says."""
+        cfg, progress, batch = self.config, self.progress, self.config.batch_size
+        order = self.epoch_order()
         started = time.perf_counter()
-        losses = []
-        for first in range(0, len(order), batch):
+        for index in range(progress.epoch_step, -(-len(order) // batch)):
             if progress.step % cfg.n_fetch == 0:
-                if self.job_done(time.monotonic()):  # unpushed steps are dropped: the job's model is final
+                if self.job_ended():  # unpushed steps are dropped: the job's model is final
                     progress.train_s += time.perf_counter() - started
                     return False
                 self.fetch()
-                self.write_progress()
-            rows = order[first:first + batch]
+                self.heartbeat()
+            rows = order[index * batch:(index + 1) * batch]
             x, y = self.batch_x[:len(rows)], self.batch_y[:len(rows)]
             np.take(self.shard.x, rows, axis=0, out=x)  # into the reused buffers: no per-step allocation
             np.take(self.shard.y, rows, out=y)
-            losses.append(self.step(x, y))
-            progress.step += 1
-            progress.samples += len(rows)
+            progress.epoch_loss_sum += self.step(x, y)
+            progress.step, progress.samples, progress.epoch_step = progress.step + 1, progress.samples + len(rows), index + 1
             if progress.step % cfg.n_push == 0:
+                progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
                 self.push()
-        self.push()
+                self.budget.check(self.period_s + self.eval_s)
         progress.train_s += time.perf_counter() - started
-        progress.loss = float(np.mean(losses)) if losses else None
-        progress.epoch += 1
+        self.push()
         return True
 
     def evaluate(self, weights: np.ndarray) -> float:
@@ -163,32 +213,32 @@ class DownpourWorker:
         return correct / rows if rows else 0.0
 
     def end_of_epoch(self) -> bool:
-        """Evaluate the global parameters; mark the job done at the target. True when training should stop.
-
-        After the epoch's last push nothing is pending, so the fetched global parameters are the
-        local ones (with a node-local cache older than our last push: the newest we know).
-        """
-        self.fetch()
+        """Close the epoch: evaluate the global parameters, mark the job done at the target, save the record.
+        True when this worker's training should stop."""
+        self.fetch()  # nothing is pending after the epoch's last push: these are the global parameters
         progress = self.progress
+        steps = max(1, progress.epoch_step)
+        progress.epoch, progress.epoch_step, progress.epoch_rng_state = progress.epoch + 1, 0, None
+        progress.loss, progress.epoch_loss_sum = progress.epoch_loss_sum / steps, 0.0
+        started = self.clock()
         progress.accuracy = self.evaluate(self.weights)
+        self.eval_s = self.clock() - started
         self._retry(lambda: self.store.append_event(self.job_id, {
             "event": "epoch", "worker_id": progress.worker_id, "epoch": progress.epoch,
             "accuracy": progress.accuracy, "at": time.time()}))
         log.info("job %s worker %d: epoch %d, test accuracy %.4f, loss %.4f, %d pushes, %d conflicts",
-                 self.job_id, progress.worker_id, progress.epoch, progress.accuracy, progress.loss or 0.0,
+                 self.job_id, progress.worker_id, progress.epoch, progress.accuracy, progress.loss,
                  progress.pushes, progress.conflicts)
         reached = progress.accuracy >= self.config.target_accuracy
         if reached:
             self._retry(lambda: job.mark_done(self.store, self.job_id, progress.worker_id, progress.accuracy))
-        self.write_progress(force=True)
+        self.save()
+        self.heartbeat(force=True)
         return reached or progress.epoch >= self.config.max_epochs
-
-    def save_rng(self) -> None:
-        self.progress.rng_state = self.rng.bit_generator.state
 
 
 def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
-                loader: Callable[..., data.Shard] = data.load_shard) -> DownpourWorker:
+                loader: Callable[..., data.Shard] = data.load_shard, budget: CallBudget = UNLIMITED) -> DownpourWorker:
     """Load only this worker's shard (and the test rows) and build its trainer.
 
     `loader` is data.load_shard or a caching wrapper of it (a warm function replica keeps shards).
@@ -197,23 +247,30 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progres
     shard = loader(config.dataset, "train", progress.worker_id, config.number_of_workers, config.train_samples)
     test = loader(config.dataset, "test", 0, 1, config.test_samples, scaled=False)
     progress.shard_size = len(shard.y)
-    return DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test)
+    return DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test, budget)
 
 
 def end_worker(store: ParameterStore, job_id: str, config: TrainConfig, progress: WorkerProgress,
                trainer: DownpourWorker | None) -> dict:
-    """Write the worker's final progress and count it as ended (best effort once the store is gone)."""
+    """Write the worker's final record; a failure fails the job; the last worker to end writes the result.
+    Best effort once the store is gone (the caller reports the cause)."""
     progress.finished_at = time.time()
+    if trainer is not None:
+        progress.rng_state = trainer.rng.bit_generator.state
     record = progress.record(progress.finished_at)
     log.log(logging.WARNING if progress.error else logging.INFO, "job %s worker %d: %s after %d samples%s",
             job_id, progress.worker_id, progress.state, progress.samples,
             f": {progress.error}" if progress.error else "")
-    # A worker that already gave up on the store tries briefly; one that finished waits out an outage.
-    policy = STORE_OUTAGE.within(2.0 if progress.state == "failed" else config.store_timeout_s)
+    # A worker that gave up on the store retries for as long again; one that finished waits out an outage.
+    policy = STORE_OUTAGE.within(config.store_timeout_s)
     try:
-        retry_call(lambda: store.put_record(job_id, job.progress_name(progress.worker_id), record), policy)
-        evaluate = trainer.evaluate if trainer is not None else None
-        retry_call(lambda: result.finish_worker(store, job_id, config, evaluate), policy)
+        if not retry_call(lambda: store.update_worker(job_id, progress.worker_id, record), policy):
+            return record  # superseded: the invocation that owns the worker now ends it
+        if progress.error:
+            retry_call(lambda: result.write_result(store, job_id, error=progress.error), policy)
+        else:
+            evaluate = trainer.evaluate if trainer is not None else None
+            retry_call(lambda: result.finish_worker(store, job_id, config, evaluate), policy)
     except Exception as error:  # the store is gone: the caller reports the cause
         log.warning("job %s worker %d: could not record its end: %s", job_id, progress.worker_id, error)
     return record

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 
-from faasgd.store.base import ParameterStore, Push
+from faasgd.store.base import ParameterStore
+from faasgd.store.push import Push, PushId
 from faasgd.store.codec import DEFAULT_CHUNK_FLOATS
 from faasgd.store.url import StoreUrl, mask_url, parse_store_url
 
-__all__ = ["open_store", "ParameterStore", "Push", "StoreUrl", "parse_store_url", "mask_url", "DEFAULT_CHUNK_FLOATS"]
+__all__ = ["open_store", "ParameterStore", "Push", "PushId", "StoreUrl", "parse_store_url", "mask_url", "DEFAULT_CHUNK_FLOATS"]
 
 SECRETS_DIR = "/var/openfaas/secrets"  # where OpenFaaS mounts function secrets
 PASSWORD_SECRET = "store-password"  # file name of the Redis password inside the secrets dir

@@ -18,33 +18,22 @@ from __future__ import annotations
 import abc
 import contextlib
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
-from faasgd.errors import ConfigError, FaasgdError, JobNotFound, StoreConflict, StoreError
+from faasgd.errors import ConfigError, FaasgdError, JobNotFound, StateLost, StoreConflict, StoreError
 from faasgd.retry import PUSH_CONFLICT, retry_call
 from faasgd.store import codec, keys
+from faasgd.store.push import LostRace, Push, PushId, check_record, may_replace
+from faasgd.store.records import RecordsMixin
 
 MAX_TTL_S = 30 * 24 * 3600  # memcached reads larger expiries as unix timestamps
 CONFLICTS = "conflicts"  # the per-job counter of conflicts the store's pushes lost
 
 
-@dataclass(frozen=True)
-class Push:
-    """What one push_update saw."""
-
-    version: int  # the job's version right after this push
-    conflicts: int  # optimistic writes of this push that lost a race and were redone (per chunk on Memcached)
-    retries: int  # attempts after the first
-
-
-class LostRace(Exception):
-    """Raised inside a push attempt when another writer got there first; the attempt is redone."""
-
-
-class ParameterStore(abc.ABC):
+class ParameterStore(RecordsMixin, abc.ABC):
     """A job's parameters (chunked float32 weights + version) and small JSON records, in a shared store."""
 
     def __init__(
@@ -71,16 +60,18 @@ class ParameterStore(abc.ABC):
         with self._errors():
             self._ping()
 
-    def set_weights(self, job_id: str, flat: np.ndarray, version: int = 0) -> None:
+    def set_weights(self, job_id: str, flat: np.ndarray, version: int = 0, writers: int = 0) -> None:
         """Initialise a job's weights (any length, stored as float32) and set its version (default 0).
 
         A version other than 0 is for copies: a node-local cache records which global version it holds.
+        `writers`: how many workers will push with push ids (their records count in the version).
         """
         keys.check_job_id(job_id)
-        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-            raise ConfigError("version", f"must be an integer >= 0, got {version!r}")
+        for name, value in (("version", version), ("writers", writers)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(name, f"must be an integer >= 0, got {value!r}")
         data = codec.as_vector(flat, "flat")
-        meta = codec.WeightsMeta(data.size, self.chunk_floats)
+        meta = codec.WeightsMeta(data.size, self.chunk_floats, writers)
         with self._errors():
             self._write_weights(job_id, codec.meta_to_bytes(meta), codec.encode_chunks(data, meta), version)
         self._meta[job_id] = meta
@@ -95,87 +86,45 @@ class ParameterStore(abc.ABC):
         if not codec.fits(chunks, meta):  # re-initialised with another layout since we cached it?
             meta = self._weights_meta(job_id, fresh=True)
             version, chunks = self._read_weights(job_id, meta)
+        if any(c is None for c in chunks):
+            raise StateLost(self.url, f"job {job_id!r}: weight chunks missing (evicted, or the store restarted)")
         target = codec.check_out(out, meta.length)
         return self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}"), version
 
-    def push_update(self, job_id: str, delta: np.ndarray, out: np.ndarray | None = None) -> Push:
+    def push_update(self, job_id: str, delta: np.ndarray, out: np.ndarray | None = None, *,
+                    push_id: PushId | None = None, record: dict | None = None) -> Push:
         """Atomically add `delta` to the job's weights and bump its version; return what the push saw.
 
-        With `out` (float32, the job's length) the weights this push wrote are decoded into it: a
-        fetch of the new version without another round trip.
+        With `push_id` (and the worker's `record`, with `pushes` == push_id.seq and an `owner`) the
+        push is applied exactly once and the record is written with it (store/push.py). With `out`
+        (float32, the job's length) the weights as the push left them are decoded into it: a fetch
+        of the new version without another round trip (untouched when the push was not applied).
         """
         meta = self._weights_meta(job_id)
         data = codec.as_vector(delta, "delta", meta.length)
         target = None if out is None else codec.check_out(out, meta.length)
+        if push_id is not None:
+            check_record(push_id, record)
         with self._errors():
-            push, chunks = self._push(job_id, meta, data)
-        if target is not None:
+            push, chunks = self._push(job_id, meta, data, push_id, record)
+        if target is not None and push.applied:
             self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}")
         return push
 
-    # ---- records ---------------------------------------------------------------------------
-    def put_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> None:
-        """Write JSON record `name` of a job (ttl_s 0: no expiry)."""
-        key, data, ttl = keys.record(job_id, name), codec.record_to_bytes(value), self._ttl(ttl_s)
-        with self._errors():
-            self._put(key, data, ttl)
+    def worker_record(self, job_id: str, worker_id: int) -> dict | None:
+        """Worker `worker_id`'s record (progress and checkpoint), or None before its first write."""
+        return self.get_record(job_id, f"progress:{int(worker_id)}")
 
-    def add_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> bool:
-        """Create record `name` only if absent (atomically); True if this call created it."""
-        key, data, ttl = keys.record(job_id, name), codec.record_to_bytes(value), self._ttl(ttl_s)
+    def update_worker(self, job_id: str, worker_id: int, record: dict) -> bool:
+        """Write a worker's record between pushes (progress, an epoch's end, the end) unless the stored one
+        is further on (more pushes, or final): False then, and nothing is written (store/push.py)."""
+        key, data = keys.worker(job_id, worker_id), codec.record_to_bytes(record)
         with self._errors():
-            return self._add(key, data, ttl)
+            return self._update_worker(key, data, lambda stored: may_replace(stored, record))
 
-    def get_record(self, job_id: str, name: str) -> dict | None:
-        """Record `name` of a job, or None when absent (or expired)."""
-        return self.get_records(job_id, [name])[name]
-
-    def get_records(self, job_id: str, names: list[str]) -> dict[str, dict | None]:
-        """Several records in one round trip; absent ones map to None."""
-        names = list(names)
-        record_keys = [keys.record(job_id, n) for n in names]
-        if not record_keys:
-            return {}
-        with self._errors():
-            raw = self._get_many(record_keys)
-        return {n: self._decode(codec.record_from_bytes, r, n) for n, r in zip(names, raw)}
-
-    def delete_record(self, job_id: str, name: str) -> None:
-        """Remove record `name` of a job; absent is fine."""
-        key = keys.record(job_id, name)
-        with self._errors():
-            self._delete(key)
-
-    def read_counter(self, job_id: str, name: str) -> int:
-        """Counter `name` of a job (0 when it was never incremented)."""
-        key = keys.counter(job_id, name)
-        with self._errors():
-            (raw,) = self._get_many([key])
-        return self._int(raw) or 0
-
-    def incr(self, job_id: str, name: str, by: int = 1) -> int:
-        """Atomically add `by` (>= 0) to counter `name`, which starts at 0; return the new value."""
-        if isinstance(by, bool) or not isinstance(by, int) or by < 0:
-            raise ConfigError("by", f"must be a non-negative integer (memcached counters only grow), got {by!r}")
-        key = keys.counter(job_id, name)
-        with self._errors():
-            return self._incr(key, by)
-
-    def append_event(self, job_id: str, event: dict) -> None:
-        """Append a JSON event to the job's ordered log."""
-        keys.check_job_id(job_id)
-        data = codec.record_to_bytes(event)
-        with self._errors():
-            self._append_event(job_id, data)
-
-    def events(self, job_id: str, start: int = 0) -> list[dict]:
-        """The job's events from index `start` on, oldest first."""
-        keys.check_job_id(job_id)
-        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
-            raise ConfigError("start", f"must be a non-negative integer, got {start!r}")
-        with self._errors():
-            raw = self._events(job_id, start)
-        return [self._decode(codec.record_from_bytes, r, "events") for r in raw]
+    def recover_worker(self, job_id: str, worker_id: int) -> None:
+        """Finish a push of this worker that a crash left half-applied (Memcached; elsewhere pushes are
+        all-or-nothing). Called before a worker resumes from its record."""
 
     def authoritative(self) -> "ParameterStore":
         """The store holding the authoritative parameters: itself (a cache in front of it returns the store behind)."""
@@ -290,30 +239,18 @@ class ParameterStore(abc.ABC):
         """Write meta, all chunks and version 0; a concurrent push must not survive it half-applied."""
 
     @abc.abstractmethod
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[Push, list[bytes]]:
-        """Add `delta` once (retrying lost races with `_until_won`); (what it saw, the chunks it wrote)."""
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
+              record: dict | None) -> tuple[Push, list[bytes]]:
+        """Add `delta` once (lost races redone with `_until_won`; with a push id, exactly once, the record
+        written with it); (what it saw, the weights' chunks as the push left them)."""
+
+    @abc.abstractmethod
+    def _update_worker(self, key: str, data: bytes, allowed) -> bool:
+        """Replace the record at `key` with `data` if `allowed(stored record or None)`, atomically."""
 
     @abc.abstractmethod
     def _get_many(self, names: list[str]) -> list[bytes | None]:
         """Values of `names` in order, in one round trip (atomically where the backend can)."""
-
-    @abc.abstractmethod
-    def _put(self, key: str, data: bytes, ttl_s: int) -> None: ...
-
-    @abc.abstractmethod
-    def _add(self, key: str, data: bytes, ttl_s: int) -> bool: ...
-
-    @abc.abstractmethod
-    def _delete(self, key: str) -> None: ...
-
-    @abc.abstractmethod
-    def _incr(self, key: str, by: int) -> int: ...
-
-    @abc.abstractmethod
-    def _append_event(self, job_id: str, data: bytes) -> None: ...
-
-    @abc.abstractmethod
-    def _events(self, job_id: str, start: int) -> list[bytes]: ...
 
     @abc.abstractmethod
     def _close(self) -> None: ...

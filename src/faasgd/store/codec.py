@@ -22,6 +22,7 @@ class WeightsMeta:
 
     length: int  # number of float32 values
     chunk_floats: int  # values per chunk (the last chunk may be shorter)
+    writers: int = 0  # workers that push with ids (Memcached derives the version from their records)
 
     @property
     def chunks(self) -> int:
@@ -33,16 +34,17 @@ class WeightsMeta:
 
 
 def meta_to_bytes(meta: WeightsMeta) -> bytes:
-    return json.dumps({"length": meta.length, "chunk_floats": meta.chunk_floats, "dtype": "<f4"}).encode()
+    return json.dumps({"length": meta.length, "chunk_floats": meta.chunk_floats, "writers": meta.writers,
+                       "dtype": "<f4"}).encode()
 
 
 def meta_from_bytes(raw: bytes) -> WeightsMeta:
     try:
         data = json.loads(raw)
-        meta = WeightsMeta(int(data["length"]), int(data["chunk_floats"]))
+        meta = WeightsMeta(int(data["length"]), int(data["chunk_floats"]), int(data.get("writers", 0)))
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"unreadable weight meta {raw[:80]!r}: {e}") from e
-    if meta.length < 0 or meta.chunk_floats < 1 or data.get("dtype") != "<f4":
+    if meta.length < 0 or meta.chunk_floats < 1 or meta.writers < 0 or data.get("dtype") != "<f4":
         raise ValueError(f"invalid weight meta {data!r}")
     return meta
 

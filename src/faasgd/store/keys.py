@@ -8,6 +8,9 @@ Layout under the prefix (one letter per namespace, so names of different kinds n
     c:{name}      counter (decimal ASCII)
     events        event log (Redis list) or event count (Memcached counter)
     e:{i}         event i (Memcached, memory)
+    r:progress:{w} worker w's record: progress and checkpoint, `pushes` applied (written with each push)
+    p:{w}:meta    Memcached: worker w's push under way (its number and record), for rolling it forward
+    p:{w}:{i}     Memcached: chunk i of that push's delta
 Job ids may not contain ':' (that would make one job's prefix another's key); record names may.
 All keys stay below memcached's 250-byte limit: 7 + 64 + 1 + 2 + 128 < 250.
 """
@@ -76,3 +79,17 @@ def events(job_id: str) -> str:
 
 def event(job_id: str, index: int) -> str:
     return job_prefix(job_id) + f"e:{index}"
+
+
+def worker(job_id: str, worker_id: int) -> str:
+    """Worker `worker_id`'s record (its progress and checkpoint; see store/push.py)."""
+    return record(job_id, f"progress:{int(worker_id)}")
+
+
+def pending(job_id: str, worker_id: int) -> str:
+    return job_prefix(job_id) + f"p:{int(worker_id)}:meta"
+
+
+def pending_chunks(job_id: str, worker_id: int, count: int) -> list[str]:
+    prefix = job_prefix(job_id)
+    return [f"{prefix}p:{int(worker_id)}:{i}" for i in range(count)]

@@ -28,7 +28,9 @@ from pymemcache.exceptions import MemcacheError, MemcacheUnexpectedCloseError
 
 from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
 from faasgd.store import codec, keys
-from faasgd.store.base import CONFLICTS, LostRace, ParameterStore, Push
+from faasgd.store import memcached_push as mpush
+from faasgd.store.base import ParameterStore
+from faasgd.store.push import SUPERSEDED, Push, PushId
 from faasgd.store.url import StoreUrl
 
 
@@ -64,7 +66,7 @@ class MemcachedStore(ParameterStore):
         self.client.version()
 
     def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
-        values = dict(zip(keys.weights_chunks(job_id, len(chunks)), chunks))
+        values = dict(zip(keys.weights_chunks(job_id, len(chunks)), (mpush.join({}, c) for c in chunks)))
         values[keys.weights_meta(job_id)] = meta
         values[keys.weights_version(job_id)] = str(version).encode()
         refused = self.client.set_many(values, noreply=False)
@@ -76,36 +78,44 @@ class MemcachedStore(ParameterStore):
         found = self.client.get_many(names)
         return [found.get(k) for k in names]
 
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[Push, list[bytes]]:
-        chunk_keys = keys.weights_chunks(job_id, meta.chunks)
-        written: list[bytes] = [b""] * meta.chunks
-        seen = {"pending": list(range(meta.chunks)), "conflicts": 0}
-
-        def attempt() -> None:
-            found = self.client.gets_many([chunk_keys[i] for i in seen["pending"]])
-            self._after_read(job_id)
-            failed = []
-            for i in seen["pending"]:
-                raw, token = found.get(chunk_keys[i], (None, None))
-                new = self._added(job_id, raw, delta, meta, i)
-                stored = self.client.cas(chunk_keys[i], new, token, noreply=False)
-                if stored is None:
-                    raise StoreError(self.url, f"job {job_id!r}: weight chunk {i} vanished during push_update")
-                if stored:
-                    written[i] = new
-                else:
-                    failed.append(i)
-            seen["pending"], seen["conflicts"] = failed, seen["conflicts"] + len(failed)
-            if failed:
-                raise LostRace
-
-        _, retries = self._until_won(attempt, job_id)
-        version = self.client.incr(keys.weights_version(job_id), 1, noreply=False)
+    def _read_weights(self, job_id: str, meta: codec.WeightsMeta) -> tuple[int, list[bytes | None]]:
+        """(version, chunks' float bytes) in one round trip; the version derived (memcached_push.py)."""
+        writers = mpush.writer_keys(job_id, meta)
+        with self._errors():
+            raw = self._get_many([keys.weights_version(job_id), *writers, *keys.weights_chunks(job_id, meta.chunks)])
+        version = mpush.version_of(self, raw[0], raw[1:1 + len(writers)])
         if version is None:
+            self._meta.pop(job_id, None)
             raise JobNotFound(job_id)
-        if seen["conflicts"]:
-            self._incr(keys.counter(job_id, CONFLICTS), seen["conflicts"])
-        return Push(int(version), seen["conflicts"], retries), written
+        return version, [mpush.strip(self, job_id, r, i) for i, r in enumerate(raw[1 + len(writers):])]
+
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
+              record: dict | None) -> tuple[Push, list[bytes]]:
+        if push_id is not None:
+            version, floats, outcome, conflicts, retries = mpush.push_with_id(self, job_id, meta, delta, push_id, record)
+            return Push(version, conflicts, retries, applied=outcome != SUPERSEDED), floats
+        chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+        found = self.client.gets_many(chunk_keys)
+        current = {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)}
+        floats, conflicts, retries = mpush.apply_chunks(self, job_id, meta, delta, None, current)
+        self.client.incr(keys.weights_version(job_id), 1, noreply=False)
+        version, _ = self._read_weights(job_id, meta)  # base + the writers' pushes
+        return Push(version, conflicts, retries), floats
+
+    def _update_worker(self, key: str, data: bytes, allowed) -> bool:
+        for _ in range(100):
+            stored, token = self.client.gets(key)
+            if not allowed(self._decode(codec.record_from_bytes, stored, "worker record")):
+                return False
+            done = self.client.add(key, data, noreply=False) if stored is None else \
+                self.client.cas(key, data, token, noreply=False)
+            if done:
+                return True
+        raise StoreError(self.url, f"{key}: could not write the worker record (it keeps changing)")
+
+    def recover_worker(self, job_id: str, worker_id: int) -> None:
+        with self._errors():
+            mpush.roll_forward(self, job_id, worker_id)
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
         self.client.set(key, data, expire=ttl_s, noreply=False)

@@ -17,7 +17,8 @@ import numpy as np
 
 from faasgd.errors import JobNotFound
 from faasgd.store import codec, keys
-from faasgd.store.base import CONFLICTS, LostRace, ParameterStore, Push
+from faasgd.store.base import CONFLICTS, ParameterStore
+from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide
 
 _SPACES: dict[str, "MemorySpace"] = {}
 _SPACES_LOCK = threading.Lock()
@@ -107,31 +108,48 @@ class MemoryStore(ParameterStore):
         with self.client.lock:
             return [self.client.get(k) for k in names]
 
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[Push, list[bytes]]:
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
+              record: dict | None) -> tuple[Push, list[bytes]]:
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+        worker_key = keys.worker(job_id, push_id.worker) if push_id else None
         seen = {"conflicts": 0}
 
-        def attempt() -> tuple[int, list[bytes]]:
+        def attempt() -> tuple[int, list[bytes], str]:
             with self.client.lock:
                 version, token = self.client.get_with_token(version_key)
                 raw = [self.client.get(k) for k in chunk_keys]
+                stored = self.client.get(worker_key) if worker_key else None
             if version is None:
                 raise JobNotFound(job_id)
+            if push_id is not None:
+                outcome = decide(self._decode(codec.record_from_bytes, stored, "worker record"), push_id, record)
+                if outcome != APPLY:
+                    return int(version), raw, outcome
             self._after_read(job_id)
             new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(raw)]
             with self.client.lock:
-                if self.client.get_with_token(version_key)[1] != token:
+                unchanged = self.client.get_with_token(version_key)[1] == token
+                if not unchanged or (worker_key and self.client.get(worker_key) != stored):
                     seen["conflicts"] += 1
                     raise LostRace
                 for key, chunk in zip(chunk_keys, new):
                     self.client.set(key, chunk)
+                if worker_key:
+                    self.client.set(worker_key, codec.record_to_bytes(record))
                 if seen["conflicts"]:
                     self.client.incr(keys.counter(job_id, CONFLICTS), seen["conflicts"])
-                return self.client.incr(version_key, 1), new
+                return self.client.incr(version_key, 1), new, APPLY
 
-        (version, chunks), retries = self._until_won(attempt, job_id)
-        return Push(version, seen["conflicts"], retries), chunks
+        (version, chunks, outcome), retries = self._until_won(attempt, job_id)
+        return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED), chunks
+
+    def _update_worker(self, key: str, data: bytes, allowed) -> bool:
+        with self.client.lock:
+            if not allowed(self._decode(codec.record_from_bytes, self.client.get(key), "worker record")):
+                return False
+            self.client.set(key, data)
+            return True
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
         self.client.set(key, data, ttl_s)

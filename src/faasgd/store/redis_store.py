@@ -28,7 +28,8 @@ from redis.retry import Retry
 
 from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
 from faasgd.store import codec, keys
-from faasgd.store.base import CONFLICTS, LostRace, ParameterStore, Push
+from faasgd.store.base import CONFLICTS, ParameterStore
+from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide
 from faasgd.store.url import StoreUrl
 
 
@@ -77,43 +78,66 @@ class RedisStore(ParameterStore):
     def _get_many(self, names: list[str]) -> list[bytes | None]:
         return self.client.mget(names)
 
-    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray) -> tuple[Push, list[bytes]]:
+    def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
+              record: dict | None) -> tuple[Push, list[bytes]]:
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+        worker_key = [keys.worker(job_id, push_id.worker)] if push_id else []
         seen = {"conflicts": 0, "reconnected": False}
 
-        def attempt() -> tuple[int, list[bytes]]:
+        def attempt() -> tuple[int, list[bytes], str]:
             committing = False
             with self.client.pipeline(transaction=True) as pipe:
                 try:
-                    pipe.watch(version_key)
-                    raw = pipe.mget([version_key, *chunk_keys])
+                    pipe.watch(version_key, *worker_key)
+                    raw = pipe.mget([version_key, *worker_key, *chunk_keys])
                     if raw[0] is None:
                         raise JobNotFound(job_id)
+                    chunks = raw[1 + len(worker_key):]
+                    if push_id is not None:
+                        outcome = decide(self._decode(codec.record_from_bytes, raw[1], "worker record"), push_id, record)
+                        if outcome != APPLY:
+                            return int(raw[0]), chunks, outcome
                     self._after_read(job_id)
-                    new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(raw[1:])]
+                    new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(chunks)]
                     pipe.multi()
                     if new:
                         pipe.mset(dict(zip(chunk_keys, new)))
-                    pipe.incr(version_key)
-                    if seen["conflicts"]:  # the store's count, in the same transaction as the add
+                    if push_id is not None:  # the worker's record, in the same transaction as the add
+                        pipe.set(worker_key[0], codec.record_to_bytes(record))
+                    if seen["conflicts"]:  # the store's count, likewise
                         pipe.incrby(keys.counter(job_id, CONFLICTS), seen["conflicts"])
+                    pipe.incr(version_key)
                     committing = True
-                    results = pipe.execute()
-                    return int(results[-2 if seen["conflicts"] else -1]), new
+                    return int(pipe.execute()[-1]), new, APPLY
                 except redis.WatchError as e:
                     lost = e.__context__  # redis-py turns a connection lost while watching into WatchError
                     if lost is not None and (committing or seen["reconnected"]):
                         raise self._map(lost, "connection lost during push_update; "
-                                        + ("it may or may not have been applied" if committing
-                                           else "not applied")) from lost
+                                        + ("it may or may not have been applied (a push id makes a resend safe)"
+                                           if committing else "not applied")) from lost
                     if lost is None:
                         seen["conflicts"] += 1
                     seen["reconnected"] = seen["reconnected"] or lost is not None
                     raise LostRace from None
 
-        (version, chunks), retries = self._until_won(attempt, job_id)
-        return Push(version, seen["conflicts"], retries), chunks
+        (version, chunks, outcome), retries = self._until_won(attempt, job_id)
+        return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED), chunks
+
+    def _update_worker(self, key: str, data: bytes, allowed) -> bool:
+        while True:
+            with self.client.pipeline(transaction=True) as pipe:
+                try:
+                    pipe.watch(key)
+                    if not allowed(self._decode(codec.record_from_bytes, pipe.get(key), "worker record")):
+                        return False
+                    pipe.multi()
+                    pipe.set(key, data)
+                    pipe.execute()
+                    return True
+                except redis.WatchError as e:
+                    if e.__context__ is not None:  # the connection went: let the caller's retry decide
+                        raise self._map(e.__context__, "connection lost while writing a worker record") from None
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
         self.client.set(key, data, ex=ttl_s or None)

@@ -44,7 +44,7 @@ from faasgd.local.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from faasgd.local.gateway.metrics import Metrics
 from faasgd.local.gateway.options import Clock, GatewayOptions, RealClock, Registry
 from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, Reply, canonical, connection_tokens
-from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, CallQueue, MemoryQueue, QueueOptions
+from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, Broker, CallQueue, QueueError, QueueWorkers
 from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, ProxiedResponse, WireHeaders, client_gone,
                                             error, http_error, read_body, server_error, too_large)
 from faasgd.local.gateway.system import FunctionsApi
@@ -56,8 +56,10 @@ _NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
 
 
 def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
-               transport: httpx.AsyncBaseTransport | None = None, clock: Clock | None = None) -> Starlette:
-    """The gateway over `registry`; replicas and callbacks are reached through `transport` (default: TCP).
+               transport: httpx.AsyncBaseTransport | None = None, clock: Clock | None = None, *,
+               broker: Broker) -> Starlette:
+    """The gateway over `registry`; replicas and callbacks are reached through `transport` (default: TCP),
+    async calls are kept by `broker` (gateway/queue_jetstream.py in the runtime).
 
     `app.state.queue` is its CallQueue, `app.state.metrics` its Metrics. The queue-workers run
     between the app's lifespan startup and shutdown.
@@ -67,8 +69,8 @@ def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
     client = httpx.AsyncClient(transport=transport or httpx.AsyncHTTPTransport(limits=LIMITS), trust_env=False)
     metrics, directory = Metrics(), Directory(registry)
     gateway = Gateway(options, directory, Proxy(client, metrics, clock, options.upstream_timeout_s), metrics)
-    queue = MemoryQueue(gateway.deliver, gateway.queue_workers_wanted, client,
-                        QueueOptions(ack_wait_s=options.ack_wait_s, max_attempts=options.max_attempts), clock)
+    queue = QueueWorkers(broker, gateway.deliver, gateway.queue_workers_wanted, client, options.delivery,
+                         options.ack_wait_s, clock)
     gateway.queue = queue
 
     @asynccontextmanager
@@ -139,9 +141,12 @@ class Gateway:
             response = too_large(self.options.max_async_body_bytes, "an async call (the NATS message limit)")
         else:
             headers = _upstream_headers(request, {"X-Call-Id": call_id, "X-Start-Time": str(start_ns)})
-            await self.queue.put(AsyncCall(function, request.method, rest, _query(request), headers, body, call_id,
-                                           callback))
-            response = Response(status_code=202)
+            try:
+                await self.queue.put(AsyncCall(function, request.method, rest, _query(request), headers, body,
+                                               call_id, callback))
+                response = Response(status_code=202)
+            except QueueError as exc:  # CE's gateway answers a queue error with a 500 too
+                response = error(500, f"queue: {exc}")
         _stamp(response, call_id, start_ns, self.options.version)
         return response
 

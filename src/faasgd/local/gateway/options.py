@@ -11,6 +11,7 @@ from typing import Protocol
 
 from faasgd.errors import ConfigError
 from faasgd.local.api import FunctionDeployment
+from faasgd.local.queue_rules import DeliveryPolicy
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class GatewayOptions:
     upstream_timeout_s: float = 300.0  # a call taking longer -> 504 (the whole call, body included)
     ack_wait_s: float = 300.0  # an async delivery not finished after this is delivered again
     queue_workers: int | None = None  # None: one per replica (registry.total_replicas(), re-read every 0.5 s)
-    max_attempts: int = 5  # deliveries per async call at most; 502/503/504 are retried with backoff
+    delivery: DeliveryPolicy = DeliveryPolicy()  # async calls: ce (no retries) or pro (retries), queue_rules.py
     version: str = "0.1.0"  # in X-Served-By and /system/info
     sha: str = "unknown"  # /system/info's version.sha (the OpenAPI spec requires one): the source's git commit
     # /system/* asks for this (user, password) with HTTP basic auth, as OpenFaaS's basic_auth=true does;
@@ -40,11 +41,13 @@ class GatewayOptions:
         for name in ("upstream_timeout_s", "ack_wait_s"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}")
+        if not isinstance(self.delivery, DeliveryPolicy):
+            raise ConfigError("delivery", f"must be a DeliveryPolicy (queue_rules.py), got {self.delivery!r}")
         if self.queue_workers is not None and self.queue_workers < 1:
             raise ConfigError("queue_workers", f"must be None (one per replica) or >= 1, got {self.queue_workers!r}")
         if self.basic_auth is not None and not (len(self.basic_auth) == 2 and all(self.basic_auth)):
             raise ConfigError("basic_auth", "must be None or a (user, password) pair, both non-empty")
-        for name in ("max_attempts", "max_async_body_bytes", "max_sync_body_bytes", "backlog"):
+        for name in ("max_async_body_bytes", "max_sync_body_bytes", "backlog"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(name, f"must be an integer >= 1, got {value!r}")

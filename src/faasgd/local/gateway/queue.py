@@ -1,26 +1,26 @@
-"""The local queue-worker: async calls held in memory and delivered by asyncio tasks.
+"""The local queue-worker: async calls kept by a broker (nats-server's JetStream in the runtime) and
+delivered through the gateway under the rules of faasgd.local.queue_rules (`ce` or `pro`).
 
-Semantics follow OpenFaaS CE's nats-queue-worker over NATS Streaming (openfaas/nats-queue-worker
-`main.go`), with these choices of ours:
-* One call at a time per worker (CE fixes max_inflight at 1); the worker count follows a callable,
-  by default the registry's total replicas, re-read every `resize_every_s`.
-* At-least-once: a delivery not finished after `ack_wait_s` is put back on the queue with the same
-  call id and delivered again by another worker while the first goes on, as NATS Streaming
-  redelivers an unacked message. Every delivery that ends with a function answer posts its own
-  callback, as CE's does; callers de-duplicate on X-Call-Id.
-* Retries: a delivery ending 502/503/504 (no replica, replica died, upstream timeout) is delivered
-  again after 0.2 s, 0.4 s, 0.8 s ... up to `max_retry_wait_s` (OpenFaaS Pro's JetStream
-  queue-worker retries its httpRetryCodes; CE drops the call and its callback reports the failure).
-  `max_attempts` caps all deliveries of a call, redeliveries included (NATS Streaming would
-  redeliver forever).
-* A finished call keeps its delivery records for `deliveries()` but not its body.
-`CallQueue` is what the gateway uses, so a NATS JetStream queue can replace MemoryQueue.
+One `QueueWorkers` serves every broker, so the delivery rules exist once; a `Broker` only stores
+messages and hands them out again (JetStream: gateway/queue_jetstream.py; in-process unit tests:
+tests/support/fake_broker.py, a fake of JetStream's semantics). What a broker must do:
+* keep every published call until it is acked, across restarts of its owner;
+* hand a message out again when it was not acked within ack_wait (same content, same X-Call-Id),
+  or after the delay of a nak; count each hand-out (`attempt`), at most `max_attempts` of them;
+* on `open`, hand out again at once what a previous owner left unacked.
+
+The queue pulls a message only when a queue worker is free: `workers` (one per replica unless
+fixed) x the mode's calls in flight per worker. A call's body lives in the broker; this process
+holds it only while delivering it. `deliveries(call_id)` keeps the records (no bodies) of the last
+HISTORY calls. Where CE's queue-worker differs: it forwards every call as a POST (we keep the
+method), measures X-Duration-Seconds from the message's receipt (we time the function's call).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import time
 from collections import OrderedDict
@@ -28,48 +28,76 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Coroutine, Protocol
 
 import httpx
-from tenacity import RetryCallState, wait_exponential
 
+from faasgd.errors import FaasgdError
 from faasgd.local.gateway.options import Clock, RealClock
-from faasgd.local.gateway.proxy import RETRYABLE, Reply
+from faasgd.local.gateway.proxy import Reply
+from faasgd.local.queue_rules import DeliveryPolicy, decide
 
 log = logging.getLogger(__name__)
 
 NO_RESPONSE = 503  # X-Function-Status when a delivery raised without any status (as CE's queue-worker)
 USER_AGENT = "faasgd-local/queue-worker"  # on deliveries and callbacks
 CALLBACK_TIMEOUT_S = 30.0  # one try; callback failures are logged, never retried
-HISTORY = 1000  # finished calls kept for `deliveries(call_id)`
+HISTORY = 1000  # calls whose delivery records `deliveries(call_id)` keeps
+RESIZE_S = 0.5  # how often the queue-worker count (and the broker's message count) is re-read
+BROKER_RETRY_S = 1.0  # wait after the broker failed to hand out a message
+CALL_HEADER = "Faasgd-Call"  # the message header holding the call's JSON (its body is the message's data)
 _SET_ON_CALLBACK = {"x-call-id", "x-function-status", "x-function-name", "x-duration-seconds", "user-agent",
                     "content-length", "host"}
 
 
+class QueueError(FaasgdError):
+    """Raised when the broker cannot take or hand out a call (unreachable, full, message too large)."""
+
+
 @dataclass
 class AsyncCall:
-    """One accepted /async-function request and the record of its deliveries."""
+    """One accepted /async-function request: what the broker keeps and the queue delivers."""
 
     name: str
     method: str
     path: str  # suffix after /async-function/NAME, "" or "/..."
     query: str
     headers: list[tuple[str, str]]
-    body: bytes  # emptied once the call is done
+    body: bytes
     call_id: str
     callback_url: str | None = None
     accepted_at: float = field(default_factory=time.time)
-    deliveries: list[dict] = field(default_factory=list)  # one record per delivery, in start order
-    done: bool = False  # acked: a delivery ended with a final answer, or the call was given up
-    pending: int = 0  # copies waiting (queued, redelivered or scheduled for a retry)
-    running: int = 0
-    retries: int = 0
+
+    def to_message(self) -> tuple[dict[str, str], bytes]:
+        """Headers and data of the broker message: the body travels as the data, unencoded."""
+        meta = {"name": self.name, "method": self.method, "path": self.path, "query": self.query,
+                "headers": self.headers, "call_id": self.call_id, "callback_url": self.callback_url,
+                "accepted_at": self.accepted_at}
+        return {CALL_HEADER: json.dumps(meta)}, self.body
+
+    @classmethod
+    def from_message(cls, headers: dict[str, str], data: bytes) -> AsyncCall:
+        """The call a message holds; raises ValueError or KeyError for a message that is not one."""
+        meta = json.loads(headers[CALL_HEADER])
+        return cls(meta["name"], meta["method"], meta["path"], meta["query"],
+                   [(str(k), str(v)) for k, v in meta["headers"]], data, meta["call_id"], meta["callback_url"],
+                   meta["accepted_at"])
 
 
-@dataclass(frozen=True)
-class QueueOptions:
-    ack_wait_s: float = 300.0  # a delivery running longer is delivered again (NATS Streaming ack_wait)
-    max_attempts: int = 5  # deliveries per call at most, first one included
-    retry_wait_s: float = 0.2  # first retry backoff, doubled on each retry
-    max_retry_wait_s: float = 120.0  # backoff cap (OpenFaaS Pro's maxRetryWait)
-    resize_every_s: float = 0.5  # how often the worker count is re-read
+class Message(Protocol):
+    """One hand-out of a stored call."""
+
+    headers: dict[str, str]
+    data: bytes
+    attempt: int  # 1 for the first hand-out; redeliveries and retries count on
+
+    async def ack(self) -> None: ...  # done: remove it from the broker (confirmed before returning)
+    async def nak(self, delay_s: float) -> None: ...  # hand it out again after delay_s
+
+
+class Broker(Protocol):
+    async def open(self, ack_wait_s: float, max_attempts: int) -> None: ...
+    async def close(self) -> None: ...
+    async def publish(self, headers: dict[str, str], data: bytes) -> None: ...  # raises QueueError
+    async def next(self) -> Message | None: ...  # None: nothing came within the broker's own poll
+    async def stored(self) -> int: ...  # messages kept: queued, in flight or waiting for a retry
 
 
 class CallQueue(Protocol):
@@ -77,7 +105,7 @@ class CallQueue(Protocol):
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
-    async def put(self, call: AsyncCall) -> None: ...
+    async def put(self, call: AsyncCall) -> None: ...  # raises QueueError
     def stats(self) -> dict: ...  # queued, in_flight, accepted, delivered, redelivered, retried, failed, workers
     def deliveries(self, call_id: str) -> list[dict]: ...  # kind, worker, status, seconds ... per delivery
 
@@ -85,175 +113,176 @@ class CallQueue(Protocol):
 Deliver = Callable[[AsyncCall], Awaitable[Reply]]
 
 
-class MemoryQueue:
-    """A CallQueue in this process's memory, delivered by a varying number of worker tasks."""
+@dataclass
+class _History:
+    deliveries: list[dict] = field(default_factory=list)
+    answered: bool = False  # a delivery ended the call (acked)
+    retrying: bool = False  # nak'ed: its next hand-out is a retry
 
-    def __init__(self, deliver: Deliver, workers_wanted: Callable[[], Awaitable[int]], client: httpx.AsyncClient,
-                 options: QueueOptions = QueueOptions(), clock: Clock | None = None):
+
+class QueueWorkers:
+    """A CallQueue over a Broker; stats() and deliveries() may be read from any thread."""
+
+    def __init__(self, broker: Broker, deliver: Deliver, workers_wanted: Callable[[], Awaitable[int]],
+                 client: httpx.AsyncClient, policy: DeliveryPolicy, ack_wait_s: float, clock: Clock | None = None):
+        self.broker, self.policy, self.ack_wait_s = broker, policy, ack_wait_s
         self._deliver, self._workers_wanted, self._client = deliver, workers_wanted, client
-        self.options, self._clock = options, clock or RealClock()
-        self._backoff = wait_exponential(multiplier=options.retry_wait_s, max=options.max_retry_wait_s)
-        self._ready: asyncio.Queue[tuple[AsyncCall, str]] = asyncio.Queue()
-        self._running: dict[int, tuple[AsyncCall, dict]] = {}  # delivery -> (call, record)
-        self._calls: OrderedDict[str, AsyncCall] = OrderedDict()
+        self._clock = clock or RealClock()
         self._counts = dict.fromkeys(("accepted", "delivered", "redelivered", "retried", "failed"), 0)
-        self._workers: dict[str, asyncio.Task] = {}
-        self._idle: set[str] = set()
-        self._tasks: set[asyncio.Task] = set()  # timers, retries, the resizer
+        self._history: OrderedDict[str, _History] = OrderedDict()
+        self._running: dict[int, tuple[int, int]] = {}  # delivery -> (slot, body bytes)
+        self._room: asyncio.Condition | None = None
+        self._tasks: set[asyncio.Task] = set()
         self._seq = itertools.count()
-        self._target = 0
+        self._workers, self._stored = 0, 0
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start the workers, and a task that keeps their count."""
+        """Open the broker (calls left by a previous owner come back), then pull and deliver."""
+        self._room = asyncio.Condition()
+        await self.broker.open(self.ack_wait_s, self.policy.max_attempts)
         await self._resize()
         self._spawn(self._keep_resizing())
+        self._spawn(self._pull())
 
     async def stop(self) -> None:
-        """Cancel every worker and timer, busy ones included; queued calls are dropped. Idempotent."""
-        tasks = [*self._workers.values(), *self._tasks]
-        self._workers.clear()
+        """Stop pulling and cut off deliveries in flight (unacked, so the broker keeps them). Idempotent."""
+        tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.broker.close()
 
     # -- CallQueue -------------------------------------------------------------------------------
     async def put(self, call: AsyncCall) -> None:
-        """Accept a call for delivery."""
+        """Hand a call to the broker; returns once the broker has stored it."""
+        await self.broker.publish(*call.to_message())
         self._counts["accepted"] += 1
-        self._calls[call.call_id] = call
-        self._calls.move_to_end(call.call_id)
-        self._push(call, "first")
-        self._forget_old()
+        await self._count_stored()
 
     def stats(self) -> dict:
-        """Counters, plus held_bytes: the bodies still held (calls not yet done keep theirs)."""
-        calls = list(self._calls.values())  # one atomic copy: other threads may read stats while the loop runs
-        return {"queued": sum(c.pending for c in calls if not c.done), "in_flight": len(self._running),
-                **self._counts, "workers": len(self._workers), "held_bytes": sum(len(c.body) for c in calls)}
+        running = list(self._running.values())  # one atomic copy: other threads may read stats
+        return {"delivery": self.policy.mode, "queued": max(0, self._stored - len(running)),
+                "in_flight": len(running), "stored": self._stored, **self._counts, "workers": self._workers,
+                "capacity": self._capacity(), "held_bytes": sum(size for _, size in running)}
 
     def deliveries(self, call_id: str) -> list[dict]:
         """The delivery records of a recent call (empty if unknown): kind, worker, status, seconds ..."""
-        call = self._calls.get(call_id)
-        return [dict(record) for record in list(call.deliveries)] if call else []
+        history = self._history.get(call_id)
+        return [dict(record) for record in list(history.deliveries)] if history else []
 
-    # -- workers ---------------------------------------------------------------------------------
-    async def _work(self, name: str) -> None:
+    # -- pulling ---------------------------------------------------------------------------------
+    def _capacity(self) -> int:
+        return self._workers * self.policy.max_inflight
+
+    async def _wait_for_room(self) -> None:
+        async with self._room:
+            await self._room.wait_for(lambda: len(self._running) < self._capacity())
+
+    async def _pull(self) -> None:
+        while True:
+            await self._wait_for_room()
+            try:
+                message = await self.broker.next()
+            except Exception as exc:  # QueueError, or a bug: the puller must go on
+                log.warning("the queue cannot pull a call (retrying in %gs): %r", BROKER_RETRY_S, exc)
+                await self._clock.sleep(BROKER_RETRY_S)
+                continue
+            if message is not None:
+                await self._wait_for_room()  # the worker count may have dropped meanwhile
+                self._spawn(self._handle(message, self._free_slot()))
+
+    def _free_slot(self) -> int:
+        busy = {slot for slot, _ in self._running.values()}
+        return next(slot for slot in itertools.count() if slot not in busy)
+
+    # -- one delivery ----------------------------------------------------------------------------
+    async def _handle(self, message: Message, slot: int) -> None:
         try:
-            while len(self._workers) <= self._target:  # a surplus worker exits after its call
-                self._idle.add(name)
-                call, kind = await self._ready.get()
-                self._idle.discard(name)
-                call.pending -= 1
-                if not call.done:  # copies of an answered call are dropped, as an ack cancels redelivery
-                    await self._deliver_once(call, kind, name)
-        finally:
-            self._idle.discard(name)
-            if self._workers.get(name) is asyncio.current_task():
-                del self._workers[name]
-
-    async def _deliver_once(self, call: AsyncCall, kind: str, worker: str) -> None:
-        record = {"attempt": len(call.deliveries) + 1, "kind": kind, "worker": worker,
-                  "started_at": time.time(), "status": None, "seconds": None, "replica": None}
-        call.deliveries.append(record)
-        call.running += 1
+            call = AsyncCall.from_message(message.headers, message.data)
+        except (ValueError, KeyError, TypeError) as exc:  # CE's queue-worker drops what it cannot unmarshal
+            log.error("dropping a message that is not an async call: %s", exc)
+            await self._settle(message, None)
+            return
+        history = self._remember(call.call_id)
+        if history.answered:  # a copy handed out before the ack landed: the call is done
+            await self._settle(message, None)
+            return
+        kind = "first" if message.attempt == 1 else "retry" if history.retrying else "redelivery"
+        self._counts["redelivered"] += kind == "redelivery"
+        history.retrying = False
+        worker = f"queue-worker-{slot // self.policy.max_inflight}"
+        record = {"attempt": message.attempt, "kind": kind, "worker": worker, "started_at": time.time(),
+                  "status": None, "seconds": None, "replica": None}
+        history.deliveries.append(record)
         key = next(self._seq)
-        self._running[key] = (call, record)
-        timer = self._spawn(self._redeliver_after_ack_wait(key))
+        self._running[key] = (slot, len(call.body))
         try:
             reply = await self._deliver(call)
-        except Exception as exc:  # a bug must not kill the worker; report it like a lost response
+        except Exception as exc:  # a bug must not kill the queue; report it like a lost response
             log.exception("delivery of %s to %s failed", call.call_id, call.name)
             reply = Reply(NO_RESPONSE, [], b"", error=f"{type(exc).__name__}: {exc}")
         finally:
-            timer.cancel()
             del self._running[key]
-            call.running -= 1
-        post = self._finish(call, record, reply)
-        if call.done:
-            call.body = b""
-        if post and call.callback_url:
-            record["callback_status"] = await post_callback(self._client, call, reply)
-
-    def _finish(self, call: AsyncCall, record: dict, reply: Reply) -> bool:
-        """Record the outcome, schedule a retry if due; True if this delivery's callback is to be posted."""
+            async with self._room:
+                self._room.notify_all()
         self._counts["delivered"] += 1
         record.update(status=reply.status, seconds=reply.seconds, replica=reply.replica, error=reply.error)
-        if reply.status not in RETRYABLE:
-            call.done = True
-            return True
-        if call.done:
-            return False  # a duplicate failed after another delivery answered
-        if self._attempts_left(call):
-            call.retries += 1
-            delay = self._retry_wait(call.retries)
-            call.pending += 1
-            record["retry_in_s"] = delay
+        outcome = decide(self.policy, reply.status, message.attempt, history.answered)
+        if outcome.retry_in_s is not None:
+            history.retrying = True
+            record["retry_in_s"] = outcome.retry_in_s
             self._counts["retried"] += 1
-            self._spawn(self._retry_later(call, delay))
-            return False
-        if call.running == 0 and call.pending == 0:
-            call.done = True
-            self._counts["failed"] += 1
-            return True
-        return False  # another delivery of this call is still under way
-
-    def _retry_wait(self, retry: int) -> float:
-        """Seconds before retry number `retry` (1, 2, ...): tenacity's exponential wait."""
-        state = RetryCallState(None, None, (), {})
-        state.attempt_number = retry
-        return self._backoff(state)
-
-    async def _retry_later(self, call: AsyncCall, delay: float) -> None:
-        await self._clock.sleep(delay)
-        self._ready.put_nowait((call, "retry"))
-
-    async def _redeliver_after_ack_wait(self, key: int) -> None:
-        await self._clock.sleep(self.options.ack_wait_s)
-        if key not in self._running:
+            await self._settle(message, outcome.retry_in_s)
             return
-        call, record = self._running[key]
-        record["ack_expired"] = True
-        if not call.done and self._attempts_left(call):
-            self._counts["redelivered"] += 1
-            self._push(call, "redelivery")
+        history.answered = True
+        self._counts["failed"] += outcome.failed
+        await self._settle(message, None)
+        if outcome.callback and call.callback_url:
+            record["callback_status"] = await post_callback(self._client, call, reply)
 
-    def _attempts_left(self, call: AsyncCall) -> bool:
-        return len(call.deliveries) + call.pending < self.options.max_attempts
+    async def _settle(self, message: Message, retry_in_s: float | None) -> None:
+        """Ack (None) or nak for a retry; a broker error leaves the message to be redelivered."""
+        try:
+            await (message.ack() if retry_in_s is None else message.nak(retry_in_s))
+        except QueueError as exc:
+            log.warning("the queue could not settle a message (it will come again): %s", exc)
+        await self._count_stored()
+
+    def _remember(self, call_id: str) -> _History:
+        history = self._history.setdefault(call_id, _History())
+        self._history.move_to_end(call_id)
+        while len(self._history) > HISTORY:
+            self._history.popitem(last=False)
+        return history
 
     # -- worker count ----------------------------------------------------------------------------
     async def _keep_resizing(self) -> None:
         while True:
-            await self._clock.sleep(self.options.resize_every_s)
+            await self._clock.sleep(RESIZE_S)
             await self._resize()
+            await self._count_stored()
 
     async def _resize(self) -> None:
         try:
-            self._target = max(1, int(await self._workers_wanted()))
+            self._workers = max(1, int(await self._workers_wanted()))
         except Exception:
-            log.exception("cannot read the wanted queue-worker count; keeping %d", self._target)
-            return
-        while len(self._workers) < self._target:
-            name = f"queue-worker-{next(self._seq)}"
-            self._workers[name] = asyncio.create_task(self._work(name), name=name)
-        for name in list(self._idle)[: max(0, len(self._workers) - self._target)]:
-            self._idle.discard(name)
-            self._workers.pop(name).cancel()  # busy surplus workers exit after their call
+            log.exception("cannot read the wanted queue-worker count; keeping %d", self._workers)
+            self._workers = max(1, self._workers)
+        async with self._room:
+            self._room.notify_all()
 
-    # -- bookkeeping -----------------------------------------------------------------------------
-    def _push(self, call: AsyncCall, kind: str) -> None:
-        call.pending += 1
-        self._ready.put_nowait((call, kind))
+    async def _count_stored(self) -> None:
+        try:
+            self._stored = await self.broker.stored()
+        except QueueError as exc:
+            log.warning("cannot count the broker's messages: %s", exc)
 
     def _spawn(self, coroutine: Coroutine) -> asyncio.Task:
         task = asyncio.create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-    def _forget_old(self) -> None:
-        for call_id in [cid for cid, c in self._calls.items() if c.done][: max(0, len(self._calls) - HISTORY)]:
-            del self._calls[call_id]
 
 
 async def post_callback(client: httpx.AsyncClient, call: AsyncCall, reply: Reply) -> int | None:

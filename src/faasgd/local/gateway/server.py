@@ -14,7 +14,7 @@ import uvicorn
 from faasgd.errors import FaasgdError
 from faasgd.local.gateway.app import create_app
 from faasgd.local.gateway.options import GatewayOptions, Registry
-from faasgd.local.gateway.queue import CallQueue
+from faasgd.local.gateway.queue import Broker, CallQueue
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +27,9 @@ class LocalGateway:
     """The gateway and its queue-workers; `start()` serves in a background thread until `stop()`."""
 
     def __init__(self, registry: Registry, options: GatewayOptions = GatewayOptions(),
-                 transport: httpx.AsyncBaseTransport | None = None):
+                 transport: httpx.AsyncBaseTransport | None = None, *, broker: Broker):
         self.registry, self.options = registry, options
-        self.app = create_app(registry, options, transport)
+        self.app = create_app(registry, options, transport, broker=broker)
         self._socket: socket.socket | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None

@@ -1,0 +1,50 @@
+"""A batch's folder and everything written into it, every value through the batch's Redactor.
+
+`results/<time>-<name>/` unless `--out`: matrix.yml (the matrix file's text), meta.json, runs.json,
+runs.csv, output.txt, summary.md and the plots. A store URL's password reaches none of them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+from faasgd.batch import plots, report
+from faasgd.batch.matrix import check_name
+from faasgd.batch.redact import Redactor
+from faasgd.errors import ConfigError
+
+RESULTS_DIR = Path("results")
+
+
+def output_folder(out: str | None, name: str, started: datetime.datetime) -> Path:
+    """`--out` where the user says; else results/<time>-<name>, always under results/ (name: a plain name)."""
+    if out is not None:
+        path = Path(out)
+        if not str(out).strip():
+            raise ConfigError("out", "must be a folder path, got an empty string")
+        if path.exists() and not path.is_dir():
+            raise ConfigError("out", f"{out} exists and is not a folder")
+        return path
+    path = RESULTS_DIR / f"{started:%Y%m%d-%H%M%S}-{check_name(name)}"
+    if path.parent != RESULTS_DIR:  # check_name allows no separator; this keeps it so
+        raise ConfigError("name", f"the default output folder {path} would leave {RESULTS_DIR}/")
+    return path
+
+
+def write_matrix_copy(out: Path, matrix_text: str, redactor: Redactor) -> None:
+    (out / "matrix.yml").write_text(redactor.text(matrix_text), encoding="utf-8")
+
+
+def write_outputs(out: Path, runs: list[dict], meta: dict, redactor: Redactor) -> dict[str, str]:
+    """Write meta.json, runs.json, runs.csv, output.txt, the plots and summary.md; the plots written."""
+    runs, meta = redactor.value(runs), redactor.value(meta)
+    safe = lambda value: redactor.text(str(value))  # noqa: E731 (anything JSON cannot hold, as redacted text)
+    (out / "meta.json").write_text(json.dumps(meta, indent=2, default=safe))
+    (out / "runs.json").write_text(json.dumps(runs, indent=1, default=safe))
+    report.write_runs_csv(runs, out / "runs.csv")
+    report.write_output_txt(runs, meta, out / "output.txt")
+    written = plots.write_plots(runs, out)
+    report.write_summary_md(runs, meta, out / "summary.md", written)
+    return written

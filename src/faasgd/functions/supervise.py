@@ -1,0 +1,81 @@
+"""Supervision: no job stays running. A worker that went silent is re-invoked from its record, a bounded
+number of times without progress; then the job fails, naming the worker.
+
+Every running call of a worker writes its heartbeat (`heartbeat:<w>`, expiring `lease_s` after the last
+beat). A worker not final whose heartbeat is gone is lost; so is one launched `start_timeout_s` ago that
+never beat (its call was dropped: OpenFaaS CE's queue-worker does not retry a failed delivery). Who
+looks, on OpenFaaS CE with nothing but the gateway, the functions and the store:
+  * every running worker, at its heartbeat (every SUPERVISE_EVERY_S), looks after the others;
+  * every status read (emnist-setup's GET, so `faasgd status/train`, test.sh) looks after all workers,
+    which covers the job whose every worker died.
+A lost worker is re-invoked through the gateway's async route; a claim record (`supervising:<w>`,
+expiring after start_timeout_s) keeps two supervisors from re-invoking it twice, and gives the new call
+time to start. Re-invocations are counted per worker (`relaunch:<w>`) and the count starts again when
+the worker makes progress (more pushes); past `max_reinvocations` the job fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Callable
+
+from faasgd import result
+from faasgd.config import TrainConfig
+from faasgd.functions.train_request import TrainRequest
+from faasgd.store import ParameterStore
+
+log = logging.getLogger("faasgd.supervise")
+SUPERVISE_EVERY_S = 5.0  # how often a running worker looks after the others
+
+
+def watch_names(number_of_workers: int) -> list[str]:
+    return [f"{kind}:{w}" for w in range(number_of_workers) for kind in KINDS]
+
+
+KINDS = ("progress", "heartbeat", "relaunch", "supervising")
+
+
+def supervise(store: ParameterStore, job_id: str, config: TrainConfig, meta: dict[str, Any],
+              relaunch: Callable[[TrainRequest], Any], skip: int | None = None,
+              now: Callable[[], float] = time.time) -> list[str]:
+    """Look after the job's workers (but `skip`, the caller); what was done, one line each."""
+    records = store.get_records(job_id, watch_names(config.number_of_workers))
+    done = []
+    for w in range(config.number_of_workers):
+        if w == skip:
+            continue
+        record, beat, launch, claimed = (records[f"{kind}:{w}"] for kind in KINDS)
+        if (record and record.get("state") in result.FINAL) or beat is not None or claimed is not None:
+            continue  # final, alive, or re-invoked moments ago (its new call has start_timeout_s to beat)
+        since = (launch or {}).get("at") or meta["created_at"]
+        if record is None and now() - since < config.start_timeout_s:
+            continue  # launched, not started yet: its call may still be on its way
+        action = _relaunch(store, job_id, config, w, record, launch, relaunch, now)
+        if action:
+            done.append(action)
+            if action.startswith("failed"):
+                break
+    return done
+
+
+def _relaunch(store, job_id, config, w, record, launch, relaunch, now) -> str | None:
+    pushes = int((record or {}).get("pushes") or 0)
+    count = launch["count"] if launch and launch.get("pushes") == pushes else 0  # progress resets the count
+    if count >= config.max_reinvocations:
+        where = "never started" if record is None else f"last at epoch {record.get('epoch')} after {pushes} pushes"
+        error = (f"worker {w} lost {count + 1} time(s) ({where}; re-invoked {count} time(s) without progress); "
+                 f"no heartbeat within lease_s={config.lease_s}")
+        result.write_result(store, job_id, error=error)
+        log.warning("job %s: %s", job_id, error)
+        return f"failed: {error}"
+    claim_s = max(1, math.ceil(config.start_timeout_s))
+    if not store.add_record(job_id, f"supervising:{w}", {"at": now()}, ttl_s=claim_s):
+        return None  # another supervisor is on it
+    store.put_record(job_id, f"relaunch:{w}", {"count": count + 1, "pushes": pushes, "at": now()})
+    iteration = int((record or {}).get("epoch") or 0) if config.invocation_mode == "per-iteration" else 0
+    relaunch(TrainRequest(job_id, w, iteration))
+    log.warning("job %s: worker %d was lost; re-invoked it (%d of %d without progress)", job_id, w, count + 1,
+                config.max_reinvocations)
+    return f"re-invoked worker {w} ({count + 1} of {config.max_reinvocations})"

@@ -1,0 +1,184 @@
+"""One invocation of a worker, in either mode: take its lease, resume it from its record, train, hand off.
+
+Both modes resume a worker from its record (progress.py), which the store writes with each push, so
+no applied step is ever trained again:
+- loop: one call trains the worker to the job's stop rule (lease `lease:<w>:loop`);
+- per-iteration: call k trains epoch k (lease `lease:<w>:<k>`), then chains call k + 1; a call for
+  an epoch already trained is a duplicate, one for an epoch not yet reached an error.
+A call ends early, at a push boundary, when its budget says so (its deadline is near, its replica is
+shutting down): it releases its lease and `chain`s a call of the same work, which resumes where it
+stopped (hand-off). A call that finds another invocation owns the worker ends at once (Superseded).
+Answers: {"job_id", "worker_id", "iteration", "duplicate", "handed_off", "next_iteration", "state", "reason"}.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Callable
+
+from faasgd import data, job
+from faasgd.config import TrainConfig
+from faasgd.errors import ConfigError, JobNotFound, StateLost
+from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
+from faasgd.sgd.lease import Lease
+from faasgd.sgd.progress import WorkerProgress
+from faasgd.sgd.worker import DownpourWorker, end_worker, load_worker
+from faasgd.store import ParameterStore
+
+log = logging.getLogger("faasgd.worker")
+Chain = Callable[[int], None]  # invoke the worker again, for the given iteration
+
+
+def answer(job_id: str, worker_id: int, iteration: int, *, reason: str, duplicate: bool = False,
+           handed_off: bool = False, next_iteration: int | None = None, state: str | None = None) -> dict:
+    return {"job_id": job_id, "worker_id": worker_id, "iteration": iteration, "duplicate": duplicate,
+            "handed_off": handed_off, "next_iteration": next_iteration, "state": state, "reason": reason}
+
+
+def resume(store: ParameterStore, job_id: str, config: TrainConfig, worker_id: int, call_id: str) -> WorkerProgress:
+    """The worker's progress from its record (after finishing a half-applied push), owned by this call."""
+    store.recover_worker(job_id, worker_id)
+    record = store.worker_record(job_id, worker_id)
+    progress = WorkerProgress.fresh(worker_id, config.seed) if record is None else WorkerProgress.from_record(record)
+    progress.owner = f"{call_id or 'call'}#{uuid.uuid4().hex[:8]}"  # unique even when a call is delivered twice
+    progress.invocations += 1
+    return progress
+
+
+def start(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
+          loader: Callable[..., data.Shard], budget: CallBudget, on_heartbeat: Callable[[], None] | None) -> DownpourWorker:
+    trainer = load_worker(config, store, job_id, progress, loader, budget)
+    trainer.on_heartbeat = on_heartbeat
+    if progress.started_at is None:
+        progress.started_at = time.time()
+    trainer.heartbeat(force=True)
+    if progress.step % config.n_fetch:  # resuming between fetches: the epoch's loop would not fetch first
+        trainer.fetch()
+    log.info("job %s worker %d: training on %d rows from epoch %d step %d (%s, %d workers, %s, call %d)", job_id,
+             progress.worker_id, progress.shard_size, progress.epoch, progress.epoch_step, config.dataset,
+             config.number_of_workers, config.invocation_mode, progress.invocations)
+    return trainer
+
+
+def train(trainer: DownpourWorker, epochs: int | None = None) -> bool:
+    """Train whole epochs (at most `epochs`); True when the worker reached its stop rule."""
+    done = 0
+    while epochs is None or done < epochs:
+        if trainer.budget.draining() or trainer._last_push_at is not None:  # never hand off before any progress
+            trainer.budget.check(trainer.period_s + trainer.eval_s)
+        if not trainer.run_epoch() or trainer.end_of_epoch():
+            return True
+        done += 1
+    return False
+
+
+def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
+         loader: Callable[..., data.Shard], budget: CallBudget, on_heartbeat: Callable[[], None] | None,
+         epochs: int | None = None) -> bool:
+    """Start the worker and train; a failure is recorded (it fails the job) and re-raised; at the stop rule
+    the worker ends. True when it reached its stop rule."""
+    trainer = None
+    try:
+        trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat)
+        stopped = train(trainer, epochs)
+    except (HandOff, Superseded):
+        raise
+    except BaseException as error:
+        progress.state, progress.error = "failed", f"worker {progress.worker_id}: {error}"
+        if isinstance(error, (JobNotFound, StateLost)):  # the job existed when this call began
+            progress.error = f"worker {progress.worker_id}: {lost(store, job_id, error)}"
+            end_worker(store, job_id, config, progress, trainer)
+            raise StateLost(store.url, progress.error) from error
+        end_worker(store, job_id, config, progress, trainer)
+        raise
+    if stopped:
+        progress.state = "finished"
+        end_worker(store, job_id, config, progress, trainer)
+    return stopped
+
+
+def lost(store: ParameterStore, job_id: str, error: BaseException) -> str:
+    """Mark the job's state as lost in the store (best effort); the reason."""
+    try:
+        return job.mark_lost(store, job_id, str(error))
+    except Exception:  # the store may be the thing that is gone
+        return f"the store lost the job's state ({error})"
+
+
+def beats(*callbacks: Callable[[], None] | None) -> Callable[[], None]:
+    """One heartbeat callback calling each of `callbacks` given."""
+    given = [c for c in callbacks if c is not None]
+    return lambda: [c() for c in given] and None
+
+
+def run_worker(config: TrainConfig, store: ParameterStore, job_id: str, worker_id: int, call_id: str = "",
+               loader: Callable[..., data.Shard] = data.load_shard, budget: CallBudget = UNLIMITED,
+               on_heartbeat: Callable[[], None] | None = None) -> dict:
+    """Train worker `worker_id` to its stop rule in this process (no lease: single mode, tests); its record."""
+    progress = resume(store, job_id, config, worker_id, call_id)
+    _run(config, store, job_id, progress, loader, budget, on_heartbeat)
+    return progress.record(progress.finished_at or time.time())
+
+
+def run_loop_call(config: TrainConfig, store: ParameterStore, job_id: str, worker_id: int, call_id: str,
+                  loader: Callable[..., data.Shard], budget: CallBudget = UNLIMITED, chain: Chain | None = None,
+                  on_heartbeat: Callable[[], None] | None = None) -> dict:
+    """One loop-mode invocation: the worker to its stop rule, unless another call has or holds it."""
+    lease = Lease(store, job_id, worker_id, "loop", call_id, config.lease_s)
+    if not lease.acquire():
+        return answer(job_id, worker_id, 0, duplicate=True, reason="another delivery holds this worker's lease")
+    try:
+        progress = resume(store, job_id, config, worker_id, call_id)
+        if progress.state != "running":
+            return answer(job_id, worker_id, 0, duplicate=True, state=progress.state,
+                          reason=f"this worker already {progress.state}")
+        _run(config, store, job_id, progress, loader, budget, beats(lease.renew, on_heartbeat))
+    except HandOff as stop:
+        lease.release()
+        return _hand_off(job_id, worker_id, 0, str(stop), chain)
+    except Superseded as lost:
+        return answer(job_id, worker_id, 0, duplicate=True, reason=str(lost))
+    finally:
+        lease.release()
+    return answer(job_id, worker_id, 0, state=progress.state, reason="trained to the stop rule")
+
+
+def run_iteration(config: TrainConfig, store: ParameterStore, job_id: str, worker_id: int, iteration: int,
+                  call_id: str, loader: Callable[..., data.Shard], budget: CallBudget = UNLIMITED,
+                  chain: Chain | None = None, on_heartbeat: Callable[[], None] | None = None) -> dict:
+    """One per-iteration invocation: epoch `iteration` of the worker, once however often it is delivered."""
+    lease = Lease(store, job_id, worker_id, iteration, call_id, config.lease_s)
+    if not lease.acquire():
+        return answer(job_id, worker_id, iteration, duplicate=True, reason="another delivery holds this iteration's lease")
+    try:
+        progress = resume(store, job_id, config, worker_id, call_id)
+        if progress.state != "running" or progress.epoch > iteration:
+            return answer(job_id, worker_id, iteration, duplicate=True, state=progress.state,
+                          reason=f"iteration already trained (the worker is at epoch {progress.epoch}, {progress.state})")
+        if progress.epoch < iteration:
+            raise ConfigError("iteration", f"worker {worker_id} has trained {progress.epoch} epoch(s); "
+                                           f"cannot run iteration {iteration} before them")
+        stopped = _run(config, store, job_id, progress, loader, budget, beats(lease.renew, on_heartbeat), epochs=1)
+    except HandOff as stop:
+        lease.release()
+        return _hand_off(job_id, worker_id, iteration, str(stop), chain)
+    except Superseded as lost:
+        return answer(job_id, worker_id, iteration, duplicate=True, reason=str(lost))
+    finally:
+        lease.release()
+    if stopped:
+        return answer(job_id, worker_id, iteration, state=progress.state, reason="stop rule reached")
+    if chain is not None:
+        chain(iteration + 1)
+    return answer(job_id, worker_id, iteration, next_iteration=iteration + 1, state=progress.state,
+                  reason="trained one epoch")
+
+
+def _hand_off(job_id: str, worker_id: int, iteration: int, reason: str, chain: Chain | None) -> dict:
+    """The call stopped at a push boundary: invoke the same work again; it resumes from the record."""
+    log.info("job %s worker %d: handing off (%s)", job_id, worker_id, reason)
+    if chain is not None:
+        chain(iteration)
+    return answer(job_id, worker_id, iteration, handed_off=True, next_iteration=iteration, reason=reason)

@@ -1,0 +1,175 @@
+"""Exactly-once pushes on Memcached, which has compare-and-set per key but no multi-key transaction.
+
+Each weight chunk carries a header: which push number of each worker it already holds. A push with
+id (worker w, number s):
+  1. reads w's record, every writer's record, the version base and the chunks (one gets_many);
+     stored pushes >= s: not applied again (store/push.py decides whose it was);
+  2. writes a copy of itself (`p:{w}:meta` with s and the record, `p:{w}:{i}` the delta's chunks);
+  3. adds its slice to every chunk whose header does not hold (w, s) yet, with cas; a chunk that
+     changed meanwhile is re-read and retried, one that already holds (w, s) is left alone;
+  4. completes by cas of w's record (pushes = s): that one key is the push's commit.
+A crash between 2 and 4 leaves a half-applied push with its copy: `roll_forward` (run before the
+worker resumes) applies the copy to the chunks still without (w, s) and commits the record, so the
+push ends applied exactly once. A client retry after a timeout at any step redoes only what is
+missing. The version is derived, not counted: `w:version` (pushes without ids, and a copy's base)
+plus the `pushes` of every writer's record, so it can never drift from the sum of the pushes.
+What Memcached cannot promise: it may evict any key under memory pressure (size it with -m, and the
+README says so); a lost chunk, record or copy is reported as lost state, never silently rebuilt.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from faasgd.errors import JobNotFound, StateLost, StoreError
+from faasgd.store import codec, keys
+from faasgd.store.push import APPLY, LostRace, PushId, decide, pushes_of
+
+_COUNT = struct.Struct("<I")
+_PAIR = struct.Struct("<II")
+
+
+def join(applied: dict[int, int], floats: bytes) -> bytes:
+    """A chunk as stored: its header (worker -> highest push number held) then the float32 bytes."""
+    pairs = b"".join(_PAIR.pack(w, s) for w, s in sorted(applied.items()))
+    return _COUNT.pack(len(applied)) + pairs + floats
+
+
+def split(raw: bytes) -> tuple[dict[int, int], bytes]:
+    """(header, float32 bytes) of a stored chunk; ValueError when it is not one."""
+    if raw is None or len(raw) < _COUNT.size:
+        raise ValueError("weight chunk is missing or truncated (evicted?)")
+    (count,) = _COUNT.unpack_from(raw)
+    end = _COUNT.size + count * _PAIR.size
+    if len(raw) < end:
+        raise ValueError(f"weight chunk header declares {count} writers but is truncated")
+    applied = dict(_PAIR.unpack_from(raw, _COUNT.size + k * _PAIR.size) for k in range(count))
+    return applied, raw[end:]
+
+
+def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
+    return [keys.worker(job_id, w) for w in range(meta.writers)]
+
+
+def version_of(store, base: bytes | None, records: list[bytes | None]) -> int:
+    """`w:version` plus every writer's applied pushes."""
+    total = store._int(base)
+    if total is None:
+        return None
+    return total + sum(pushes_of(store._decode(codec.record_from_bytes, r, "worker record")) for r in records)
+
+
+def push_with_id(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict):
+    """Steps 1-4 above; (version, chunks' float bytes, outcome, conflicts, retries)."""
+    client, worker_key = store.client, keys.worker(job_id, push_id.worker)
+    others = [k for k in writer_keys(job_id, meta) if k != worker_key]
+    chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+    found = client.gets_many([keys.weights_version(job_id), worker_key, *others, *chunk_keys])
+    stored, token = found.get(worker_key, (None, None))
+    stored_record = store._decode(codec.record_from_bytes, stored, "worker record")
+    base = found.get(keys.weights_version(job_id), (None, None))[0]
+    other_pushes = version_of(store, base, [found.get(k, (None, None))[0] for k in others])
+    if other_pushes is None:
+        raise JobNotFound(job_id)
+    current = {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)}
+    outcome = decide(stored_record, push_id, record)
+    if outcome != APPLY:
+        floats = [strip(store, job_id, current[i][0], i) for i in range(meta.chunks)]
+        return other_pushes + pushes_of(stored_record), floats, outcome, 0, 0
+    write_copy(store, job_id, meta, delta, push_id, record)
+    floats, conflicts, retries = apply_chunks(store, job_id, meta, delta, push_id, current)
+    commit(store, worker_key, token, record, push_id)
+    return other_pushes + push_id.seq, floats, outcome, conflicts, retries
+
+
+def write_copy(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict):
+    wire = codec.encode_chunks(delta, meta)
+    values = dict(zip(keys.pending_chunks(job_id, push_id.worker, meta.chunks), wire))
+    values[keys.pending(job_id, push_id.worker)] = codec.record_to_bytes({"seq": push_id.seq, "record": record})
+    refused = store.client.set_many(values, noreply=False)
+    if refused:
+        raise StoreError(store.url, f"memcached refused {len(refused)} keys of a push copy of job {job_id!r}")
+
+
+def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
+                 current: dict):
+    """Add the delta to every chunk not yet holding (worker, seq) (every chunk when there is no push id);
+    (float bytes of every chunk, conflicts, retries). `current` maps chunk index -> (raw, cas token)."""
+    chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+    floats: list[bytes] = [b""] * meta.chunks
+    seen = {"pending": list(range(meta.chunks)), "conflicts": 0, "first": True}
+
+    def attempt() -> None:
+        if not seen["first"]:
+            found = store.client.gets_many([chunk_keys[i] for i in seen["pending"]])
+            current.update({i: found.get(chunk_keys[i], (None, None)) for i in seen["pending"]})
+        seen["first"] = False
+        store._after_read(job_id)
+        failed = []
+        for i in seen["pending"]:
+            raw, token = current[i]
+            if raw is None:
+                raise StateLost(store.url, f"job {job_id!r}: weight chunk {i} is missing (evicted, or memcached restarted)")
+            applied, old = store._decode(split, raw, f"job {job_id!r} weight chunk {i}")
+            if push_id is not None and applied.get(push_id.worker, 0) >= push_id.seq:  # done by an earlier attempt
+                floats[i] = old
+                continue
+            new = store._added(job_id, old, delta, meta, i)
+            header = applied if push_id is None else {**applied, push_id.worker: push_id.seq}
+            stored = store.client.cas(chunk_keys[i], join(header, new), token, noreply=False)
+            if stored is None:
+                raise StateLost(store.url, f"job {job_id!r}: weight chunk {i} vanished during push_update")
+            if stored:
+                floats[i] = new
+            else:
+                failed.append(i)
+        seen["pending"], seen["conflicts"] = failed, seen["conflicts"] + len(failed)
+        if failed:
+            raise LostRace
+
+    _, retries = store._until_won(lambda: (attempt(),), job_id)
+    if seen["conflicts"]:
+        store._incr(keys.counter(job_id, "conflicts"), seen["conflicts"])
+    return floats, seen["conflicts"], retries
+
+
+def commit(store, worker_key: str, token, record: dict, push_id: PushId) -> None:
+    """Write the worker's record (pushes = seq): the push's commit. Done already by a roll-forward is fine."""
+    data = codec.record_to_bytes(record)
+    for _ in range(100):
+        done = store.client.add(worker_key, data, noreply=False) if token is None else \
+            store.client.cas(worker_key, data, token, noreply=False)
+        if done:
+            return
+        stored, token = store.client.gets(worker_key)
+        if pushes_of(store._decode(codec.record_from_bytes, stored, "worker record")) >= push_id.seq:
+            return  # committed by a roll-forward of this very push, or superseded: either way not ours to redo
+    raise StoreError(store.url, f"{worker_key}: could not commit push {push_id.seq} (the record keeps changing)")
+
+
+def roll_forward(store, job_id: str, worker_id: int) -> None:
+    """Finish worker `worker_id`'s half-applied push from its copy, if there is one."""
+    meta = store._weights_meta(job_id)
+    worker_key, pending_key = keys.worker(job_id, worker_id), keys.pending(job_id, worker_id)
+    found = store.client.gets_many([worker_key, pending_key])
+    stored, token = found.get(worker_key, (None, None))
+    copy = store._decode(codec.record_from_bytes, found.get(pending_key, (None, None))[0], "push copy")
+    stored_pushes = pushes_of(store._decode(codec.record_from_bytes, stored, "worker record"))
+    if not copy or copy["seq"] != stored_pushes + 1:
+        return  # nothing half-done: the last copy was committed (or there never was one)
+    push_id = PushId(worker_id, copy["seq"])
+    raw = store._get_many(keys.pending_chunks(job_id, worker_id, meta.chunks))
+    if any(r is None for r in raw):
+        raise StateLost(store.url, f"job {job_id!r}: worker {worker_id}'s half-applied push {push_id.seq} and "
+                                   f"part of its copy are gone")
+    delta = codec.decode_into(raw, meta, np.empty(meta.length, np.float32))
+    chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+    found = store.client.gets_many(chunk_keys)
+    apply_chunks(store, job_id, meta, delta, push_id, {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)})
+    commit(store, worker_key, token, copy["record"], push_id)
+
+
+def strip(store, job_id: str, raw: bytes | None, index: int) -> bytes | None:
+    return None if raw is None else store._decode(split, raw, f"job {job_id!r} weight chunk {index}")[1]

@@ -1,0 +1,98 @@
+"""A job's small JSON records, counters and event log: the part of the store API that is not weights.
+
+Mixed into ParameterStore; each method validates, builds the key (keys.py), encodes (codec.py) and
+calls one backend primitive inside the store's `_errors()`, which maps client exceptions.
+"""
+
+from __future__ import annotations
+
+import abc
+
+from faasgd.errors import ConfigError
+from faasgd.store import codec, keys
+
+
+class RecordsMixin(abc.ABC):
+    """Records (JSON objects), counters (integers that only grow) and an ordered event log per job."""
+
+    def put_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> None:
+        """Write JSON record `name` of a job (ttl_s 0: no expiry)."""
+        key, data, ttl = keys.record(job_id, name), codec.record_to_bytes(value), self._ttl(ttl_s)
+        with self._errors():
+            self._put(key, data, ttl)
+
+    def add_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> bool:
+        """Create record `name` only if absent (atomically); True if this call created it."""
+        key, data, ttl = keys.record(job_id, name), codec.record_to_bytes(value), self._ttl(ttl_s)
+        with self._errors():
+            return self._add(key, data, ttl)
+
+    def get_record(self, job_id: str, name: str) -> dict | None:
+        """Record `name` of a job, or None when absent (or expired)."""
+        return self.get_records(job_id, [name])[name]
+
+    def get_records(self, job_id: str, names: list[str]) -> dict[str, dict | None]:
+        """Several records in one round trip; absent ones map to None."""
+        names = list(names)
+        record_keys = [keys.record(job_id, n) for n in names]
+        if not record_keys:
+            return {}
+        with self._errors():
+            raw = self._get_many(record_keys)
+        return {n: self._decode(codec.record_from_bytes, r, n) for n, r in zip(names, raw)}
+
+    def delete_record(self, job_id: str, name: str) -> None:
+        """Remove record `name` of a job; absent is fine."""
+        key = keys.record(job_id, name)
+        with self._errors():
+            self._delete(key)
+
+    def read_counter(self, job_id: str, name: str) -> int:
+        """Counter `name` of a job (0 when it was never incremented)."""
+        key = keys.counter(job_id, name)
+        with self._errors():
+            (raw,) = self._get_many([key])
+        return self._int(raw) or 0
+
+    def incr(self, job_id: str, name: str, by: int = 1) -> int:
+        """Atomically add `by` (>= 0) to counter `name`, which starts at 0; return the new value."""
+        if isinstance(by, bool) or not isinstance(by, int) or by < 0:
+            raise ConfigError("by", f"must be a non-negative integer (memcached counters only grow), got {by!r}")
+        key = keys.counter(job_id, name)
+        with self._errors():
+            return self._incr(key, by)
+
+    def append_event(self, job_id: str, event: dict) -> None:
+        """Append a JSON event to the job's ordered log."""
+        keys.check_job_id(job_id)
+        data = codec.record_to_bytes(event)
+        with self._errors():
+            self._append_event(job_id, data)
+
+    def events(self, job_id: str, start: int = 0) -> list[dict]:
+        """The job's events from index `start` on, oldest first."""
+        keys.check_job_id(job_id)
+        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+            raise ConfigError("start", f"must be a non-negative integer, got {start!r}")
+        with self._errors():
+            raw = self._events(job_id, start)
+        return [self._decode(codec.record_from_bytes, r, "events") for r in raw]
+
+    # ---- backend primitives (called inside self._errors()) ---------------------------------
+    @abc.abstractmethod
+    def _put(self, key: str, data: bytes, ttl_s: int) -> None: ...
+
+    @abc.abstractmethod
+    def _add(self, key: str, data: bytes, ttl_s: int) -> bool: ...
+
+    @abc.abstractmethod
+    def _delete(self, key: str) -> None: ...
+
+    @abc.abstractmethod
+    def _incr(self, key: str, by: int) -> int: ...
+
+    @abc.abstractmethod
+    def _append_event(self, job_id: str, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def _events(self, job_id: str, start: int) -> list[bytes]: ...
