@@ -80,7 +80,7 @@ def test_deploy_an_image_by_name_and_remove_it(faas_cli, runtime, tmp_path):
 
 def test_logs(faas_cli):
     everything = ok(faas_cli("logs", "emnist-setup", "--tail=false", "--since", "1h"))
-    assert "faasgd: starting emnist-setup-" in everything and "Serving on http://127.0.0.1:" in everything
+    assert "faasgd: starting emnist-setup-" in everything
     last = ok(faas_cli("logs", "emnist-train", "--tail=false", "--lines", "1", "--instance", "--output", "json"))
     messages = [json.loads(line) for line in last.splitlines()]
     assert len(messages) == len({m["instance"] for m in messages}) >= 1  # one line per replica

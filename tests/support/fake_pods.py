@@ -81,7 +81,7 @@ def fake_supervisor(directory: Path, pods: FakePods) -> Supervisor:
     (directory / "logs").mkdir(parents=True, exist_ok=True)
     catalog = stack_catalog(directory / "build")
     host = Host(directory, SecretStore(directory / "secrets"), {}, {})
-    supervisor = Supervisor(catalog.stack_deployments(T0), catalog, host, spawn=pods)
+    supervisor = Supervisor(catalog.stack_deployments(T0), catalog, host, spawn=pods, background=lambda work: work())
     supervisor.reconcile()
     return supervisor
 

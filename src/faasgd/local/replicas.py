@@ -4,7 +4,10 @@ The Supervisor holds the deployed functions (faasgd.local.deployments), starts `
 of each (faasgd.local.pods), deploys, updates and removes functions and scales them on request
 (the gateway's Registry, faasgd.local.gateway.options), and replaces a replica that dies, as a
 Deployment would. An update is rolled out as Kubernetes does with maxUnavailable 0: the new
-replicas start, and the old ones stop once every new one is healthy.
+replicas start, and the old ones stop once every new one is healthy. A replica that goes (rolled
+out, scaled down, its function removed) leaves the routing at once and is stopped in the background
+(it drains on SIGTERM for up to its healthcheck_interval), so no call waits on it; it stays in the
+state file until it has stopped.
 """
 
 from __future__ import annotations
@@ -23,14 +26,24 @@ from faasgd.local.pods import Host, Replica, start_replica
 RECONCILE_S = 0.3  # how often dead replicas are replaced and health re-checked
 
 
+def in_a_thread(work: Callable[[], None]) -> threading.Thread:
+    """Run `work` in a daemon thread (how replicas that go are stopped)."""
+    thread = threading.Thread(target=work, name="faasgd-retire", daemon=True)
+    thread.start()
+    return thread
+
+
 class Supervisor:
     """Keeps each deployed function at its desired replica count; implements the gateway's Registry."""
 
     def __init__(self, deployments: dict[str, Deployment], catalog: Catalog, host: Host,
                  on_change: Callable[[], None] | None = None,
-                 spawn: Callable[[Deployment, str, Host], Replica] = start_replica):
+                 spawn: Callable[[Deployment, str, Host], Replica] = start_replica,
+                 background: Callable[[Callable[[], None]], object] = in_a_thread):
         self.deployments, self.catalog, self.host, self.on_change = dict(deployments), catalog, host, on_change
         self.spawn = spawn  # starts one replica (tests pass one that starts no process)
+        self.background = background  # runs a replica's stop (tests run it at once)
+        self.retiring: list[Replica] = []  # out of the routing, stopping
         self.desired = {name: d.spec.min_replicas for name, d in self.deployments.items()}
         self.replicas: dict[str, list[Replica]] = {name: [] for name in self.deployments}
         self.restarts = {name: 0 for name in self.deployments}
@@ -57,10 +70,12 @@ class Supervisor:
         if self._thread is not None:
             self._thread.join(timeout=5)
         with self._lock:
+            going = [r for replicas in self.replicas.values() for r in replicas] + self.retiring
             for replicas in self.replicas.values():
-                for replica in replicas:
-                    replica.stop()
                 replicas.clear()
+        # All at once: each may drain for its healthcheck_interval. Those already stopping are waited for.
+        for thread in [in_a_thread(replica.stop) for replica in going]:
+            thread.join()
 
     def _loop(self) -> None:
         while not self._stopping.wait(RECONCILE_S):
@@ -90,14 +105,27 @@ class Supervisor:
         while len(current) > self.desired[name]:
             surplus = current.pop()  # the newest goes first
             replicas.remove(surplus)
-            surplus.stop()
+            self._retire(surplus)
         for replica in replicas:
             replica.check_health()
         if all(r.healthy for r in current):  # a rollout ends once the new replicas all serve
             for old in [r for r in replicas if r.generation != generation]:
                 replicas.remove(old)
-                old.stop()
+                self._retire(old)
         return [r.name for r in replicas] != before
+
+    def _retire(self, replica: Replica) -> None:
+        """Stop a replica that left the routing, in the background; it stays listed until stopped."""
+        self.retiring.append(replica)
+
+        def finish() -> None:
+            replica.stop()
+            with self._lock:
+                self.retiring.remove(replica)
+            if self.on_change is not None:
+                self.on_change()
+
+        self.background(finish)
 
     def _spawn(self, name: str) -> Replica:
         self._counter[name] = self._counter.get(name, 0) + 1
@@ -169,9 +197,8 @@ class Supervisor:
             if name not in self.deployments:
                 raise Refused(404, f"deployments.apps \"{name}\" not found")
             del self.deployments[name], self.desired[name], self.restarts[name]
-            replicas = self.replicas.pop(name)
-        for replica in replicas:
-            replica.stop()
+            for replica in self.replicas.pop(name):
+                self._retire(replica)
         if self.on_change is not None:
             self.on_change()
 
@@ -187,5 +214,6 @@ class Supervisor:
     def processes(self) -> list[dict]:
         """Every replica process, for the state file (faasgd down stops them by pid)."""
         with self._lock:
+            listed = [r for rs in self.replicas.values() for r in rs] + self.retiring
             return [{"function": r.function, "name": r.name, **r.ref.to_json(), "port": r.port,
-                     "log": str(r.log_path)} for rs in self.replicas.values() for r in rs]
+                     "log": str(r.log_path)} for r in listed]
