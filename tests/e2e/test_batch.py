@@ -203,8 +203,10 @@ def test_cluster_target_drives_faas_cli_and_kubectl(tmp_path):
         with open(tmp_path / "out" / "runs.csv") as f:
             assert [r["state"] for r in csv.DictReader(f)] == ["done", "done"]
         if real:  # the real deploy replaced the stack's replicas with new ones
-            replicas = json.loads((directory / "state.json").read_text())["replicas"]
-            assert {r["name"] for r in replicas}.isdisjoint({r["name"] for r in state["replicas"]})
+            from faasgd.local import control
+
+            serving = control.client(state).function_status("emnist-setup")["pids"]
+            assert serving and set(serving).isdisjoint(r["pid"] for r in state["replicas"])
     finally:
         subprocess.run([sys_python(), "-m", "faasgd.cli", "down", "--dir", str(directory)], cwd=ROOT, timeout=60)
 

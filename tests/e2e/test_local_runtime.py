@@ -264,7 +264,7 @@ def test_kill_9_of_the_runtime_mid_queue_then_up_delivers_the_queued_calls(tmp_p
     started = faasgd("up", "--port", str(port), "--dir", str(directory), "--queue-workers", "1")
     assert started.returncode == 0, started.stdout + started.stderr
     first = json.loads((directory / "state.json").read_text())
-    gateway = Gateway(first["gateway_url"], 30)
+    gateway = Gateway(first)
     body = {**SMALL, "invocation_mode": "single", "max_epochs": 3}
     callback = CallbackRecorder()
     try:

@@ -137,3 +137,19 @@ async def test_info_has_a_sha_and_namespaces_is_openfaas_fn(tmp_path):
     assert info["provider"]["orchestration"] == "processes" and info["arch"]
     assert namespaces.json() == ["openfaas-fn"]
     assert other.status_code == 400 and "openfaas-fn" in other.json()["error"]
+
+
+def test_replicas_that_go_leave_the_routing_at_once_and_the_state_once_stopped(tmp_path):
+    from support.fake_pods import FakePods, fake_supervisor
+
+    pods, pending = FakePods(), []
+    supervisor = fake_supervisor(tmp_path, pods)
+    supervisor.background = pending.append  # the stops wait here until the test runs them
+    first, second = pods.running("emnist-train")
+    assert supervisor.scale("emnist-train", 1) == 1
+    assert supervisor.replica_urls("emnist-train") == [first.url] and not second.stopped
+    assert second.name in [p["name"] for p in supervisor.processes()]  # faasgd down would still find it
+    pending.pop()()
+    assert second.stopped and second.name not in [p["name"] for p in supervisor.processes()]
+    supervisor.remove("emnist-train")
+    assert supervisor.replica_urls("emnist-train") == [] and [p.name for p in supervisor.retiring] == [first.name]
