@@ -1,6 +1,6 @@
 """The local OpenFaaS-compatible runtime end to end: `faasgd up`, real stores, nats-server, replicas, gateway,
-`faasgd down`. The shared runtime delivers as OpenFaaS Pro (`--delivery pro`): killing a replica mid-call
-needs the retry; the runtimes of their own below keep the default, Community Edition's rules."""
+`faasgd down`. Every runtime here delivers as OpenFaaS Community Edition (the default): no retry of a
+failed call, so a job survives a killed replica only through faasgd's own supervision."""
 
 import json
 import os
@@ -50,7 +50,7 @@ def runtime(tmp_path_factory):
     directory = tmp_path_factory.mktemp("runtime") / ".faasgd"
     port = free_port()
     started = faasgd("up", "--port", str(port), "--dir", str(directory), "--ack-wait", "120",
-                     "--delivery", "pro", env={**os.environ, "SHELL_ONLY_SETTING": "must not reach a replica"})
+                     env={**os.environ, "SHELL_ONLY_SETTING": "must not reach a replica"})
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
     yield {"dir": str(directory), "port": port, "state": state, "gateway": Gateway(state)}
@@ -79,8 +79,8 @@ def test_up_is_idempotent_and_reports_the_running_runtime(runtime):
     again = faasgd("up", "--port", str(runtime["port"]), "--dir", runtime["dir"])
     assert again.returncode == 0 and "already running" in again.stdout
     broker = runtime["state"]["broker"]
-    assert f"queue      {broker['url']}  (pid {broker['pid']}, pro delivery)" in again.stdout
-    assert runtime["state"]["delivery"]["mode"] == "pro" and alive(broker["pid"])
+    assert f"queue      {broker['url']}  (pid {broker['pid']}, ce delivery)" in again.stdout
+    assert runtime["state"]["delivery"]["mode"] == "ce" and alive(broker["pid"])
     assert broker["store_dir"] == str(Path(runtime["dir"]) / "jetstream")
     functions = runtime["gateway"].request("GET", "/system/functions").json()
     by_name = {f["name"]: f for f in functions}

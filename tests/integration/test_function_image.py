@@ -15,10 +15,8 @@ faas-cli does, by faasgd.local.build). Then:
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -30,66 +28,21 @@ from faasgd.config import load_config
 from faasgd.functions import orchestrate
 from faasgd.local.stores import free_port
 from faasgd.store import open_store
-from support import openfaas_bin
+from support.function_image import FUNCTIONS, build_image, run
 
 pytestmark = pytest.mark.integration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FUNCTIONS = ("emnist-setup", "emnist-train")
 OTHER_WINGS = ("yaml", "matplotlib", "starlette", "uvicorn", "prometheus_client", "psutil", "rich", "threadpoolctl",
                "fakeredis", "pytest_timeout")
 TINY = {"dataset": "synthetic", "train_samples": 600, "test_samples": 200, "hidden_sizes": [8], "batch_size": 50,
         "max_epochs": 2, "target_accuracy": 1.0}
 
 
-def run(argv, cwd=None, env=None, timeout=600) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"{' '.join(map(str, argv))}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done
-
-
-def shrinkwrap(tmp: pathlib.Path) -> pathlib.Path:
-    """build/<fn>/ for both functions, from a clean copy of the project (as `faas-cli build` sees it)."""
-    project = tmp / "project"
-    shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".venv", ".faasgd", "build", "results",
-                                                                 "__pycache__", "*.egg-info", ".pytest_cache"))
-    faas_cli = openfaas_bin.find("faas-cli")
-    if faas_cli:
-        run([faas_cli, "build", "--shrinkwrap", "-f", "stack.yml"], cwd=project,
-            env={"HOME": str(tmp), "PATH": os.environ["PATH"]})
-    else:  # the same layout by our reader of faas-cli's rules
-        from faasgd.local.build import build_function
-        from faasgd.local.stack import load_stack
-
-        for spec in load_stack(project / "stack.yml", {}).values():
-            target = build_function(spec, project / "template", project / "build")
-            for path in ("pyproject.toml", "src"):
-                copy = shutil.copytree if (project / path).is_dir() else shutil.copy
-                copy(project / path, target / "function" / path)
-    return project / "build"
-
-
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     """(venv python, build folder) after the Dockerfile's steps."""
-    tmp = tmp_path_factory.mktemp("image")
-    build = shrinkwrap(tmp)
-    venv = tmp / "venv"
-    run([sys.executable, "-m", "venv", str(venv)])
-    python = str(venv / "bin" / "python")
-    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    first = build / FUNCTIONS[0]
-    run([*pip, "-r", str(first / "requirements.txt")])  # the shim's: flask, waitress
-    for fn in FUNCTIONS:
-        function, core = build / fn / "function", build / fn / "core"
-        run([*pip, "-r", str(function / "requirements.txt")])
-        assert (function / "pyproject.toml").is_file() and (function / "src").is_dir()  # configuration.copy
-        core.mkdir()  # the Dockerfile moves the core out of the function folder, then installs it
-        shutil.move(function / "src", core / "src")
-        shutil.move(function / "pyproject.toml", core / "pyproject.toml")
-        (function / "__init__.py").touch()  # the Dockerfile's `touch ./function/__init__.py`
-    run([*pip, str(build / FUNCTIONS[0] / "core")])  # `pip install /tmp/faasgd-core`: no extras
-    return python, build
+    return build_image(tmp_path_factory.mktemp("image"))
 
 
 def test_the_core_installs_without_any_other_wings_library(image):

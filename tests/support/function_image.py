@@ -1,0 +1,69 @@
+"""The function image's Python environment, built without docker, as the template's Dockerfile builds it.
+
+`build_image(tmp)` lays out build/<fn>/ with the real `faas-cli build --shrinkwrap` when it is found (else
+as faas-cli does, by faasgd.local.build), then applies the Dockerfile's steps to a fresh venv (no system
+site-packages): the template's requirements.txt, each function's requirements.txt, and the core shipped
+by `configuration.copy` (moved out of function/ and installed with no extras). Used by the integration
+tier (the core alone) and the openfaas tier (the real of-watchdog in front of it).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+from support import openfaas_bin
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FUNCTIONS = ("emnist-setup", "emnist-train")
+
+
+def run(argv, cwd=None, env=None, timeout=600) -> subprocess.CompletedProcess:
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(map(str, argv))}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def shrinkwrap(tmp: pathlib.Path) -> pathlib.Path:
+    """build/<fn>/ for both functions, from a clean copy of the project (as `faas-cli build` sees it)."""
+    project = tmp / "project"
+    shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".git", ".venv", ".faasgd", "build", "results",
+                                                                 "__pycache__", "*.egg-info", ".pytest_cache"))
+    faas_cli = openfaas_bin.find("faas-cli")
+    if faas_cli:
+        run([faas_cli, "build", "--shrinkwrap", "-f", "stack.yml"], cwd=project,
+            env={"HOME": str(tmp), "PATH": os.environ["PATH"]})
+    else:  # the same layout by our reader of faas-cli's rules
+        from faasgd.local.build import build_function
+        from faasgd.local.stack import load_stack
+
+        for spec in load_stack(project / "stack.yml", {}).values():
+            target = build_function(spec, project / "template", project / "build")
+            for path in ("pyproject.toml", "src"):
+                copy = shutil.copytree if (project / path).is_dir() else shutil.copy
+                copy(project / path, target / "function" / path)
+    return project / "build"
+
+
+def build_image(tmp: pathlib.Path) -> tuple[str, pathlib.Path]:
+    """(python of a fresh venv holding what the image holds, the build folder) after the Dockerfile's steps."""
+    build = shrinkwrap(tmp)
+    venv = tmp / "venv"
+    run([sys.executable, "-m", "venv", str(venv)])
+    python = str(venv / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    first = build / FUNCTIONS[0]
+    run([*pip, "-r", str(first / "requirements.txt")])  # the shim's: flask, waitress
+    for fn in FUNCTIONS:
+        function, core = build / fn / "function", build / fn / "core"
+        run([*pip, "-r", str(function / "requirements.txt")])
+        assert (function / "pyproject.toml").is_file() and (function / "src").is_dir()  # configuration.copy
+        core.mkdir()  # the Dockerfile moves the core out of the function folder, then installs it
+        shutil.move(function / "src", core / "src")
+        shutil.move(function / "pyproject.toml", core / "pyproject.toml")
+        (function / "__init__.py").touch()  # the Dockerfile's `touch ./function/__init__.py`
+    run([*pip, str(build / FUNCTIONS[0] / "core")])  # `pip install /tmp/faasgd-core`: no extras
+    return python, build
