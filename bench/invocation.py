@@ -72,7 +72,7 @@ def main() -> None:
     directory = tempfile.mkdtemp(prefix="faasgd-bench-")
     state, _ = control.up("bench/stack.yml", free_port(), directory)
     try:
-        gateway = Gateway(state["gateway_url"], timeout_s=120)
+        gateway = control.client(state, timeout_s=120)  # logs in to /system
         latency = sync_latency(gateway, args.calls)
         print(f"sync invoke (no-op echo) through the gateway: p50 {percentile(latency, 50) * 1e3:.2f} ms, "
               f"p99 {percentile(latency, 99) * 1e3:.2f} ms over {len(latency)} calls")

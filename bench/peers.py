@@ -88,14 +88,14 @@ def run_keras(epochs: int) -> dict:
 
 
 def run_faasgd(epochs: int) -> dict:
-    from faasgd.openfaas import GatewayClient, wait_for_job
+    from faasgd.openfaas import wait_for_job
     from faasgd.local import control
     from faasgd.local.stores import free_port
 
     directory = tempfile.mkdtemp(prefix="faasgd-peers-")
     state, _ = control.up("stack.yml", free_port(), directory)  # a fresh runtime: replica peaks are this job's
     try:
-        gateway = GatewayClient(state["gateway_url"], timeout_s=60)
+        gateway = control.client(state, timeout_s=60)  # logs in to /system
         body = {"number_of_workers": 2, "max_epochs": epochs, "target_accuracy": 1.0, "n_fetch": 10, "n_push": 10,
                 "learning_rate": LEARNING_RATE, "batch_size": BATCH}
         started = time.perf_counter()

@@ -56,20 +56,26 @@ class FunctionError(FaasgdError):
 
 
 class GatewayClient:
-    """Calls functions through one gateway URL; every call has a timeout."""
+    """Calls functions through one gateway URL; every call has a timeout.
+
+    `auth` (user, password) is sent as HTTP basic auth on /system/* only, where OpenFaaS's gateway
+    asks for it; calls of functions never carry it (the gateway would pass it on to the function).
+    """
 
     def __init__(self, url: str = DEFAULT_GATEWAY_URL, timeout_s: float = 10.0,
-                 transport: httpx.BaseTransport | None = None):
+                 transport: httpx.BaseTransport | None = None, auth: tuple[str, str] | None = None):
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
         self._http = httpx.Client(timeout=timeout_s, transport=transport)
+        self._auth = httpx.BasicAuth(*auth) if auth else None
 
     def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None,
                 query: dict | None = None, timeout_s: float | None = None) -> Response:
         """One HTTP request to the gateway; any status is returned, only transport failures raise."""
+        auth = self._auth if path.startswith("/system/") else None
         try:
             answer = self._http.request(method, self.url + path, content=body, headers=headers, params=query,
-                                        timeout=timeout_s or self.timeout_s)
+                                        timeout=timeout_s or self.timeout_s, auth=auth)
         except httpx.HTTPError as error:
             raise GatewayError(self.url, f"{type(error).__name__}: {error}") from None
         return Response(answer.status_code, answer.headers, answer.content)

@@ -163,28 +163,34 @@ def test_a_bad_matrix_exits_2_at_once_in_one_line_and_writes_nothing(tmp_path, c
 
 
 def test_cluster_target_drives_faas_cli_and_kubectl(tmp_path):
-    """--target cluster against the local runtime standing in for a cluster; faas-cli and kubectl are
-    stand-ins on PATH that log their arguments and do what the real ones would through the gateway."""
+    """--target cluster against the local runtime standing in for a cluster: the real faas-cli when it
+    is found (logged in as `faas-cli login` does; its deploy replaces the replicas), else a stand-in
+    that only logs; kubectl is always a stand-in (no Kubernetes here) that scales through
+    `faasgd scale`, which logs in with the runtime's login, as kubectl would with its kubeconfig."""
     import os
 
-    directory, port = tmp_path / ".faasgd", free_port()
+    from support.openfaas_bin import find
+
+    directory, port, home = tmp_path / ".faasgd", free_port(), tmp_path / "home"
     up = subprocess.run([sys_python(), "-m", "faasgd.cli", "up", "--port", str(port), "--dir", str(directory)],
                         capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert up.returncode == 0, up.stderr
     state = json.loads((directory / "state.json").read_text())
-    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.log"
+    bin_dir, calls, real = tmp_path / "bin", tmp_path / "calls.log", find("faas-cli")
     bin_dir.mkdir()
-    (bin_dir / "faas-cli").write_text(f'#!/bin/sh\necho "faas-cli $*" >> {calls}\n')
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OPENFAAS_URL": state["gateway_url"],
+           "HOME": str(home)}
+    log_in(real, state, directory, home, env)
+    (bin_dir / "faas-cli").write_text(f'#!/bin/sh\necho "faas-cli $*" >> {calls}\n' +
+                                      (f'exec {real} "$@"\n' if real else ""))
     (bin_dir / "kubectl").write_text(
         f'#!/bin/sh\necho "kubectl $*" >> {calls}\n'
         f'n=$(echo "$*" | sed -n "s/.*--replicas=\\([0-9]*\\).*/\\1/p")\n'
-        f'{sys_python()} -c "import sys, urllib.request as u; u.urlopen(u.Request(sys.argv[1], data=sys.argv[2].encode()))" '
-        f'{state["gateway_url"]}/system/scale-function/emnist-train "{{\\"serviceName\\": \\"emnist-train\\", \\"replicas\\": $n}}"\n')
+        f'exec {sys_python()} -m faasgd.cli scale emnist-train --replicas "$n" --dir {directory}\n')
     for tool in ("faas-cli", "kubectl"):
         (bin_dir / tool).chmod(0o755)
     matrix = tmp_path / "cluster.yml"
-    matrix.write_text(SMALL.replace("rounds: 2", "rounds: 1"))
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OPENFAAS_URL": state["gateway_url"]}
+    matrix.write_text(SMALL.replace("rounds: 2", "rounds: 1"))  # the store by name: the functions' own redis
     try:
         run = subprocess.run(["./test.sh", str(matrix), "--target", "cluster", "--out", str(tmp_path / "out")],
                              capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
@@ -196,8 +202,29 @@ def test_cluster_target_drives_faas_cli_and_kubectl(tmp_path):
             "kubectl scale -n openfaas-fn deployment/emnist-train --replicas=2"]
         with open(tmp_path / "out" / "runs.csv") as f:
             assert [r["state"] for r in csv.DictReader(f)] == ["done", "done"]
+        if real:  # the real deploy replaced the stack's replicas with new ones
+            from faasgd.local import control
+
+            serving = control.client(state).function_status("emnist-setup")["pids"]
+            assert serving and set(serving).isdisjoint(r["pid"] for r in state["replicas"])
     finally:
         subprocess.run([sys_python(), "-m", "faasgd.cli", "down", "--dir", str(directory)], cwd=ROOT, timeout=60)
+
+
+def log_in(faas_cli, state, directory, home, env):
+    """`faas-cli login` with the runtime's login (written as faas-cli writes it when there is no faas-cli)."""
+    password = (directory / "secrets" / "basic-auth-password").read_text()
+    if faas_cli:
+        done = subprocess.run([faas_cli, "login", "--gateway", state["gateway_url"], "-u", "admin",
+                               "--password-stdin"], input=password, capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return
+    import base64
+
+    (home / ".openfaas").mkdir(parents=True)
+    token = base64.b64encode(f"admin:{password}".encode()).decode()
+    (home / ".openfaas" / "config.yml").write_text(
+        f"auths:\n- gateway: {state['gateway_url']}\n  auth: basic\n  token: {token}\n")
 
 
 def sys_python():

@@ -10,10 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
+from faasgd.local import credentials
 from faasgd.local.stores import free_port
-from faasgd.openfaas import GatewayClient as Gateway
+from faasgd.openfaas import GatewayClient
 from faasgd.openfaas import wait_for_job
 from faasgd.store import open_store
 from support.asgi_server import serve
@@ -24,9 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"dataset": "synthetic", "train_samples": 4000, "test_samples": 500, "hidden_sizes": [32]}
 
 
-def faasgd(*args, timeout=300, stdin=None):
+def faasgd(*args, timeout=300, stdin=None, env=None):
     return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, input=stdin)
+                          timeout=timeout, cwd=ROOT, input=stdin, env=env)
+
+
+def Gateway(state, timeout_s=30):
+    """A client of the runtime's gateway with its login (read from its secrets folder)."""
+    return GatewayClient(state["gateway_url"], timeout_s, auth=credentials.read(Path(state["dir"]) / "secrets"))
 
 
 def alive(pid):
@@ -42,10 +49,11 @@ def alive(pid):
 def runtime(tmp_path_factory):
     directory = tmp_path_factory.mktemp("runtime") / ".faasgd"
     port = free_port()
-    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--ack-wait", "120")
+    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--ack-wait", "120",
+                     env={**os.environ, "SHELL_ONLY_SETTING": "must not reach a replica"})
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
-    yield {"dir": str(directory), "port": port, "state": state, "gateway": Gateway(state["gateway_url"], 30)}
+    yield {"dir": str(directory), "port": port, "state": state, "gateway": Gateway(state)}
     pids = [state["pid"], state["broker"]["pid"]] + [s["pid"] for s in state["stores"].values()]
     current = json.loads((directory / "state.json").read_text()) if (directory / "state.json").exists() else state
     pids += [r["pid"] for r in current["replicas"]] + [r["pid"] for r in state["replicas"]]
@@ -78,6 +86,28 @@ def test_up_is_idempotent_and_reports_the_running_runtime(runtime):
     by_name = {f["name"]: f for f in functions}
     assert by_name["emnist-train"]["availableReplicas"] == by_name["emnist-train"]["replicas"] == 2
     assert runtime["gateway"].request("GET", "/healthz").status == 200
+
+
+def test_every_server_the_runtime_started_listens_on_loopback_only(runtime):
+    state = json.loads((Path(runtime["dir"]) / "state.json").read_text())
+    pids = [state["pid"]] + [s["pid"] for s in state["stores"].values()] + [r["pid"] for r in state["replicas"]]
+    processes = {p for pid in pids for p in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]}
+    listening = [(p.name(), c.laddr) for p in processes for c in p.net_connections(kind="inet")
+                 if c.status == psutil.CONN_LISTEN]
+    assert len(listening) >= 1 + 2 + len(state["replicas"])  # gateway, stores, each replica
+    assert all(address.ip == "127.0.0.1" for _, address in listening), listening
+
+
+def test_system_routes_need_the_login_and_the_login_is_private(runtime):
+    anonymous = GatewayClient(runtime["state"]["gateway_url"], 10)
+    assert anonymous.request("GET", "/system/functions").status == 401
+    assert anonymous.request("GET", "/healthz").status == 200
+    secrets = Path(runtime["dir"]) / "secrets"
+    assert oct((secrets / "basic-auth-password").stat().st_mode & 0o777) == "0o600"
+    replica_env = psutil.Process(runtime["state"]["replicas"][0]["pid"]).environ()
+    mounted = Path(replica_env["FAASGD_SECRETS_DIR"])
+    assert mounted.parent.name == runtime["state"]["replicas"][0]["name"] and not (mounted / "basic-auth-password").exists()
+    assert replica_env["mode"] == "http" and "SHELL_ONLY_SETTING" not in replica_env
 
 
 def test_unknown_function_is_404_json(runtime):
@@ -131,8 +161,8 @@ def test_scaling_emnist_train_to_3_replicas_during_a_job(runtime):
     status = wait_for(runtime, query)
     assert status["state"] == "done"
     assert [w["epoch"] for w in status["workers"]] == [25, 25, 25]
-    too_many = faasgd("scale", "emnist-train", "--replicas", "6", "--dir", runtime["dir"])
-    assert too_many.returncode == 2 and "5" in too_many.stderr
+    too_many = faasgd("scale", "emnist-train", "--replicas", "6", "--dir", runtime["dir"], timeout=120)
+    assert too_many.returncode == 0 and "emnist-train: 5 replica(s) (asked for 6; clamped" in too_many.stdout
     assert faasgd("scale", "emnist-train", "--replicas", "2", "--dir", runtime["dir"]).returncode == 0
 
 
@@ -210,7 +240,7 @@ def test_conflicts_are_counted_per_worker_when_workers_share_a_replica(tmp_path)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         state = json.loads((directory / "state.json").read_text())
-        runtime = {"gateway": Gateway(state["gateway_url"], 30)}
+        runtime = {"gateway": Gateway(state)}
         query = start_job(runtime, **SMALL, number_of_workers=3, n_fetch=1, n_push=1, max_epochs=4,
                           target_accuracy=1.0)
         status = wait_for(runtime, query)
@@ -233,7 +263,7 @@ def test_kill_9_of_the_runtime_mid_queue_then_up_delivers_the_queued_calls(tmp_p
     started = faasgd("up", "--port", str(port), "--dir", str(directory), "--queue-workers", "1")
     assert started.returncode == 0, started.stdout + started.stderr
     first = json.loads((directory / "state.json").read_text())
-    gateway = Gateway(first["gateway_url"], 30)
+    gateway = Gateway(first)
     body = {**SMALL, "invocation_mode": "single", "max_epochs": 3}
     callback = CallbackRecorder()
     try:

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from faasgd.local.api import clamp_replicas
+
 
 class HangUp(Exception):
     """Raised by a FakeReplica told to hang up; RoutingTransport turns it into a dropped connection."""
@@ -97,10 +99,8 @@ class FakeRegistry:
         return [r.url for r in self.functions.get(name, [])]
 
     def scale(self, name: str, replicas: int) -> int:
-        if not 1 <= replicas <= 5:
-            raise ValueError(f"replicas: must be in [1, 5] for {name}, got {replicas}")
-        self.scaled.append((name, replicas))
-        return replicas
+        self.scaled.append((name, clamp_replicas(replicas, 5)))
+        return self.scaled[-1][1]
 
     def total_replicas(self) -> int:
         return self.total if self.total is not None else sum(len(r) for r in self.functions.values())

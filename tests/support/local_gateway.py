@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from faasgd.local.gateway import GatewayOptions, create_app
+from faasgd.local.gateway import GatewayOptions, Registry, create_app
 from support.fake_broker import FakeBroker
 from support.fake_clock import FakeClock
 from support.fake_replicas import CallbackRecorder, FakeRegistry, RoutingTransport
@@ -33,15 +33,16 @@ class InProcessGateway:
 
 
 @asynccontextmanager
-async def gateway_in_process(registry: FakeRegistry, broker: FakeBroker | None = None, clock: FakeClock | None = None,
-                             callbacks: CallbackRecorder | None = None, **options):
+async def gateway_in_process(registry: FakeRegistry | Registry, broker: FakeBroker | None = None,
+                             clock: FakeClock | None = None, callbacks: CallbackRecorder | None = None, **options):
     """A started gateway app over `registry` (lifespan run, so its queue-workers are up).
 
     Pass the `broker`, `clock` and `callbacks` of an earlier gateway to play a restart of the runtime.
     """
     clock, callbacks = clock or FakeClock(), callbacks or CallbackRecorder()
     broker = broker or FakeBroker(clock)
-    transport = RoutingTransport(*[r for rs in registry.functions.values() for r in rs], callbacks)
+    replicas = getattr(registry, "functions", {})  # a FakeRegistry's; a real Supervisor's pods add their own
+    transport = RoutingTransport(*[r for rs in replicas.values() for r in rs], callbacks)
     app = create_app(registry, GatewayOptions(**options), transport=transport, clock=clock, broker=broker)
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://gateway.test") as client:

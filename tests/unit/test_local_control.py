@@ -10,6 +10,7 @@ import signal
 
 import pytest
 
+from faasgd.errors import ConfigError
 from faasgd.local import control, daemon, queue_rules
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
@@ -116,3 +117,39 @@ def test_up_hands_the_delivery_policy_to_the_daemon(table, tmp_path, monkeypatch
         control.up(str(stack), 7000, tmp_path / ".faasgd", delivery=policy)
     parsed = daemon.parse_args(started[0][3:])
     assert queue_rules.from_flags(parsed) == policy
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["up", "--port", "99999"], "--port"), (["up", "--port", "-5"], "--port"), (["up", "--ack-wait", "0"], "--ack-wait"),
+    (["up", "--ack-wait", "-1"], "--ack-wait"), (["up", "--queue-workers", "0"], "--queue-workers"),
+    (["train", "--port", "70000", "--dataset", "synthetic"], "--port"),
+])
+def test_bad_runtime_flags_are_one_line_naming_the_flag_and_start_nothing(tmp_path, capsys, argv, flag):
+    from faasgd.cli.main import main
+
+    code = main(argv + ["--dir", str(tmp_path / ".faasgd"), "-f", str(tmp_path / "no-stack.yml")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"faasgd: error: {flag}: ") and err.count("\n") == 1
+    assert "Traceback" not in err and not (tmp_path / ".faasgd").exists()
+
+
+def test_check_options_accepts_port_0_and_the_limits():
+    for port in (0, 1, 65535):
+        control.check_options(port, 0.5, 1)
+    with pytest.raises(ConfigError, match="^--upstream-timeout: "):
+        control.check_options(8080, upstream_timeout_s=float("nan"))
+
+
+def test_train_starts_its_own_runtime_on_a_free_port_unless_told(monkeypatch, tmp_path):
+    from faasgd.cli.main import main
+
+    asked = []
+
+    def up(stack, port, directory, *rest, **options):
+        asked.append(port)
+        raise control.FaasgdError("stop here")
+
+    monkeypatch.setattr(control, "up", up)
+    for extra, port in (([], 0), (["--port", "8123"], 8123)):
+        assert main(["train", "--dataset", "synthetic", "--dir", str(tmp_path), *extra]) == 1
+        assert asked[-1] == port

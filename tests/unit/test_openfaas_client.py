@@ -82,3 +82,19 @@ def test_wait_for_replicas_until_all_are_available_or_a_named_error():
     with pytest.raises(FaasgdError) as error:
         stuck.wait_for_replicas("emnist-train", 2, 3, sleep=clock.sleep, clock=clock)
     assert "1 of 2 replica(s) available after 3 s" in str(error.value)
+
+
+def test_the_login_goes_to_system_routes_only():
+    seen = []
+
+    def handler(request):
+        seen.append((request.url.path, request.headers.get("Authorization")))
+        return httpx.Response(200, json={"replicas": 1, "availableReplicas": 1})
+
+    gateway = GatewayClient("http://gw.test:8080", transport=httpx.MockTransport(handler), auth=("admin", "pw"))
+    gateway.function_status("emnist-train")
+    gateway.invoke("emnist-setup", {})
+    assert seen == [("/system/function/emnist-train", "Basic YWRtaW46cHc="), ("/function/emnist-setup", None)]
+    anonymous = client(handler)
+    anonymous.function_status("emnist-train")
+    assert seen[-1] == ("/system/function/emnist-train", None)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import control
+from faasgd.local import control, credentials
 from faasgd.local.stack import CE_MAX_REPLICAS
 from faasgd.openfaas import TRAIN_FUNCTION, GatewayClient
 
@@ -56,7 +56,7 @@ class LocalTarget(Target):
 
     def start(self) -> None:
         self.state, self.started = control.up(self.stack, self.port, self.directory)
-        self.gateway = GatewayClient(self.state["gateway_url"], timeout_s=60)
+        self.gateway = control.client(self.state, timeout_s=60)  # logs in to /system
 
     def stop(self) -> None:
         if self.started:
@@ -78,7 +78,7 @@ class ClusterTarget(Target):
         if not url:
             raise ConfigError("OPENFAAS_URL", "set it to the cluster's gateway for --target cluster "
                                               "(e.g. http://127.0.0.1:31112)")
-        self.gateway = GatewayClient(url, timeout_s=60)
+        self.gateway = GatewayClient(url, timeout_s=60, auth=credentials.for_gateway(url, control.read_state()))
         self.stack, self.deploy, self.namespace = stack, deploy, namespace
 
     def start(self) -> None:

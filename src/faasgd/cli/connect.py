@@ -2,6 +2,8 @@
 
 faas-cli's order, minus its fallback to http://127.0.0.1:8080: a gateway that nobody named and
 that this machine's runtime did not start may be anybody's, so the command stops and says so.
+The client logs in to /system with the local runtime's login when the URL is that runtime's
+gateway, else with the one `faas-cli login` saved for it (faasgd.local.credentials).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import os
 
 from faasgd.errors import ConfigError
-from faasgd.local import control
+from faasgd.local import control, credentials
 from faasgd.openfaas import GatewayClient
 
 
@@ -25,4 +27,6 @@ def gateway_url(args) -> str:
 
 
 def gateway(args, timeout_s: float = 30.0) -> GatewayClient:
-    return GatewayClient(gateway_url(args), timeout_s=timeout_s)
+    url = gateway_url(args)
+    runtime = control.read_state(getattr(args, "dir", control.DEFAULT_DIR))
+    return GatewayClient(url, timeout_s=timeout_s, auth=credentials.for_gateway(url, runtime))

@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = sub.add_parser("up", help="start the local runtime: stores, gateway, function replicas")
     up.add_argument("-f", "--file", default="stack.yml")
-    up.add_argument("--port", type=int, default=8080)
+    up.add_argument("--port", type=int, default=8080, help="the gateway's port (0: a free one; default 8080)")
     up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
     up.add_argument("--queue-workers", type=int, default=None, help="default: one per replica")
     queue_rules.add_flags(up)  # --delivery ce|pro and pro's retry settings
@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--keep-up", action="store_true", help="leave a runtime this command started running")
     train.add_argument("--timeout", type=float, default=3600.0, help="stop watching after this many seconds")
     train.add_argument("-f", "--file", default="stack.yml")
-    train.add_argument("--port", type=int, default=8080)
+    train.add_argument("--port", type=int, default=None,
+                       help="the gateway's port if this command starts the runtime (default: a free one)")
     add_runtime_flags(train)
 
     from faasgd.cli import data  # `faasgd data list | fetch`

@@ -9,13 +9,18 @@ from pathlib import Path
 from faasgd.cli.connect import gateway
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import control, queue_rules
+from faasgd.local.logs import split_line
+from faasgd.local.secrets import GATEWAY_SECRETS
 
 FOLLOW_POLL_S = 0.3
 
 
 def up(args) -> int:
+    control.check_options(args.port, args.ack_wait, args.queue_workers)  # bad flags generate no login
+    delivery = queue_rules.from_flags(args)
+    (user, password), generated = control.login(args.dir)
     state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
-                                delivery=queue_rules.from_flags(args))
+                                delivery=delivery)
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
     if "broker" in state:
         print(f"  {'queue':<10} {state['broker']['url']}  (pid {state['broker']['pid']}, "
@@ -25,7 +30,17 @@ def up(args) -> int:
     for replica in state["replicas"]:
         print(f"  {replica['name']:<16} 127.0.0.1:{replica['port']}  (pid {replica['pid']})")
     print(f"state and logs: {Path(args.dir).resolve()}")
+    print_login(state["gateway_url"], user, password if generated else None, Path(args.dir).resolve() / "secrets")
     return 0
+
+
+def print_login(url: str, user: str, password: str | None, secrets: Path) -> None:
+    """The faas-cli login line; the password itself only when it was just generated (shown once)."""
+    kept = secrets / GATEWAY_SECRETS[1]
+    if password is not None:
+        print(f"gateway login generated: user {user}, password {password}\n"
+              f"  (shown this once; kept in {kept}, mode 0600)")
+    print(f"log faas-cli in: faas-cli login --gateway {url} -u {user} --password-stdin < {kept}")
 
 
 def down(args) -> int:
@@ -66,11 +81,18 @@ def invoke(args) -> int:
 
 
 def scale(args) -> int:
-    """Like `kubectl scale` on a cluster: set the count, then wait until that many replicas are available."""
+    """Like `kubectl scale` on a cluster: set the count, then wait until the replicas are available.
+
+    The gateway clamps the count to [1, scale.max] (at most 5, Community Edition's cap); the command
+    waits for the count set and says when it differs from the one asked for.
+    """
     client = gateway(args)
     client.scale(args.name, args.replicas)
-    status = client.wait_for_replicas(args.name, args.replicas, args.wait, poll_s=0.2)
-    print(f"{args.name}: {status['availableReplicas']} replica(s)")
+    count = client.function_status(args.name)["replicas"]
+    status = client.wait_for_replicas(args.name, count, args.wait, poll_s=0.2)
+    clamped = f" (asked for {args.replicas}; clamped to the function's [1, com.openfaas.scale.max])" \
+        if count != args.replicas else ""
+    print(f"{args.name}: {status['availableReplicas']} replica(s){clamped}")
     return 0
 
 
@@ -89,7 +111,8 @@ def logs(args) -> int:
                 chunk = f.read()
                 offsets[path] = f.tell()
             for line in chunk.decode("utf-8", "replace").splitlines():
-                print(f"{path.stem}: {line}" if len(offsets) > 1 else line, flush=True)
+                text = split_line(line)[1]  # the time stamp is for /system/logs
+                print(f"{path.stem}: {text}" if len(offsets) > 1 else text, flush=True)
         if not args.follow:
             return 0
         time.sleep(FOLLOW_POLL_S)

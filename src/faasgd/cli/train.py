@@ -40,7 +40,7 @@ def run(args) -> int:
     if args.dry_run:
         print(json.dumps(config.to_dict(), indent=2))
         return 0
-    state, started = control.up(args.file, args.port, args.dir)
+    state, started = control.up(args.file, 0 if args.port is None else args.port, args.dir)
     try:
         return run_through_gateway(args, overrides)
     finally:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import yaml
+
 from faasgd.errors import ConfigError
 from faasgd.local.stack import FunctionSpec
 
@@ -30,3 +32,12 @@ def build_function(spec: FunctionSpec, template_root: Path, build_root: Path) ->
     shutil.copytree(spec.handler, target / "function", ignore=SKIP, dirs_exist_ok=True)
     (target / "function" / "__init__.py").touch()
     return target
+
+
+def template_fprocess(build_dir: Path) -> str:
+    """template.yml's fprocess, which `faas-cli deploy -f` sends as the deployment's envProcess."""
+    try:
+        template = yaml.safe_load((build_dir / "template.yml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return ""
+    return str(template.get("fprocess") or "") if isinstance(template, dict) else ""

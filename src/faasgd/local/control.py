@@ -2,8 +2,10 @@
 
 Everything lives in one folder (default `.faasgd/`, git-ignored): state.json (every URL, and each
 process as pid + create time), logs/ (runtime and one file per replica), build/ (the functions'
-build folders), secrets/. `down` signals only processes whose pid and create time both match the
-state file (faasgd.local.processes), never whatever reuses a stale pid.
+build folders), secrets/ (the functions' secrets and the gateway's login, 0600), replicas/ (each
+replica's secret copies and temp folder). `down` signals only processes whose pid and create time
+both match the state file (faasgd.local.processes), never whatever reuses a stale pid. The
+runtime's own calls to its gateway carry its login (faasgd.local.credentials).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from faasgd.errors import FaasgdError
-from faasgd.local import processes
+from faasgd.errors import ConfigError, FaasgdError
+from faasgd.local import credentials, processes
 from faasgd.local.daemon import STATE_FILE
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
@@ -33,11 +35,34 @@ def read_state(directory: str | os.PathLike = DEFAULT_DIR) -> dict | None:
     return state if _daemon_alive(state) else None
 
 
+def client(state: dict, timeout_s: float = 30.0) -> GatewayClient:
+    """A client of the runtime's gateway that logs in to /system with the runtime's login."""
+    return GatewayClient(state["gateway_url"], timeout_s=timeout_s,
+                         auth=credentials.read(Path(state["dir"]) / "secrets"))
+
+
+def login(directory: str | os.PathLike = DEFAULT_DIR) -> tuple[credentials.Login, bool]:
+    """The gateway login of the runtime in `directory`, generated if absent; (login, generated now)."""
+    return credentials.ensure(Path(directory).resolve() / "secrets")
+
+
+def check_options(port: int, ack_wait_s: float = 300.0, queue_workers: int | None = None,
+                  upstream_timeout_s: float = 300.0) -> None:
+    """ConfigError naming the flag when a runtime option is out of range (nothing is started)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError("--port", f"must be an integer in [0, 65535] (0: a free port), got {port!r}")
+    for flag, seconds in (("--ack-wait", ack_wait_s), ("--upstream-timeout", upstream_timeout_s)):
+        if not seconds > 0:  # also refuses NaN
+            raise ConfigError(flag, f"must be > 0 seconds, got {seconds!r}")
+    if queue_workers is not None and queue_workers < 1:
+        raise ConfigError("--queue-workers", f"must be >= 1 (leave it out for one per replica), got {queue_workers!r}")
+
+
 def healthy(state: dict | None) -> bool:
     """The gateway answers /healthz and every function has its replicas available."""
     if not state or not state.get("ready"):
         return False
-    gateway = GatewayClient(state["gateway_url"], timeout_s=2)
+    gateway = client(state, timeout_s=2)
     try:
         if gateway.request("GET", "/healthz").status != 200:
             return False
@@ -50,7 +75,12 @@ def healthy(state: dict | None) -> bool:
 def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
        upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
        delivery: DeliveryPolicy = DeliveryPolicy()) -> tuple[dict, bool]:
-    """Start the runtime unless it already runs; returns (state, whether this call started it)."""
+    """Start the runtime unless it already runs; returns (state, whether this call started it).
+
+    Port 0 picks a free one (state["gateway_url"] has it). The gateway's login is generated first
+    if absent (`login`).
+    """
+    check_options(port, ack_wait_s, queue_workers, upstream_timeout_s)
     directory = Path(directory).resolve()
     state = read_state(directory)
     if state is not None:
@@ -61,9 +91,10 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     _leftovers(directory)
     if not Path(stack).is_file():
         raise FaasgdError(f"stack: no stack file {stack!r} (run from the repository root or pass -f)")
-    if _port_taken(port):
-        raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port")
+    if port and _port_taken(port):
+        raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port (0: a free one)")
     (directory / "logs").mkdir(parents=True, exist_ok=True)
+    login(directory)
     argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
             "--upstream-timeout", str(upstream_timeout_s)]

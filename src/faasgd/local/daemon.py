@@ -1,13 +1,13 @@
 """The local runtime daemon: stores, function replicas and the gateway, in one process tree.
 
-Started in the background by `faasgd up` as `python -m faasgd.local.daemon ...`. It starts
-redis-server and memcached on free loopback ports, nats-server with JetStream for the async queue
-(its files in <dir>/jetstream, so queued calls outlive the daemon), lays out each function's build folder, starts
-the replicas with the stack's environment in which every in-cluster Service address
-(`gateway.openfaas:8080`, `redis.openfaas-fn:6379`, ...; faasgd.local.services) points at the
-process playing it here, serves the gateway, and records every process (pid + create time) in
-<dir>/state.json. SIGTERM stops it all; `faasgd down` sends it and then stops whatever a crash
-may have left, checking each identity first.
+Started in the background by `faasgd up` as `python -m faasgd.local.daemon ...`. It reads (or
+generates) the gateway's login in <dir>/secrets, starts redis-server and memcached on free loopback
+ports, nats-server with JetStream for the async queue (its files in <dir>/jetstream, so queued calls
+outlive the daemon), lays out each function's build folder, deploys the stack's functions (replicas
+with the layered environment of faasgd.local.environment, in which every in-cluster Service address
+points at the process playing it here), serves the gateway on 127.0.0.1 (port 0: a free one), and
+records every process (pid + create time) in <dir>/state.json. SIGTERM stops it all; `faasgd down`
+sends it and then stops whatever a crash may have left, checking each identity first.
 """
 
 from __future__ import annotations
@@ -16,23 +16,29 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Mapping
 
 from faasgd import __version__
-from faasgd.local import queue_rules, services
+from faasgd.local import credentials, environment, queue_rules, services
 from faasgd.local.broker import start_nats
-from faasgd.local.build import build_function
+from faasgd.local.build import build_function, template_fprocess
+from faasgd.local.deployments import Catalog, Code
+from faasgd.local.dockerfile import image_env
+from faasgd.local.pods import Host
 from faasgd.local.processes import ProcessRef
 from faasgd.local.replicas import Supervisor
-from faasgd.local.stack import FunctionSpec, load_stack
-from faasgd.local.stores import ServerProcess, start_memcached, start_redis
+from faasgd.local.secrets import SecretStore
+from faasgd.local.stack import load_stack
+from faasgd.local.stores import ServerProcess, free_port, start_memcached, start_redis
 
 STATE_FILE = "state.json"
-SECRETS_ENV = "FAASGD_SECRETS_DIR"  # where a replica reads its secret files (/var/openfaas/secrets on a cluster)
 _STATE_LOCK = threading.Lock()  # the supervisor's thread and the gateway's scale calls both rewrite the file
 
 
@@ -56,12 +62,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def build_functions(stack_path: Path, builds: Path) -> tuple[dict[str, FunctionSpec], dict[str, Path]]:
-    """The stack's functions and their build folders (templates beside the stack, else ./template)."""
-    specs = load_stack(stack_path)
+def build_catalog(stack_path: Path, builds: Path, environ: Mapping[str, str]) -> Catalog:
+    """The stack's functions, each with its build folder (templates beside the stack, else ./template),
+    the template's fprocess (as `faas-cli deploy -f` sends it) and the ENV of its Dockerfile."""
     templates = stack_path.parent / "template"
     templates = templates if templates.is_dir() else Path.cwd() / "template"
-    return specs, {name: build_function(spec, templates, builds) for name, spec in specs.items()}
+    base = {"PATH": environment.basics(environ, "")["PATH"]}
+    codes = []
+    for spec in load_stack(stack_path).values():
+        folder = build_function(spec, templates, builds)
+        dockerfile = folder / "Dockerfile"
+        codes.append(Code(dataclasses.replace(spec, env_process=template_fprocess(folder)), folder,
+                          image_env(dockerfile, base) if dockerfile.is_file() else {}))
+    return Catalog(codes)
+
+
+def source_sha() -> str:
+    """The git commit faasgd runs from (/system/info's sha), or "unknown" outside a checkout."""
+    try:
+        done = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
 def start_stores(directory: Path) -> dict[str, ServerProcess]:
@@ -80,12 +103,6 @@ def service_table(port: int, stores: dict[str, ServerProcess]) -> dict[str, str]
     return services.addresses(local)
 
 
-def point_at_local(specs: dict[str, FunctionSpec], table: dict[str, str]) -> dict[str, FunctionSpec]:
-    """The specs with the Service addresses in their environment rewritten to local ones."""
-    return {name: dataclasses.replace(spec, environment=services.rewrite(spec.environment, table))
-            for name, spec in specs.items()}
-
-
 def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, ServerProcess],
                   table: dict[str, str]) -> dict:
     """What state.json holds before the replicas start (`faasgd up`/`down` and the CLI read it)."""
@@ -99,12 +116,17 @@ def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, S
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     directory = Path(args.dir).resolve()
-    for folder in ("logs", "build", "secrets"):
+    for folder in ("logs", "build"):
         (directory / folder).mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(directory / "replicas", ignore_errors=True)  # copies of secrets a crashed runtime left
+    for folder in ("secrets", "replicas"):  # secret values and their per-replica copies: the owner's only
+        (directory / folder).mkdir(mode=0o700, parents=True, exist_ok=True)
+    args.port = args.port or free_port()
+    login, _ = credentials.ensure(directory / "secrets")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    specs, build_dirs = build_functions(Path(args.stack).resolve(), directory / "build")
+    catalog = build_catalog(Path(args.stack).resolve(), directory / "build", os.environ)
     stores = start_stores(directory)
     try:
         broker = start_nats(directory / "jetstream")
@@ -113,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
         raise
     try:
-        serve(args, directory, specs, build_dirs, stores, stop, broker)
+        serve(args, directory, catalog, stores, login, stop, broker)
     finally:
         for server in [*stores.values(), broker]:
             server.stop()
@@ -121,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def serve(args: argparse.Namespace, directory: Path, specs: dict[str, FunctionSpec], build_dirs: dict[str, Path],
-          stores: dict[str, ServerProcess], stop: threading.Event, broker: ServerProcess) -> None:
+def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
+          login: credentials.Login, stop: threading.Event, broker: ServerProcess) -> None:
     """Start the replicas and the gateway, keep state.json current, and run until `stop` is set."""
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
     from faasgd.local.gateway.queue_jetstream import JetStreamBroker
@@ -132,8 +154,8 @@ def serve(args: argparse.Namespace, directory: Path, specs: dict[str, FunctionSp
     delivery = queue_rules.from_flags(args)
     state.update(broker={"url": broker.url, "store_dir": broker.workdir, **broker.ref.to_json()},
                  delivery=delivery.to_json())
-    supervisor = Supervisor(point_at_local(specs, table), build_dirs, {SECRETS_ENV: str(directory / "secrets")},
-                            directory / "logs")
+    host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ))
+    supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host)
     supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})
     gateway = None
     try:
@@ -141,7 +163,8 @@ def serve(args: argparse.Namespace, directory: Path, specs: dict[str, FunctionSp
         supervisor.start()
         gateway = LocalGateway(supervisor, GatewayOptions(
             port=args.port, ack_wait_s=args.ack_wait, upstream_timeout_s=args.upstream_timeout,
-            queue_workers=args.queue_workers, version=__version__, delivery=delivery),
+            queue_workers=args.queue_workers, version=__version__, delivery=delivery, sha=source_sha(),
+            basic_auth=login, secrets_dir=str(directory / "secrets")),
             broker=JetStreamBroker(broker.url))
         gateway.start()
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)

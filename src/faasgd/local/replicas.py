@@ -1,87 +1,53 @@
-"""Function replicas as processes: started from their build folder, kept at the desired count.
+"""Function replicas as processes, kept as faas-netes and Kubernetes keep a cluster's functions.
 
-The Supervisor is what Kubernetes and faas-netes are to a cluster: it starts `scale.min` replicas
-of each function, serves the gateway's view of them (the Registry protocol of local/gateway.py),
-scales on request, and replaces a replica that dies, as a Deployment would.
+The Supervisor holds the deployed functions (faasgd.local.deployments), starts `scale.min` replicas
+of each (faasgd.local.pods), deploys, updates and removes functions and scales them on request
+(the gateway's Registry, faasgd.local.gateway.options), and replaces a replica that dies, as a
+Deployment would. An update is rolled out as Kubernetes does with maxUnavailable 0: the new
+replicas start, and the old ones stop once every new one is healthy. A replica that goes (rolled
+out, scaled down, its function removed) leaves the routing at once and is stopped in the background
+(it drains on SIGTERM for up to its healthcheck_interval), so no call waits on it; it stays in the
+state file until it has stopped.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from faasgd.errors import FaasgdError
-from faasgd.local import processes
-from faasgd.local.processes import ProcessRef
-from faasgd.local.stores import free_port
-from faasgd.local.stack import CE_MAX_REPLICAS, FunctionSpec
+from faasgd.local.api import MAX_FUNCTIONS, NAMESPACE, FunctionDeployment, Refused
+from faasgd.local.deployments import (Catalog, Deployment, deployed_spec, function_status, replicas_after_update,
+                                      scaled)
+from faasgd.local.pods import Host, Replica, start_replica
 
 RECONCILE_S = 0.3  # how often dead replicas are replaced and health re-checked
-STOP_TIMEOUT_S = 5.0
 
 
-@dataclass
-class Replica:
-    """One process serving a function, as a pod would: its own port, HOSTNAME and log file."""
-
-    function: str
-    name: str  # e.g. emnist-train-2, also its HOSTNAME
-    port: int
-    popen: subprocess.Popen  # the child; stopping it through the Popen also reaps it
-    ref: ProcessRef  # its identity, for the state file
-    log_path: Path
-    healthy: bool = False
-    started_at: float = field(default_factory=time.time)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return processes.alive(self.popen)
-
-    def check_health(self) -> bool:
-        """Healthy once it accepts connections (of-watchdog's readiness, locally)."""
-        if not self.alive():
-            self.healthy = False
-            return False
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                self.healthy = True
-        except OSError:
-            self.healthy = False
-        return self.healthy
-
-    def stop(self) -> None:
-        processes.stop(self.popen, STOP_TIMEOUT_S)
+def in_a_thread(work: Callable[[], None]) -> threading.Thread:
+    """Run `work` in a daemon thread (how replicas that go are stopped)."""
+    thread = threading.Thread(target=work, name="faasgd-retire", daemon=True)
+    thread.start()
+    return thread
 
 
 class Supervisor:
-    """Keeps each function at its desired replica count; implements the gateway's Registry.
+    """Keeps each deployed function at its desired replica count; implements the gateway's Registry."""
 
-    A replica's environment is the daemon's, then its spec's environment, then `env` (what the
-    runtime adds for every replica, such as where secret files are), then its port and HOSTNAME.
-    """
-
-    def __init__(self, specs: dict[str, FunctionSpec], build_dirs: dict[str, Path], env: dict[str, str],
-                 log_dir: Path, on_change: Callable[[], None] | None = None):
-        self.specs, self.build_dirs, self.env, self.log_dir = specs, build_dirs, env, log_dir
-        self.on_change = on_change
-        self.desired = {name: spec.min_replicas for name, spec in specs.items()}
-        self.replicas: dict[str, list[Replica]] = {name: [] for name in specs}
-        self.restarts = {name: 0 for name in specs}
-        self._counter = {name: 0 for name in specs}
+    def __init__(self, deployments: dict[str, Deployment], catalog: Catalog, host: Host,
+                 on_change: Callable[[], None] | None = None,
+                 spawn: Callable[[Deployment, str, Host], Replica] = start_replica,
+                 background: Callable[[Callable[[], None]], object] = in_a_thread):
+        self.deployments, self.catalog, self.host, self.on_change = dict(deployments), catalog, host, on_change
+        self.spawn = spawn  # starts one replica (tests pass one that starts no process)
+        self.background = background  # runs a replica's stop (tests run it at once)
+        self.retiring: list[Replica] = []  # out of the routing, stopping
+        self.desired = {name: d.spec.min_replicas for name, d in self.deployments.items()}
+        self.replicas: dict[str, list[Replica]] = {name: [] for name in self.deployments}
+        self.restarts = {name: 0 for name in self.deployments}
+        self._counter: dict[str, int] = {}  # never reset, so a re-created function's replicas get new names
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -91,9 +57,9 @@ class Supervisor:
         """Start every function's replicas and return once all are healthy."""
         self.reconcile()
         deadline = time.monotonic() + ready_timeout_s
-        while not all(self._available(name) >= self.desired[name] for name in self.specs):
+        while not all(self._available(name) >= self.desired[name] for name in self.deployments):
             if time.monotonic() > deadline:
-                raise FaasgdError(f"replicas not healthy after {ready_timeout_s:.0f}s; see {self.log_dir}")
+                raise FaasgdError(f"replicas not healthy after {ready_timeout_s:.0f}s; see {self.host.directory}/logs")
             time.sleep(0.1)
             self.reconcile()
         self._thread = threading.Thread(target=self._loop, name="faasgd-supervisor", daemon=True)
@@ -104,84 +70,142 @@ class Supervisor:
         if self._thread is not None:
             self._thread.join(timeout=5)
         with self._lock:
+            going = [r for replicas in self.replicas.values() for r in replicas] + self.retiring
             for replicas in self.replicas.values():
-                for replica in replicas:
-                    replica.stop()
                 replicas.clear()
+        # All at once: each may drain for its healthcheck_interval. Those already stopping are waited for.
+        for thread in [in_a_thread(replica.stop) for replica in going]:
+            thread.join()
 
     def _loop(self) -> None:
         while not self._stopping.wait(RECONCILE_S):
             self.reconcile()
 
     def reconcile(self) -> None:
-        """Replace dead replicas, start or stop replicas to reach the desired counts, re-check health."""
+        """Replace dead replicas, reach the desired counts, re-check health, retire replaced replicas."""
         changed = False
         with self._lock:
             if self._stopping.is_set():
                 return
             for name, replicas in self.replicas.items():
-                for dead in [r for r in replicas if not r.alive()]:
-                    replicas.remove(dead)
-                    self.restarts[name] += 1
-                    changed = True
-                while len(replicas) < self.desired[name]:
-                    replicas.append(self._spawn(name))
-                    changed = True
-                while len(replicas) > self.desired[name]:
-                    replicas.pop().stop()  # the newest goes first
-                    changed = True
-                for replica in replicas:
-                    replica.check_health()
+                changed |= self._reconcile(name, replicas)
         if changed and self.on_change is not None:
             self.on_change()
 
+    def _reconcile(self, name: str, replicas: list[Replica]) -> bool:
+        generation, before = self.deployments[name].generation, [r.name for r in replicas]
+        for dead in [r for r in replicas if not r.alive()]:
+            replicas.remove(dead)
+            dead.stop()
+            self.restarts[name] += dead.generation == generation
+        current = [r for r in replicas if r.generation == generation]
+        while len(current) < self.desired[name]:
+            current.append(self._spawn(name))
+            replicas.append(current[-1])
+        while len(current) > self.desired[name]:
+            surplus = current.pop()  # the newest goes first
+            replicas.remove(surplus)
+            self._retire(surplus)
+        for replica in replicas:
+            replica.check_health()
+        if all(r.healthy for r in current):  # a rollout ends once the new replicas all serve
+            for old in [r for r in replicas if r.generation != generation]:
+                replicas.remove(old)
+                self._retire(old)
+        return [r.name for r in replicas] != before
+
+    def _retire(self, replica: Replica) -> None:
+        """Stop a replica that left the routing, in the background; it stays listed until stopped."""
+        self.retiring.append(replica)
+
+        def finish() -> None:
+            replica.stop()
+            with self._lock:
+                self.retiring.remove(replica)
+            if self.on_change is not None:
+                self.on_change()
+
+        self.background(finish)
+
     def _spawn(self, name: str) -> Replica:
-        self._counter[name] += 1
-        replica_name = f"{name}-{self._counter[name]}"
-        port = free_port()
-        env = {**os.environ, **self.specs[name].environment, **self.env,
-               "upstream_url": f"http://127.0.0.1:{port}", "HOSTNAME": replica_name,
-               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        log_path = self.log_dir / f"{replica_name}.log"
-        with open(log_path, "ab") as log:
-            log.write(f"faasgd: starting {replica_name} on 127.0.0.1:{port}\n".encode())
-            log.flush()
-            popen = subprocess.Popen([sys.executable, "index.py"], cwd=self.build_dirs[name], env=env,
-                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        return Replica(name, replica_name, port, popen, ProcessRef.of(popen.pid), log_path)
+        self._counter[name] = self._counter.get(name, 0) + 1
+        return self.spawn(self.deployments[name], f"{name}-{self._counter[name]}", self.host)
 
     def _available(self, name: str) -> int:
-        return sum(1 for r in self.replicas[name] if r.healthy)
+        """Healthy replicas of the current rollout: until an update has rolled out, fewer than desired
+        (Kubernetes also counts the old pods still serving; here "available" means "rolled out")."""
+        generation = self.deployments[name].generation
+        return sum(1 for r in self.replicas[name] if r.healthy and r.generation == generation)
 
     # -- the gateway's Registry ----------------------------------------------------------------
     def function_names(self) -> list[str]:
-        return list(self.specs)
+        with self._lock:
+            return list(self.deployments)
 
     def describe(self, name: str) -> dict | None:
-        spec = self.specs.get(name)
-        if spec is None:
-            return None
         with self._lock:
-            return {"name": name, "image": spec.image, "replicas": self.desired[name],
-                    "availableReplicas": self._available(name), "labels": spec.labels,
-                    "envProcess": "python index.py", "namespace": "openfaas-fn",
-                    "restarts": self.restarts[name],
-                    "pids": [r.pid for r in self.replicas[name]]}
+            deployment = self.deployments.get(name)
+            if deployment is None:
+                return None
+            status = function_status(deployment, self.desired[name], self._available(name))
+            return {**status, "restarts": self.restarts[name], "pids": [r.pid for r in self.replicas[name]]}
 
     def replica_urls(self, name: str) -> list[str]:
         with self._lock:
             return [r.url for r in self.replicas.get(name, []) if r.healthy and r.alive()]
 
     def scale(self, name: str, replicas: int) -> int:
-        spec = self.specs[name]
-        if not 1 <= replicas <= spec.max_replicas:
-            raise ValueError(
-                f"replicas: must be in [1, {spec.max_replicas}] for {name} (com.openfaas.scale.max; "
-                f"OpenFaaS Community Edition caps a function at {CE_MAX_REPLICAS}), got {replicas}")
+        """Set the desired count, clamped to [1, scale.max] (faasgd.local.api.clamp_replicas); returns it."""
         with self._lock:
-            self.desired[name] = replicas
+            if name not in self.deployments:
+                raise Refused(404, f"function not found: {name}")
+            self.desired[name] = scaled(self.deployments[name].spec, replicas)
+            count = self.desired[name]
         self.reconcile()
-        return replicas
+        return count
+
+    def deploy(self, request: FunctionDeployment, update: bool) -> None:
+        """Create (`update` False) or update a function from a FunctionDeployment; the rollout follows.
+
+        Refused: 404 updating a function that does not exist (faas-cli then creates it), 400 for an
+        image the runtime does not build or a 16th function (CE's cap), 409 creating one that exists
+        (CE answers 500 with Kubernetes' "already exists").
+        """
+        name = request.service
+        with self._lock:
+            existing = self.deployments.get(name)
+            if update and existing is None:
+                raise Refused(404, f"unable update Deployment: {name}.{NAMESPACE}, error: deployments.apps "
+                                   f"\"{name}\" not found")
+            code = self.catalog.code_for(request.image)
+            if not update and existing is not None:
+                raise Refused(409, f"unable create Deployment: deployments.apps \"{name}\" already exists")
+            if existing is None and len(self.deployments) >= MAX_FUNCTIONS:
+                raise Refused(400, f"unable to create function, maximum: {MAX_FUNCTIONS} (Community Edition)")
+            spec = deployed_spec(request, code)
+            if existing is None:
+                self.deployments[name] = Deployment(spec, code, time.time())
+                self.desired[name], self.replicas[name], self.restarts[name] = spec.min_replicas, [], 0
+            else:
+                self.deployments[name] = Deployment(spec, code, existing.created_at, existing.generation + 1)
+                self.desired[name] = replicas_after_update(request, self.desired[name])
+        self.reconcile()
+
+    def remove(self, name: str) -> None:
+        """Delete a function and stop its replicas; Refused(404) if there is no such function."""
+        with self._lock:
+            if name not in self.deployments:
+                raise Refused(404, f"deployments.apps \"{name}\" not found")
+            del self.deployments[name], self.desired[name], self.restarts[name]
+            for replica in self.replicas.pop(name):
+                self._retire(replica)
+        if self.on_change is not None:
+            self.on_change()
+
+    def log_sources(self, name: str) -> list[tuple[str, Path]] | None:
+        """(replica name, log file) of the function's replicas now, as Kubernetes keeps pods' logs."""
+        with self._lock:
+            return [(r.name, r.log_path) for r in self.replicas[name]] if name in self.deployments else None
 
     def total_replicas(self) -> int:
         with self._lock:
@@ -190,5 +214,6 @@ class Supervisor:
     def processes(self) -> list[dict]:
         """Every replica process, for the state file (faasgd down stops them by pid)."""
         with self._lock:
+            listed = [r for rs in self.replicas.values() for r in rs] + self.retiring
             return [{"function": r.function, "name": r.name, **r.ref.to_json(), "port": r.port,
-                     "log": str(r.log_path)} for rs in self.replicas.values() for r in rs]
+                     "log": str(r.log_path)} for r in listed]

@@ -1,7 +1,11 @@
 """Reading stack.yml as faas-cli does: ${VAR:-default} substitution, then the functions we run.
 
-Only what the local runtime needs is read: each function's template (lang), handler folder,
-image, environment, secrets and scale labels. tests/stack_rules.py checks the full faas-cli rules.
+Read: each function's template (lang), handler folder, image, environment (`environment`, then each
+`environment_file` in order, as `faas-cli deploy` merges them), secrets, labels, annotations,
+constraints, limits, requests and readonly_root_filesystem: what `faas-cli deploy -f` would send.
+tests/stack_rules.py checks the full faas-cli rules. Departure: faas-cli reads environment files
+relative to its working directory; here they are relative to the stack file (`faasgd up -f` may
+name a stack elsewhere), which is the same when run from the stack's folder.
 """
 
 from __future__ import annotations
@@ -15,10 +19,8 @@ from typing import Mapping
 import yaml
 
 from faasgd.errors import ConfigError
+from faasgd.local.api import CE_MAX_REPLICAS, MAX_LABEL, MIN_LABEL
 
-CE_MAX_REPLICAS = 5  # OpenFaaS Community Edition's cap on a function's replicas
-MIN_LABEL = "com.openfaas.scale.min"
-MAX_LABEL = "com.openfaas.scale.max"
 _SUBST = re.compile(r"\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _DEFAULT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:=|=)(.*))?$", re.S)
 
@@ -34,6 +36,12 @@ class FunctionSpec:
     environment: dict[str, str] = field(default_factory=dict)  # the function's env, values as strings
     secrets: tuple[str, ...] = ()  # files the function reads from its secrets folder
     labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    constraints: tuple[str, ...] = ()  # recorded and shown; CE ignores them (no nodeSelector since 2024)
+    limits: dict[str, str] = field(default_factory=dict)  # {"memory": "1Gi", "cpu": "1"}: shown, not enforced
+    requests: dict[str, str] = field(default_factory=dict)
+    read_only_root_filesystem: bool = False
+    env_process: str = ""  # fprocess as deployed (the template's); replicas always run its index.py
     min_replicas: int = 1  # com.openfaas.scale.min: also the replica count at start
     max_replicas: int = CE_MAX_REPLICAS  # com.openfaas.scale.max, never above CE's 5
 
@@ -83,7 +91,7 @@ def _function(name: str, spec: dict, root: Path) -> FunctionSpec:
     for key in ("lang", "handler", "image"):
         if not spec.get(key):
             raise ConfigError(f"functions.{name}.{key}", "is required")
-    labels = {str(k): str(v) for k, v in (spec.get("labels") or {}).items()}
+    labels = _strings(spec.get("labels"))
     low = _replicas(name, MIN_LABEL, labels.get(MIN_LABEL, "1"))
     high = _replicas(name, MAX_LABEL, labels.get(MAX_LABEL, str(CE_MAX_REPLICAS)))
     if low > high:
@@ -93,12 +101,37 @@ def _function(name: str, spec: dict, root: Path) -> FunctionSpec:
         lang=str(spec["lang"]),
         handler=(root / str(spec["handler"])).resolve(),
         image=str(spec["image"]),
-        environment={str(k): "" if v is None else str(v) for k, v in (spec.get("environment") or {}).items()},
+        environment={**_strings(spec.get("environment")), **_environment_files(name, spec, root)},
         secrets=tuple(str(s) for s in spec.get("secrets") or ()),
         labels=labels,
+        annotations=_strings(spec.get("annotations")),
+        constraints=tuple(str(c) for c in spec.get("constraints") or ()),
+        limits=_strings(spec.get("limits")),
+        requests=_strings(spec.get("requests")),
+        read_only_root_filesystem=bool(spec.get("readonly_root_filesystem")),
         min_replicas=low,
         max_replicas=high,
     )
+
+
+def _strings(mapping) -> dict[str, str]:
+    """A YAML map with its values as the strings faas-cli sends (a null value is "")."""
+    return {str(k): "" if v is None else str(v) for k, v in (mapping or {}).items()}
+
+
+def _environment_files(name: str, spec: dict, root: Path) -> dict[str, str]:
+    """The `environment:` maps of the function's environment files, later files overriding earlier."""
+    merged = {}
+    for file in spec.get("environment_file") or ():
+        path = root / str(file)
+        try:
+            document = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise ConfigError(f"functions.{name}.environment_file", f"cannot read {path}: {error}") from None
+        if not isinstance(document, dict) or not isinstance(document.get("environment") or {}, dict):
+            raise ConfigError(f"functions.{name}.environment_file", f"{path} must hold an `environment:` map")
+        merged.update(_strings(document.get("environment")))
+    return merged
 
 
 def _replicas(name: str, label: str, value: str) -> int:

@@ -1,10 +1,11 @@
 """The local runtime's gateway as a Starlette app: OpenFaaS's routes, status codes and headers.
 
 Routes follow openfaas/faas `gateway/main.go`: /function/NAME[/path] (GET, HEAD, POST, PUT, PATCH,
-DELETE, OPTIONS), POST /async-function/NAME[/path], GET /system/functions, GET
-/system/function/NAME, POST /system/scale-function/NAME, GET /system/info, GET /healthz, GET
-/metrics. Replicas come from a Registry (the runtime's Supervisor). Where this departs from
-OpenFaaS CE, and why (forwarding: see proxy.py; the queue-worker: see queue.py):
+DELETE, OPTIONS), POST /async-function/NAME[/path], GET /healthz, GET /metrics, and under /system
+(behind basic auth when a login is set, auth.py) the functions, scale, info and namespaces
+(system.py), secrets (system_secrets.py) and logs (system_logs.py). Replicas come from a Registry
+(the runtime's Supervisor). Where this departs from OpenFaaS CE, and why (forwarding: see proxy.py;
+the queue-worker: see queue.py; /system: see its modules):
 * Errors are JSON {"error": ...} throughout. A method a route does not serve answers 405 JSON with
   Allow, as gorilla/mux does; on /function that includes TRACE, CONNECT and unknown methods, which
   CE would forward (a function has no use for them, and TRACE echoes credentials). Unknown paths
@@ -14,8 +15,6 @@ OpenFaaS CE, and why (forwarding: see proxy.py; the queue-worker: see queue.py):
 * Async bodies over `max_async_body_bytes` (1 MiB, the NATS message limit) answer 413; current CE
   refuses more than 256 000 bytes with a 500 (nats-queue-worker `handler/nats_queue.go`). Sync
   bodies over `max_sync_body_bytes` answer 413 too (CE sets no limit).
-* Scaling is validated by the registry (a bad count is a 400 naming the field) where CE clamps to
-  [1, 5].
 * X-Call-Id is echoed on every /function and /async-function response (CE only when it made one);
   X-Duration-Seconds (which of-watchdog adds in CE) is added by the gateway, measured to the
   response headers since the body streams after them.
@@ -26,7 +25,6 @@ OpenFaaS CE, and why (forwarding: see proxy.py; the queue-worker: see queue.py):
 
 from __future__ import annotations
 
-import platform
 import time
 import uuid
 from contextlib import asynccontextmanager
@@ -37,9 +35,10 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from faasgd.local.gateway.auth import RequireBasicAuth
 from faasgd.local.gateway.directory import Directory
 from faasgd.local.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from faasgd.local.gateway.metrics import Metrics
@@ -47,11 +46,12 @@ from faasgd.local.gateway.options import Clock, GatewayOptions, RealClock, Regis
 from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, Reply, canonical, connection_tokens
 from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, Broker, CallQueue, QueueError, QueueWorkers
 from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, ProxiedResponse, WireHeaders, client_gone,
-                                            error, http_error, server_error, too_large)
-from faasgd.local.gateway.scaling import scale_request
+                                            error, http_error, read_body, server_error, too_large)
+from faasgd.local.gateway.system import FunctionsApi
+from faasgd.local.gateway.system_logs import LogsApi
+from faasgd.local.gateway.system_secrets import SecretsApi
 
 INVOKE_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-MAX_SCALE_BODY_BYTES = 64 << 10
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
 
 
@@ -67,8 +67,8 @@ def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
     clock = clock or RealClock()
     # trust_env=False: an HTTP(S)_PROXY in the environment must not capture calls to loopback replicas.
     client = httpx.AsyncClient(transport=transport or httpx.AsyncHTTPTransport(limits=LIMITS), trust_env=False)
-    metrics = Metrics()
-    gateway = Gateway(options, Directory(registry), Proxy(client, metrics, clock, options.upstream_timeout_s), metrics)
+    metrics, directory = Metrics(), Directory(registry)
+    gateway = Gateway(options, directory, Proxy(client, metrics, clock, options.upstream_timeout_s), metrics)
     queue = QueueWorkers(broker, gateway.deliver, gateway.queue_workers_wanted, client, options.delivery,
                          options.ack_wait_s, clock)
     gateway.queue = queue
@@ -82,7 +82,11 @@ def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
             await queue.stop()
             await client.aclose()
 
-    app = Starlette(routes=gateway.routes(), middleware=[Middleware(WireHeaders), Middleware(AnswerWhenCutOff)],
+    system = [FunctionsApi(options, directory, metrics), SecretsApi(options.secrets_dir),
+              LogsApi(options, directory, clock)]
+    app = Starlette(routes=gateway.routes() + [route for api in system for route in api.routes()],
+                    middleware=[Middleware(WireHeaders), Middleware(AnswerWhenCutOff),
+                                Middleware(RequireBasicAuth, login=options.basic_auth)],
                     lifespan=lifespan,
                     exception_handlers={HTTPException: http_error, ClientDisconnect: client_gone,
                                         Exception: server_error})
@@ -103,10 +107,6 @@ class Gateway:
                 Route("/function/{name}/{rest:path}", self.invoke, methods=INVOKE_METHODS),
                 Route("/async-function/{name}", self.enqueue, methods=["POST"]),
                 Route("/async-function/{name}/{rest:path}", self.enqueue, methods=["POST"]),
-                Route("/system/functions", self.list_functions, methods=["GET"]),
-                Route("/system/function/{name}", self.function_status, methods=["GET"]),
-                Route("/system/scale-function/{name}", self.scale, methods=["POST"]),
-                Route("/system/info", self.info, methods=["GET"]),
                 Route("/healthz", self.healthz, methods=["GET"]),
                 Route("/metrics", self.render_metrics, methods=["GET"])]
 
@@ -114,7 +114,7 @@ class Gateway:
     async def invoke(self, request: Request) -> Response:
         call_id, start_ns = request.headers.get("x-call-id") or str(uuid.uuid4()), time.time_ns()
         name, rest = _split_path(request)
-        body = await _read_body(request, self.options.max_sync_body_bytes)
+        body = await read_body(request, self.options.max_sync_body_bytes)
         function, urls = await self.directory.route(name)
         if body is None:
             response = too_large(self.options.max_sync_body_bytes, "a synchronous call")
@@ -131,7 +131,7 @@ class Gateway:
     async def enqueue(self, request: Request) -> Response:
         call_id, start_ns = request.headers.get("x-call-id") or str(uuid.uuid4()), time.time_ns()
         name, rest = _split_path(request)
-        body = await _read_body(request, self.options.max_async_body_bytes)
+        body = await read_body(request, self.options.max_async_body_bytes)
         function, callback = await self.directory.resolve(name), request.headers.get("x-callback-url")
         if function is None:
             response = error(404, f"function not found: {name}")
@@ -159,38 +159,7 @@ class Gateway:
     async def queue_workers_wanted(self) -> int:
         return self.options.queue_workers or await self.directory.total_replicas()
 
-    # -- /system, /metrics, /healthz -----------------------------------------------------------------
-    async def list_functions(self, request: Request) -> Response:
-        return JSONResponse([self._counted(s) for s in await self.directory.statuses()])
-
-    async def function_status(self, request: Request) -> Response:
-        status = await self.directory.status(request.path_params["name"])
-        if status is None:
-            return error(404, f"function not found: {request.path_params['name']}")
-        return JSONResponse(self._counted(status))
-
-    async def scale(self, request: Request) -> Response:
-        name = request.path_params["name"]
-        body = await _read_body(request, MAX_SCALE_BODY_BYTES)
-        function = await self.directory.resolve(name)
-        if function is None:
-            return error(404, f"function not found: {name}")
-        if body is None:
-            return too_large(MAX_SCALE_BODY_BYTES, "a scale request")
-        replicas, problem = scale_request(body, function)
-        if problem:
-            return error(400, problem)
-        try:
-            replicas = await self.directory.scale(function, replicas)
-        except ValueError as exc:
-            return error(400, str(exc))
-        return JSONResponse({"serviceName": function, "replicas": replicas}, 202)
-
-    async def info(self, request: Request) -> Response:
-        release = {"release": self.options.version}
-        return JSONResponse({"provider": {"provider": SERVER, "orchestration": "processes", "version": release},
-                             "version": release, "arch": platform.machine()})
-
+    # -- /metrics, /healthz ---------------------------------------------------------------------------
     async def healthz(self, request: Request) -> Response:
         return PlainTextResponse("OK")
 
@@ -198,21 +167,9 @@ class Gateway:
         text = self.metrics.render(await self.directory.available_replicas())
         return Response(text, media_type=METRICS_CONTENT_TYPE)
 
-    def _counted(self, status: dict) -> dict:
-        return {**status, "invocationCount": self.metrics.invocation_count(status["name"])}
 
 
 # -- requests ------------------------------------------------------------------------------------------
-async def _read_body(request: Request, limit: int) -> bytes | None:
-    """The request body, or None once it grows past `limit` bytes (the rest is left unread)."""
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None
-    return bytes(body)
-
-
 def _split_path(request: Request) -> tuple[str, str]:
     """NAME (percent-decoded) and the raw path suffix ("" or "/...") of /function/NAME[/...]."""
     raw = (request.scope.get("raw_path") or request.scope["path"].encode()).split(b"?")[0].decode("latin-1")

@@ -8,11 +8,12 @@ local runtime has one namespace.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from anyio import to_thread
 
+from faasgd.local.api import NAMESPACE, FunctionDeployment
 from faasgd.local.gateway.options import Registry
-
-NAMESPACE = "openfaas-fn"  # the only namespace
 
 
 class Directory:
@@ -39,8 +40,19 @@ class Directory:
         return await to_thread.run_sync(self._resolve, name)
 
     async def scale(self, function: str, replicas: int) -> int:
-        """Ask for a replica count; raises ValueError naming the field when the registry refuses."""
+        """Ask for a replica count; returns the count set (the registry clamps it)."""
         return await to_thread.run_sync(self.registry.scale, function, replicas)
+
+    async def deploy(self, request: FunctionDeployment, update: bool) -> None:
+        """Create or update a function; raises faasgd.local.api.Refused with the status to answer."""
+        await to_thread.run_sync(self.registry.deploy, request, update)
+
+    async def remove(self, name: str) -> None:
+        await to_thread.run_sync(self.registry.remove, name)
+
+    async def log_sources(self, name: str) -> list[tuple[str, Path]] | None:
+        """(replica, log file) pairs of a function (None if unknown); NAME.openfaas-fn accepted."""
+        return await to_thread.run_sync(self._log_sources, name)
 
     async def total_replicas(self) -> int:
         return await to_thread.run_sync(self.registry.total_replicas)
@@ -59,6 +71,10 @@ class Directory:
     def _route(self, name: str) -> tuple[str | None, list[str]]:
         function = self._resolve(name)
         return function, (self.registry.replica_urls(function) if function else [])
+
+    def _log_sources(self, name: str) -> list[tuple[str, Path]] | None:
+        function = self._resolve(name)
+        return self.registry.log_sources(function) if function else None
 
     def _status(self, name: str) -> dict | None:
         function = self._resolve(name)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from faasgd.errors import ConfigError
+from faasgd.local.api import FunctionDeployment
 from faasgd.local.queue_rules import DeliveryPolicy
 
 
@@ -21,6 +23,11 @@ class GatewayOptions:
     queue_workers: int | None = None  # None: one per replica (registry.total_replicas(), re-read every 0.5 s)
     delivery: DeliveryPolicy = DeliveryPolicy()  # async calls: ce (no retries) or pro (retries), queue_rules.py
     version: str = "0.1.0"  # in X-Served-By and /system/info
+    sha: str = "unknown"  # /system/info's version.sha (the OpenAPI spec requires one): the source's git commit
+    # /system/* asks for this (user, password) with HTTP basic auth, as OpenFaaS's basic_auth=true does;
+    # None leaves it open (in-process tests). Never shown in repr.
+    basic_auth: tuple[str, str] | None = field(default=None, repr=False)
+    secrets_dir: str | None = None  # where /system/secrets keeps function secrets (None: no such route)
     max_async_body_bytes: int = 1 << 20  # NATS message limit; larger async bodies -> 413
     # Sync bodies are read whole before forwarding (the replica gets a Content-Length), so this bounds
     # the memory one call can pin. CE sets no limit; faasgd's calls carry small JSON (weights travel
@@ -38,6 +45,8 @@ class GatewayOptions:
             raise ConfigError("delivery", f"must be a DeliveryPolicy (queue_rules.py), got {self.delivery!r}")
         if self.queue_workers is not None and self.queue_workers < 1:
             raise ConfigError("queue_workers", f"must be None (one per replica) or >= 1, got {self.queue_workers!r}")
+        if self.basic_auth is not None and not (len(self.basic_auth) == 2 and all(self.basic_auth)):
+            raise ConfigError("basic_auth", "must be None or a (user, password) pair, both non-empty")
         for name in ("max_async_body_bytes", "max_sync_body_bytes", "backlog"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -45,13 +54,17 @@ class GatewayOptions:
 
 
 class Registry(Protocol):
-    """What the gateway needs of the replica supervisor (faasgd.local.replicas.Supervisor)."""
+    """What the gateway needs of the replica supervisor (faasgd.local.replicas.Supervisor). deploy,
+    remove and scale raise faasgd.local.api.Refused carrying the status to answer."""
 
     def function_names(self) -> list[str]: ...
     def describe(self, name: str) -> dict | None: ...
     def replica_urls(self, name: str) -> list[str]: ...
-    def scale(self, name: str, replicas: int) -> int: ...
+    def scale(self, name: str, replicas: int) -> int: ...  # returns the count set (clamped)
     def total_replicas(self) -> int: ...
+    def deploy(self, request: FunctionDeployment, update: bool) -> None: ...
+    def remove(self, name: str) -> None: ...
+    def log_sources(self, name: str) -> list[tuple[str, Path]] | None: ...  # (replica, log file); None: unknown
 
 
 class Clock(Protocol):

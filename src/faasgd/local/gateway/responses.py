@@ -102,3 +102,13 @@ def too_large(limit: int, what: str) -> Response:
     """413, answered once `limit` bytes are exceeded. The connection stays open: uvicorn reads and
     drops the rest of the body, so a client still sending gets the answer instead of a reset."""
     return error(413, f"request body: at most {limit} bytes for {what}, got more")
+
+
+async def read_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or None once it grows past `limit` bytes (the rest is left unread)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)

@@ -1,19 +1,22 @@
-"""The body of POST /system/scale-function/NAME, validated field by field."""
+"""The body of POST /system/scale-function/NAME, validated field by field.
+
+As faas-netes does, the function is the one the path names: a `serviceName` that differs is ignored.
+The count is clamped by the registry (faasgd.local.api.clamp_replicas), not refused. Departures:
+unknown fields are refused naming them (Go drops them), and a negative or fractional count is a 400
+naming `replicas` (Go's decoder fails on it with "Error unmarshalling request body").
+"""
 
 from __future__ import annotations
 
 import json
 
-from faasgd.local.gateway.directory import NAMESPACE
+from faasgd.local.api import NAMESPACE
 
 SCALE_FIELDS = ("serviceName", "replicas", "namespace")
 
 
 def scale_request(body: bytes, function: str) -> tuple[int | None, str | None]:
-    """(replicas, None) from a scale body, or (None, a message naming the bad field).
-
-    The range of `replicas` is the registry's to check (CE clamps to [1, 5]; we refuse, naming it).
-    """
+    """(replicas, None) from a scale body, or (None, a message naming the bad field)."""
     example = f'{{"serviceName": "{function}", "replicas": 2}}'
     try:
         data = json.loads(body or b"null")
@@ -25,10 +28,9 @@ def scale_request(body: bytes, function: str) -> tuple[int | None, str | None]:
     if unknown:
         return None, f"request body: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(SCALE_FIELDS)}"
     replicas = data.get("replicas")
-    if isinstance(replicas, bool) or not isinstance(replicas, int):
-        return None, f"replicas: must be an integer, got {json.dumps(replicas) if 'replicas' in data else 'nothing'}"
-    if data.get("serviceName", function) not in (function, f"{function}.{NAMESPACE}"):
-        return None, f"serviceName: must be the function in the path ({function}), got {data['serviceName']!r}"
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+        given = json.dumps(replicas) if "replicas" in data else "nothing"
+        return None, f"replicas: must be a whole number >= 0, got {given}"
     if data.get("namespace") not in (None, "", NAMESPACE):
         return None, f"namespace: must be {NAMESPACE} (the only namespace), got {data['namespace']!r}"
     return replicas, None

@@ -1,0 +1,51 @@
+"""A replica's environment, layered as a function container's is on Kubernetes with faas-netes.
+
+Later layers win:
+1. a container's basics: PATH, HOME and LANG from the shell that ran `faasgd up`, TMPDIR (the
+   replica's own temp folder), and one BLAS thread per replica (a small machine shares its cores);
+2. the image's `ENV` (the template's Dockerfile, faasgd.local.dockerfile; `mode=http` included);
+3. the function's environment as deployed: `fprocess` from the deployment's envProcess (faas-netes
+   sets it), then its envVars (stack `environment` and `environment_file`, or a deploy's envVars)
+   with in-cluster Service addresses pointed at the local processes (faasgd.local.services);
+4. what the runtime sets per replica: `upstream_url` (where index.py listens: the replica's own
+   loopback port, where the image says 127.0.0.1:5000), HOSTNAME (the replica's name, as a pod's),
+   and FAASGD_SECRETS_DIR (the replica's copy of its secrets, /var/openfaas/secrets on a cluster).
+Nothing else of the shell reaches a replica.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from faasgd.local import services
+from faasgd.local.stack import FunctionSpec
+
+BASICS = ("PATH", "HOME", "LANG")  # what a container has without asking
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Docker's default PATH
+THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+SECRETS_ENV = "FAASGD_SECRETS_DIR"  # where the core reads secret files (faasgd.store)
+
+
+def basics(environ: Mapping[str, str], tmpdir: str) -> dict[str, str]:
+    """Layer 1: the shell's PATH, HOME and LANG, the replica's TMPDIR, one BLAS thread."""
+    kept = {name: environ[name] for name in BASICS if environ.get(name)}
+    return {"PATH": DEFAULT_PATH, **kept, "TMPDIR": tmpdir, **THREADS}
+
+
+def function_env(spec: FunctionSpec, table: Mapping[str, str]) -> dict[str, str]:
+    """Layer 3: fprocess and the deployed envVars, cluster Service addresses made local."""
+    deployed = ({"fprocess": spec.env_process} if spec.env_process else {}) | spec.environment
+    return services.rewrite(deployed, table)
+
+
+def replica_env(port: int, hostname: str, secrets_dir: str) -> dict[str, str]:
+    """Layer 4: what the runtime sets for one replica."""
+    return {"upstream_url": f"http://127.0.0.1:{port}", "HOSTNAME": hostname, SECRETS_ENV: secrets_dir}
+
+
+def container_env(*layers: Mapping[str, str]) -> dict[str, str]:
+    """The layers merged in order, later ones winning."""
+    merged: dict[str, str] = {}
+    for layer in layers:
+        merged.update(layer)
+    return merged
