@@ -103,10 +103,13 @@ class GatewayClient:
         return json_answer(self.request("GET", f"/system/function/{function}"), function)
 
     def scale(self, function: str, replicas: int) -> None:
-        """POST /system/scale-function/<name> (on a cluster, kubectl scale is the way)."""
-        json_answer(self.request("POST", f"/system/scale-function/{function}",
-                                 json.dumps({"serviceName": function, "replicas": replicas}).encode(),
-                                 {"Content-Type": "application/json"}), f"scale {function}")
+        """POST /system/scale-function/<name> (on a cluster, kubectl scale is the way). CE answers 202 with an
+        empty body; any 2xx is taken, an error answer raises as json_answer does."""
+        answer = self.request("POST", f"/system/scale-function/{function}",
+                              json.dumps({"serviceName": function, "replicas": replicas}).encode(),
+                              {"Content-Type": "application/json"})
+        if not 200 <= answer.status < 300:
+            json_answer(answer, f"scale {function}")
 
     def wait_for_replicas(self, function: str, replicas: int, timeout_s: float, **clock) -> dict:
         """Until the gateway reports `replicas` of `function`, all available; FaasgdError at the deadline."""

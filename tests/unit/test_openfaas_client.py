@@ -98,3 +98,11 @@ def test_the_login_goes_to_system_routes_only():
     anonymous = client(handler)
     anonymous.function_status("emnist-train")
     assert seen[-1] == ("/system/function/emnist-train", None)
+
+
+def test_scaling_takes_community_editions_empty_202_and_raises_on_an_error():
+    client(lambda request: httpx.Response(202)).scale("emnist-train", 3)  # CE's answer: no body
+    refused = client(lambda request: httpx.Response(400, json={"error": "replicas: bad", "field": "replicas"}))
+    with pytest.raises(FunctionError) as error:
+        refused.scale("emnist-train", -1)
+    assert error.value.field == "replicas"

@@ -40,7 +40,10 @@ def run(args) -> int:
     if args.dry_run:
         print(json.dumps(config.to_dict(), indent=2))
         return 0
+    if args.gateway or os.environ.get("OPENFAAS_URL"):  # a gateway the user named (a cluster): start nothing
+        return run_through_gateway(args, overrides)
     state, started = control.up(args.file, 0 if args.port is None else args.port, args.dir)
+    args.gateway = state["gateway_url"]  # the runtime this command found or started, and no other
     try:
         return run_through_gateway(args, overrides)
     finally:
