@@ -165,3 +165,10 @@ def test_fan_out_failure_records_a_failed_job(env, monkeypatch):
     (job_id,) = job_ids
     final = status(job_id)
     assert final["state"] == "failed" and "after 1 of 2 workers" in final["result"]["error"]
+
+
+def test_a_replica_lets_a_jobs_data_go_when_its_worker_ends(env):
+    _, body = start({"number_of_workers": 1})
+    (call,) = env["gateway"].take()
+    assert deliver(train_handler, call)[1]["state"] == "finished"
+    assert replica_cache.load_shard.cache_info().currsize == 0  # nothing kept for a job that has ended

@@ -64,11 +64,15 @@ def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relau
     worker_store = replica_cache.training_store(config, store)
     then = None if relaunch is None else (lambda iteration: relaunch(request.next(iteration)))
     peers = None if relaunch is None else looking_after(store, request, config, meta, relaunch)
-    if config.invocation_mode == "per-iteration":
-        return run_iteration(config, worker_store, request.job_id, request.worker_id, request.iteration,
-                             call_id, replica_cache.load_shard, budget, then, peers)
-    return run_loop_call(config, worker_store, request.job_id, request.worker_id, call_id, replica_cache.load_shard,
-                         budget, then, peers)
+    with replica_cache.training_call() as ended:
+        if config.invocation_mode == "per-iteration":
+            answer = run_iteration(config, worker_store, request.job_id, request.worker_id, request.iteration,
+                                   call_id, replica_cache.load_shard, budget, then, peers)
+        else:
+            answer = run_loop_call(config, worker_store, request.job_id, request.worker_id, call_id,
+                                   replica_cache.load_shard, budget, then, peers)
+        ended["worker"] = answer.get("state") in result.FINAL  # its data is not needed here any more
+        return answer
 
 
 def looking_after(store: ParameterStore, request: TrainRequest, config: TrainConfig, meta: dict,

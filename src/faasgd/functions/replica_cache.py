@@ -7,8 +7,10 @@ process of `faasgd train --direct` uses the same cache.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
+from typing import Iterator
 
 from faasgd import data
 from faasgd.config import TrainConfig
@@ -21,6 +23,7 @@ _stores: dict[str, ParameterStore] = {}
 _node_local: dict[tuple, NodeLocalStore] = {}
 _gateways: dict[str, GatewayClient] = {}
 _lock = threading.Lock()
+_calls = {"running": 0}  # training calls in this process now
 
 
 def store_for(url: str) -> ParameterStore:
@@ -64,6 +67,23 @@ def load_shard(dataset: str, split: str, worker_id: int, number_of_workers: int,
                scaled: bool = True) -> data.Shard:
     """data.load_shard, kept for the next invocation (per-iteration mode reuses the same shard)."""
     return data.load_shard(dataset, split, worker_id, number_of_workers, limit, scaled=scaled)
+
+
+@contextlib.contextmanager
+def training_call() -> Iterator[dict]:
+    """Around one training call: when it ends its worker (`ended["worker"] = True`) and no other call runs,
+    the loaded shards are let go, so an idle replica holds no job's data."""
+    ended = {"worker": False}
+    with _lock:
+        _calls["running"] += 1
+    try:
+        yield ended
+    finally:
+        with _lock:
+            _calls["running"] -= 1
+            idle = _calls["running"] == 0
+        if ended["worker"] and idle:
+            load_shard.cache_clear()
 
 
 def forget() -> None:
