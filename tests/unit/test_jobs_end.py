@@ -10,7 +10,7 @@ from faasgd import job, result
 from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.errors import StateLost
-from faasgd.functions import supervise
+from faasgd.functions import orchestrate, supervise
 from faasgd.sgd import CallBudget, run_iteration, run_loop_call, run_worker
 from faasgd.store import open_store
 from support.fake_clock import StepClock
@@ -69,6 +69,16 @@ def test_a_call_handed_off_mid_epoch_resumes_and_trains_exactly_what_an_uninterr
     assert store.get_record(job_id, "result")["samples"] == 3 * ROWS
 
 
+def test_single_mode_hands_its_worker_to_emnist_train_in_the_jobs_own_store():
+    config, store, job_id = new_job(invocation_mode="single", store="memcached")
+    relaunched = []
+    answer = orchestrate.run_single(store, config, job_id, CallBudget(draining=StopAfter(store, job_id, 5)),
+                                    relaunched.append)
+    assert answer["state"] == "running" and answer["handed_off"]
+    assert [(r.job_id, r.worker_id, r.iteration, r.store) for r in relaunched] == [(job_id, 0, 0, "memcached")]
+    assert store.worker_record(job_id, 0)["pushes"] == 5
+
+
 def test_a_second_invocation_of_a_worker_supersedes_the_first_which_stops_and_adds_nothing():
     config, store, job_id = new_job(max_epochs=2)
     takeover = {}
@@ -88,14 +98,14 @@ def test_a_second_invocation_of_a_worker_supersedes_the_first_which_stops_and_ad
 
 
 def test_a_silent_worker_is_re_invoked_and_after_max_reinvocations_without_progress_the_job_fails():
-    config, store, job_id = new_job(number_of_workers=2, max_reinvocations=2)
+    config, store, job_id = new_job(number_of_workers=2, max_reinvocations=2, store="memcached")
     _, meta = job.read_job(store, job_id)
     clock, relaunched = StepClock(meta["created_at"]), []
     watch = lambda: supervise.supervise(store, job_id, config, meta, relaunched.append, now=clock)  # noqa: E731
     assert watch() == [] and relaunched == []  # launched just now: both may still be on their way
     clock.sleep(config.start_timeout_s + 1)
     assert watch() == ["re-invoked worker 0 (1 of 2)", "re-invoked worker 1 (1 of 2)"]
-    assert [r.worker_id for r in relaunched] == [0, 1]
+    assert [(r.worker_id, r.store) for r in relaunched] == [(0, "memcached"), (1, "memcached")]  # the job's store
     store.put_record(job_id, "heartbeat:1", {"at": clock()}, ttl_s=config.lease_s)  # worker 1 is alive now
     for key in ("supervising:0", "supervising:1"):
         store.delete_record(job_id, key)  # (the claims expire after start_timeout_s on the store's clock)

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import signal
+from types import SimpleNamespace
 
 import pytest
 
@@ -117,6 +118,39 @@ def test_up_hands_the_delivery_policy_to_the_daemon(table, tmp_path, monkeypatch
         control.up(str(stack), 7000, tmp_path / ".faasgd", delivery=policy)
     parsed = daemon.parse_args(started[0][3:])
     assert queue_rules.from_flags(parsed) == policy
+
+
+def test_up_after_a_crash_keeps_the_living_stores_and_broker_for_the_new_runtime_and_stops_the_rest(
+        table, tmp_path, monkeypatch):
+    started = []
+
+    class Refused(Exception):
+        pass
+
+    def popen(argv, **_):
+        started.append(argv)
+        raise Refused
+
+    monkeypatch.setattr(control, "subprocess", SimpleNamespace(Popen=popen, DEVNULL=-3, STDOUT=-2))
+    monkeypatch.setattr(control, "_port_taken", lambda port: False)
+    redis, broker = table.add(401, T0 + 1), table.add(403, T0 + 3)
+    reused = table.add(402, T0 + 999)  # memcached's pid now names another process: not kept, not signalled
+    replica = table.add(404, T0 + 4)
+    directory = tmp_path / ".faasgd"
+    directory.mkdir()
+    entries = {"redis": {"url": "redis://127.0.0.1:2/0", "pid": 401, "create_time": T0 + 1},
+               "memcached": {"url": "memcached://127.0.0.1:3", "pid": 402, "create_time": T0 + 2}}
+    nats = {"url": "nats://127.0.0.1:4", "store_dir": "/x", "pid": 403, "create_time": T0 + 3}
+    write(directory, {"pid": 400, "create_time": T0, "stores": entries, "broker": nats,
+                      "replicas": [{"name": "emnist-train-1", "pid": 404, "create_time": T0 + 4}]})
+    stack = tmp_path / "stack.yml"
+    stack.write_text("version: 1.0\n")
+    with pytest.raises(Refused):
+        control.up(str(stack), 7000, directory)
+    adopted = daemon.parse_args(started[0][3:]).adopt
+    assert adopted == {"redis": entries["redis"], "nats": nats}
+    assert redis.signals == [] and broker.signals == [] and reused.signals == []
+    assert replica.signals == [signal.SIGTERM] and not (directory / daemon.STATE_FILE).exists()
 
 
 @pytest.mark.parametrize("argv, flag", [

@@ -6,11 +6,12 @@ the worker count. Time is a FakeClock the tests advance, so ack_wait and backoff
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
 
-from faasgd.local.queue_rules import DeliveryPolicy
+from faasgd.local.queue_rules import Chaos, DeliveryPolicy
 from support.fake_replicas import FakeRegistry, FakeReplica
 from support.local_gateway import gateway_in_process, within
 
@@ -229,3 +230,36 @@ async def test_queue_workers_follow_total_replicas():
             assert gw.queue.stats()["workers"] == total
     async with gateway_in_process(registry, queue_workers=4, delivery=DeliveryPolicy("pro", max_inflight=2)) as gw:
         assert (gw.queue.stats()["workers"], gw.queue.stats()["capacity"]) == (4, 8)
+
+
+async def test_chaos_drops_the_first_deliveries_unsent_and_ce_ends_those_calls_with_502():
+    replica = FakeReplica("a")
+    policy = DeliveryPolicy(chaos=Chaos(drop=(("echo", 2),)))
+    async with gateway_in_process(FakeRegistry(echo=[replica]), delivery=policy) as gw:
+        statuses = []
+        for _ in range(3):
+            await post(gw)
+            got, _ = await within(gw.callbacks.next())
+            statuses.append(got["x-function-status"])
+        stats = gw.queue.stats()
+    assert statuses == ["502", "502", "200"] and len(replica.calls) == 1  # the dropped two never reached it
+    assert (stats["dropped"], stats["failed"], stats["stored"]) == (2, 2, 0)
+
+
+async def test_chaos_duplicate_delivers_a_call_twice_at_once_with_one_call_id_and_one_callback():
+    replica = FakeReplica("a")
+    replica.hold = True
+    policy = DeliveryPolicy(chaos=Chaos(duplicate=frozenset({"echo"})))
+    async with gateway_in_process(FakeRegistry(echo=[replica]), delivery=policy) as gw:
+        call_id = await post(gw)
+        await within(replica.arrived(2))  # both copies are in the function before either answers
+        replica.release()
+        got, _ = await within(gw.callbacks.next())
+        for _ in range(100):  # the copy's answer may land just after the callback
+            if all(d["status"] for d in gw.queue.deliveries(call_id)):
+                break
+            await asyncio.sleep(0.01)
+        kinds = sorted((d["kind"], d["status"]) for d in gw.queue.deliveries(call_id))
+        assert gw.queue.stats()["duplicated"] == 1
+    assert got["x-call-id"] == call_id and {c["headers"]["x-call-id"] for c in replica.calls} == {call_id}
+    assert kinds == [("duplicate", 200), ("first", 200)]

@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local.queue_rules import RETRY_CODES, DeliveryPolicy, Outcome, add_flags, backoff, decide, from_flags
+from faasgd.local.queue_rules import Chaos, RETRY_CODES, DeliveryPolicy, Outcome, add_flags, backoff, decide, from_flags
 
 CE, PRO = DeliveryPolicy(), DeliveryPolicy("pro")
 
@@ -87,3 +87,17 @@ def test_flags_reach_the_daemon_unchanged():
     assert PRO.to_json()["retry_codes"] == [408, 429, 500, 502, 503, 504]
     with pytest.raises(ConfigError, match="^retry_wait_s: .*--delivery pro"):
         from_flags(parser.parse_args(["--retry-wait", "1"]))
+
+
+def test_chaos_rules_parse_travel_to_the_daemon_and_refuse_bad_ones_naming_chaos():
+    parser = argparse.ArgumentParser()
+    add_flags(parser)
+    policy = from_flags(parser.parse_args(["--chaos", "drop:emnist-train:2", "--chaos", "duplicate:emnist-train",
+                                           "--chaos", "drop:emnist-train:1"]))
+    assert policy.chaos == Chaos((("emnist-train", 3),), frozenset({"emnist-train"}))
+    assert from_flags(parser.parse_args(policy.to_argv())) == policy
+    assert policy.to_json()["chaos"] == ["drop:emnist-train:3", "duplicate:emnist-train"]
+    assert CE.chaos == Chaos() and "--chaos" not in CE.to_argv()
+    for bad in ("drop:emnist-train", "drop:emnist-train:0", "drop::2", "duplicate:", "duplicate:f:1", "lose:f:1"):
+        with pytest.raises(ConfigError, match=f"^chaos: .*{bad!r}"):
+            from_flags(parser.parse_args(["--chaos", bad]))

@@ -102,6 +102,6 @@ def run_single(store: ParameterStore, config: TrainConfig, job_id: str, budget: 
     except HandOff as stop:
         if relaunch is None:
             raise
-        relaunch(TrainRequest(job_id, 0))
+        relaunch(TrainRequest(job_id, 0, 0, config.store))
         return {**result.missing(job_id, None), "state": "running", "handed_off": True, "reason": str(stop)}
     return store.get_record(job_id, "result") or result.write_result(store, job_id, error="no result written")

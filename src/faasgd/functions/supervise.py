@@ -75,7 +75,7 @@ def _relaunch(store, job_id, config, w, record, launch, relaunch, now) -> str | 
         return None  # another supervisor is on it
     store.put_record(job_id, f"relaunch:{w}", {"count": count + 1, "pushes": pushes, "at": now()})
     iteration = int((record or {}).get("epoch") or 0) if config.invocation_mode == "per-iteration" else 0
-    relaunch(TrainRequest(job_id, w, iteration))
+    relaunch(TrainRequest(job_id, w, iteration, config.store))
     log.warning("job %s: worker %d was lost; re-invoked it (%d of %d without progress)", job_id, w, count + 1,
                 config.max_reinvocations)
     return f"re-invoked worker {w} ({count + 1} of {config.max_reinvocations})"

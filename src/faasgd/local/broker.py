@@ -54,10 +54,10 @@ def start_nats(store_dir: str | os.PathLike, port: int | None = None, max_payloa
         server.workdir = str(store)
         return server
 
-    return start_server(launch, port, _jetstream_answers, ready_timeout)
+    return start_server(launch, port, jetstream_answers, ready_timeout)
 
 
-def _jetstream_answers(port: int, timeout: float = 0.5) -> bool:
+def jetstream_answers(port: int, timeout: float = 0.5) -> bool:
     """True when 127.0.0.1:port speaks NATS with JetStream on and answers a PING."""
     try:
         with socket.create_connection((LOOPBACK, port), timeout=timeout) as sock, sock.makefile("rb") as lines:

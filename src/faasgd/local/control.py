@@ -88,11 +88,11 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
             return read_state(directory), False
         raise FaasgdError(f"a faasgd runtime (pid {state['pid']}) runs but is not healthy; "
                           f"see {directory}/logs/runtime.log or run `faasgd down`")
-    _leftovers(directory)
     if not Path(stack).is_file():
         raise FaasgdError(f"stack: no stack file {stack!r} (run from the repository root or pass -f)")
     if port and _port_taken(port):
         raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port (0: a free one)")
+    _, adopt = _leftovers(directory, keep_stores=True)
     (directory / "logs").mkdir(parents=True, exist_ok=True)
     login(directory)
     argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
@@ -101,6 +101,8 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     if queue_workers:
         argv += ["--queue-workers", str(queue_workers)]
     argv += delivery.to_argv()
+    if adopt:
+        argv += ["--adopt", json.dumps(adopt)]
     log = directory / "logs" / "runtime.log"
     with open(log, "ab") as out:
         daemon = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
@@ -128,15 +130,31 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
     daemon = ProcessRef.from_json(state)
     if daemon is not None and processes.stop(daemon, DOWN_TIMEOUT_S):  # it stops its children itself
         stopped.append(daemon.pid)
-    return stopped + _leftovers(directory, state)
+    return stopped + _leftovers(directory, state)[0]
 
 
-def _leftovers(directory: Path, state: dict | None = None) -> list[int]:
-    """Stop the replicas and stores a dead runtime left behind, then remove its state file."""
+def _leftovers(directory: Path, state: dict | None = None,
+               keep_stores: bool = False) -> tuple[list[int], dict[str, dict]]:
+    """Stop what a dead runtime left behind and remove its state file; returns (pids stopped, kept entries).
+
+    With `keep_stores` (`up` after a crash) the stores and the broker that still run as the very
+    processes the state file names are left running, and their entries returned for the new
+    runtime to adopt: a job's state outlives its runtime, as it outlives a gateway on a cluster.
+    Replicas are always stopped (the new runtime starts its own; supervision and the queue's
+    redelivery carry the job on).
+    """
     state = _load(directory) if state is None else state
-    stopped = [ref.pid for ref in _children(state or {}) if processes.stop(ref)]
+    state = state or {}
+    kept = {}
+    if keep_stores:
+        entries = {**(state.get("stores") if isinstance(state.get("stores"), dict) else {}),
+                   "nats": state.get("broker")}
+        kept = {name: entry for name, entry in entries.items()
+                if (ref := ProcessRef.from_json(entry)) is not None and processes.alive(ref)}
+    kept_refs = {ProcessRef.from_json(entry) for entry in kept.values()}
+    stopped = [ref.pid for ref in _children(state) if ref not in kept_refs and processes.stop(ref)]
     (directory / STATE_FILE).unlink(missing_ok=True)
-    return stopped
+    return stopped, kept
 
 
 def _load(directory: Path) -> dict | None:

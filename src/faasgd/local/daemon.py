@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import os
 import shutil
 import signal
@@ -26,8 +27,8 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd import __version__
-from faasgd.local import credentials, environment, queue_rules, services
-from faasgd.local.broker import start_nats
+from faasgd.local import credentials, environment, processes, queue_rules, services
+from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.build import build_function, template_fprocess
 from faasgd.local.deployments import Catalog, Code
 from faasgd.local.dockerfile import image_env
@@ -36,7 +37,7 @@ from faasgd.local.processes import ProcessRef
 from faasgd.local.replicas import Supervisor
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
-from faasgd.local.stores import ServerProcess, free_port, start_memcached, start_redis
+from faasgd.local.stores import STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached, start_redis
 
 STATE_FILE = "state.json"
 _STATE_LOCK = threading.Lock()  # the supervisor's thread and the gateway's scale calls both rewrite the file
@@ -58,6 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ack-wait", type=float, default=300.0)
     parser.add_argument("--upstream-timeout", type=float, default=300.0)
     parser.add_argument("--queue-workers", type=int, default=None)
+    parser.add_argument("--adopt", type=json.loads, default={},
+                        help="JSON: the stores and broker a crashed runtime left running, to keep (faasgd up)")
     queue_rules.add_flags(parser)
     return parser.parse_args(argv)
 
@@ -87,14 +90,39 @@ def source_sha() -> str:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
-def start_stores(directory: Path) -> dict[str, ServerProcess]:
-    """redis-server and memcached on free loopback ports, by name; stops the first if the second fails."""
-    redis = start_redis(workdir=str(directory))
+def start_stores(directory: Path, adopted: Mapping[str, dict] | None = None) -> dict[str, ServerProcess]:
+    """redis-server and memcached on free loopback ports, by name; stops the first if the second fails.
+
+    A store in `adopted` (state-file entries a crashed runtime left, see control.up) is kept, data
+    and all, when it is still that process and answers; otherwise it is stopped and started afresh.
+    """
+    starters = {"redis": lambda: start_redis(workdir=str(directory)), "memcached": start_memcached}
+    started: dict[str, ServerProcess] = {}
     try:
-        return {"redis": redis, "memcached": start_memcached()}
+        for name, start in starters.items():
+            started[name] = _adopt(name, (adopted or {}).get(name), STORE_ANSWERS[name]) or start()
+        return started
     except BaseException:
-        redis.stop()
+        for server in started.values():
+            server.stop()
         raise
+
+
+def start_broker(directory: Path, adopted: dict | None) -> ServerProcess:
+    """nats-server for the async queue: the one a crashed runtime left if it still answers, else a new one."""
+    return _adopt("nats", adopted, jetstream_answers) or start_nats(directory / "jetstream")
+
+
+def _adopt(name: str, entry: dict | None, answers) -> ServerProcess | None:
+    ref = ProcessRef.from_json(entry)
+    if ref is None:
+        return None
+    server = adopt_server(name, str(entry.get("url", "")), ref, answers, entry.get("store_dir"))
+    if server is None:
+        processes.stop(ref)  # ours, but silent: start afresh
+    else:
+        print(f"faasgd runtime: kept {name} {server.url} (pid {server.pid}) from the runtime before", flush=True)
+    return server
 
 
 def service_table(port: int, stores: dict[str, ServerProcess]) -> dict[str, str]:
@@ -115,6 +143,8 @@ def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, S
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per proxied request is the queue's to say
     directory = Path(args.dir).resolve()
     for folder in ("logs", "build"):
         (directory / folder).mkdir(parents=True, exist_ok=True)
@@ -127,9 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     catalog = build_catalog(Path(args.stack).resolve(), directory / "build", os.environ)
-    stores = start_stores(directory)
+    stores = start_stores(directory, args.adopt)
     try:
-        broker = start_nats(directory / "jetstream")
+        broker = start_broker(directory, args.adopt.get("nats"))
     except BaseException:
         for server in stores.values():
             server.stop()

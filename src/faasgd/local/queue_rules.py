@@ -22,6 +22,12 @@ Where this departs from OpenFaaS, and why:
   call is done); `ce` posts every delivery's answer, as its queue-worker does.
 * In both modes the attempt count restarts when a new runtime takes the queue over (see
   gateway/queue_jetstream.py): the restart delivers the calls its predecessor left in flight.
+
+`Chaos` (flag `--chaos`, for fault studies, off by default) breaks delivery on purpose the two ways
+a cluster does: `drop:FN:N` answers the first N deliveries of function FN with 502 without calling
+it (a call that landed on a pod that was not ready, or whose connection was cut: CE ends the call
+there); `duplicate:FN` delivers every call of FN twice at once (a redelivery after ack_wait that
+overlaps the first delivery); only the first copy's answer counts.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ class DeliveryPolicy:
     max_retry_wait_s: float | None = None  # pro: the longest wait between retries
     max_inflight: int | None = None  # calls in flight per queue worker (ce: always 1)
     retry_codes: frozenset[int] = field(default=RETRY_CODES)  # pro: statuses that are retried
+    chaos: Chaos = field(default_factory=lambda: Chaos())  # deliveries broken on purpose (fault studies)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -73,7 +80,7 @@ class DeliveryPolicy:
 
     def to_json(self) -> dict:
         """What state.json records."""
-        return {**asdict(self), "retry_codes": sorted(self.retry_codes)}
+        return {**asdict(self), "retry_codes": sorted(self.retry_codes), "chaos": self.chaos.to_argv()}
 
     def to_argv(self) -> list[str]:
         """The flags that give this policy to `python -m faasgd.local.daemon`."""
@@ -81,7 +88,39 @@ class DeliveryPolicy:
         for name, flag in _FLAGS.items():
             if DEFAULTS[self.mode][name] is not None:
                 argv += [flag, str(getattr(self, name))]
+        for rule in self.chaos.to_argv():
+            argv += ["--chaos", rule]
         return argv
+
+
+@dataclass(frozen=True)
+class Chaos:
+    """Deliveries broken on purpose: `drop` maps a function to how many of its first deliveries answer
+    502 without reaching it; every call of a function in `duplicate` is delivered twice at once."""
+
+    drop: tuple[tuple[str, int], ...] = ()
+    duplicate: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, rules: list[str] | None) -> Chaos:
+        """From `--chaos` values (drop:FN:N, duplicate:FN); raises ConfigError naming a bad one."""
+        drop: dict[str, int] = {}
+        duplicate: set[str] = set()
+        for rule in rules or []:
+            kind, _, rest = rule.partition(":")
+            name, _, count = rest.partition(":")
+            if kind == "drop" and name and count.isdigit() and int(count) >= 1:
+                drop[name] = drop.get(name, 0) + int(count)
+            elif kind == "duplicate" and name and not count:
+                duplicate.add(name)
+            else:
+                raise ConfigError("chaos", f"expected drop:FUNCTION:N (N >= 1) or duplicate:FUNCTION, got {rule!r}")
+        return cls(tuple(sorted(drop.items())), frozenset(duplicate))
+
+    def to_argv(self) -> list[str]:
+        """The `--chaos` values that give these rules."""
+        return [f"drop:{name}:{count}" for name, count in self.drop] + \
+            [f"duplicate:{name}" for name in sorted(self.duplicate)]
 
 
 @dataclass(frozen=True)
@@ -124,8 +163,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-wait", type=float, default=None, help="pro: seconds before the first retry (0.5)")
     parser.add_argument("--max-retry-wait", type=float, default=None, help="pro: longest wait between retries (10)")
     parser.add_argument("--max-inflight", type=int, default=None, help="pro: calls in flight per queue worker (5)")
+    parser.add_argument("--chaos", action="append", metavar="RULE",
+                        help="break delivery on purpose, for fault studies (repeatable): drop:FUNCTION:N answers "
+                             "its first N deliveries 502 unsent; duplicate:FUNCTION delivers each call twice at once")
 
 
 def from_flags(args: argparse.Namespace) -> DeliveryPolicy:
     """The policy the flags of `add_flags` give; raises ConfigError naming a bad one."""
-    return DeliveryPolicy(args.delivery, args.max_attempts, args.retry_wait, args.max_retry_wait, args.max_inflight)
+    return DeliveryPolicy(args.delivery, args.max_attempts, args.retry_wait, args.max_retry_wait, args.max_inflight,
+                          chaos=Chaos.parse(args.chaos))

@@ -37,7 +37,7 @@ class ServerProcess:
     name: str  # "redis" or "memcached"
     url: str  # redis://127.0.0.1:P/0 or memcached://127.0.0.1:P (never contains the password)
     port: int
-    popen: subprocess.Popen  # the child; stopping it through the Popen also reaps it
+    popen: subprocess.Popen | None  # the child (stopping it reaps it); None for a server adopted from a dead runtime
     ref: ProcessRef  # its identity, for the local runtime's state file
     password: str | None = None  # redis --requirepass, if any
     log_path: str | None = None  # the server's stdout/stderr
@@ -46,15 +46,15 @@ class ServerProcess:
 
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        return self.ref.pid
 
     def alive(self) -> bool:
         """True while the server process has not exited."""
-        return processes.alive(self.popen)
+        return processes.alive(self.popen if self.popen is not None else self.ref)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Terminate the server, wait up to `timeout`, kill it if needed; calling it again does nothing."""
-        processes.stop(self.popen, timeout)
+        processes.stop(self.popen if self.popen is not None else self.ref, timeout)
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
             self._tmpdir = None
@@ -112,6 +112,24 @@ def start_memcached(
     return start_server(launch, port, _memcached_answers, ready_timeout)
 
 
+def adopt_server(name: str, url: str, ref: ProcessRef, answers, workdir: str | None = None) -> ServerProcess | None:
+    """The server a dead runtime left running, if it is still that process and answers on its port.
+
+    Its data lives on: a job whose runtime crashed keeps its state when the next runtime adopts
+    the stores (faasgd.local.control.up). None when the process is gone, reused or silent.
+    """
+    port = _port_of(url)
+    if port is None or not processes.alive(ref) or not answers(port):
+        return None
+    return ServerProcess(name=name, url=url, port=port, popen=None, ref=ref, workdir=workdir)
+
+
+def _port_of(url: str) -> int | None:
+    host_port = url.split("://", 1)[-1].split("/", 1)[0]
+    host, _, port = host_port.rpartition(":")
+    return int(port) if host == LOOPBACK and port.isdigit() else None
+
+
 def _binary(program: str, package: str) -> str:
     path = shutil.which(program)
     if path is None:
@@ -150,7 +168,8 @@ def _wait_ready(server: ServerProcess, answers, ready_timeout: float) -> None:
     deadline = time.monotonic() + ready_timeout
     while True:
         if not server.alive():
-            raise StoreUnavailable(server.url, f"{server.name} exited with code {server.popen.returncode}: "
+            code = server.popen.returncode if server.popen is not None else "?"
+            raise StoreUnavailable(server.url, f"{server.name} exited with code {code}: "
                                                f"{server.log_tail()}")
         if answers(server.port):
             return
@@ -176,3 +195,6 @@ def _redis_answers(port: int) -> bool:
 
 def _memcached_answers(port: int) -> bool:
     return _ask(port, b"version\r\n").startswith(b"VERSION ")
+
+
+STORE_ANSWERS = {"redis": _redis_answers, "memcached": _memcached_answers}  # how `adopt_server` asks each store

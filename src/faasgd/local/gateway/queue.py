@@ -128,13 +128,15 @@ class QueueWorkers:
         self.broker, self.policy, self.ack_wait_s = broker, policy, ack_wait_s
         self._deliver, self._workers_wanted, self._client = deliver, workers_wanted, client
         self._clock = clock or RealClock()
-        self._counts = dict.fromkeys(("accepted", "delivered", "redelivered", "retried", "failed"), 0)
+        self._counts = dict.fromkeys(("accepted", "delivered", "redelivered", "retried", "failed", "dropped",
+                                      "duplicated"), 0)
         self._history: OrderedDict[str, _History] = OrderedDict()
         self._running: dict[int, tuple[int, int]] = {}  # delivery -> (slot, body bytes)
         self._room: asyncio.Condition | None = None
         self._tasks: set[asyncio.Task] = set()
         self._seq = itertools.count()
         self._workers, self._stored = 0, 0
+        self._drops = dict(policy.chaos.drop)  # deliveries still to drop, per function (--chaos)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -218,7 +220,7 @@ class QueueWorkers:
         key = next(self._seq)
         self._running[key] = (slot, len(call.body))
         try:
-            reply = await self._deliver(call)
+            reply = await self._deliver_through_chaos(call, history)
         except Exception as exc:  # a bug must not kill the queue; report it like a lost response
             log.exception("delivery of %s to %s failed", call.call_id, call.name)
             reply = Reply(NO_RESPONSE, [], b"", error=f"{type(exc).__name__}: {exc}")
@@ -228,6 +230,8 @@ class QueueWorkers:
                 self._room.notify_all()
         self._counts["delivered"] += 1
         record.update(status=reply.status, seconds=reply.seconds, replica=reply.replica, error=reply.error)
+        log.info("invoked %s [%d] in %.3fs: call %s, %s attempt %d, %s%s", call.name, reply.status, reply.seconds,
+                 call.call_id, kind, message.attempt, worker, f" ({reply.error})" if reply.error else "")
         outcome = decide(self.policy, reply.status, message.attempt, history.answered)
         if outcome.retry_in_s is not None:
             history.retrying = True
@@ -240,6 +244,27 @@ class QueueWorkers:
         await self._settle(message, None)
         if outcome.callback and call.callback_url:
             record["callback_status"] = await post_callback(self._client, call, reply)
+
+    async def _deliver_through_chaos(self, call: AsyncCall, history: _History) -> Reply:
+        """Deliver `call`, unless --chaos drops it (502 unsent) or sends a copy alongside it."""
+        if self._drops.get(call.name, 0) > 0:
+            self._drops[call.name] -= 1
+            self._counts["dropped"] += 1
+            return Reply(502, [], b"dropped by --chaos\n", error="dropped by --chaos")
+        if call.name in self.policy.chaos.duplicate:
+            self._counts["duplicated"] += 1
+            self._spawn(self._deliver_copy(call, history))
+        return await self._deliver(call)
+
+    async def _deliver_copy(self, call: AsyncCall, history: _History) -> None:
+        record = {"attempt": None, "kind": "duplicate", "worker": None, "started_at": time.time(), "status": None,
+                  "seconds": None, "replica": None}
+        history.deliveries.append(record)
+        try:
+            reply = await self._deliver(call)
+        except Exception as exc:
+            reply = Reply(NO_RESPONSE, [], b"", error=f"{type(exc).__name__}: {exc}")
+        record.update(status=reply.status, seconds=reply.seconds, replica=reply.replica, error=reply.error)
 
     async def _settle(self, message: Message, retry_in_s: float | None) -> None:
         """Ack (None) or nak for a retry; a broker error leaves the message to be redelivered."""
