@@ -74,3 +74,14 @@ def test_stop_sends_sigkill_once_the_timeout_passes(table):
     assert stubborn.signals == [signal.SIGTERM, signal.SIGKILL]
     assert 3 <= table.clock.now < 3 + 2 * processes.POLL_S
 
+
+
+def test_stop_all_waits_once_for_all_of_them_and_skips_what_is_not_ours(table):
+    stubborn = [table.add(pid, STARTED, ignores_term=True) for pid in (41, 42, 43)]
+    polite = table.add(44, STARTED)
+    reused = table.add(45, STARTED + 999)
+    refs = [ProcessRef(pid, STARTED) for pid in (41, 42, 43, 44, 45, 46)]
+    assert [ref.pid for ref in processes.stop_all(refs, timeout=3)] == [41, 42, 43, 44]
+    assert [p.signals for p in stubborn] == [[signal.SIGTERM, signal.SIGKILL]] * 3
+    assert polite.signals == [signal.SIGTERM] and reused.signals == []
+    assert 3 <= table.clock.now < 3 + 2 * processes.POLL_S  # one shared wait, not three in a row

@@ -152,7 +152,7 @@ def _leftovers(directory: Path, state: dict | None = None,
         kept = {name: entry for name, entry in entries.items()
                 if (ref := ProcessRef.from_json(entry)) is not None and processes.alive(ref)}
     kept_refs = {ProcessRef.from_json(entry) for entry in kept.values()}
-    stopped = [ref.pid for ref in _children(state) if ref not in kept_refs and processes.stop(ref)]
+    stopped = [ref.pid for ref in processes.stop_all([ref for ref in _children(state) if ref not in kept_refs])]
     (directory / STATE_FILE).unlink(missing_ok=True)
     return stopped, kept
 

@@ -84,17 +84,36 @@ def stop(target: Target, timeout: float = 5.0) -> bool:
     """
     if isinstance(target, subprocess.Popen):
         return _stop_child(target, timeout)
-    process = find(target)
-    if process is None:
-        return False
+    return bool(stop_all([target], timeout))
+
+
+def stop_all(refs: list[ProcessRef], timeout: float = 5.0) -> list[ProcessRef]:
+    """`stop` for several processes at once: SIGTERM to each, one shared wait of `timeout` s, SIGKILL
+    to those still there. Returns the ones that were running (and ours)."""
+    found = [(ref, process) for ref in refs if (process := find(ref)) is not None]
+    running = found
     for sig, wait_s in ((signal.SIGTERM, timeout), (signal.SIGKILL, KILL_WAIT_S)):
-        try:
-            process.send_signal(sig)  # psutil refuses (NoSuchProcess) if the pid was reused meanwhile
-        except psutil.NoSuchProcess:
-            return True
-        if _wait_gone(target, wait_s):
-            return True
-    return True
+        signalled = []
+        for ref, process in running:
+            try:
+                process.send_signal(sig)  # psutil refuses (NoSuchProcess) if the pid was reused meanwhile
+                signalled.append((ref, process))
+            except psutil.NoSuchProcess:
+                pass
+        running = _wait_all_gone(signalled, wait_s)
+        if not running:
+            break
+    return [ref for ref, _ in found]
+
+
+def _wait_all_gone(pending: list, wait_s: float) -> list:
+    """Poll until none of `pending` is alive (empty list) or `wait_s` has passed (those left)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        pending = [entry for entry in pending if alive(entry[0])]
+        if not pending or time.monotonic() >= deadline:
+            return pending
+        time.sleep(POLL_S)
 
 
 def _stop_child(popen: subprocess.Popen, timeout: float) -> bool:
@@ -110,14 +129,4 @@ def _stop_child(popen: subprocess.Popen, timeout: float) -> bool:
             popen.wait(KILL_WAIT_S)
         except subprocess.TimeoutExpired:
             pass  # stuck in the kernel (state D); nothing more a signal can do
-    return True
-
-
-def _wait_gone(ref: ProcessRef, wait_s: float) -> bool:
-    """Poll until `ref` is no longer alive (True) or `wait_s` has passed (False)."""
-    deadline = time.monotonic() + wait_s
-    while alive(ref):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(POLL_S)
     return True

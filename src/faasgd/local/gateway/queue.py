@@ -265,6 +265,8 @@ class QueueWorkers:
         except Exception as exc:
             reply = Reply(NO_RESPONSE, [], b"", error=f"{type(exc).__name__}: {exc}")
         record.update(status=reply.status, seconds=reply.seconds, replica=reply.replica, error=reply.error)
+        log.info("invoked %s [%d] in %.3fs: call %s, duplicate (--chaos)", call.name, reply.status, reply.seconds,
+                 call.call_id)
 
     async def _settle(self, message: Message, retry_in_s: float | None) -> None:
         """Ack (None) or nak for a retry; a broker error leaves the message to be redelivered."""

@@ -1,0 +1,298 @@
+"""Faults as faults against the local runtime: one fresh `faasgd up` per scenario, a small job driven
+to mid-training, one fault injected from outside (signals, a store stopped or replaced, the queue
+told to drop or duplicate deliveries, a tight exec_timeout, a memory cap), then the job's end read
+back with what it cost. tests/e2e/test_faults.py asserts on the outcomes; bench/faults.py prints
+the whole matrix as a table.
+
+Exactness: a job's pushes are fixed by its shape (every worker pushes every n_push steps and at
+the end of each epoch), so a job that ends `done` must show exactly that many pushes, the store's
+version must equal them, and the samples must be epochs x rows: a step trained twice, or a push
+applied twice, shows up as a difference.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+import yaml
+
+from faasgd.errors import FaasgdError
+from faasgd.local import credentials
+from faasgd.local.stores import free_port, start_memcached, start_redis
+from faasgd.openfaas import GatewayClient, poll_until
+from faasgd.store import open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+ROWS, WORKERS, BATCH = 4000, 2, 16
+JOB = {"dataset": "synthetic", "train_samples": ROWS, "test_samples": 500, "hidden_sizes": [32],
+       "batch_size": BATCH, "n_fetch": 1, "n_push": 1, "target_accuracy": 1.0, "number_of_workers": WORKERS,
+       "lease_s": 2, "start_timeout_s": 4, "max_reinvocations": 3, "store_timeout_s": 5}
+SUPERVISE_EVERY_S = 5.0  # faasgd.functions.supervise.SUPERVISE_EVERY_S
+END_BOUND_S = 120.0  # every scenario's job must be over by then
+
+
+def faasgd(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def expected_pushes(epochs: int, rows: int = ROWS // WORKERS, batch: int = BATCH, n_push: int = 1) -> int:
+    """One worker's pushes: every n_push steps (counted across epochs) and at each epoch's end if any is pending."""
+    steps, pushes = math.ceil(rows / batch), 0
+    for epoch in range(epochs):
+        first, last = epoch * steps + 1, (epoch + 1) * steps
+        pushes += last // n_push - (first - 1) // n_push + (last % n_push != 0)
+    return pushes
+
+
+@dataclass
+class Runtime:
+    """One `faasgd up` in its own folder; `stop()` is `faasgd down`."""
+
+    directory: Path
+    port: int
+    flags: tuple[str, ...] = ()
+    stack: str = "stack.yml"
+    state: dict = field(default_factory=dict)
+    extra: list = field(default_factory=list)  # servers a scenario started in the runtime's place
+
+    def up(self) -> Runtime:
+        run = faasgd("up", "--port", str(self.port), "--dir", str(self.directory), "-f", self.stack, *self.flags)
+        if run.returncode != 0:
+            raise RuntimeError(f"faasgd up failed: {run.stdout[-2000:]} {run.stderr[-2000:]}")
+        self.state = json.loads((self.directory / "state.json").read_text())
+        return self
+
+    def stop(self) -> None:
+        faasgd("down", "--dir", str(self.directory))
+        for server in self.extra:
+            server.stop()
+
+    @property
+    def gateway(self) -> GatewayClient:
+        return GatewayClient(self.state["gateway_url"], 10, auth=credentials.read(self.directory / "secrets"))
+
+    def replica_pids(self, function: str = "emnist-train") -> list[int]:
+        return self.gateway.request("GET", f"/system/function/{function}").json()["pids"]
+
+    def log(self) -> str:
+        """The runtime's own log (one line per delivery of an async call)."""
+        return (self.directory / "logs" / "runtime.log").read_text(errors="replace")
+
+    def store_pid(self, store: str) -> int:
+        return self.state["stores"][store]["pid"]
+
+    def store(self, store: str):
+        return open_store(self.state["stores"][store]["url"])
+
+
+@dataclass
+class Outcome:
+    fault: str
+    mode: str
+    store: str
+    state: str  # done | failed | lost | running (not over within END_BOUND_S)
+    seconds: float  # from the fault to the job's end
+    reason: str | None
+    pushes: int | None
+    expected_pushes: int
+    version: int | None
+    samples: int | None
+    expected_samples: int
+    invocations: int  # calls that trained, all workers
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exact(self) -> bool:
+        """Done with exactly the pushes, version and samples of a run without the fault."""
+        return (self.state == "done" and self.pushes == self.expected_pushes == self.version
+                and self.samples == self.expected_samples)
+
+    def row(self) -> str:
+        extra = "" if self.samples is None else f"{self.samples - self.expected_samples:+d}"
+        return (f"| {self.fault} | {self.mode} | {self.store} | {self.state} | {self.seconds:.1f} | "
+                f"{'yes' if self.exact else 'no'} | {extra} | {self.invocations} | {self.reason or ''} |")
+
+
+def read_status(gateway: GatewayClient, query: dict) -> dict:
+    """The job's status, or "unknown" while the status cannot be read (the store is paused, the gateway down)."""
+    try:
+        return gateway.job_status(query, timeout_s=5)
+    except (FaasgdError, OSError) as error:
+        return {"state": "unknown", "error": str(error)}
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} after {timeout_s}s")
+        time.sleep(0.1)
+
+
+def run_scenario(runtime: Runtime, fault: str, inject: Callable[[Runtime, dict], str | None], mode: str,
+                 store: str, epochs: int = 24, at_epoch: int | None = 2, **overrides) -> Outcome:
+    """Start a job and inject the fault once a worker reached `at_epoch` (0: right after the fan-out;
+    None: before the job is posted), then wait for the job's end."""
+    body = {**JOB, "store": store, "invocation_mode": mode, "max_epochs": epochs, **overrides}
+    note = inject(runtime, {"store": store}) if at_epoch is None else None
+    answer = runtime.gateway.invoke("emnist-setup", body)
+    if answer.status != 202:
+        raise RuntimeError(f"emnist-setup answered {answer.status}: {answer.body[:500]!r}")
+    query = answer.json()["status_query"]
+
+    def reached() -> bool:
+        status = read_status(runtime.gateway, query)
+        return status.get("state") != "running" or any(w and w.get("epoch", 0) >= at_epoch
+                                                       for w in status.get("workers", []))
+    if at_epoch:
+        wait_until(reached, 60, f"job {query['job_id']} did not reach epoch {at_epoch}")
+    started = time.monotonic()
+    note = inject(runtime, query) if at_epoch is not None else note
+    gateway = runtime.gateway  # the runtime may have been restarted
+    status = poll_until(lambda: read_status(gateway, query), lambda s: s["state"] not in ("running", "unknown"),
+                        END_BOUND_S, poll_s=0.3)
+    if status["state"] == "unknown":
+        status = {"state": "running"}
+    seconds = time.monotonic() - started
+    result = status.get("result") or {}
+    version = _version(runtime, store, query["job_id"])
+    workers = [w for w in status.get("workers", []) if w]
+    rows = body["train_samples"]
+    return Outcome(fault, mode, store, status["state"], seconds, result.get("error") or result.get("reason"),
+                   result.get("pushes"), WORKERS * expected_pushes(epochs, rows // WORKERS), version,
+                   result.get("samples"), epochs * rows, sum(w.get("invocations", 0) for w in workers), [note] if note else [])
+
+
+def _version(runtime: Runtime, store: str, job_id: str) -> int | None:
+    try:
+        return runtime.store(store).get_weights(job_id)[1]
+    except FaasgdError:
+        return None
+
+
+# -- the faults ------------------------------------------------------------------------------------
+def kill_replica(runtime: Runtime, query: dict) -> str:
+    """SIGKILL one emnist-train replica (a node lost, an OOM kill): its call dies without an answer."""
+    victim = runtime.replica_pids()[0]
+    os.kill(victim, signal.SIGKILL)
+    return f"killed replica pid {victim}"
+
+
+def term_replica(runtime: Runtime, query: dict) -> str:
+    """SIGTERM one emnist-train replica (scale-down, a rolling update, node drain): it drains and hands off."""
+    victim = runtime.replica_pids()[0]
+    os.kill(victim, signal.SIGTERM)
+    return f"terminated replica pid {victim}"
+
+
+def kill_runtime(runtime: Runtime, query: dict) -> str:
+    """SIGKILL the runtime's daemon (gateway and queue-worker gone at once), then `faasgd up` again."""
+    os.kill(runtime.state["pid"], signal.SIGKILL)
+    wait_until(lambda: not psutil.pid_exists(runtime.state["pid"]) or
+               psutil.Process(runtime.state["pid"]).status() == psutil.STATUS_ZOMBIE, 10, "the daemon did not die")
+    runtime.up()
+    return "runtime killed and started again"
+
+
+class CrashLoop:
+    """Kills every emnist-train replica as soon as it is seen, until stopped (an OOM-kill crash loop)."""
+
+    def __init__(self, runtime: Runtime):
+        self.runtime, self.killed, self._stop = runtime, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                pids = self.runtime.replica_pids()
+            except (FaasgdError, OSError, KeyError, ValueError):
+                continue
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    self.killed += 1
+                except ProcessLookupError:
+                    pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def crash_loop(runtime: Runtime, query: dict) -> str:
+    """From now on every emnist-train replica is SIGKILLed as it starts: no re-invocation can make progress."""
+    runtime.extra.insert(0, CrashLoop(runtime))
+    return "every emnist-train replica killed as it starts"
+
+
+def pause_store(seconds: float) -> Callable[[Runtime, dict], str]:
+    """SIGSTOP the job's store for `seconds`, then SIGCONT (a stalled node, a long GC, a network partition)."""
+    def inject(runtime: Runtime, query: dict) -> str:
+        pid = runtime.store_pid(query["store"])
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        return f"store paused {seconds:g}s"
+    return inject
+
+
+def restart_store_empty(runtime: Runtime, query: dict) -> str:
+    """Kill the job's store and start an empty one on the same port (a store pod rescheduled without a volume)."""
+    name = query["store"]
+    entry = runtime.state["stores"][name]
+    port = int(entry["url"].rsplit(":", 1)[1].split("/")[0])
+    os.kill(entry["pid"], signal.SIGKILL)
+    wait_until(lambda: not psutil.pid_exists(entry["pid"]) or
+               psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE, 10, "the store did not die")
+    runtime.extra.append((start_redis if name == "redis" else start_memcached)(port=port))
+    return f"{name} restarted empty on port {port}"
+
+
+def cap_memory(runtime: Runtime, query: dict) -> str:
+    """Cap every emnist-train replica's address space near its current size: its next big allocation fails."""
+    for pid in runtime.replica_pids():
+        size = psutil.Process(pid).memory_info().vms
+        resource.prlimit(pid, resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
+    return "replicas' address space capped"
+
+
+def nothing(runtime: Runtime, query: dict) -> None:
+    return None
+
+
+def stack_copy(directory: Path, exec_timeout_s: int | None = None, drain_s: int = 1) -> str:
+    """stack.yml for a fault study: the replicas drain for `drain_s` after SIGTERM (healthcheck_interval; 5 s
+    in stack.yml, which would make every `faasgd down` here take that long) and, when given, emnist-train's
+    exec_timeout (with its read/write timeouts) is `exec_timeout_s`."""
+    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
+    for name, spec in stack["functions"].items():
+        spec["handler"] = str((ROOT / spec["handler"]).resolve())
+        env = {**spec["environment"], "healthcheck_interval": f"{drain_s}s"}
+        if name == "emnist-train" and exec_timeout_s:
+            env.update({key: f"{exec_timeout_s}s" for key in ("exec_timeout", "read_timeout", "write_timeout")})
+        spec["environment"] = env
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "stack.yml"
+    path.write_text(yaml.safe_dump(stack))
+    return str(path)
+
+
+def fresh_runtime(directory: Path, *flags: str, stack: str | None = None) -> Runtime:
+    """`faasgd up` in `directory`, on `stack` (default: stack_copy's, with a 1 s drain)."""
+    return Runtime(directory / ".faasgd", free_port(), tuple(flags), stack or stack_copy(directory / "stack")).up()
