@@ -27,7 +27,8 @@ python3-http template, and why (OPENFAAS.md 1.8; of-watchdog's executor/http_run
   `Allow` for one with `allow`); anything else is a 500 {"error": "internal error", "call_id"}, the
   traceback on stderr only; Flask's own 404/405/413 too (a method no route serves: 405 naming it),
   and waitress's own answers to requests it cannot parse (bare CR or LF in a header, a bad
-  Content-Length or chunk size, a bad start line). A message quoting an oversize value is cut.
+  Content-Length or chunk size, a bad start line, Content-Length beside Transfer-Encoding).
+  A message quoting an oversize value is cut.
 Environment: upstream_url, exec_timeout, write_timeout, healthcheck_interval (the watchdog's, only
 read), waitress_threads (4), max_request_bytes (1 MiB), log_level (INFO).
 """
@@ -48,6 +49,7 @@ from urllib.parse import parse_qsl, urlsplit
 from flask import Flask, Response, jsonify, request
 from waitress import create_server
 from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.task import ErrorTask
 from werkzeug.exceptions import HTTPException
 
@@ -320,6 +322,17 @@ class JsonErrorTask(ErrorTask):
         self.write(body.encode())
 
 
+class OneFramingParser(HTTPRequestParser):
+    """waitress's request parser, refusing Content-Length beside Transfer-Encoding (waitress takes the latter; a
+    proxy taking the former would see another request boundary): a 400 through JsonErrorTask."""
+
+    def parse_header(self, header_plus):
+        names = {line.split(b":", 1)[0].strip().lower() for line in header_plus.split(b"\n")[1:]}
+        if b"content-length" in names and b"transfer-encoding" in names:
+            raise ParsingError("Content-Length and Transfer-Encoding given together; send one")
+        return super().parse_header(header_plus)
+
+
 def listening_socket():
     """The socket bootstrap.py bound (fd 3), else one bound here to upstream_url's host and port."""
     if os.getenv("LISTEN_FDS") == "1":
@@ -333,7 +346,7 @@ def listening_socket():
 
 
 if __name__ == "__main__":
-    HTTPChannel.error_task_class = JsonErrorTask  # this process serves nothing else
+    HTTPChannel.error_task_class, HTTPChannel.parser_class = JsonErrorTask, OneFramingParser  # our only server
     server = create_server(app, sockets=[listening_socket()], threads=int(os.getenv("waitress_threads", "4")))
     signal.signal(signal.SIGTERM, on_sigterm)
     threading.Thread(target=load_handler, name="load-handler", daemon=True).start()
