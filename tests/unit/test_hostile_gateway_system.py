@@ -153,3 +153,15 @@ async def test_the_same_requests_with_good_values_do_change_things(tmp_path):
         assert (await door.send("POST", "/system/secrets", b'{"name": "planted", "value": "x"}')).status == 202
         after = door.snapshot()
     assert len(after[0]) == len(before[0]) + 1 and after[3] == [*before[3], "planted"]
+
+
+async def test_a_password_in_a_deployed_url_is_never_answered(tmp_path):
+    """/system/function(s) report envVars as deployed, but never a URL's password (it belongs in a secret)."""
+    env = {"store_url": "redis://:s%2Fecret@redis:6379/0", "stores": "a=redis://u:s%2Fecret@h:1/1,b=memcached://m:1"}
+    async with hostile_gateway(tmp_path) as door:
+        body = json.dumps({"service": TRAIN, "image": TRAIN_IMAGE, "envVars": env}).encode()
+        assert (await door.send("PUT", "/system/functions", body)).status == 202
+        answers = [await door.send("GET", path) for path in ("/system/functions", f"/system/function/{TRAIN}")]
+    assert all(b"s%2Fecret" not in a.body and b"s/ecret" not in a.body for a in answers)
+    assert json.loads(answers[1].body)["envVars"] == {"store_url": "redis://:***@redis:6379/0",
+                                                      "stores": "a=redis://u:***@h:1/1,b=memcached://m:1"}
