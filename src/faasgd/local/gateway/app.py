@@ -9,7 +9,7 @@ the queue-worker: see queue.py; /system: see its modules):
 * Errors are JSON {"error": ...} throughout. A method a route does not serve answers 405 JSON with
   Allow, as gorilla/mux does; on /function that includes TRACE, CONNECT and unknown methods, which
   CE would forward (a function has no use for them, and TRACE echoes credentials). Unknown paths
-  answer 404 JSON. Requests the HTTP server itself cannot parse get its own plain-text 400.
+  answer 404 JSON. Requests h11 cannot parse get a JSON 400 too, from the server (server.JsonErrorsH11).
 * Unknown functions: 404 JSON on every route, /async-function included (CE accepts those with a
   202 and the call is lost, faas#1298). 404s are not counted in /metrics (unbounded label values).
 * Async bodies over `max_async_body_bytes` (1 MiB, the NATS message limit) answer 413; current CE
