@@ -95,7 +95,7 @@ class JobNotFound(FaasgdError):
     http_status = 404
 
     def __init__(self, job_id: str):
-        self.job_id = job_id
+        self.job_id, self.field = job_id, "job_id"
         super().__init__(f"job_id: no job {job_id!r} in the store")
 
 

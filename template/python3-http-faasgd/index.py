@@ -21,10 +21,14 @@ python3-http template, and why (OPENFAAS.md 1.8; of-watchdog's executor/http_run
 * Bodies. event.json(): JSON (application/json, text/plain or no type: `faas-cli invoke` sends
   text/plain), or a form (application/x-www-form-urlencoded; values are strings; a body starting
   with { or [ is JSON whatever its label, since `curl -d` labels JSON a form); anything else 415.
-  Invalid or too deeply nested JSON is a 400 on `body`.
+  Invalid or too deeply nested JSON is a 400 on `body`; so is a key given twice (JSON or form: which
+  one counts would depend on the parser) or a form field without a name.
 * Errors are always JSON: an exception with an integer `http_status` keeps it (with `field`, and
   `Allow` for one with `allow`); anything else is a 500 {"error": "internal error", "call_id"}, the
-  traceback on stderr only; Flask's own 404/405/413 too.
+  traceback on stderr only; Flask's own 404/405/413 too (a method no route serves: 405 naming it),
+  and waitress's own answers to requests it cannot parse (bare CR or LF in a header, a bad
+  Content-Length or chunk size, a bad start line, Content-Length beside Transfer-Encoding).
+  A message quoting an oversize value is cut.
 Environment: upstream_url, exec_timeout, write_timeout, healthcheck_interval (the watchdog's, only
 read), waitress_threads (4), max_request_bytes (1 MiB), log_level (INFO).
 """
@@ -44,6 +48,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 from flask import Flask, Response, jsonify, request
 from waitress import create_server
+from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser, ParsingError
+from waitress.task import ErrorTask
 from werkzeug.exceptions import HTTPException
 
 # The function's log lines (e.g. a worker's epochs) go to stderr: the container's log.
@@ -55,6 +62,7 @@ MAX_REQUEST_BYTES = int(os.getenv("max_request_bytes", "1048576"))
 LOCK = os.path.join(tempfile.gettempdir(), ".lock")  # where of-watchdog and faas-netes look
 JSON_TYPES = ("", "application/json", "text/plain")
 FORM_TYPE = "application/x-www-form-urlencoded"
+MAX_MESSAGE = 1000  # characters of an error message; the rest (an oversize value it quotes) is cut
 
 app = Flask(__name__)
 app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES  # werkzeug raises 413 on reading a larger body
@@ -125,11 +133,23 @@ class Event:
             raise BadRequest(f"Content-Type: {self.content_type} is not served (send JSON or {FORM_TYPE})",
                              415, "Content-Type")
         try:
-            return json.loads(self.body)
+            return json.loads(self.body, object_pairs_hook=unique_keys)
         except RecursionError:
             raise BadRequest("body: JSON nested too deeply") from None
+        except BadRequest:
+            raise
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
             raise BadRequest(f"body: invalid JSON ({exc})") from None
+
+
+def unique_keys(pairs):
+    """A JSON object's pairs as a dict; a key given twice is a 400 naming it (parsers differ on which wins)."""
+    values = {}
+    for key, value in pairs:
+        if key in values:
+            raise BadRequest(f"{key}: given twice in the body", field=key)
+        values[key] = value
+    return values
 
 
 def form(body):
@@ -137,6 +157,8 @@ def form(body):
         pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadRequest(f"body: invalid form ({exc})") from None
+    if any(not key for key, _ in pairs):
+        raise BadRequest("body: a form field has no name")
     values = {}
     for key, value in pairs:
         if key in values:
@@ -179,6 +201,9 @@ def to_response(result):
 
 
 def error_response(status, payload, allow=None):
+    message = payload.get("error") or ""
+    if len(message) > MAX_MESSAGE:
+        payload = {**payload, "error": f"{message[:MAX_MESSAGE]}... ({len(message) - MAX_MESSAGE} more characters)"}
     response = jsonify(payload)
     response.status_code = status
     if allow:
@@ -192,6 +217,10 @@ def on_error(exc):
         if exc.code == 413:
             message = f"body: request body larger than max_request_bytes={MAX_REQUEST_BYTES}"
             return error_response(413, {"error": message, "field": "body"})
+        if exc.code == 405:  # a method no route takes (TRACE, CONNECT, BREW, ...): named, with the methods served
+            allowed = sorted(getattr(exc, "valid_methods", None) or METHODS)
+            message = f"method: {request.method} is not served here (allowed: {', '.join(allowed)})"
+            return error_response(405, {"error": message, "field": "method"}, allowed)
         return error_response(exc.code, {"error": f"{exc.name}: {exc.description}"}, getattr(exc, "valid_methods", None))
     status = getattr(exc, "http_status", None)
     if isinstance(status, int) and not isinstance(status, bool) and 400 <= status <= 599:
@@ -280,6 +309,30 @@ def drain():
         time.sleep(0.05)
 
 
+class JsonErrorTask(ErrorTask):
+    """waitress's answer to a request it cannot parse, as JSON: {"error": "request: <what waitress found>"}."""
+
+    def execute(self):
+        error = self.request.error
+        body = json.dumps({"error": f"request: {error.reason}: {error.body}"[:MAX_MESSAGE], "field": "request"})
+        self.status = f"{error.code} {error.reason}"
+        self.response_headers.append(("Content-Type", "application/json"))
+        self.set_close_on_finish()
+        self.content_length = len(body.encode())
+        self.write(body.encode())
+
+
+class OneFramingParser(HTTPRequestParser):
+    """waitress's request parser, refusing Content-Length beside Transfer-Encoding (waitress takes the latter; a
+    proxy taking the former would see another request boundary): a 400 through JsonErrorTask."""
+
+    def parse_header(self, header_plus):
+        names = {line.split(b":", 1)[0].strip().lower() for line in header_plus.split(b"\n")[1:]}
+        if b"content-length" in names and b"transfer-encoding" in names:
+            raise ParsingError("Content-Length and Transfer-Encoding given together; send one")
+        return super().parse_header(header_plus)
+
+
 def listening_socket():
     """The socket bootstrap.py bound (fd 3), else one bound here to upstream_url's host and port."""
     if os.getenv("LISTEN_FDS") == "1":
@@ -293,6 +346,7 @@ def listening_socket():
 
 
 if __name__ == "__main__":
+    HTTPChannel.error_task_class, HTTPChannel.parser_class = JsonErrorTask, OneFramingParser  # our only server
     server = create_server(app, sockets=[listening_socket()], threads=int(os.getenv("waitress_threads", "4")))
     signal.signal(signal.SIGTERM, on_sigterm)
     threading.Thread(target=load_handler, name="load-handler", daemon=True).start()

@@ -93,6 +93,8 @@ def parse_matrix_text(text: str, default_name: str, rounds: int | None = None,
     """A matrix from a file's text; invalid YAML is an error naming `matrix` in one line."""
     try:
         document = yaml.safe_load(text)
+    except RecursionError:  # PyYAML composes nodes recursively
+        raise MatrixError("matrix", "not a matrix: YAML nested too deeply") from None
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""

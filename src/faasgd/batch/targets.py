@@ -31,6 +31,13 @@ def cap_message(workers: int) -> str | None:
             f"replicas, so {workers} workers share {CE_MAX_REPLICAS} replicas")
 
 
+def check_stack(path: str) -> str:
+    """The stack file a target deploys; checked before the batch makes its folder."""
+    if not os.path.isfile(path):
+        raise ConfigError("stack", f"no stack file {path!r} (run from the repository root or pass --stack)")
+    return path
+
+
 class Target:
     name = "target"
     gateway: GatewayClient
@@ -50,7 +57,7 @@ class LocalTarget(Target):
     name = "local"
 
     def __init__(self, stack: str = "stack.yml", directory: str = control.DEFAULT_DIR, port: int = 8080):
-        self.stack, self.directory, self.port = stack, directory, port
+        self.stack, self.directory, self.port = check_stack(stack), directory, port
         self.state: dict = {}
         self.started = False
 
@@ -79,7 +86,7 @@ class ClusterTarget(Target):
             raise ConfigError("OPENFAAS_URL", "set it to the cluster's gateway for --target cluster "
                                               "(e.g. http://127.0.0.1:31112)")
         self.gateway = GatewayClient(url, timeout_s=60, auth=credentials.for_gateway(url, control.read_state()))
-        self.stack, self.deploy, self.namespace = stack, deploy, namespace
+        self.stack, self.deploy, self.namespace = check_stack(stack) if deploy else stack, deploy, namespace
 
     def start(self) -> None:
         if self.deploy:

@@ -19,6 +19,13 @@ EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_DATA = 1, 2, 3, 4
 ALIASES = {"number_of_workers": ["--workers"]}
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad flag: one line naming it, exit 2 (the usage is in --help). Subcommands' parsers are of this class too."""
+
+    def error(self, message):
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
+
+
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per config key (dashes for underscores); values are checked by load_config."""
     for name, field in FIELDS.items():
@@ -37,7 +44,7 @@ def add_runtime_flags(parser: argparse.ArgumentParser, gateway: bool = True) -> 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="faasgd", description="Distributed Downpour SGD as OpenFaaS functions.")
+    parser = OneLineParser(prog="faasgd", description="Distributed Downpour SGD as OpenFaaS functions.")
     parser.add_argument("--version", action="version", version=f"faasgd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 

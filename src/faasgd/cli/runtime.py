@@ -6,8 +6,9 @@ import sys
 import time
 from pathlib import Path
 
+from faasgd.cli import flags
 from faasgd.cli.connect import gateway
-from faasgd.errors import ConfigError, FaasgdError
+from faasgd.errors import ConfigError
 from faasgd.local import control, queue_rules
 from faasgd.local.logs import split_line
 from faasgd.local.secrets import GATEWAY_SECRETS
@@ -18,6 +19,7 @@ FOLLOW_POLL_S = 0.3
 def up(args) -> int:
     control.check_options(args.port, args.ack_wait, args.queue_workers)  # bad flags generate no login
     delivery = queue_rules.from_flags(args)
+    flags.stack_file(args.file)
     (user, password), generated = control.login(args.dir)
     state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
                                 delivery=delivery)
@@ -61,16 +63,18 @@ def parse_pairs(pairs: list[str], flag: str) -> dict[str, str]:
 
 def invoke(args) -> int:
     """Like `faas-cli invoke`: the body from stdin, the answer on stdout; non-2xx exits 1."""
-    body = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+    flags.function_name(args.name)
+    method, _ = flags.method(args.method), flags.seconds("--timeout", args.timeout)
     headers = parse_pairs(args.header, "header")
     query = parse_pairs(args.query, "query")
+    body = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
     client = gateway(args, timeout_s=args.timeout)
     if args.async_:
         call_id = client.invoke_async(args.name, body, headers.pop("X-Callback-Url", None), headers)
         print(f"Function submitted asynchronously. X-Call-Id: {call_id}")
         return 0
     path = f"/function/{args.name}"
-    answer = client.request(args.method, path, body or None, headers, query)
+    answer = client.request(method, path, body or None, headers, query)
     sys.stdout.write(answer.body.decode("utf-8", "replace"))
     if not answer.body.endswith(b"\n"):
         sys.stdout.write("\n")
@@ -86,6 +90,11 @@ def scale(args) -> int:
     The gateway clamps the count to [1, scale.max] (at most 5, Community Edition's cap); the command
     waits for the count set and says when it differs from the one asked for.
     """
+    flags.function_name(args.name)
+    flags.seconds("--wait", args.wait)
+    if args.replicas < 0:
+        raise ConfigError("--replicas", f"must be a whole number >= 0 (the gateway clamps it to the function's range), "
+                                        f"got {args.replicas}")
     client = gateway(args)
     client.scale(args.name, args.replicas)
     count = client.function_status(args.name)["replicas"]
@@ -99,9 +108,10 @@ def scale(args) -> int:
 def logs(args) -> int:
     """Print a function's replica logs (.faasgd/logs/<name>-<i>.log); --follow keeps printing."""
     folder = Path(args.dir) / "logs"
+    flags.function_name(args.name)  # it is a file pattern below: never a path or a glob
     files = sorted(folder.glob(f"{args.name}-*.log"))
     if not files and args.name != "runtime":
-        raise FaasgdError(f"name: no logs for {args.name!r} in {folder} (is it a function of the stack?)")
+        raise ConfigError("name", f"no logs for {args.name!r} in {folder} (is it a function of the stack?)")
     files = files or [folder / "runtime.log"]
     offsets = {path: 0 for path in files}
     while True:

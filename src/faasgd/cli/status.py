@@ -8,12 +8,14 @@ import os
 from rich.table import Table
 
 from faasgd import job
+from faasgd.cli import flags
 from faasgd.cli.connect import gateway
 from faasgd.cli.progress import LiveProgress, console, print_summary, worker_table
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
 from faasgd.openfaas import json_answer, wait_for_job
 from faasgd.store import open_store
+from faasgd.store.keys import check_job_id
 
 
 def run(args) -> int:
@@ -33,13 +35,17 @@ def run(args) -> int:
 
 def read_job_status(args) -> dict:
     """The job's status: from the store itself with --direct, else through the gateway (--watch: until it ends)."""
+    check_job_id(args.job_id)
+    flags.seconds("--timeout", args.timeout)
+    if args.store:
+        read_setting({"store": args.store}, "store")  # a name, never a location
     if args.direct:
         store_url = args.store_url or read_setting(os.environ, "store_url")
         read = lambda: job.read_status(open_store(store_url), args.job_id)  # noqa: E731
     else:
-        client, query = gateway(args), {"job_id": args.job_id}
         if args.store_url:
             raise ConfigError("store_url", "only with --direct; through a gateway name the function's store with --store")
+        client, query = gateway(args), {"job_id": args.job_id}
         if args.store:
             query["store"] = args.store
         read = lambda: client.job_status(query)  # noqa: E731

@@ -11,7 +11,7 @@ import json
 import os
 
 from faasgd import result
-from faasgd.cli import direct
+from faasgd.cli import direct, flags
 from faasgd.cli.connect import gateway
 from faasgd.cli.progress import LiveProgress, console, print_summary
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
@@ -30,6 +30,9 @@ def config_overrides(args) -> dict:
 
 
 def run(args) -> int:
+    flags.seconds("--timeout", args.timeout)
+    if args.port is not None:
+        control.check_options(args.port)
     overrides = config_overrides(args)
     if args.direct:  # this process is the configuration: store locations come from its flags and environment
         if overrides.get("store"):
@@ -42,7 +45,7 @@ def run(args) -> int:
         return 0
     if args.gateway or os.environ.get("OPENFAAS_URL"):  # a gateway the user named (a cluster): start nothing
         return run_through_gateway(args, overrides)
-    state, started = control.up(args.file, 0 if args.port is None else args.port, args.dir)
+    state, started = control.up(flags.stack_file(args.file), 0 if args.port is None else args.port, args.dir)
     args.gateway = state["gateway_url"]  # the runtime this command found or started, and no other
     try:
         return run_through_gateway(args, overrides)

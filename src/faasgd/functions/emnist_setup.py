@@ -65,6 +65,9 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
     unknown = sorted(set(query) - set(STATUS_QUERY_KEYS))
     if unknown:
         raise ConfigError(unknown[0], f"unknown query parameter (allowed: {', '.join(STATUS_QUERY_KEYS)})")
+    for key in STATUS_QUERY_KEYS:  # a multi-dict (the template's event.query): which value counts would be a guess
+        if len(getattr(query, "getlist", lambda k: [query.get(k)])(key)) > 1:
+            raise ConfigError(key, "given more than once in the query")
     settings = FunctionEnv.read(env)
     store = replica_cache.store_for(settings.store_url_of(query.get("store", "")))
     status = job.read_status(store, job_id)

@@ -95,10 +95,19 @@ FIELDS = {"service": ("service", _text), "image": ("image", _text), "namespace":
           "requests": ("requests", _resources), "readOnlyRootFilesystem": ("read_only_root_filesystem", _flag)}
 
 
+def read_json(body: bytes):
+    """A request body as JSON (an empty one is null); ValueError for anything else, nesting too deep included
+    (json raises RecursionError there, which no /system handler would otherwise answer but with a 500)."""
+    try:
+        return json.loads(body or b"null")
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def parse_deployment(body: bytes) -> FunctionDeployment:
     """A FunctionDeployment from a request body; Refused(400) naming the field, as faas-netes words it."""
     try:
-        data = json.loads(body or b"null")
+        data = read_json(body)
     except ValueError as error:
         raise Refused(400, f"failed to unmarshal request: {error}") from None
     if not isinstance(data, dict):

@@ -10,6 +10,7 @@ it (CE would pull it; there is no registry here).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +18,9 @@ from pathlib import Path
 from faasgd.local.api import NAMESPACE, FunctionDeployment, Refused, clamp_replicas, scale_range
 from faasgd.local.logs import stamp
 from faasgd.local.stack import FunctionSpec
+
+# The password of a URL's user-info (scheme://user:PASSWORD@host), wherever a URL sits in a value.
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:)[^@\s/]*@")
 
 
 @dataclass(frozen=True)
@@ -87,11 +91,13 @@ def function_status(deployment: Deployment, replicas: int, available: int) -> di
 
     Departure: faas-netes reports no envVars and adds its own labels (faas_function, uid) and the
     annotation prometheus.io.scrape; here the deployed envVars, labels and annotations are reported
-    as deployed, so `faas-cli diff` finds no drift right after a deploy.
+    as deployed, so `faas-cli diff` finds no drift right after a deploy. A password in a URL of an
+    envVar is shown as *** (it belongs in a secret; `faas-cli diff` shows that variable as drift).
     """
     spec = deployment.spec
+    env_vars = {key: masked(value) for key, value in spec.environment.items()}
     status = {"name": spec.name, "image": spec.image, "namespace": NAMESPACE, "envProcess": spec.env_process,
-              "envVars": dict(spec.environment), "constraints": list(spec.constraints), "secrets": list(spec.secrets),
+              "envVars": env_vars, "constraints": list(spec.constraints), "secrets": list(spec.secrets),
               "labels": dict(spec.labels), "annotations": dict(spec.annotations),
               "readOnlyRootFilesystem": spec.read_only_root_filesystem, "replicas": replicas,
               "availableReplicas": available,
@@ -99,3 +105,8 @@ def function_status(deployment: Deployment, replicas: int, available: int) -> di
     status.update({kind: dict(value) for kind, value in (("limits", spec.limits), ("requests", spec.requests))
                    if value})
     return status
+
+
+def masked(value: str) -> str:
+    """`value` with the password of every URL in it replaced by *** (redis://:***@host:6379/0)."""
+    return _URL_PASSWORD.sub(r"\1***@", value)

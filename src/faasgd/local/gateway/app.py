@@ -9,12 +9,14 @@ the queue-worker: see queue.py; /system: see its modules):
 * Errors are JSON {"error": ...} throughout. A method a route does not serve answers 405 JSON with
   Allow, as gorilla/mux does; on /function that includes TRACE, CONNECT and unknown methods, which
   CE would forward (a function has no use for them, and TRACE echoes credentials). Unknown paths
-  answer 404 JSON. Requests the HTTP server itself cannot parse get its own plain-text 400.
+  answer 404 JSON. Requests h11 cannot parse get a JSON 400 too, from the server (server.JsonErrorsH11).
 * Unknown functions: 404 JSON on every route, /async-function included (CE accepts those with a
   202 and the call is lost, faas#1298). 404s are not counted in /metrics (unbounded label values).
 * Async bodies over `max_async_body_bytes` (1 MiB, the NATS message limit) answer 413; current CE
   refuses more than 256 000 bytes with a 500 (nats-queue-worker `handler/nats_queue.go`). Sync
   bodies over `max_sync_body_bytes` answer 413 too (CE sets no limit).
+* A request with both Content-Length and Transfer-Encoding is a 400 (CE's Go server takes the latter);
+  an X-Callback-Url must be a printable http(s) URL of at most 2048 characters (CE takes any URL).
 * X-Call-Id is echoed on every /function and /async-function response (CE only when it made one);
   X-Duration-Seconds (which of-watchdog adds in CE) is added by the gateway, measured to the
   response headers since the body streams after them.
@@ -45,13 +47,14 @@ from faasgd.local.gateway.metrics import Metrics
 from faasgd.local.gateway.options import Clock, GatewayOptions, RealClock, Registry
 from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, Reply, canonical, connection_tokens
 from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, Broker, CallQueue, QueueError, QueueWorkers
-from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, ProxiedResponse, WireHeaders, client_gone,
-                                            error, http_error, read_body, server_error, too_large)
+from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, OneBodyFraming, ProxiedResponse, WireHeaders,
+                                            client_gone, error, http_error, read_body, server_error, too_large)
 from faasgd.local.gateway.system import FunctionsApi
 from faasgd.local.gateway.system_logs import LogsApi
 from faasgd.local.gateway.system_secrets import SecretsApi
 
 INVOKE_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+MAX_CALLBACK_URL = 2048  # characters; as the functions' own check (faasgd.functions.emnist_setup.check_callback)
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
 
 
@@ -85,7 +88,7 @@ def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
     system = [FunctionsApi(options, directory, metrics), SecretsApi(options.secrets_dir),
               LogsApi(options, directory, clock)]
     app = Starlette(routes=gateway.routes() + [route for api in system for route in api.routes()],
-                    middleware=[Middleware(WireHeaders), Middleware(AnswerWhenCutOff),
+                    middleware=[Middleware(WireHeaders), Middleware(AnswerWhenCutOff), Middleware(OneBodyFraming),
                                 Middleware(RequireBasicAuth, login=options.basic_auth)],
                     lifespan=lifespan,
                     exception_handlers={HTTPException: http_error, ClientDisconnect: client_gone,
@@ -136,7 +139,8 @@ class Gateway:
         if function is None:
             response = error(404, f"function not found: {name}")
         elif callback is not None and not _is_http_url(callback):
-            response = error(400, f"X-Callback-Url: must be an http or https URL with a host, got {callback!r}")
+            response = error(400, f"X-Callback-Url: must be an http or https URL with a host, at most "
+                                  f"{MAX_CALLBACK_URL} printable characters without spaces, got {callback[:200]!r}")
         elif body is None:
             response = too_large(self.options.max_async_body_bytes, "an async call (the NATS message limit)")
         else:
@@ -204,6 +208,8 @@ def _stamp(response: Response, call_id: str, start_ns: int, version: str) -> Non
 
 
 def _is_http_url(value: str) -> bool:
+    if len(value) > MAX_CALLBACK_URL or not value.isprintable() or any(c.isspace() for c in value):
+        return False
     try:
         url = httpx.URL(value)
     except (httpx.InvalidURL, TypeError):

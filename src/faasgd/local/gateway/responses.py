@@ -73,6 +73,23 @@ class AnswerWhenCutOff:
                 scope, receive, send)
 
 
+class OneBodyFraming:
+    """ASGI middleware: a request carrying both Content-Length and Transfer-Encoding answers 400 JSON. HTTP/1.1
+    lets a server take Transfer-Encoding (h11 does) or refuse (RFC 9112 6.1); a proxy in front that took
+    Content-Length instead would see another request boundary (request smuggling), so neither is guessed."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        names = {k.lower() for k, _ in scope.get("headers", [])} if scope["type"] == "http" else set()
+        if b"content-length" in names and b"transfer-encoding" in names:
+            await error(400, "request: Content-Length and Transfer-Encoding given together; send one",
+                        {"Connection": "close"})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 # -- errors --------------------------------------------------------------------------------------------
 async def http_error(request: Request, exc: HTTPException) -> Response:
     """Starlette's 404 and 405 (and any other HTTPException) as JSON; Allow in a fixed order."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from faasgd.local.api import NAMESPACE
+from faasgd.local.api import NAMESPACE, read_json
 
 SCALE_FIELDS = ("serviceName", "replicas", "namespace")
 
@@ -19,7 +19,7 @@ def scale_request(body: bytes, function: str) -> tuple[int | None, str | None]:
     """(replicas, None) from a scale body, or (None, a message naming the bad field)."""
     example = f'{{"serviceName": "{function}", "replicas": 2}}'
     try:
-        data = json.loads(body or b"null")
+        data = read_json(body)
     except ValueError:
         data = None
     if not isinstance(data, dict):

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 import threading
 import time
 
+import h11
 import httpx
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from faasgd.errors import FaasgdError
 from faasgd.local.gateway.app import create_app
@@ -52,8 +55,9 @@ class LocalGateway:
             if self._server is not None or self._stopped:
                 raise RuntimeError("a LocalGateway starts once")
             self._socket = _listen(self.options.host, self.options.port, self.options.backlog)
-            # h11, not httptools: it hands unknown methods (BREW) to the app, which answers 405 JSON.
-            config = uvicorn.Config(self.app, http="h11", ws="none", lifespan="on", log_config=None,
+            # h11, not httptools: it hands unknown methods (BREW) to the app, which answers 405 JSON; and what
+            # h11 cannot parse gets a JSON 400 too (JsonErrorsH11).
+            config = uvicorn.Config(self.app, http=JsonErrorsH11, ws="none", lifespan="on", log_config=None,
                                     access_log=False, server_header=False, date_header=False,
                                     backlog=self.options.backlog, timeout_keep_alive=KEEP_ALIVE_S,
                                     timeout_graceful_shutdown=STOP_GRACE_S)
@@ -84,6 +88,25 @@ class LocalGateway:
 
     def _serve(self) -> None:
         asyncio.run(self._server.serve(sockets=[self._socket]))
+
+
+class JsonErrorsH11(H11Protocol):
+    """uvicorn's h11 protocol, answering a request h11 cannot parse (a bare CR or LF or a NUL in a header, a bad
+    request line, conflicting Content-Lengths, a bad chunk) with a JSON 400 like every other error of the
+    gateway; uvicorn's own is plain text. The app never sees such a request, so this is the only place."""
+
+    def send_400_response(self, msg: str) -> None:
+        body = json.dumps({"error": "request: not valid HTTP/1.1 (its request line, a header or its body's "
+                                    "framing); nothing was done"}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                   (b"connection", b"close")]
+        try:
+            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"), h11.Data(data=body),
+                          h11.EndOfMessage()):
+                self.transport.write(self.conn.send(event))
+        except h11.LocalProtocolError:  # an answer had already started: only closing is left
+            pass
+        self.transport.close()
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:

@@ -16,14 +16,13 @@ A `namespace` query other than openfaas-fn is a 400 naming it, as faas-netes ans
 
 from __future__ import annotations
 
-import json
 import platform
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from faasgd.local.api import NAMESPACE, Refused, parse_deployment
+from faasgd.local.api import NAMESPACE, Refused, parse_deployment, read_json
 from faasgd.local.gateway.directory import Directory
 from faasgd.local.gateway.metrics import Metrics
 from faasgd.local.gateway.options import GatewayOptions
@@ -87,7 +86,7 @@ class FunctionsApi:
         if problem := namespace_problem(request):
             return problem
         try:
-            data = json.loads(body or b"null")
+            data = read_json(body)
         except ValueError:
             data = None
         name = data.get("functionName") if isinstance(data, dict) else None

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 
 from anyio import to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from faasgd.local.api import NAMESPACE, Refused
+from faasgd.local.api import NAMESPACE, Refused, read_json
 from faasgd.local.gateway.responses import error, read_body, too_large
 from faasgd.local.gateway.system import namespace_problem
 from faasgd.local.secrets import MAX_VALUE_BYTES, SecretStore, check_name
@@ -63,7 +62,7 @@ class SecretsApi:
 def parse_secret(body: bytes, needs_value: bool) -> tuple[str, bytes]:
     """(name, value) from a Secret body; Refused naming the field (never quoting a value)."""
     try:
-        data = json.loads(body or b"null")
+        data = read_json(body)
     except ValueError:
         raise Refused(400, "request body: must be a JSON object like {\"name\": ..., \"value\": ...}") from None
     if not isinstance(data, dict):
