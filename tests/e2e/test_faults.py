@@ -43,7 +43,9 @@ def survived(outcome: Outcome) -> None:
 def test_a_killed_replica_costs_its_call_and_nothing_else(runtime_for, mode, store):
     outcome = faults.run_scenario(runtime_for(), "kill replica", faults.kill_replica, mode, store)
     survived(outcome)
-    assert outcome.invocations > (2 if mode == "loop" else 48)  # the killed call's work was resumed by another
+    assert outcome.notes[0].endswith("the last cut a call"), outcome.notes
+    if mode == "loop":  # the cut call had pushed (its worker was at epoch 2): another call resumed its work
+        assert outcome.invocations > 2
 
 
 def test_a_terminated_replica_drains_and_hands_its_work_off(runtime_for):
@@ -62,12 +64,19 @@ def test_a_store_paused_within_store_timeout_s_only_slows_the_job(runtime_for):
     survived(faults.run_scenario(runtime_for(), "store paused 2s", faults.pause_store(2), "loop", "memcached"))
 
 
-def test_a_store_paused_past_store_timeout_s_fails_the_job_naming_the_store(runtime_for):
-    mode, store = "per-iteration", "redis"
+@pytest.mark.parametrize("mode, store", [("loop", "redis"), ("per-iteration", "memcached")])
+def test_a_store_paused_past_store_timeout_s_fails_the_job_naming_the_store_or_it_recovers_exactly(
+        runtime_for, mode, store):
+    """A worker that gave up on the store fails the job, if it can still record that once the store is
+    back (its last writes retry for store_timeout_s too); if it could not, its worker looks lost when the
+    store answers again and is re-invoked from its record. Either way the job ends, and nothing twice."""
     outcome = faults.run_scenario(runtime_for(), "store paused 5s", faults.pause_store(5), mode, store,
                                   store_timeout_s=2)
-    assert outcome.state == "failed" and "store timeout" in outcome.reason and store in outcome.reason, outcome
-    assert outcome.pushes == outcome.version  # what was applied is counted once, even in a failed job
+    if outcome.state == "failed":
+        assert "store timeout" in outcome.reason and store in outcome.reason, outcome
+        assert outcome.pushes == outcome.version  # what was applied is counted once, even in a failed job
+    else:
+        survived(outcome)
 
 
 @pytest.mark.parametrize("mode, store", [("loop", "memcached")])
