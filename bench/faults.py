@@ -4,9 +4,11 @@ how long after the fault, whether it was exact (pushes = version = a fault-free 
 
     python bench/faults.py [--only FAULT ...] [--out faults.md]
 
-Each row is its own `faasgd up` (Community Edition delivery) and a job of 2 workers x 2000 synthetic
-rows, batch 16, n_fetch = n_push = 1, 16 epochs, lease_s=2, start_timeout_s=4, max_reinvocations=3,
-store_timeout_s=5. Two cores: the two workers, the stores and the runtime share them.
+As in the tests, each fault gets its own `faasgd up` (Community Edition delivery) and strikes four
+jobs at once (loop and per-iteration, Redis and Memcached), each 2 workers x 1000 synthetic rows,
+batch 16, n_fetch = n_push = 1, 8 epochs, lease_s=2, start_timeout_s=4, max_reinvocations=3,
+store_timeout_s=5; a dropped delivery hits one job, so that fault runs once per job. Eight workers,
+the stores and the runtime share two cores (time-sliced).
 """
 
 from __future__ import annotations
@@ -21,28 +23,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support import faults  # noqa: E402  (the fault harness the tests use)
 
-MODES = ("loop", "per-iteration")
-STORES = ("redis", "memcached")
-
-
 def scenarios(tmp: Path) -> dict:
-    """fault -> (runtime flags, stack, inject, run_scenario keyword arguments)."""
-    exec_stack = faults.stack_copy(tmp / "exec-stack", exec_timeout_s=6)
-    tiny_stack = faults.stack_copy(tmp / "tiny-stack", exec_timeout_s=3)
+    """fault -> (runtime flags, stack, inject, run_matrix keyword arguments, one runtime per job)."""
     return {
-        "none": ((), None, faults.nothing, {}),
-        "SIGKILL replica": ((), None, faults.kill_replica, {}),
-        "SIGTERM replica": ((), None, faults.term_replica, {}),
-        "kill -9 runtime, up": ((), None, faults.kill_runtime, {}),
-        "store paused 2s": ((), None, faults.pause_store(2), {}),
-        "store paused 9s": ((), None, faults.pause_store(9), {}),
-        "store restarted empty": ((), None, faults.restart_store_empty, {}),
-        "first delivery dropped": (("--chaos", "drop:emnist-train:1"), None, faults.nothing, {"at_epoch": 0}),
-        "every call twice": (("--chaos", "duplicate:emnist-train"), None, faults.nothing, {"at_epoch": 0}),
-        "exec_timeout 6s": ((), exec_stack, faults.nothing, {"at_epoch": 0, "epochs": 40}),
-        "exec_timeout 3s": ((), tiny_stack, faults.nothing, {"at_epoch": 0}),
-        "out of memory": ((), None, faults.cap_memory, {"at_epoch": None, "train_samples": 60000, "max_epochs": 2}),
-        "crash loop": ((), None, faults.crash_loop, {}),
+        "none": ((), None, faults.nothing, {}, False),
+        "SIGKILL replica": ((), None, faults.kill_replica, {}, False),
+        "SIGTERM replica": ((), None, faults.term_replica, {}, False),
+        "kill -9 runtime, up": ((), None, faults.kill_runtime, {}, False),
+        "stores paused 2s": ((), None, faults.pause_store(2), {}, False),
+        "stores paused 9s": ((), None, faults.pause_store(9), {}, False),
+        "stores restarted empty": ((), None, faults.restart_store_empty, {}, False),
+        "first delivery dropped": (("--chaos", "drop:emnist-train:1"), None, faults.nothing, {"at_epoch": 0}, True),
+        "every call twice": (("--chaos", "duplicate:emnist-train"), None, faults.nothing, {"at_epoch": 0}, False),
+        "exec_timeout 4s": ((), faults.stack_copy(tmp / "exec4", exec_timeout_s=4), faults.nothing,
+                            {"at_epoch": 0, "train_samples": 8000}, False),
+        "exec_timeout 3s": ((), faults.stack_copy(tmp / "exec3", exec_timeout_s=3), faults.nothing,
+                            {"at_epoch": 0}, False),
+        "out of memory": ((), None, faults.cap_memory, {"at_epoch": None, "train_samples": 60000, "max_epochs": 2},
+                          False),
+        "crash loop": ((), None, faults.crash_loop, {}, False),
     }
 
 
@@ -57,16 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="faasgd-faults-") as folder:
         tmp = Path(folder)
-        for name, (flags, stack, inject, options) in scenarios(tmp).items():
+        for name, (flags, stack, inject, options, one_each) in scenarios(tmp).items():
             if args.only and name not in args.only:
                 continue
-            for mode in MODES:
-                for store in STORES:
-                    runtime = faults.fresh_runtime(tmp / f"{len(lines)}", *flags, stack=stack)
-                    try:
-                        outcome = faults.run_scenario(runtime, name, inject, mode, store, **options)
-                    finally:
-                        runtime.stop()
+            for combos in ([[combo] for combo in faults.COMBOS] if one_each else [faults.COMBOS]):
+                runtime = faults.fresh_runtime(tmp / str(len(lines)), *flags, stack=stack)
+                try:
+                    outcomes = faults.run_matrix(runtime, name, inject, combos=combos, **options)
+                finally:
+                    runtime.stop()
+                for outcome in outcomes:
                     lines.append(outcome.row())
                     print(lines[-1], flush=True)
     print(f"\n{len(lines) - 2} runs in {time.monotonic() - started:.0f} s (2 cores, time-sliced)")

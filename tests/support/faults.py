@@ -1,8 +1,8 @@
-"""Faults as faults against the local runtime: one fresh `faasgd up` per scenario, a small job driven
-to mid-training, one fault injected from outside (signals, a store stopped or replaced, the queue
-told to drop or duplicate deliveries, a tight exec_timeout, a memory cap), then the job's end read
-back with what it cost. tests/e2e/test_faults.py asserts on the outcomes; bench/faults.py prints
-the whole matrix as a table.
+"""Faults as faults against the local runtime: one fresh `faasgd up` per fault, four small jobs at
+once (loop and per-iteration, on Redis and on Memcached) driven to mid-training, one fault injected
+from outside (signals, stores stopped or replaced, the queue told to drop or duplicate deliveries, a
+tight exec_timeout, a memory cap, a crash loop), then each job's end read back with what it cost.
+tests/e2e/test_faults.py asserts on the outcomes; bench/faults.py prints the matrix as a table.
 
 Exactness: a job's pushes are fixed by its shape (every worker pushes every n_push steps and at
 the end of each epoch), so a job that ends `done` must show exactly that many pushes, the store's
@@ -31,14 +31,16 @@ import yaml
 from faasgd.errors import FaasgdError
 from faasgd.local import credentials
 from faasgd.local.stores import free_port, start_memcached, start_redis
-from faasgd.openfaas import GatewayClient, poll_until
+from faasgd.openfaas import GatewayClient
 from faasgd.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
-ROWS, WORKERS, BATCH = 4000, 2, 16
+ROWS, WORKERS, BATCH, EPOCHS = 2000, 2, 16, 8
 JOB = {"dataset": "synthetic", "train_samples": ROWS, "test_samples": 500, "hidden_sizes": [32],
        "batch_size": BATCH, "n_fetch": 1, "n_push": 1, "target_accuracy": 1.0, "number_of_workers": WORKERS,
        "lease_s": 2, "start_timeout_s": 4, "max_reinvocations": 3, "store_timeout_s": 5}
+COMBOS = (("loop", "redis"), ("loop", "memcached"), ("per-iteration", "redis"), ("per-iteration", "memcached"))
+RUNTIME_FLAGS = ("--queue-workers", "8")  # every worker of four concurrent jobs has a queue worker (CE: one call each)
 SUPERVISE_EVERY_S = 5.0  # faasgd.functions.supervise.SUPERVISE_EVERY_S
 END_BOUND_S = 120.0  # every scenario's job must be over by then
 
@@ -143,38 +145,57 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> No
         time.sleep(0.1)
 
 
-def run_scenario(runtime: Runtime, fault: str, inject: Callable[[Runtime, dict], str | None], mode: str,
-                 store: str, epochs: int = 16, at_epoch: int | None = 2, **overrides) -> Outcome:
-    """Start a job and inject the fault once a worker reached `at_epoch` (0: right after the fan-out;
-    None: before the job is posted), then wait for the job's end."""
-    body = {**JOB, "store": store, "invocation_mode": mode, "max_epochs": epochs, **overrides}
-    note = inject(runtime, {"store": store}) if at_epoch is None else None
-    answer = runtime.gateway.invoke("emnist-setup", body)
-    if answer.status != 202:
-        raise RuntimeError(f"emnist-setup answered {answer.status}: {answer.body[:500]!r}")
-    query = answer.json()["status_query"]
+Inject = Callable[[Runtime, list[dict]], "str | None"]  # a fault, given the status queries of the jobs it hits
 
-    def reached() -> bool:
-        status = read_status(runtime.gateway, query)
-        return status.get("state") != "running" or any(w and w.get("epoch", 0) >= at_epoch
-                                                       for w in status.get("workers", []))
+
+def run_matrix(runtime: Runtime, fault: str, inject: Inject, combos=COMBOS, epochs: int = EPOCHS,
+               at_epoch: int | None = 2, **overrides) -> list[Outcome]:
+    """One job per (mode, store) of `combos`, all at once; the fault is injected once every job has a
+    worker at `at_epoch` (0: right after the fan-outs; None: before any job is posted), then each job is
+    waited for to its end. Each outcome notes whether its job was still running when the fault came."""
+    bodies = [{**JOB, "store": store, "invocation_mode": mode, "max_epochs": epochs, **overrides}
+              for mode, store in combos]
+    note = inject(runtime, [{"store": store} for _, store in combos]) if at_epoch is None else None
+    queries = []
+    for body in bodies:
+        answer = runtime.gateway.invoke("emnist-setup", body)
+        if answer.status != 202:
+            raise RuntimeError(f"emnist-setup answered {answer.status}: {answer.body[:500]!r}")
+        queries.append(answer.json()["status_query"])
     if at_epoch:
-        wait_until(reached, 60, f"job {query['job_id']} did not reach epoch {at_epoch}")
+        wait_until(lambda: all(_reached(read_status(runtime.gateway, q), at_epoch) for q in queries), 60,
+                   f"not every job reached epoch {at_epoch}")
+    running = [at_epoch is None or read_status(runtime.gateway, q).get("state") == "running" for q in queries]
     started = time.monotonic()
-    note = inject(runtime, query) if at_epoch is not None else note
-    gateway = runtime.gateway  # the runtime may have been restarted
-    status = poll_until(lambda: read_status(gateway, query), lambda s: s["state"] not in ("running", "unknown"),
-                        END_BOUND_S, poll_s=0.3)
-    if status["state"] == "unknown":
-        status = {"state": "running"}
-    seconds = time.monotonic() - started
-    result = status.get("result") or {}
-    version = _version(runtime, store, query["job_id"])
-    workers = [w for w in status.get("workers", []) if w]
-    rows = body["train_samples"]
-    return Outcome(fault, mode, store, status["state"], seconds, result.get("error") or result.get("reason"),
-                   result.get("pushes"), WORKERS * expected_pushes(epochs, rows // WORKERS), version,
-                   result.get("samples"), epochs * rows, sum(w.get("invocations", 0) for w in workers), [note] if note else [])
+    if at_epoch is not None:
+        note = inject(runtime, queries)
+    ended: dict[int, tuple[dict, float]] = {}
+    deadline = started + END_BOUND_S
+    gateway = runtime.gateway  # the runtime may have been restarted by the fault
+    while len(ended) < len(queries) and time.monotonic() < deadline:
+        for i, query in enumerate(queries):
+            if i not in ended:
+                status = read_status(gateway, query)
+                if status["state"] not in ("running", "unknown"):
+                    ended[i] = (status, time.monotonic() - started)
+        time.sleep(0.3)
+    outcomes = []
+    for i, ((mode, store), body, query) in enumerate(zip(combos, bodies, queries)):
+        status, seconds = ended.get(i, ({"state": "running"}, time.monotonic() - started))
+        result, rows = status.get("result") or {}, body["train_samples"]
+        workers = [w for w in status.get("workers", []) if w]
+        notes = [n for n in (note, None if running[i] else "the job had ended before the fault") if n]
+        outcomes.append(Outcome(
+            fault, mode, store, status["state"], seconds, result.get("error") or result.get("reason"),
+            result.get("pushes"), WORKERS * expected_pushes(body["max_epochs"], rows // WORKERS),
+            _version(runtime, store, query["job_id"]), result.get("samples"), body["max_epochs"] * rows,
+            sum(w.get("invocations", 0) for w in workers), notes))
+    return outcomes
+
+
+def _reached(status: dict, epoch: int) -> bool:
+    return status.get("state") not in ("running", "unknown") or \
+        any(w and w.get("epoch", 0) >= epoch for w in status.get("workers", []))
 
 
 def _version(runtime: Runtime, store: str, job_id: str) -> int | None:
@@ -188,7 +209,7 @@ def _version(runtime: Runtime, store: str, job_id: str) -> int | None:
 CUT = "invoked emnist-train [502]"  # the runtime's log line for a delivery whose replica died under it
 
 
-def kill_replica(runtime: Runtime, query: dict) -> str:
+def kill_replica(runtime: Runtime, queries: list[dict]) -> str:
     """SIGKILL an emnist-train replica (a node lost, an OOM kill) until one kill cuts a call in flight
     (a replica between per-iteration calls may be idle): that call dies without an answer."""
     for kills in range(1, 6):
@@ -203,14 +224,14 @@ def kill_replica(runtime: Runtime, query: dict) -> str:
     return "5 replicas killed; none cut a call"
 
 
-def term_replica(runtime: Runtime, query: dict) -> str:
+def term_replica(runtime: Runtime, queries: list[dict]) -> str:
     """SIGTERM one emnist-train replica (scale-down, a rolling update, node drain): it drains and hands off."""
     victim = runtime.replica_pids()[0]
     os.kill(victim, signal.SIGTERM)
     return f"terminated replica pid {victim}"
 
 
-def kill_runtime(runtime: Runtime, query: dict) -> str:
+def kill_runtime(runtime: Runtime, queries: list[dict]) -> str:
     """SIGKILL the runtime's daemon (gateway and queue-worker gone at once), then `faasgd up` again."""
     os.kill(runtime.state["pid"], signal.SIGKILL)
     wait_until(lambda: not psutil.pid_exists(runtime.state["pid"]) or
@@ -245,38 +266,44 @@ class CrashLoop:
         self._thread.join(5)
 
 
-def crash_loop(runtime: Runtime, query: dict) -> str:
+def crash_loop(runtime: Runtime, queries: list[dict]) -> str:
     """From now on every emnist-train replica is SIGKILLed as it starts: no re-invocation can make progress."""
     runtime.extra.insert(0, CrashLoop(runtime))
     return "every emnist-train replica killed as it starts"
 
 
-def pause_store(seconds: float) -> Callable[[Runtime, dict], str]:
-    """SIGSTOP the job's store for `seconds`, then SIGCONT (a stalled node, a long GC, a network partition)."""
-    def inject(runtime: Runtime, query: dict) -> str:
-        pid = runtime.store_pid(query["store"])
-        os.kill(pid, signal.SIGSTOP)
+def _stores(queries: list[dict]) -> list[str]:
+    return sorted({query["store"] for query in queries})
+
+
+def pause_store(seconds: float) -> Inject:
+    """SIGSTOP the jobs' stores for `seconds`, then SIGCONT (a stalled node, a long GC, a network partition)."""
+    def inject(runtime: Runtime, queries: list[dict]) -> str:
+        pids = [runtime.store_pid(name) for name in _stores(queries)]
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
         try:
             time.sleep(seconds)
         finally:
-            os.kill(pid, signal.SIGCONT)
-        return f"store paused {seconds:g}s"
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+        return f"{' and '.join(_stores(queries))} paused {seconds:g}s"
     return inject
 
 
-def restart_store_empty(runtime: Runtime, query: dict) -> str:
-    """Kill the job's store and start an empty one on the same port (a store pod rescheduled without a volume)."""
-    name = query["store"]
-    entry = runtime.state["stores"][name]
-    port = int(entry["url"].rsplit(":", 1)[1].split("/")[0])
-    os.kill(entry["pid"], signal.SIGKILL)
-    wait_until(lambda: not psutil.pid_exists(entry["pid"]) or
-               psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE, 10, "the store did not die")
-    runtime.extra.append((start_redis if name == "redis" else start_memcached)(port=port))
-    return f"{name} restarted empty on port {port}"
+def restart_store_empty(runtime: Runtime, queries: list[dict]) -> str:
+    """Kill the jobs' stores and start empty ones on the same ports (a store pod rescheduled without a volume)."""
+    for name in _stores(queries):
+        entry = runtime.state["stores"][name]
+        port = int(entry["url"].rsplit(":", 1)[1].split("/")[0])
+        os.kill(entry["pid"], signal.SIGKILL)
+        wait_until(lambda: not psutil.pid_exists(entry["pid"]) or
+                   psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE, 10, "the store did not die")
+        runtime.extra.append((start_redis if name == "redis" else start_memcached)(port=port))
+    return f"{' and '.join(_stores(queries))} restarted empty"
 
 
-def cap_memory(runtime: Runtime, query: dict) -> str:
+def cap_memory(runtime: Runtime, queries: list[dict]) -> str:
     """Cap every emnist-train replica's address space near its current size: its next big allocation fails."""
     for pid in runtime.replica_pids():
         size = psutil.Process(pid).memory_info().vms
@@ -284,7 +311,7 @@ def cap_memory(runtime: Runtime, query: dict) -> str:
     return "replicas' address space capped"
 
 
-def nothing(runtime: Runtime, query: dict) -> None:
+def nothing(runtime: Runtime, queries: list[dict]) -> None:
     return None
 
 
@@ -306,5 +333,6 @@ def stack_copy(directory: Path, exec_timeout_s: int | None = None, drain_s: int 
 
 
 def fresh_runtime(directory: Path, *flags: str, stack: str | None = None) -> Runtime:
-    """`faasgd up` in `directory`, on `stack` (default: stack_copy's, with a 1 s drain)."""
-    return Runtime(directory / ".faasgd", free_port(), tuple(flags), stack or stack_copy(directory / "stack")).up()
+    """`faasgd up` in `directory` with RUNTIME_FLAGS and `flags`, on `stack` (default: stack_copy's, 1 s drain)."""
+    return Runtime(directory / ".faasgd", free_port(), (*RUNTIME_FLAGS, *flags),
+                   stack or stack_copy(directory / "stack")).up()
