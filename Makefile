@@ -36,6 +36,7 @@ bench: deps
 	$(PY) bench/invocation.py
 	$(PY) bench/peers.py
 	$(PY) bench/scaling.py
+	$(PY) bench/faults.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info
