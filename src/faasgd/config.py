@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from faasgd.data import DATASETS
 from faasgd.errors import ConfigError
+from faasgd.store.update_rule import RULES
 from faasgd.store.url import mask_url, parse_store_url
 
 ACTIVATIONS = ("tanh", "relu")
@@ -35,6 +36,7 @@ class TrainConfig:
     number_of_workers: int = 2  # data-parallel workers, each with its own shard
     n_fetch: int = 10  # fetch the global parameters every n_fetch minibatches
     n_push: int = 10  # push the accumulated update every n_push minibatches
+    update_rule: str = "average"  # how the store adds a push: sum, average (/ number_of_workers), adagrad (store/update_rule.py)
     invocation_mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
     max_epochs: int = 20  # upper bound on passes over each worker's shard
     target_accuracy: float = 0.85  # test accuracy that ends the job (1.0: run all max_epochs)
@@ -146,6 +148,8 @@ def _parse(field: str, value: Any) -> Any:
         return _choice(field, value, ACTIVATIONS)
     if field == "invocation_mode":
         return _choice(field, value, MODES)
+    if field == "update_rule":
+        return _choice(field, value, RULES)
     if field in LOCATION_KEYS:
         return _store_url(field, value)
     if field == "store":

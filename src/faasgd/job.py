@@ -23,7 +23,7 @@ import numpy as np
 from faasgd import data, model
 from faasgd.config import TrainConfig, config_from_record
 from faasgd.errors import FaasgdError, JobNotFound, StoreError
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, UpdateRule
 
 
 def new_job_id() -> str:
@@ -37,12 +37,17 @@ def network_sizes(config: TrainConfig) -> tuple[int, ...]:
     return model.layer_sizes(input_dim, config.hidden_sizes, n_classes)
 
 
+def update_rule(config: TrainConfig) -> UpdateRule:
+    """How the store adds the job's pushes: the config's rule, with the workers and step it scales by."""
+    return UpdateRule(config.update_rule, workers=config.number_of_workers, learning_rate=config.learning_rate)
+
+
 def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = None) -> str:
     """Initialise the network (seeded) and write the job's records; returns the job id."""
     job_id = job_id or new_job_id()
     sizes = network_sizes(config)
     weights = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
-    store.set_weights(job_id, weights, writers=config.number_of_workers)
+    store.set_weights(job_id, weights, writers=config.number_of_workers, rule=update_rule(config))
     meta = {
         "job_id": job_id,
         "created_at": time.time(),

@@ -5,8 +5,8 @@ From the config alone (and the data's headers), emnist-setup computes:
   * a worker's memory: its shard (float32 rows), the evaluation rows (raw uint8), the parameters four
     times (its copy, the last fetch, the pending update, the gradient), a minibatch's activations both
     ways, plus the interpreter with its libraries; over the function's `memory_limit` -> 413;
-  * the job's bytes in the store: the weights, plus on Memcached a push copy per worker (roll-forward,
-    store/memcached_push.py); over the function's `store_budget` -> 413.
+  * the job's bytes in the store: the weights (adagrad: with G beside them), plus on Memcached a push
+    copy per worker (roll-forward, store/memcached_push.py); over the function's `store_budget` -> 413.
 The 413 names the setting to change (the one that weighs most) and the limit. `memory_limit` and
 `store_budget` come from the function's environment (stack.yml keeps `memory_limit` equal to its
 `limits.memory`: tests/unit/test_stack_yml.py checks it); absent, that check is skipped.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from faasgd import data, model
+from faasgd import data, job, model
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError
 
@@ -61,7 +61,8 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
         "batch_size": config.batch_size * (input_dim + 3 * sum(sizes[1:])) * 4,  # a minibatch, both ways
     }
     worker = INTERPRETER_BYTES + sum(parts.values())
-    stored = params * 4 * (1 + (config.number_of_workers if store_scheme == "memcached" else 0))
+    width = job.update_rule(config).width  # adagrad stores G beside each weight
+    stored = params * 4 * (width + (config.number_of_workers if store_scheme == "memcached" else 0))
     if env.get("memory_limit"):
         limit = quantity("memory_limit", env["memory_limit"])
         if worker > limit:

@@ -28,6 +28,7 @@ from faasgd.retry import PUSH_CONFLICT, retry_call
 from faasgd.store import codec, keys
 from faasgd.store.push import LostRace, Push, PushId, check_record, may_replace
 from faasgd.store.records import RecordsMixin
+from faasgd.store.update_rule import SUM, UpdateRule
 
 MAX_TTL_S = 30 * 24 * 3600  # memcached reads larger expiries as unix timestamps
 CONFLICTS = "conflicts"  # the per-job counter of conflicts the store's pushes lost
@@ -60,18 +61,24 @@ class ParameterStore(RecordsMixin, abc.ABC):
         with self._errors():
             self._ping()
 
-    def set_weights(self, job_id: str, flat: np.ndarray, version: int = 0, writers: int = 0) -> None:
+    def set_weights(self, job_id: str, flat: np.ndarray, version: int = 0, writers: int = 0,
+                    rule: UpdateRule = SUM) -> None:
         """Initialise a job's weights (any length, stored as float32) and set its version (default 0).
 
         A version other than 0 is for copies: a node-local cache records which global version it holds.
         `writers`: how many workers will push with push ids (their records count in the version).
+        `rule`: how pushes are added (store/update_rule.py), fixed for the job; its state starts at zero.
+        A rule storing more per weight (adagrad: [w | G]) gets proportionally fewer weights per chunk,
+        so a stored chunk never outgrows chunk_floats floats.
         """
         keys.check_job_id(job_id)
         for name, value in (("version", version), ("writers", writers)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(name, f"must be an integer >= 0, got {value!r}")
+        if not isinstance(rule, UpdateRule):
+            raise ConfigError("update_rule", f"must be an UpdateRule, got {type(rule).__name__}")
         data = codec.as_vector(flat, "flat")
-        meta = codec.WeightsMeta(data.size, self.chunk_floats, writers)
+        meta = codec.WeightsMeta(data.size, max(1, self.chunk_floats // rule.width), writers, rule)
         with self._errors():
             self._write_weights(job_id, codec.meta_to_bytes(meta), codec.encode_chunks(data, meta), version)
         self._meta[job_id] = meta
@@ -93,7 +100,8 @@ class ParameterStore(RecordsMixin, abc.ABC):
 
     def push_update(self, job_id: str, delta: np.ndarray, out: np.ndarray | None = None, *,
                     push_id: PushId | None = None, record: dict | None = None) -> Push:
-        """Atomically add `delta` to the job's weights and bump its version; return what the push saw.
+        """Atomically add `delta` to the job's weights (by its update rule) and bump its version; return
+        what the push saw.
 
         With `push_id` (and the worker's `record`, with `pushes` == push_id.seq and an `owner`) the
         push is applied exactly once and the record is written with it (store/push.py). With `out`

@@ -1,16 +1,21 @@
 """Wire formats: weights as raw little-endian float32 chunks, records as JSON. Never pickle.
 
+A stored chunk holds the weights of its span and, after them, the job's update-rule state for them
+(adagrad: G; update_rule.py), `meta.rule.width` float32 values per weight in all. A push is added to
+a chunk here, by the rule, in one place for every backend (`add_to_chunk`); reads decode the weights.
+
 Decoding failures raise ValueError; the store turns them into StoreError naming its URL.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from faasgd.errors import ConfigError
+from faasgd.store.update_rule import SUM, UpdateRule
 
 WIRE_DTYPE = np.dtype("<f4")  # what travels, on any host
 DEFAULT_CHUNK_FLOATS = 131072  # 512 KiB per chunk: below memcached's default 1 MB item limit
@@ -21,8 +26,9 @@ class WeightsMeta:
     """How a job's flat weight vector is laid out in chunks; fixed at set_weights."""
 
     length: int  # number of float32 values
-    chunk_floats: int  # values per chunk (the last chunk may be shorter)
+    chunk_floats: int  # weights per chunk (the last chunk may be shorter); each stores rule.width x as many floats
     writers: int = 0  # workers that push with ids (Memcached derives the version from their records)
+    rule: UpdateRule = SUM  # how pushes are added (update_rule.py); a meta without one reads as sum
 
     @property
     def chunks(self) -> int:
@@ -32,16 +38,22 @@ class WeightsMeta:
         start = index * self.chunk_floats
         return slice(start, min(start + self.chunk_floats, self.length))
 
+    def stored_bytes(self, index: int) -> int:
+        """Bytes of chunk `index` as stored: its weights and the rule's state for them."""
+        span = self.span(index)
+        return (span.stop - span.start) * self.rule.width * WIRE_DTYPE.itemsize
+
 
 def meta_to_bytes(meta: WeightsMeta) -> bytes:
     return json.dumps({"length": meta.length, "chunk_floats": meta.chunk_floats, "writers": meta.writers,
-                       "dtype": "<f4"}).encode()
+                       "dtype": "<f4", "rule": meta.rule.to_dict()}).encode()
 
 
 def meta_from_bytes(raw: bytes) -> WeightsMeta:
     try:
         data = json.loads(raw)
-        meta = WeightsMeta(int(data["length"]), int(data["chunk_floats"]), int(data.get("writers", 0)))
+        meta = WeightsMeta(int(data["length"]), int(data["chunk_floats"]), int(data.get("writers", 0)),
+                           UpdateRule.from_dict(data.get("rule")))
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"unreadable weight meta {raw[:80]!r}: {e}") from e
     if meta.length < 0 or meta.chunk_floats < 1 or meta.writers < 0 or data.get("dtype") != "<f4":
@@ -86,36 +98,47 @@ def check_out(out: np.ndarray | None, length: int) -> np.ndarray:
 
 
 def encode_chunks(flat: np.ndarray, meta: WeightsMeta) -> list[bytes]:
+    """Weights as stored chunks: each span's weights, then the rule's initial state (adagrad: G = 0)."""
     wire = flat.astype(WIRE_DTYPE, copy=False)
+    return [meta.rule.zero_state(wire[meta.span(i)]).tobytes() for i in range(meta.chunks)]
+
+
+def encode_delta(delta: np.ndarray, meta: WeightsMeta) -> list[bytes]:
+    """A delta in the job's spans, plain float32 (no rule state): a push's copy on Memcached."""
+    wire = delta.astype(WIRE_DTYPE, copy=False)
     return [wire[meta.span(i)].tobytes() for i in range(meta.chunks)]
+
+
+def decode_delta(chunks: list[bytes | None], meta: WeightsMeta) -> np.ndarray:
+    """The delta `encode_delta` wrote; ValueError if a chunk is missing or has the wrong size."""
+    return decode_into(chunks, replace(meta, rule=SUM), np.empty(meta.length, np.float32))
 
 
 def fits(chunks: list[bytes | None], meta: WeightsMeta) -> bool:
     """True when `chunks` are all present with the sizes `meta` implies."""
     return len(chunks) == meta.chunks and all(
-        raw is not None and len(raw) == (meta.span(i).stop - meta.span(i).start) * WIRE_DTYPE.itemsize
-        for i, raw in enumerate(chunks)
+        raw is not None and len(raw) == meta.stored_bytes(i) for i, raw in enumerate(chunks)
     )
 
 
 def decode_into(chunks: list[bytes | None], meta: WeightsMeta, out: np.ndarray) -> np.ndarray:
-    """Decode every chunk into its slice of `out` (no intermediate buffer); ValueError if one is bad."""
+    """Decode every chunk's weights into its slice of `out` (no intermediate buffer); ValueError if one is bad."""
     if len(chunks) != meta.chunks:
         raise ValueError(f"expected {meta.chunks} weight chunks, got {len(chunks)}")
     for i, raw in enumerate(chunks):
-        out[meta.span(i)] = _chunk(raw, meta, i)
+        span = meta.span(i)
+        out[span] = _chunk(raw, meta, i)[:span.stop - span.start]
     return out
 
 
 def add_to_chunk(raw: bytes | None, delta: np.ndarray, meta: WeightsMeta, index: int) -> bytes:
-    """Chunk `index` plus its slice of `delta`, as wire bytes."""
-    total = _chunk(raw, meta, index) + delta[meta.span(index)]
+    """Chunk `index` with its slice of `delta` applied by the job's update rule, as wire bytes."""
+    total = meta.rule.apply(_chunk(raw, meta, index), delta[meta.span(index)])
     return total.astype(WIRE_DTYPE, copy=False).tobytes()
 
 
 def _chunk(raw: bytes | None, meta: WeightsMeta, index: int) -> np.ndarray:
-    span = meta.span(index)
-    expected = (span.stop - span.start) * WIRE_DTYPE.itemsize
+    expected = meta.stored_bytes(index)
     if raw is None:
         raise ValueError(f"weight chunk {index} is missing (evicted or deleted?)")
     if len(raw) != expected:

@@ -1,9 +1,9 @@
 """Every store key is built here, prefixed `faasgd:{job_id}:`; keys are never parsed back apart.
 
 Layout under the prefix (one letter per namespace, so names of different kinds never collide):
-    w:meta        weight layout (JSON: length, chunk_floats)
+    w:meta        weight layout (JSON: length, chunk_floats, writers, update rule)
     w:version     pushes applied since set_weights (decimal ASCII counter)
-    w:{i}         weight chunk i (raw little-endian float32)
+    w:{i}         weight chunk i (raw little-endian float32; adagrad: the weights, then their G)
     r:{name}      JSON record
     c:{name}      counter (decimal ASCII)
     events        event log (Redis list) or event count (Memcached counter)

@@ -85,7 +85,7 @@ def push_with_id(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
 
 
 def write_copy(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict):
-    wire = codec.encode_chunks(delta, meta)
+    wire = codec.encode_delta(delta, meta)
     values = dict(zip(keys.pending_chunks(job_id, push_id.worker, meta.chunks), wire))
     values[keys.pending(job_id, push_id.worker)] = codec.record_to_bytes({"seq": push_id.seq, "record": record})
     refused = store.client.set_many(values, noreply=False)
@@ -164,7 +164,7 @@ def roll_forward(store, job_id: str, worker_id: int) -> None:
     if any(r is None for r in raw):
         raise StateLost(store.url, f"job {job_id!r}: worker {worker_id}'s half-applied push {push_id.seq} and "
                                    f"part of its copy are gone")
-    delta = codec.decode_into(raw, meta, np.empty(meta.length, np.float32))
+    delta = store._decode(lambda r: codec.decode_delta(r, meta), raw, f"job {job_id!r} push copy")
     chunk_keys = keys.weights_chunks(job_id, meta.chunks)
     found = store.client.gets_many(chunk_keys)
     apply_chunks(store, job_id, meta, delta, push_id, {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)})

@@ -1,0 +1,94 @@
+"""How the store adds a push to a job's weights: its update rule, applied one chunk at a time.
+
+Workers always push the same thing, d = -learning_rate x (the sum of their minibatch gradients since
+their last push); the store applies it by the job's rule (config key `update_rule`):
+  sum      w += d                                   Downpour as in Dean et al. 2012
+  average  w += d / workers                         each push moves the model 1/workers as far
+  adagrad  g = -d / lr;  G += g*g;  w += d / (sqrt(G) + eps)
+           = w - lr * g / (sqrt(G) + eps)           Dean et al.'s server-side AdaGrad, per parameter
+G, the sum of squared pushed gradients, lives IN THE SAME STORED ITEM as the weights it scales: an
+adagrad chunk is [w | G] (float32 each), so the one transaction (Redis, memory) or cas (Memcached)
+that adds a push to a chunk updates both at once, and push ids and Memcached's roll-forward work as
+for the plain rules (each chunk receives each push once). A chunk of an adagrad job therefore holds
+half as many weights (`width` 2): the stored item keeps the same size, below Memcached's 1 MB limit.
+The rule is written with the job's weight layout (`w:meta`) at set_weights and never changes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from faasgd.errors import ConfigError
+
+RULES = ("sum", "average", "adagrad")
+# AdaGrad's eps, fixed (not a config key): small beside the sqrt(G) of any gradient that matters, large
+# enough that a parameter whose first gradients are ~1e-7 (float32 noise) moves by a fraction of lr, not lr.
+ADAGRAD_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class UpdateRule:
+    """A job's update rule with what it needs to scale a push; stored in the job's weight meta."""
+
+    name: str = "sum"  # sum | average | adagrad
+    workers: int = 1  # average: pushes are divided by this (the job's number_of_workers)
+    learning_rate: float = 0.0  # adagrad: the workers' step, to recover gradients from pushed deltas (> 0)
+    eps: float = ADAGRAD_EPS  # adagrad: added to sqrt(G); recorded with the job so it never changes under it
+
+    def __post_init__(self) -> None:
+        if self.name not in RULES:
+            raise ConfigError("update_rule", f"must be one of {', '.join(RULES)}, got {self.name!r}")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ConfigError("number_of_workers", f"must be an integer >= 1 for update rule {self.name}, "
+                                                   f"got {self.workers!r}")
+        for field, value in (("learning_rate", self.learning_rate), ("eps", self.eps)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ConfigError(field, f"must be a finite number >= 0, got {value!r}")
+        if self.name == "adagrad" and not (self.learning_rate > 0 and self.eps > 0):
+            raise ConfigError("learning_rate", f"update rule adagrad needs learning_rate > 0 (and eps > 0), "
+                                               f"got {self.learning_rate!r}")
+
+    @property
+    def width(self) -> int:
+        """float32 values stored per weight: 2 for adagrad ([w | G]), else 1."""
+        return 2 if self.name == "adagrad" else 1
+
+    def zero_state(self, weights: np.ndarray) -> np.ndarray:
+        """A chunk as first stored: its weights and, for adagrad, G = 0."""
+        if self.width == 1:
+            return weights
+        return np.concatenate([weights, np.zeros_like(weights)])
+
+    def apply(self, stored: np.ndarray, delta: np.ndarray) -> np.ndarray:
+        """A stored chunk (float32, `width` x len(delta) values) with the push's slice `delta` applied: a new array."""
+        if self.name == "sum":
+            return stored + delta
+        if self.name == "average":
+            return stored + delta / np.float32(self.workers)
+        n = delta.size
+        weights, squares = stored[:n], stored[n:]
+        gradient = delta / np.float32(-self.learning_rate)
+        squares = squares + gradient * gradient
+        return np.concatenate([weights + delta / (np.sqrt(squares) + np.float32(self.eps)), squares])
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "workers": self.workers, "learning_rate": self.learning_rate, "eps": self.eps}
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "UpdateRule":
+        """The rule stored in a meta; none stored (a job written before rules existed) reads as sum."""
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise ValueError(f"update rule must be an object, got {data!r}")
+        try:
+            return cls(str(data["name"]), int(data.get("workers", 1)), float(data.get("learning_rate", 0.0)),
+                       float(data.get("eps", ADAGRAD_EPS)))
+        except (KeyError, TypeError, ValueError, ConfigError) as e:
+            raise ValueError(f"unreadable update rule {data!r}: {e}") from e
+
+
+SUM = UpdateRule()
