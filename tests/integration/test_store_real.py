@@ -38,6 +38,12 @@ def test_contract_two_clients(server, check):
         check(store, other)
 
 
+@pytest.mark.parametrize("check", contract.MEMCACHED_CHECKS, ids=lambda c: c.__name__[6:])
+def test_contract_memcached_only(memcached_server, check):
+    with open_real(memcached_server) as store:
+        check(store)
+
+
 @pytest.mark.parametrize("scheme", ["redis", "memcached"])
 def test_nothing_listening_is_unavailable(scheme):
     url = f"{scheme}://127.0.0.1:{free_port()}" + ("/0" if scheme == "redis" else "")

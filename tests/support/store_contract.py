@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 import time
 import uuid
 
 import numpy as np
 import pytest
 
-from faasgd.errors import ConfigError, JobNotFound, StoreConflict
-from faasgd.store import PushId, keys, memcached_push
+from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreTimeout
+from faasgd.store import PushId, UpdateRule, keys, memcached_push
+from faasgd.store.update_rule import ADAGRAD_EPS
 
 CHUNK = 1000  # chunk_floats the harnesses open stores with
 LENGTHS = [1, 7, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 501]  # odd lengths, one and several chunks
@@ -320,6 +322,150 @@ def check_worker_records_never_go_back(store):
     assert store.get_weights(job)[1] == 1
 
 
+# ---- update rules: each against a single-process oracle in numpy float32 ---------------------------
+LR = 0.05  # the workers' learning rate in the rule checks
+RULE_CASES = {  # name -> (the rule a job is created with, the oracle's number of workers)
+    "sum": UpdateRule("sum"),
+    "average-1": UpdateRule("average", workers=1),
+    "average-3": UpdateRule("average", workers=3),
+    "adagrad": UpdateRule("adagrad", learning_rate=LR),
+}
+
+
+class Oracle:
+    """One process applying the same pushes by the rule: plain SGD (sum, average of one worker is the same),
+    plain AdaGrad (w -= lr g / (sqrt(G) + eps) after G += g^2), all in float32."""
+
+    def __init__(self, rule: UpdateRule, start: np.ndarray):
+        self.rule, self.w, self.G = rule, start.astype(np.float32).copy(), np.zeros(start.size, np.float32)
+
+    def push(self, gradient: np.ndarray) -> np.ndarray:
+        """Apply one push of `gradient` (what a worker summed); the delta the worker sends for it."""
+        delta = (gradient * np.float32(-LR)).astype(np.float32)  # what the worker pushes: -lr x g
+        if self.rule.name == "sum":
+            self.w = self.w - np.float32(LR) * gradient
+        elif self.rule.name == "average":
+            self.w = self.w + delta / np.float32(self.rule.workers)
+        else:
+            self.G = self.G + gradient * gradient
+            self.w = self.w - np.float32(LR) * gradient / (np.sqrt(self.G) + np.float32(ADAGRAD_EPS))
+        return delta
+
+
+def assert_rule_matches(rule: UpdateRule, got: np.ndarray, oracle: Oracle) -> None:
+    if rule.name == "adagrad":  # the store recovers g = -d / lr: an ulp or two from the worker's g
+        np.testing.assert_allclose(got, oracle.w, rtol=1e-6, atol=1e-6)
+    else:  # the same float32 additions in the same order: bit for bit
+        np.testing.assert_array_equal(got, oracle.w)
+
+
+def gradients(length: int, count: int, seed: int) -> list[np.ndarray]:
+    """`count` gradients of very different sizes per parameter (AdaGrad's point), some exactly zero."""
+    rng = np.random.default_rng(seed)
+    scale = np.float32(10.0) ** rng.uniform(-3, 1, length).astype(np.float32)
+    out = [(rng.standard_normal(length).astype(np.float32) * scale).astype(np.float32) for _ in range(count)]
+    for g in out:
+        g[:5] = 0.0  # never-touched parameters stay where they are under every rule
+    return out
+
+
+def check_update_rules_match_the_oracle(store):
+    """Pushes with ids over several chunks, applied by each rule, equal one process applying them; a resent
+    push is not applied twice, and the push's `out` is the weights (never adagrad's G)."""
+    length = 2 * CHUNK + 501
+    for name, rule in RULE_CASES.items():
+        job, start = new_job(), weights(length, seed=11)
+        store.set_weights(job, start, writers=1, rule=rule)
+        oracle, out = Oracle(rule, start), np.zeros(length, np.float32)
+        for seq, g in enumerate(gradients(length, 6, seed=len(name)), start=1):
+            delta = oracle.push(g)
+            assert store.push_update(job, delta, out, push_id=PushId(0, seq), record=record(seq, "a")).version == seq
+            assert_rule_matches(rule, out, oracle)
+            again = store.push_update(job, delta, out, push_id=PushId(0, seq), record=record(seq, "a"))  # a resend
+            assert again.applied and again.version == seq, name
+        got, version = store.get_weights(job)
+        assert version == 6, name
+        assert_rule_matches(rule, got, oracle)
+        np.testing.assert_array_equal(got[:5], start[:5])
+
+
+def check_adagrad_state_stored_with_the_weights(store):
+    """An adagrad chunk is [w | G] float32 (on Memcached after its header), half as many weights per chunk."""
+    job, flat = new_job(), weights(2 * CHUNK + 7, seed=5)
+    store.set_weights(job, flat, rule=UpdateRule("adagrad", learning_rate=LR))
+    half = CHUNK // 2
+    header = memcached_push.join({}, b"") if store.url.startswith("memcached") else b""
+    raw = store.client.get(keys.weights_chunk(job, 0))
+    assert raw == header + flat[:half].astype("<f4").tobytes() + np.zeros(half, "<f4").tobytes()
+    g = np.linspace(-2, 2, flat.size).astype(np.float32)
+    store.push_update(job, g * np.float32(-LR))
+    stored = np.frombuffer(store.client.get(keys.weights_chunk(job, 1))[len(header):], "<f4")
+    np.testing.assert_allclose(stored[half:], g[half:2 * half] ** 2, rtol=2e-6)  # G of chunk 1's weights
+    assert len(store.client.get(keys.weights_chunk(job, 4))) == len(header) + 7 * 2 * 4  # 4 chunks of 500, one of 7
+    assert store.client.get(keys.weights_chunk(job, 5)) is None
+
+
+def check_update_rule_validated(store):
+    """A bad rule is a ConfigError naming its field, and nothing is written."""
+    flat = np.zeros(10, np.float32)
+    for bad, field in ((lambda: UpdateRule("mean"), "update_rule"),
+                       (lambda: UpdateRule("adagrad"), "learning_rate"),
+                       (lambda: UpdateRule("average", workers=0), "number_of_workers")):
+        with pytest.raises(ConfigError) as e:
+            bad()
+        assert e.value.field == field
+    job = new_job()
+    with pytest.raises(ConfigError) as e:
+        store.set_weights(job, flat, rule="adagrad")
+    assert e.value.field == "update_rule"
+    with pytest.raises(JobNotFound):
+        store.get_weights(job)
+
+
+class CutOff:
+    """A memcached client that times out on the `n`-th cas (after that many chunks or records went in)."""
+
+    def __init__(self, inner, n):
+        self.inner, self.n = inner, n
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def cas(self, *args, **kwargs):
+        self.n -= 1
+        if self.n == 0:
+            raise socket.timeout("timed out")
+        return self.inner.cas(*args, **kwargs)
+
+
+def check_half_applied_adagrad_push_finished_once(store):
+    """Memcached: an adagrad push cut off after some chunks (weights and G moved together) is finished
+    exactly once, by a resend or by the roll-forward from its copy: the result is AdaGrad's, as if whole."""
+    rule, length = UpdateRule("adagrad", learning_rate=LR), 2 * CHUNK + 7  # 5 chunks of 500 weights
+    for finish in ("resend", "roll forward"):
+        for cut_at in (2, 4, 6):  # after chunk 1 or 3 of 5, or at the record's commit
+            job, start = new_job(), weights(length, seed=cut_at)
+            store.set_weights(job, start, writers=1, rule=rule)
+            oracle = Oracle(rule, start)
+            first, second = gradients(length, 2, seed=cut_at)
+            store.push_update(job, oracle.push(first), push_id=PushId(0, 1), record=record(1, "a"))
+            delta, client = oracle.push(second), store.client
+            store.client = CutOff(client, cut_at)
+            try:
+                with pytest.raises(StoreTimeout):
+                    store.push_update(job, delta, push_id=PushId(0, 2), record=record(2, "a"))
+            finally:
+                store.client = client
+            if finish == "resend":
+                assert store.push_update(job, delta, push_id=PushId(0, 2), record=record(2, "a")).version == 2
+            else:
+                store.recover_worker(job, 0)
+                store.recover_worker(job, 0)  # twice is harmless
+            got, version = store.get_weights(job)
+            assert version == 2 == store.worker_record(job, 0)["pushes"], (finish, cut_at)
+            assert_rule_matches(rule, got, oracle)
+
+
 SINGLE_CLIENT_CHECKS = [
     check_ping,
     check_weights_round_trip,
@@ -339,5 +485,9 @@ SINGLE_CLIENT_CHECKS = [
     check_events_in_order,
     check_names_validated,
     check_wire_format,
+    check_update_rules_match_the_oracle,
+    check_adagrad_state_stored_with_the_weights,
+    check_update_rule_validated,
 ]
+MEMCACHED_CHECKS = [check_half_applied_adagrad_push_finished_once]  # what only Memcached can leave half-done
 TWO_CLIENT_CHECKS = [check_conflicts_counted, check_conflicts_bounded, check_clients_share_data]

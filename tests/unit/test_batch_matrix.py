@@ -24,6 +24,11 @@ def test_crossing_and_together():
     assert first.label == "number_of_workers=1 n_fetch=1 n_push=1"
 
 
+def test_update_rule_is_an_axis_like_any_config_key():
+    matrix = parse_matrix({"fixed": {"dataset": "synthetic"}, "matrix": {"update_rule": ["sum", "average", "adagrad"]}})
+    assert [c.overrides()["update_rule"] for c in matrix.configurations] == ["sum", "average", "adagrad"]
+
+
 def test_every_example_matrix_is_valid():
     for path in sorted((ROOT / "bench/matrix").glob("*.yml")):
         assert load_matrix(path).configurations, path
@@ -40,6 +45,7 @@ def test_every_example_matrix_is_valid():
     ({"matrix": {"n_fetch": [1]}, "together": [["n_push"]]}, "together"),
     ({"matrix": {"invocation_mode": []}}, "matrix.invocation_mode"),
     ({"rounds": 0}, "rounds"),
+    ({"matrix": {"update_rule": ["sum", "mean"]}}, "update_rule"),
     ({"fixed": {"seed": 1}, "matrix": {"seed": [1, 2]}}, "matrix.seed"),
 ])
 def test_bad_matrices_name_the_key(document, field):

@@ -54,6 +54,7 @@ def test_body_must_be_an_object():
         ("dataset", "cifar10"),
         ("activation", "sigmoid"),
         ("invocation_mode", "batch"),
+        ("update_rule", "mean"),
         ("hidden_sizes", []),
         ("hidden_sizes", "10,x"),
         ("store_url", "postgres://127.0.0.1/0"),

@@ -29,6 +29,7 @@ CASES = {
     # faasgd train (through the runtime unless --direct)
     "train workers 0": (["train", "--workers", "0"], "number_of_workers"),
     "train n_push 0": (["train", "--n-push", "0"], "n_push"),
+    "train update rule mean": (["train", "--update-rule", "mean"], "update_rule"),
     "train batch words": (["train", "--batch-size", "many"], "batch_size"),
     "train learning rate nan": (["train", "--learning-rate", "nan"], "learning_rate"),
     "train hidden 1e9": (["train", "--hidden-sizes", "1e9"], "hidden_sizes"),

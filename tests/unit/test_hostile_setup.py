@@ -76,6 +76,8 @@ JSON_BODIES = {
     "mode unknown": ({"invocation_mode": "parallel"}, 400, "invocation_mode", "loop, per-iteration, single"),
     "activation": ({"activation": "sigmoid"}, 400, "activation", "tanh, relu"),
     "topology": ({"store_topology": "mesh"}, 400, "store_topology", "global, node-local"),
+    "update rule unknown": ({"update_rule": "mean"}, 400, "update_rule", "sum, average, adagrad"),
+    "update rule a list": ({"update_rule": ["sum"]}, 400, "update_rule", "sum, average, adagrad"),
     "lease 0": ({"lease_s": 0}, 400, "lease_s", "[1, 86400]"),
     "epochs 0": ({"max_epochs": 0}, 400, "max_epochs", "[1, 100000]"),
     "n_push 10**7": ({"n_push": 10**7}, 400, "n_push", "[1, 1000000]"),
@@ -88,6 +90,8 @@ JSON_BODIES = {
     "a huge minibatch": ({"batch_size": 60000, "hidden_sizes": 4000, "train_samples": 60000}, 413, "batch_size",
                          "memory_limit"),
     "over the store budget": ({"hidden_sizes": "4000,4000"}, 413, "hidden_sizes", "store_budget=64Mi"),
+    "adagrad's G over the store budget": ({"hidden_sizes": "3000,3000", "update_rule": "adagrad"}, 413,
+                                          "hidden_sizes", "store_budget=64Mi"),
     "memcached push copies": ({"store": "memcached", "hidden_sizes": "2000,2000", "number_of_workers": 4}, 413,
                               "hidden_sizes", "store_budget=64Mi"),
 }

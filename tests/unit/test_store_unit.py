@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import socket
 import uuid
 
 import fakeredis
@@ -91,6 +90,11 @@ def test_contract_record_ttl_on_a_fake_clock():
     clock = StepClock()
     store.client.clock = clock
     contract.check_record_ttl(store, advance=clock.sleep)
+
+
+@pytest.mark.parametrize("check", contract.MEMCACHED_CHECKS, ids=lambda c: c.__name__[6:])
+def test_contract_memcached_only(check):
+    check(open_pair("memcached")[0])
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
@@ -190,22 +194,6 @@ def test_chunk_floats_validated():
 
 
 # ---- Memcached: a push cut off half-way is finished exactly once ------------------------------
-class CutOff:
-    """A memcached client that times out on the `n`-th cas (after that many chunks or records went in)."""
-
-    def __init__(self, inner, n):
-        self.inner, self.n = inner, n
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def cas(self, *args, **kwargs):
-        self.n -= 1
-        if self.n == 0:
-            raise socket.timeout("timed out")
-        return self.inner.cas(*args, **kwargs)
-
-
 def half_applied_push(cut_at):
     """A 3-chunk job with one push cut off at its `cut_at`-th cas; (store, job, delta)."""
     mock = CasMockMemcacheClient()
@@ -214,7 +202,7 @@ def half_applied_push(cut_at):
     store.set_weights(job, np.zeros(length, np.float32), writers=1)
     store.push_update(job, np.ones(length, np.float32), push_id=PushId(0, 1), record=contract.record(1, "a"))
     delta = np.arange(length, dtype=np.float32)
-    store.client = CutOff(mock, cut_at)
+    store.client = contract.CutOff(mock, cut_at)
     with pytest.raises(StoreTimeout):
         store.push_update(job, delta, push_id=PushId(0, 2), record=contract.record(2, "a"))
     store.client = mock
