@@ -5,7 +5,8 @@ Record names (inside the job's key space, see faasgd.store.keys):
   job             meta: created_at, layer sizes, parameter count, train/test sizes
   progress:<i>    worker i's record: its progress and checkpoint, written with each of its pushes
                   (faasgd.sgd.progress; `pushes` is how many of its pushes the store has applied)
-  heartbeat:<i>   worker i is alive (expires lease_s after the last beat; faasgd.functions.supervise)
+  heartbeat:<i>   worker i is alive (expires lease_s after the last beat; faasgd.functions.supervise);
+                  a running job's status lists the workers with neither record yet (`waiting`)
   done            first worker to reach target_accuracy: {"worker_id", "accuracy", "at"}
   result          the final result record, written once (faasgd.result)
   lost            written when the store is found to have lost the job's state (restarted empty,
@@ -116,16 +117,37 @@ def read_status(store: ParameterStore, job_id: str) -> dict[str, Any]:
     if records["config"] is None or records["job"] is None:
         raise JobNotFound(job_id)
     config, result = config_from_record(records["config"]), records["result"]
-    progress = read_progress(store, job_id, config.number_of_workers)
+    workers = range(config.number_of_workers)
+    found = store.get_records(job_id, [progress_name(i) for i in workers] + [heartbeat_name(i) for i in workers])
+    progress = [found[progress_name(i)] for i in workers]
     return {
         "job_id": job_id,
         "state": result["state"] if result else "running",
         "config": config.to_dict(),
         "created_at": records["job"]["created_at"],
-        "workers": [public(progress[i]) for i in range(config.number_of_workers)],
+        "workers": [public(record) for record in progress],
         "done": records["done"],
         "result": result,
+        "waiting": None if result else waiting(progress, [found[heartbeat_name(i)] for i in workers]),
     }
+
+
+def heartbeat_name(worker_id: int) -> str:
+    return f"heartbeat:{worker_id}"
+
+
+def waiting(progress: list[dict | None], beats: list[dict | None]) -> dict | None:
+    """Workers whose call has not started (no record, no heartbeat) while others train: their calls wait for
+    a free slot (the runtime runs fewer calls at once than the job has workers) or are still on their way.
+    None when no worker waits, or none trains (the fan-out has just happened)."""
+    idle = [w for w, (record, beat) in enumerate(zip(progress, beats)) if record is None and beat is None]
+    training = sum(1 for record, beat in zip(progress, beats)
+                   if beat is not None and (record is None or record.get("state") == "running"))
+    if not idle or not training:
+        return None
+    message = (f"workers {idle} have not started while {training} train: their calls wait for others to end "
+               f"(fewer calls run at once than the job has workers), or are still on their way")
+    return {"workers": idle, "training": training, "message": message}
 
 
 def lost_status(job_id: str, error: str) -> dict[str, Any]:
@@ -133,4 +155,4 @@ def lost_status(job_id: str, error: str) -> dict[str, Any]:
     from faasgd.result import missing  # the result module builds on this one
 
     return {"job_id": job_id, "state": "failed", "config": None, "created_at": None, "workers": [], "done": None,
-            "result": missing(job_id, error)}
+            "result": missing(job_id, error), "waiting": None}

@@ -23,6 +23,7 @@ FINAL = ("finished", "failed")  # a worker record in one of these states will no
 MEASURES: tuple[str, ...] = (
     "time_to_target_s", "reached_target", "epochs", "final_accuracy", "accuracy_at_target", "samples",
     "samples_per_s", "pushes", "fetches", "conflicts", "retries", "staleness_p50", "staleness_p99", "wall_s",
+    "max_concurrent_workers",  # the most workers that trained at the same time (intervals_peak)
 )
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
@@ -51,6 +52,22 @@ def merge_hists(progress: dict[int, dict | None]) -> dict[int, int]:
         for lag, count in ((record or {}).get("staleness_hist") or {}).items():
             merged[int(lag)] = merged.get(int(lag), 0) + int(count)
     return merged
+
+
+def intervals_peak(progress: dict[int, dict | None]) -> int:
+    """The largest number of workers training at the same time: a sweep over every call's [start, end]
+    (the workers' `intervals`). Intervals that touch do not overlap; a worker counts once however many
+    of its calls overlap (a duplicate delivery)."""
+    events = sorted((float(t), change, w) for w, record in progress.items()
+                    for start, end in (record or {}).get("intervals") or () for t, change in ((start, 1), (end, -1)))
+    calls: dict[int, int] = {}  # worker -> its calls training now
+    training = peak = 0
+    for _, change, w in events:  # at one instant, ends (-1) come before starts (+1)
+        before = calls.get(w, 0)
+        calls[w] = before + change
+        training += (calls[w] > 0) - (before > 0)
+        peak = max(peak, training)
+    return peak
 
 
 def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, dict | None], done: dict | None,
@@ -86,6 +103,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "staleness_p50": percentile_from_hist(hist, 50),
         "staleness_p99": percentile_from_hist(hist, 99),
         "wall_s": (max(ended) - meta["created_at"]) if ended else None,
+        "max_concurrent_workers": intervals_peak(progress),
         "target_accuracy": config.target_accuracy,
         "number_of_workers": config.number_of_workers,
         "finished_at": time.time(),

@@ -109,7 +109,7 @@ class PodRegistry:
     def scale(self, name: str, replicas: int) -> int:
         return 1
 
-    def total_replicas(self) -> int:
+    def call_slots(self) -> int:
         return 1
 
 

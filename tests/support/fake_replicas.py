@@ -78,7 +78,7 @@ class FakeReplica:
 
 
 class FakeRegistry:
-    """The gateway's Registry over FakeReplicas; `total` overrides total_replicas()."""
+    """The gateway's Registry over FakeReplicas; `total` overrides call_slots() (one per replica)."""
 
     def __init__(self, **functions: list[FakeReplica]):
         self.functions = dict(functions)
@@ -102,7 +102,7 @@ class FakeRegistry:
         self.scaled.append((name, clamp_replicas(replicas, 5)))
         return self.scaled[-1][1]
 
-    def total_replicas(self) -> int:
+    def call_slots(self) -> int:
         return self.total if self.total is not None else sum(len(r) for r in self.functions.values())
 
 

@@ -47,7 +47,7 @@ TEMPLATE_KEYS = {"language", "fprocess", "build_options", "welcome_message", "ha
 RUNTIME_ENV_KEYS = {
     "read_timeout", "write_timeout", "exec_timeout", "upstream_timeout", "healthcheck_interval",
     "max_inflight", "prefix_logs", "log_callid", "gateway_url", "max_request_bytes", "waitress_threads",
-    "suppress_lock", "ready_path", "stores", "memory_limit", "store_budget",
+    "suppress_lock", "ready_path", "stores", "memory_limit", "store_budget", "worker_slots",
     "store_topology", "local_store_url",
 }
 DURATION_KEYS = ("read_timeout", "write_timeout", "exec_timeout", "healthcheck_interval")

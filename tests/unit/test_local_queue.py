@@ -218,7 +218,7 @@ async def test_a_failing_callback_is_recorded_and_the_worker_goes_on():
         assert gw.queue.deliveries(response.headers["x-call-id"])[0]["callback_status"] is None
 
 
-async def test_queue_workers_follow_total_replicas():
+async def test_queue_workers_follow_the_replicas_call_slots():
     registry = FakeRegistry(echo=[FakeReplica("a")])
     async with gateway_in_process(registry) as gw:
         assert gw.queue.stats()["workers"] == 1

@@ -92,6 +92,21 @@ def test_the_store_budget_counts_memcached_push_copies():
     assert redis["store_bytes"] * 9 > 20 << 20 and "store_budget=20Mi" in str(error.value)
 
 
+def test_a_loop_job_with_more_workers_than_run_at_once_is_refused_before_anything_is_written(env):
+    slots = {**env, "worker_slots": "3"}
+    with pytest.raises(ConfigError) as error:
+        start_job({"number_of_workers": "4"}, slots)
+    assert (error.value.field, error.value.http_status) == ("number_of_workers", 400)
+    assert "at most 3 run at once" in str(error.value) and keys_in(env["_own"]) == []
+    status, answer = start_job({"number_of_workers": "3"}, slots)  # up to the bound: accepted
+    per_iteration = load_request({**SMALL, "number_of_workers": "4", "invocation_mode": "per-iteration"}, {})
+    admission.check_job(per_iteration, slots, "redis")  # epochs take turns: not refused
+    assert status == 202 and answer["number_of_workers"] == 3
+    with pytest.raises(ConfigError) as error:
+        admission.check_job(per_iteration, {"worker_slots": "many"}, "redis")
+    assert error.value.field == "worker_slots"
+
+
 @pytest.mark.parametrize("text, size", [("1Gi", 1 << 30), ("512Mi", 512 << 20), ("2G", 2 * 10 ** 9), ("100", 100)])
 def test_quantities_read_as_kubernetes_writes_them(text, size):
     assert admission.quantity("memory_limit", text) == size

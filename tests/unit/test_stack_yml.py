@@ -74,6 +74,13 @@ def test_loop_mode_timeouts_are_long_for_train_and_shorter_for_setup():
     assert 60 <= setup < train["exec_timeout"]
 
 
+def test_worker_slots_are_what_emnist_train_runs_at_once_at_scale_max():
+    functions = stack()["functions"]
+    train = functions["emnist-train"]
+    at_once = int(train["labels"]["com.openfaas.scale.max"]) * int(train["environment"]["waitress_threads"])
+    assert int(functions["emnist-setup"]["environment"]["worker_slots"]) == at_once
+
+
 def test_scale_labels_stay_within_the_community_edition_cap():
     for function in stack()["functions"].values():
         labels = function["labels"]

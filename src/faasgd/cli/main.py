@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("-f", "--file", default="stack.yml")
     up.add_argument("--port", type=int, default=8080, help="the gateway's port (0: a free one; default 8080)")
     up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
-    up.add_argument("--queue-workers", type=int, default=None, help="default: one per replica")
+    up.add_argument("--queue-workers", type=int, default=None, help="default: one per call the replicas run at once (replicas x waitress_threads)")
     queue_rules.add_flags(up)  # --delivery ce|pro and pro's retry settings
     add_runtime_flags(up, gateway=False)
 

@@ -55,18 +55,24 @@ class LiveProgress:
     def __init__(self, out: Console | None = None):
         self.out = out or console()
         self.live: Live | None = None
-        self.seen: dict[int, tuple] = {}
+        self.seen: dict = {}  # worker id -> (epoch, state) shown; "waiting" -> the waiting message shown
 
     def __call__(self, status: dict) -> None:
         if not status.get("config"):
             return  # the store did not answer this time: nothing new to show
         workers, max_epochs = status["workers"], status["config"]["max_epochs"]
+        waiting = (status.get("waiting") or {}).get("message")
         if self.out.is_terminal:
             if self.live is None:
                 self.live = Live(console=self.out, auto_refresh=False)
                 self.live.start()
-            self.live.update(worker_table(workers, max_epochs), refresh=True)
+            table = worker_table(workers, max_epochs)
+            table.caption = f"waiting: {waiting}" if waiting else None
+            self.live.update(table, refresh=True)
             return
+        if waiting and self.seen.get("waiting") != waiting:
+            self.out.print(f"waiting: {waiting}", highlight=False, markup=False)
+        self.seen["waiting"] = waiting
         for i, record in enumerate(workers):
             key = (record or {}).get("epoch"), (record or {}).get("state")
             if record and self.seen.get(i) != key:
@@ -104,6 +110,8 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
         f"pushes {result.get('pushes')}   fetches {result.get('fetches')}   conflicts {result.get('conflicts')}"
         f"   retries {result.get('retries')}",
         f"staleness p50 {_num(result.get('staleness_p50'), '{:g}')}   p99 {_num(result.get('staleness_p99'), '{:g}')}",
+        f"workers          {result.get('number_of_workers')}, at most {_num(result.get('max_concurrent_workers'))} "
+        f"training at once",
     ]
     for line in lines:
         out.print(line, highlight=False, markup=False)

@@ -29,6 +29,8 @@ def run(args) -> int:
         print_summary(status["result"], status["workers"], out)
     else:
         out.print(f"job {args.job_id}: running", highlight=False, markup=False)
+        if status.get("waiting"):
+            out.print(f"waiting: {status['waiting']['message']}", style="yellow", highlight=False, markup=False)
         out.print(worker_table(status["workers"], status["config"]["max_epochs"]))
     return 0
 

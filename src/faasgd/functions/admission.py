@@ -2,6 +2,10 @@
 
 From the config alone (and the data's headers), emnist-setup computes:
   * rows: every worker needs at least one training row (400 on number_of_workers otherwise);
+  * slots: a loop-mode job's workers must all run at once, so at most `worker_slots` of them (the function's
+    environment: emnist-train's scale.max x calls per replica; absent, no check): 400 on number_of_workers.
+    Only a declared bound refuses: how many calls a cluster runs at once is not something setup can see.
+    Below it, workers whose calls wait (too few replicas now) are shown in the job's status (job.waiting);
   * a worker's memory: its shard (float32 rows), the evaluation rows (raw uint8), the parameters four
     times (its copy, the last fetch, the pending update, the gradient), a minibatch's activations both
     ways, plus the interpreter with its libraries; over the function's `memory_limit` -> 413;
@@ -51,6 +55,7 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
     if train_rows < config.number_of_workers:
         raise ConfigError("number_of_workers", f"{config.number_of_workers} workers for {train_rows} training rows "
                                                f"of {config.dataset}: each worker needs at least one row")
+    check_slots(config, env)
     input_dim, classes = data.dataset_info(config.dataset)
     sizes = model.layer_sizes(input_dim, config.hidden_sizes, classes)
     params = model.param_count(sizes)
@@ -75,3 +80,16 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
             raise TooLarge("hidden_sizes", f"the network's {params:,} parameters need {mib(stored)} in the store, "
                                            f"over the function's store_budget={env['store_budget']}")
     return {"worker_bytes": worker, "store_bytes": stored, "params": params}
+
+
+def check_slots(config: TrainConfig, env: Mapping[str, str]) -> None:
+    """A loop-mode job with more workers than `worker_slots` would train in waves: 400 on number_of_workers."""
+    if not env.get("worker_slots"):
+        return
+    text = str(env["worker_slots"]).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError("worker_slots", f"must be an integer >= 1 (the function's environment), got {text!r}")
+    if config.invocation_mode == "loop" and config.number_of_workers > int(text):
+        raise ConfigError("number_of_workers", f"{config.number_of_workers} loop-mode workers, but at most {text} run "
+                                               f"at once here (worker_slots: emnist-train's scale.max x calls per "
+                                               f"replica); the rest would wait for the first to finish")

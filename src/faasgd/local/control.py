@@ -55,7 +55,7 @@ def check_options(port: int, ack_wait_s: float = 300.0, queue_workers: int | Non
         if not seconds > 0:  # also refuses NaN
             raise ConfigError(flag, f"must be > 0 seconds, got {seconds!r}")
     if queue_workers is not None and queue_workers < 1:
-        raise ConfigError("--queue-workers", f"must be >= 1 (leave it out for one per replica), got {queue_workers!r}")
+        raise ConfigError("--queue-workers", f"must be >= 1 (leave it out for one per call the replicas run at once), got {queue_workers!r}")
 
 
 def healthy(state: dict | None) -> bool:

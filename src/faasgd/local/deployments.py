@@ -21,6 +21,7 @@ from faasgd.local.stack import FunctionSpec
 
 # The password of a URL's user-info (scheme://user:PASSWORD@host), wherever a URL sits in a value.
 _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:)[^@\s/]*@")
+TEMPLATE_THREADS = 4  # calls one replica runs at once unless its environment sets waitress_threads (index.py)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,13 @@ def replicas_after_update(request: FunctionDeployment, current: int) -> int:
 def scaled(spec: FunctionSpec, requested: int) -> int:
     """The count a scale request of `requested` gives this function (faasgd.local.api.clamp_replicas)."""
     return clamp_replicas(requested, spec.max_replicas)
+
+
+def calls_per_replica(spec: FunctionSpec) -> int:
+    """Calls one replica of the function runs at once: the template's waitress threads (`waitress_threads` in
+    its environment, else the template's 4). A call beyond them waits in the replica, not started."""
+    value = spec.environment.get("waitress_threads", "")
+    return int(value) if value.isdigit() and int(value) > 0 else TEMPLATE_THREADS
 
 
 def function_status(deployment: Deployment, replicas: int, available: int) -> dict:

@@ -19,8 +19,8 @@ from typing import Callable
 
 from faasgd.errors import FaasgdError
 from faasgd.local.api import MAX_FUNCTIONS, NAMESPACE, FunctionDeployment, Refused
-from faasgd.local.deployments import (Catalog, Deployment, deployed_spec, function_status, replicas_after_update,
-                                      scaled)
+from faasgd.local.deployments import (Catalog, Deployment, calls_per_replica, deployed_spec, function_status,
+                                      replicas_after_update, scaled)
 from faasgd.local.pods import Host, Replica, start_replica
 
 RECONCILE_S = 0.3  # how often dead replicas are replaced and health re-checked
@@ -207,9 +207,10 @@ class Supervisor:
         with self._lock:
             return [(r.name, r.log_path) for r in self.replicas[name]] if name in self.deployments else None
 
-    def total_replicas(self) -> int:
+    def call_slots(self) -> int:
+        """Calls every function's replicas run at once (desired replicas x calls per replica): the queue's workers."""
         with self._lock:
-            return sum(self.desired.values())
+            return sum(count * calls_per_replica(self.deployments[name].spec) for name, count in self.desired.items())
 
     def processes(self) -> list[dict]:
         """Every replica process, for the state file (faasgd down stops them by pid)."""

@@ -53,6 +53,7 @@ def start(config: TrainConfig, store: ParameterStore, job_id: str, progress: Wor
     trainer.on_heartbeat = on_heartbeat
     if progress.started_at is None:
         progress.started_at = time.time()
+    progress.begin_call(time.time())
     trainer.heartbeat(force=True)
     if progress.step % config.n_fetch:  # resuming between fetches: the epoch's loop would not fetch first
         trainer.fetch()

@@ -47,6 +47,7 @@ class WorkerProgress:
     epoch_rng_state: dict[str, Any] | None = None  # RNG state the current epoch's order was drawn from
     epoch_loss_sum: float = 0.0  # the current epoch's training loss, summed over its minibatches
     invocations: int = 0  # calls that trained this worker (more than one: resumed, handed off or re-invoked)
+    intervals: list[list[float]] = field(default_factory=list)  # [start, end] of each call's training (end: its last record)
 
     def note_replica(self) -> None:
         """Record the replica running this worker now (HOSTNAME: the pod name on a cluster)."""
@@ -59,6 +60,10 @@ class WorkerProgress:
         rng = np.random.default_rng(seed + worker_id)
         return cls(worker_id=worker_id, rng_state=rng.bit_generator.state)
 
+    def begin_call(self, now: float) -> None:
+        """This call starts training the worker now: a new interval, closed by each record written."""
+        self.intervals.append([now, now])
+
     def record_staleness(self, lag: int) -> None:
         lag = max(0, int(lag))
         self.last_staleness = lag
@@ -68,6 +73,8 @@ class WorkerProgress:
         """The worker's record as stored: every field, plus samples/s and when it was written."""
         out = dataclasses.asdict(self)
         out["staleness_hist"] = {str(k): v for k, v in self.staleness_hist.items()}
+        if self.intervals:  # the running call's training lasts until this record, as far as anyone knows
+            out["intervals"][-1] = [self.intervals[-1][0], max(self.intervals[-1][0], now)]
         out["samples_per_s"] = self.samples / self.train_s if self.train_s > 0 else 0.0
         out["updated_at"] = now
         return out

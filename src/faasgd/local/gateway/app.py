@@ -161,7 +161,7 @@ class Gateway:
         return await self.proxy.call(call.name, urls, call.method, call.path, call.query, headers, call.body)
 
     async def queue_workers_wanted(self) -> int:
-        return self.options.queue_workers or await self.directory.total_replicas()
+        return self.options.queue_workers or await self.directory.call_slots()
 
     # -- /metrics, /healthz ---------------------------------------------------------------------------
     async def healthz(self, request: Request) -> Response:

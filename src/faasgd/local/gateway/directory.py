@@ -54,8 +54,8 @@ class Directory:
         """(replica, log file) pairs of a function (None if unknown); NAME.openfaas-fn accepted."""
         return await to_thread.run_sync(self._log_sources, name)
 
-    async def total_replicas(self) -> int:
-        return await to_thread.run_sync(self.registry.total_replicas)
+    async def call_slots(self) -> int:
+        return await to_thread.run_sync(self.registry.call_slots)
 
     async def available_replicas(self) -> dict[str, int]:
         """Each function's available replicas, for gateway_service_count."""

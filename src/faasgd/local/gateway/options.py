@@ -20,7 +20,7 @@ class GatewayOptions:
     port: int = 8080  # 0 lets the OS pick (then read LocalGateway.url after start)
     upstream_timeout_s: float = 300.0  # a call taking longer -> 504 (the whole call, body included)
     ack_wait_s: float = 300.0  # an async delivery not finished after this is delivered again
-    queue_workers: int | None = None  # None: one per replica (registry.total_replicas(), re-read every 0.5 s)
+    queue_workers: int | None = None  # None: one per call the replicas run at once (registry.call_slots(), re-read every 0.5 s)
     delivery: DeliveryPolicy = DeliveryPolicy()  # async calls: ce (no retries) or pro (retries), queue_rules.py
     version: str = "0.1.0"  # in X-Served-By and /system/info
     sha: str = "unknown"  # /system/info's version.sha (the OpenAPI spec requires one): the source's git commit
@@ -44,7 +44,7 @@ class GatewayOptions:
         if not isinstance(self.delivery, DeliveryPolicy):
             raise ConfigError("delivery", f"must be a DeliveryPolicy (queue_rules.py), got {self.delivery!r}")
         if self.queue_workers is not None and self.queue_workers < 1:
-            raise ConfigError("queue_workers", f"must be None (one per replica) or >= 1, got {self.queue_workers!r}")
+            raise ConfigError("queue_workers", f"must be None (one per call the replicas run at once) or >= 1, got {self.queue_workers!r}")
         if self.basic_auth is not None and not (len(self.basic_auth) == 2 and all(self.basic_auth)):
             raise ConfigError("basic_auth", "must be None or a (user, password) pair, both non-empty")
         for name in ("max_async_body_bytes", "max_sync_body_bytes", "backlog"):
@@ -61,7 +61,7 @@ class Registry(Protocol):
     def describe(self, name: str) -> dict | None: ...
     def replica_urls(self, name: str) -> list[str]: ...
     def scale(self, name: str, replicas: int) -> int: ...  # returns the count set (clamped)
-    def total_replicas(self) -> int: ...
+    def call_slots(self) -> int: ...  # calls all replicas run at once: one queue worker each
     def deploy(self, request: FunctionDeployment, update: bool) -> None: ...
     def remove(self, name: str) -> None: ...
     def log_sources(self, name: str) -> list[tuple[str, Path]] | None: ...  # (replica, log file); None: unknown

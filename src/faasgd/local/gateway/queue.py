@@ -9,9 +9,9 @@ tests/support/fake_broker.py, a fake of JetStream's semantics). What a broker mu
   or after the delay of a nak; count each hand-out (`attempt`), at most `max_attempts` of them;
 * on `open`, hand out again at once what a previous owner left unacked.
 
-The queue pulls a message only when a queue worker is free: `workers` (one per replica unless
-fixed) x the mode's calls in flight per worker. A call's body lives in the broker; this process
-holds it only while delivering it. `deliveries(call_id)` keeps the records (no bodies) of the last
+The queue pulls a message only when a queue worker is free: `workers` (one per call the replicas run at
+once, replicas x waitress threads, unless fixed) x the mode's calls in flight per worker. A call's
+body lives in the broker; this process holds it only while delivering it. `deliveries(call_id)` keeps the records (no bodies) of the last
 HISTORY calls. Where CE's queue-worker differs: it forwards every call as a POST (we keep the
 method), measures X-Duration-Seconds from the message's receipt (we time the function's call).
 """

@@ -1,0 +1,107 @@
+"""Loop-mode workers at once on the local runtime: all of a job's workers train at the same time when the
+replicas serve that many calls (the result says how many did), and when they cannot, the job's status
+names the workers that wait while the others train, and its result says how many trained at once."""
+
+import json
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+
+from faasgd.local import credentials
+from faasgd.local.stores import free_port
+from faasgd.openfaas import GatewayClient, wait_for_job
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+# Long enough (a few seconds) that every worker's training overlaps every other's when they all run.
+JOB = {"dataset": "synthetic", "train_samples": 6000, "test_samples": 300, "hidden_sizes": [64], "batch_size": 8,
+       "max_epochs": 4, "target_accuracy": 1.0, "invocation_mode": "loop"}
+
+
+def faasgd(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def limited_stack(tmp_path: Path) -> Path:
+    """stack.yml with one emnist-train replica running 2 calls at once, and no worker_slots (no refusal)."""
+    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
+    for function in stack["functions"].values():
+        function["handler"] = str(ROOT / function["handler"])
+        function["environment"]["worker_slots"] = ""
+    train = stack["functions"]["emnist-train"]
+    train["labels"] = {"com.openfaas.scale.min": "1", "com.openfaas.scale.max": "1"}
+    train["environment"]["waitress_threads"] = "2"
+    path = tmp_path / "stack.yml"
+    path.write_text(yaml.safe_dump(stack))
+    return path
+
+
+@contextmanager
+def started(tmp_path: Path, stack_file: Path):
+    directory, port = tmp_path / ".faasgd", free_port()
+    up = faasgd("up", "-f", str(stack_file), "--port", str(port), "--dir", str(directory), "--ack-wait", "120")
+    assert up.returncode == 0, up.stdout + up.stderr
+    state = json.loads((directory / "state.json").read_text())
+    try:
+        yield GatewayClient(state["gateway_url"], 30, auth=credentials.read(directory / "secrets"))
+    finally:
+        assert faasgd("down", "--dir", str(directory)).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory):
+    """A runtime of the repository's stack: emnist-train's 2 replicas run 4 calls each."""
+    with started(tmp_path_factory.mktemp("full"), ROOT / "stack.yml") as gateway:
+        yield gateway
+
+
+@pytest.fixture
+def limited_runtime(tmp_path):
+    with started(tmp_path, limited_stack(tmp_path)) as gateway:
+        yield gateway
+
+
+def run_job(gateway, workers, on_status=None):
+    answer = gateway.invoke("emnist-setup", {**JOB, "number_of_workers": workers})
+    assert answer.status == 202, answer.body
+    query = answer.json()["status_query"]
+
+    def read():
+        status = gateway.job_status(query)
+        if on_status is not None:
+            on_status(status)
+        return status
+
+    return wait_for_job(read, 60, poll_s=0.2)
+
+
+def test_six_loop_workers_all_train_at_once_and_the_result_says_so(runtime):
+    began = time.monotonic()
+    status = run_job(runtime, 6)
+    assert status["state"] == "done", status["result"]
+    assert status["result"]["number_of_workers"] == 6 and status["result"]["max_concurrent_workers"] == 6
+    assert all(len(w["intervals"]) == 1 for w in status["workers"])  # one call each, none re-invoked
+    assert time.monotonic() - began < 30
+
+
+def test_a_loop_job_with_more_workers_than_the_function_ever_runs_at_once_is_refused(runtime):
+    answer = runtime.invoke("emnist-setup", {**JOB, "number_of_workers": 21})  # worker_slots: 5 x 4
+    assert answer.status == 400 and answer.json()["field"] == "number_of_workers"
+    assert "at most 20 run at once" in answer.json()["error"]
+
+
+def test_workers_that_cannot_all_run_at_once_are_named_in_the_status_and_the_result_counts_them(limited_runtime):
+    seen = []
+    status = run_job(limited_runtime, 4, lambda s: seen.append(s.get("waiting")))
+    waits = [w for w in seen if w]
+    assert status["state"] == "done", status["result"]
+    assert waits and all(0 < w["training"] <= 2 and w["workers"] for w in waits), waits
+    assert waits[0]["message"].startswith(f"workers {waits[0]['workers']} have not started while")
+    assert status["result"]["max_concurrent_workers"] == 2 and status["result"]["number_of_workers"] == 4
+    assert all(len(w["intervals"]) == 1 for w in status["workers"])  # no waiting worker was re-invoked
