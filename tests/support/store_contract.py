@@ -320,6 +320,31 @@ def check_worker_records_never_go_back(store):
     assert store.get_weights(job)[1] == 1
 
 
+def check_server_time(store):
+    """The store's clock is the wall clock's epoch (within a second's resolution plus slack), and never runs back."""
+    first = store.server_time()
+    assert abs(first - time.time()) < 5.0
+    second = store.server_time()
+    assert second >= first
+
+
+def check_kept_copy(store):
+    """A kept copy of parameters reads back exactly, pushes to the job's weights leave it unchanged, names are checked."""
+    job, flat = new_job(), weights(2 * CHUNK + 7, seed=3)
+    store.set_weights(job, flat)
+    assert store.read_copy(job, "model") is None  # none before it is written
+    store.keep_copy(job, "model", flat)
+    store.push_update(job, np.ones_like(flat))
+    np.testing.assert_array_equal(store.read_copy(job, "model"), flat)
+    assert store.read_copy(job, "model").dtype == np.float32
+    store.keep_copy(job, "other", flat[:5])  # another name, another length: separate
+    np.testing.assert_array_equal(store.read_copy(job, "other"), flat[:5])
+    with pytest.raises(ConfigError):
+        store.keep_copy(job, "bad name", flat)
+    with pytest.raises(ConfigError):
+        store.keep_copy(job, "nan", np.array([np.nan], np.float32))
+
+
 SINGLE_CLIENT_CHECKS = [
     check_ping,
     check_weights_round_trip,
@@ -339,5 +364,7 @@ SINGLE_CLIENT_CHECKS = [
     check_events_in_order,
     check_names_validated,
     check_wire_format,
+    check_server_time,
+    check_kept_copy,
 ]
 TWO_CLIENT_CHECKS = [check_conflicts_counted, check_conflicts_bounded, check_clients_share_data]

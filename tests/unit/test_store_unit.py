@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import time
 import uuid
 
 import fakeredis
@@ -47,6 +48,9 @@ class CasMockMemcacheClient(MockMemcacheClient):
             return False
         self.set(key, value, expire, noreply, flags=flags)
         return True
+
+    def stats(self, *args):
+        return {**super().stats(*args), b"time": int(time.time())}  # memcached's clock: whole seconds
 
     def incr(self, key, value, noreply=False):
         current = self.get(key)
