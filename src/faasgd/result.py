@@ -135,8 +135,8 @@ def finish_worker(store: ParameterStore, job_id: str, config: TrainConfig,
     return write_result(store, job_id, evaluate)
 
 
-def write_result(store: ParameterStore, job_id: str, evaluate: Callable[[np.ndarray], tuple[float, float]] | None = None,
-                 error: str | None = None) -> dict:
+def write_result(store: ParameterStore, job_id: str,
+                 evaluate: Callable[[np.ndarray], tuple[float, float]] | None = None, error: str | None = None) -> dict:
     """Assemble and write the result record once (an existing result is returned unchanged).
 
     Below the target, with `evaluate`, the final global parameters are kept as the job's model first."""

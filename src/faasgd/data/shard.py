@@ -44,12 +44,14 @@ def validation_rows(training_rows: int, validation_samples: int, number_of_worke
     validation_samples when what is held out leaves fewer training rows than workers.
     """
     if isinstance(validation_samples, bool) or not isinstance(validation_samples, int) or validation_samples < 0:
-        raise ConfigError("validation_samples", f"must be 0 (automatic) or a positive integer, got {validation_samples!r}")
+        raise ConfigError("validation_samples",
+                          f"must be 0 (automatic) or a positive integer, got {validation_samples!r}")
     held = validation_samples or max(1, min(AUTO_VALIDATION_MAX, training_rows // AUTO_VALIDATION_SHARE))
     if training_rows - held < number_of_workers:
-        raise ConfigError("validation_samples", f"holding out {held} of the {training_rows} training rows leaves "
-                                                f"{max(0, training_rows - held)} to train {number_of_workers} worker(s) on; "
-                                                "hold out fewer rows, or use more training rows (train_samples)")
+        raise ConfigError("validation_samples",
+                          f"holding out {held} of the {training_rows} training rows leaves "
+                          f"{max(0, training_rows - held)} to train {number_of_workers} worker(s) on; "
+                          "hold out fewer rows, or use more training rows (train_samples)")
     return held
 
 

@@ -283,7 +283,8 @@ def end_worker(store: ParameterStore, job_id: str, config: TrainConfig, progress
         if progress.error:
             retry_call(lambda: result.write_result(store, job_id, error=progress.error), policy)
         else:
-            evaluate = None if trainer is None else (lambda w: (trainer.evaluate(w), trainer.evaluate(w, trainer.test)))
+            evaluate = None if trainer is None else (
+                lambda w: (trainer.evaluate(w), trainer.evaluate(w, trainer.test)))  # (validation, test)
             retry_call(lambda: result.finish_worker(store, job_id, config, evaluate), policy)
     except Exception as error:  # the store is gone: the caller reports the cause
         log.warning("job %s worker %d: could not record its end: %s", job_id, progress.worker_id, error)
