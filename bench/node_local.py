@@ -38,7 +38,7 @@ def main() -> None:
             r = run(args.dataset, args.epochs, overrides)
             ttt = r["time_to_target_s"]
             print(f"{name:<20} {r['staleness_p50']!s:>8} {r['staleness_p99']!s:>8} {r['fetches']:>7} "
-                  f"{'-' if ttt is None else f'{ttt:.1f}':>11} {r['final_accuracy']:>9.4f}", flush=True)
+                  f"{'-' if ttt is None else f'{ttt:.1f}':>11} {r['final_test_accuracy']:>9.4f}", flush=True)
     finally:
         redis.stop()
         memcached.stop()

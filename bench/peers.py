@@ -110,7 +110,7 @@ def run_faasgd(epochs: int) -> dict:
         reached = min(e["at"] for e in epochs_seen) - status["created_at"] + offset if epochs_seen else None
         pids = gateway.request("GET", "/system/function/emnist-train").json()["pids"]
         return {"time_to_target_s": reached, "samples_per_s": result["samples_per_s"],
-                "final_accuracy": result["final_accuracy"], "peak_rss_mb": [vm_hwm_mb(pid) for pid in pids]}
+                "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": [vm_hwm_mb(pid) for pid in pids]}
     finally:
         control.down(directory)
 

@@ -64,7 +64,7 @@ def two_workers(dataset: str, store_url: str, period: int, epochs: int) -> dict:
         "samples_per_s": sum(w["samples"] for w in workers) / train_s,
         "conflicts": result["conflicts"],
         "staleness_p50": result["staleness_p50"],
-        "accuracy": result["final_accuracy"],
+        "accuracy": result["final_test_accuracy"],
     }
 
 

@@ -2,7 +2,8 @@
 
 Defaults come from the function's environment (stack.yml). POST answers 202 once the workers are
 queued (200 with the result when invocation_mode is `single`); GET answers {"state": "running" | "done" |
-"failed", ...}. Any other method is a 405 naming the allowed ones: only POST starts work.
+"failed", ...}; GET ?job_id=J&model=npz answers the job's model file (application/octet-stream).
+Any other method is a 405 naming the allowed ones: only POST starts work.
 """
 
 import os

@@ -39,12 +39,14 @@ class TrainConfig:
     update_rule: str = "average"  # how the store adds a push: sum, average (/ number_of_workers), adagrad (store/update_rule.py)
     invocation_mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
     max_epochs: int = 20  # upper bound on passes over each worker's shard
-    target_accuracy: float = 0.85  # test accuracy that ends the job (1.0: run all max_epochs)
+    target_accuracy: float = 0.85  # validation accuracy that ends the job (1.0: run all max_epochs)
     seed: int = 0  # network init uses seed; worker i shuffles and drops out with seed + i
     store: str = ""  # a store the function has configured, by name (its environment's `stores`); "": its store_url
     store_url: str = "redis://127.0.0.1:6379/0"  # redis://[:password@]host:port/db, memcached://host:port (not in requests)
     train_samples: int = 0  # use only the first N training rows (0: all); for quick runs
     test_samples: int = 0  # evaluate on the first N test rows (0: all)
+    validation_samples: int = 0  # rows held out from the end of the training rows for the stop rule, never trained
+    #   on (0: a tenth of the training rows, at most 5000, at least 1); must leave a training row per worker
     store_timeout_s: float = 30.0  # how long a worker retries an unreachable store before failing
     store_topology: str = "global"  # global: fetch from store_url; node-local: fetch from local_store_url
     local_store_url: str = "memcached://127.0.0.1:11211"  # node-local cache (store_topology node-local; not in requests)
@@ -184,7 +186,7 @@ def _parse(field: str, value: Any) -> Any:
         return _int(field, value, 1, 100_000)
     if field == "seed":
         return _int(field, value, 0, 2**31 - 1)
-    if field in ("train_samples", "test_samples"):
+    if field in ("train_samples", "test_samples", "validation_samples"):
         return _int(field, value, 0, 100_000_000)
     raise ConfigError(field, f"unknown key (known keys: {', '.join(FIELDS)})")
 

@@ -99,6 +99,17 @@ class JobNotFound(FaasgdError):
         super().__init__(f"job_id: no job {job_id!r} in the store")
 
 
+class NoModel(FaasgdError):
+    """Raised when a job has no model to give: still training below its target (try again later), or it
+    ended without one (it failed before any parameters could be kept)."""
+
+    http_status = 409
+
+    def __init__(self, job_id: str, why: str):
+        self.job_id, self.field = job_id, "model"
+        super().__init__(f"model: job {job_id!r} {why}")
+
+
 class GatewayError(FaasgdError):
     """Raised when the OpenFaaS gateway cannot be reached or refuses an invocation; names the URL."""
 

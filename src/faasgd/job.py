@@ -7,7 +7,9 @@ Record names (inside the job's key space, see faasgd.store.keys):
                   (faasgd.sgd.progress; `pushes` is how many of its pushes the store has applied)
   heartbeat:<i>   worker i is alive (expires lease_s after the last beat; faasgd.functions.supervise);
                   a running job's status lists the workers with neither record yet (`waiting`)
-  done            first worker to reach target_accuracy: {"worker_id", "accuracy", "at"}
+  done            the crossing: the first worker whose validation accuracy reached target_accuracy, with the
+                  model it evaluated (faasgd.job_model): {"worker_id", "validation_accuracy", "test_accuracy",
+                  "at", "samples", "epochs", "version", "model"}; written set-if-absent, after that model
   result          the final result record, written once (faasgd.result)
   lost            written when the store is found to have lost the job's state (restarted empty,
                   evicted): the job is failed with that reason, never re-initialised
@@ -43,17 +45,28 @@ def update_rule(config: TrainConfig) -> UpdateRule:
     return UpdateRule(config.update_rule, workers=config.number_of_workers, learning_rate=config.learning_rate)
 
 
+def holdout(config: TrainConfig) -> tuple[int, int]:
+    """(training rows, validation rows) of the job: the validation rows are held out of the training split's
+    end (data/shard.py). ConfigError naming validation_samples when too few training rows are left."""
+    rows = data.count_rows(config.dataset, "train", config.train_samples)
+    held = data.validation_rows(rows, config.validation_samples, config.number_of_workers)
+    return rows - held, held
+
+
 def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = None) -> str:
     """Initialise the network (seeded) and write the job's records; returns the job id."""
     job_id = job_id or new_job_id()
+    train_rows, validation_rows = holdout(config)  # refused before anything is written
     sizes = network_sizes(config)
     weights = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
     store.set_weights(job_id, weights, writers=config.number_of_workers, rule=update_rule(config))
     meta = {
         "job_id": job_id,
-        "created_at": time.time(),
+        "created_at": store.server_time(),  # every duration of a job is on the store's clock
         "sizes": list(sizes),
         "param_count": int(weights.size),
+        "train_rows": train_rows,
+        "validation_rows": validation_rows,
     }
     store.put_record(job_id, "job", meta)
     if not store.add_record(job_id, "config", config.to_dict()):
@@ -75,7 +88,7 @@ def read_job(store: ParameterStore, job_id: str) -> tuple[TrainConfig, dict[str,
 def mark_lost(store: ParameterStore, job_id: str, detail: str) -> str:
     """Record that the store lost this job's state (so it fails with that reason); returns the reason."""
     reason = f"the store lost the job's state ({detail}); the job is not restarted from scratch"
-    store.add_record(job_id, "lost", {"error": reason, "at": time.time()})
+    store.add_record(job_id, "lost", {"error": reason, "at": time.time()})  # not a duration: the local clock
     return reason
 
 
@@ -98,9 +111,9 @@ def read_progress(store: ParameterStore, job_id: str, number_of_workers: int) ->
     return {i: records[progress_name(i)] for i in range(number_of_workers)}
 
 
-def mark_done(store: ParameterStore, job_id: str, worker_id: int, accuracy: float) -> bool:
-    """Record that the target was reached; True only for the first worker to do so."""
-    return store.add_record(job_id, "done", {"worker_id": worker_id, "accuracy": accuracy, "at": time.time()})
+def mark_done(store: ParameterStore, job_id: str, crossing: dict[str, Any]) -> bool:
+    """Record that the target was reached (`crossing`: see `done` above); True only for the first worker to do so."""
+    return store.add_record(job_id, "done", crossing)
 
 
 def has_ended(store: ParameterStore, job_id: str) -> bool:

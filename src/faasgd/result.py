@@ -4,6 +4,13 @@ The last worker to end writes the result (`finish_worker`); when no worker can (
 fan-out failed) the orchestration writes a failed one (`write_result` with an error); a client that
 cannot read any record (store gone, timeout) reports `missing(...)`. All three have RESULT_KEYS.
 The CLI, test.sh's CSV and tables, and the tests take their columns from here.
+
+Honest measures: the stop rule reads validation accuracy; the final accuracies (validation and test)
+are those of the job's model (job_model.py): the parameters kept at the crossing, else the final ones.
+`*_to_target` are measured at the crossing (samples: the workers' records read right after the fetch
+of the parameters that met the target; records are written with each push, so that is what the model
+was trained on), beside the totals. Every duration is on one clock, the store server's
+(ParameterStore.server_time): created_at, done.at, the workers' started/finished_at, finished_at.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from faasgd import job
+from faasgd import job, job_model
 from faasgd.config import TrainConfig
 from faasgd.errors import StoreError
 from faasgd.store import ParameterStore
@@ -21,13 +28,15 @@ from faasgd.store import ParameterStore
 FINAL = ("finished", "failed")  # a worker record in one of these states will not change again
 # What a run measured, in the order test.sh's CSV and tables show it.
 MEASURES: tuple[str, ...] = (
-    "time_to_target_s", "reached_target", "epochs", "final_accuracy", "accuracy_at_target", "samples",
-    "samples_per_s", "pushes", "fetches", "conflicts", "retries", "staleness_p50", "staleness_p99", "wall_s",
+    "time_to_target_s", "reached_target", "epochs_to_target", "samples_to_target",  # at the crossing
+    "final_validation_accuracy", "final_test_accuracy",  # the job's model
+    "epochs", "samples", "wall_s",  # totals: training after the crossing (until workers stop) included
+    "samples_per_s", "pushes", "fetches", "conflicts", "retries", "staleness_p50", "staleness_p99",
     "max_concurrent_workers",  # the most workers that trained at the same time (intervals_peak)
 )
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
-    ("job_id", "state", "error") + MEASURES + ("target_accuracy", "number_of_workers", "finished_at")
+    ("job_id", "state", "error") + MEASURES + ("target_accuracy", "number_of_workers", "model_version", "finished_at")
 )
 
 
@@ -71,8 +80,12 @@ def intervals_peak(progress: dict[int, dict | None]) -> int:
 
 
 def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, dict | None], done: dict | None,
-                 final_accuracy: float | None, error: str | None = None) -> dict[str, Any]:
-    """The job's result record from every worker's final progress (state "failed" when any error)."""
+                 final: dict | None, error: str | None = None, now: float | None = None) -> dict[str, Any]:
+    """The job's result record from every worker's final progress (state "failed" when any error).
+
+    `done`: the crossing record, whose model is the job's; else `final` {"validation", "test", "version"}: the
+    final parameters, evaluated (None when they could not be). `now`: the store's clock."""
+    now = time.time() if now is None else now
     records = [r for r in progress.values() if r]
     errors = [r["error"] for r in records if r.get("error")]
     missing = [i for i, r in progress.items() if not r or r.get("state") not in FINAL]
@@ -81,20 +94,26 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         error = f"workers {missing} ended without a final record"
     samples = sum(int(r.get("samples", 0)) for r in records)
     started = [r["started_at"] for r in records if r.get("started_at")]
-    ended = [t for t in (r.get("finished_at") or r.get("updated_at") for r in records) if t]
+    ended = [r["finished_at"] for r in records if r.get("finished_at")]
     train_s = (max(ended) - min(started)) if started and ended else None
+    last = max(ended) if ended and not missing else now  # every time here is the store's
     hist = merge_hists(progress)
-    train_size = sum(int(r.get("shard_size", 0)) for r in records) or None
+    train_size = meta.get("train_rows") or sum(int(r.get("shard_size", 0)) for r in records) or None
+    model = {"validation": done["validation_accuracy"], "test": done["test_accuracy"], "version": done["version"]} \
+        if done else (final or {})
     result = {
         "job_id": meta["job_id"],
         "state": "failed" if error else "done",
         "error": error,
         "time_to_target_s": (done["at"] - meta["created_at"]) if done else None,
         "reached_target": done is not None,
+        "epochs_to_target": done["epochs"] if done else None,
+        "samples_to_target": done["samples"] if done else None,
+        "final_validation_accuracy": model.get("validation"),
+        "final_test_accuracy": model.get("test"),
         "epochs": (samples / train_size) if train_size else 0.0,
-        "final_accuracy": final_accuracy,
-        "accuracy_at_target": done["accuracy"] if done else None,
         "samples": samples,
+        "wall_s": last - meta["created_at"],
         "samples_per_s": (samples / train_s) if train_s else 0.0,
         "pushes": sum(int(r.get("pushes", 0)) for r in records),
         "fetches": sum(int(r.get("fetches", 0)) for r in records),
@@ -102,11 +121,11 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "retries": sum(int(r.get("retries", 0)) for r in records),
         "staleness_p50": percentile_from_hist(hist, 50),
         "staleness_p99": percentile_from_hist(hist, 99),
-        "wall_s": (max(ended) - meta["created_at"]) if ended else None,
         "max_concurrent_workers": intervals_peak(progress),
         "target_accuracy": config.target_accuracy,
         "number_of_workers": config.number_of_workers,
-        "finished_at": time.time(),
+        "model_version": model.get("version"),
+        "finished_at": now,
     }
     return {key: result[key] for key in RESULT_KEYS}
 
@@ -120,12 +139,13 @@ def missing(job_id: str | None, error: str, target_accuracy: float | None = None
 
 
 def finish_worker(store: ParameterStore, job_id: str, config: TrainConfig,
-                  evaluate: Callable[[np.ndarray], float] | None) -> dict | None:
+                  evaluate: Callable[[np.ndarray], tuple[float, float]] | None) -> dict | None:
     """After a worker's final record: when every worker's record is final, write the result (once).
 
     The worker records decide, not a counter of calls, so a call that ends twice (a redelivery) or a
     crash between the final record and this check changes nothing: the next worker or supervisor to
-    look writes it. `evaluate(weights) -> accuracy` evaluates the final weights. The result, or None.
+    look writes it. `evaluate(weights) -> (validation, test accuracy)` evaluates the final weights of
+    a job that did not reach its target, kept as its model. The result, or None.
     """
     progress = job.read_progress(store, job_id, config.number_of_workers)
     if not all(r and r.get("state") in FINAL for r in progress.values()):
@@ -133,23 +153,25 @@ def finish_worker(store: ParameterStore, job_id: str, config: TrainConfig,
     return write_result(store, job_id, evaluate)
 
 
-def write_result(store: ParameterStore, job_id: str, evaluate: Callable[[np.ndarray], float] | None = None,
-                 error: str | None = None) -> dict:
-    """Assemble and write the result record once (an existing result is returned unchanged)."""
+def write_result(store: ParameterStore, job_id: str,
+                 evaluate: Callable[[np.ndarray], tuple[float, float]] | None = None, error: str | None = None) -> dict:
+    """Assemble and write the result record once (an existing result is returned unchanged).
+
+    Below the target, with `evaluate`, the final global parameters are kept as the job's model first."""
     existing = store.get_record(job_id, "result")
     if existing is not None:
         return existing
     config, meta = job.read_job(store, job_id)
     progress = job.read_progress(store, job_id, config.number_of_workers)
-    accuracies = [r["accuracy"] for r in progress.values() if r and r.get("accuracy") is not None]
-    final_accuracy = max(accuracies) if accuracies else None  # best seen, when the weights can't be read
-    if evaluate is not None:
+    done, final = store.get_record(job_id, "done"), None
+    if done is None and evaluate is not None and error is None:
         try:
-            weights, _ = store.authoritative().get_weights(job_id)
-            final_accuracy = float(evaluate(weights))
+            weights, version = job_model.keep_final(store, job_id)
+            validation, test = evaluate(weights)
+            final = {"validation": float(validation), "test": float(test), "version": version}
         except StoreError:
             pass
-    result = build_result(config, meta, progress, store.get_record(job_id, "done"), final_accuracy, error)
+    result = build_result(config, meta, progress, done, final, error, store.server_time())
     store.add_record(job_id, "result", result)
     store.append_event(job_id, {"event": "result", "state": result["state"], "at": result["finished_at"]})
     return store.get_record(job_id, "result") or result

@@ -133,7 +133,7 @@ def test_fashion_mnist_job_reaches_085(runtime, store, mode):
     status = wait_for(runtime, query)
     result = status["result"]
     assert status["state"] == "done", result
-    assert result["reached_target"] and result["accuracy_at_target"] >= 0.85
+    assert result["reached_target"] and result["final_validation_accuracy"] >= 0.85
     assert result["time_to_target_s"] > 0 and result["pushes"] > 0
 
 
@@ -192,9 +192,9 @@ def test_logs_show_the_replicas_output_and_each_workers_training(runtime):
     job_id = status["job_id"]
     for worker in (0, 1):
         mine = [line for line in logs.stdout.splitlines() if f"job {job_id} worker {worker}:" in line]
-        assert any("training on 2000 rows" in line for line in mine), logs.stdout[-2000:]
-        assert any("epoch 2, test accuracy" in line for line in mine)
-        assert any("finished after 4000 samples" in line for line in mine)
+        assert any("training on 1800 rows" in line for line in mine), logs.stdout[-2000:]  # 400 held out to validate
+        assert any("epoch 2, validation accuracy" in line for line in mine)
+        assert any("finished after 3600 samples" in line for line in mine)
 
 
 def test_cli_invoke_async_and_status(runtime):
@@ -207,9 +207,23 @@ def test_cli_invoke_async_and_status(runtime):
     watched = faasgd("status", job_id, "--watch", "--dir", runtime["dir"], "--timeout", "120")
     assert watched.returncode == 0 and f"job {job_id}: done" in watched.stdout
     as_json = json.loads(faasgd("status", job_id, "--json", "--dir", runtime["dir"]).stdout)
-    assert as_json["state"] == "done" and as_json["result"]["samples"] == 2 * 4000
+    assert as_json["state"] == "done" and as_json["result"]["samples"] == 2 * 3600  # 400 rows held out to validate
     functions = faasgd("status", "--dir", runtime["dir"])
     assert functions.returncode == 0 and "emnist-train" in functions.stdout
+
+
+def test_the_jobs_model_leaves_through_the_gateway_with_the_accuracy_it_reports(runtime, tmp_path):
+    status = wait_for(runtime, start_job(runtime, **SMALL, number_of_workers=2, max_epochs=6, target_accuracy=0.8))
+    result, out = status["result"], tmp_path / "model.npz"
+    assert status["state"] == "done" and result["reached_target"], result
+    saved = faasgd("model", status["job_id"], "-o", str(out), "--dir", runtime["dir"])
+    assert saved.returncode == 0, saved.stderr
+    evaluated = faasgd("evaluate", str(out), "--json")
+    answer = json.loads(evaluated.stdout)
+    assert answer["test_accuracy"] == answer["reported_test_accuracy"] == result["final_test_accuracy"]
+    assert answer["validation_accuracy"] == result["final_validation_accuracy"] >= 0.8
+    missing = faasgd("model", "jnosuchjob", "-o", str(out), "--dir", runtime["dir"])
+    assert missing.returncode == 1 and "no job 'jnosuchjob'" in missing.stderr
 
 
 def test_train_starts_and_stops_its_own_runtime(tmp_path):
@@ -219,7 +233,7 @@ def test_train_starts_and_stops_its_own_runtime(tmp_path):
                  "--target-accuracy", "1.0", "--store", "memcached", "--json")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert result["state"] == "done" and result["samples"] == 3 * 4000
+    assert result["state"] == "done" and result["samples"] == 3 * 3600
     assert "memcached://127.0.0.1:" in run.stdout  # --store memcached picked the runtime's memcached
     assert not (directory / "state.json").exists()  # it stopped the runtime it started
 

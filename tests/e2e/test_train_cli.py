@@ -36,11 +36,11 @@ def test_two_workers_reach_085_on_fashion_mnist(backend, redis_server, memcached
     assert run.returncode == 0, run.stderr
     result = last_json(run.stdout)
     assert result["state"] == "done" and result["error"] is None
-    assert result["reached_target"] and result["accuracy_at_target"] >= 0.85
-    assert result["final_accuracy"] >= 0.80  # the final global parameters, evaluated again at the end
-    assert result["time_to_target_s"] > 0
+    assert result["reached_target"] and result["final_validation_accuracy"] >= 0.85  # the model kept at the crossing
+    assert result["final_test_accuracy"] >= 0.80  # that model on the test rows
+    assert 0 <= result["time_to_target_s"] <= result["wall_s"] and result["samples_to_target"] <= result["samples"]
     assert result["pushes"] > 0 and result["fetches"] > 0
-    assert "final accuracy" in run.stdout and "worker" in run.stdout
+    assert "model accuracy" in run.stdout and "worker" in run.stdout
     stored = open_store(url).get_record(result["job_id"], "result")
     assert stored == result
 
@@ -144,7 +144,7 @@ def test_store_restarted_mid_run_workers_retry_and_the_job_completes(tmp_path):
         result = last_json(out)
         assert train.returncode == 0, (result.get("error"), err[-1500:])
         assert result["job_id"] == job_id and result["state"] == "done"
-        assert result["samples"] == 25 * 6000  # every epoch trained: the outage cost time, not work
+        assert result["samples"] == 25 * 5400  # every epoch trained: the outage cost time, not work
         assert result["retries"] >= 1
         assert open_store(url).get_record(job_id, "result")["state"] == "done"
     finally:
@@ -184,8 +184,8 @@ def test_node_local_topology_trains_through_the_cache_and_reports_its_staleness(
                     "--local-refresh-s", "0.05")
     assert cached.returncode == 0, cached.stderr
     result = last_json(cached.stdout)
-    assert result["state"] == "done" and result["samples"] == direct["samples"] == 12 * 6000
-    assert result["final_accuracy"] > 0.5
+    assert result["state"] == "done" and result["samples"] == direct["samples"] == 12 * 5400
+    assert result["final_test_accuracy"] > 0.5
     assert result["staleness_p50"] is not None and result["staleness_p99"] >= result["staleness_p50"]
     from faasgd.store import open_store
 

@@ -108,10 +108,10 @@ def test_index_py_serves_a_tiny_job_with_the_core_alone(image, redis_server):
         answer = httpx.post(train_url + "/", json={"job_id": job_id, "worker_id": 0}, timeout=120)
         assert answer.status_code == 200, answer.text
         assert answer.json()["state"] == "finished" and answer.json()["duplicate"] is False
-        assert store.get_record(job_id, "result")["samples"] == 2 * 600
+        assert store.get_record(job_id, "result")["samples"] == 2 * 540
         single = httpx.post(setup_url + "/", json={**TINY, "invocation_mode": "single"}, timeout=120)
         assert single.status_code == 200, single.text
-        assert single.json()["result"]["state"] == "done" and single.json()["result"]["samples"] == 2 * 600
+        assert single.json()["result"]["state"] == "done" and single.json()["result"]["samples"] == 2 * 540
         bad = httpx.post(setup_url + "/", json={"batch_size": 0}, timeout=30)
         assert bad.status_code == 400 and bad.json()["field"] == "batch_size"
     finally:

@@ -28,6 +28,7 @@ from typing import Callable
 import psutil
 import yaml
 
+from faasgd.data import validation_rows
 from faasgd.errors import FaasgdError
 from faasgd.local import credentials
 from faasgd.local.stores import free_port, start_memcached, start_redis
@@ -36,6 +37,7 @@ from faasgd.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS, WORKERS, BATCH, EPOCHS = 2000, 2, 16, 8
+TRAINED = ROWS - ROWS // 10  # the rows trained on: a tenth is held out to validate (validation_samples 0)
 JOB = {"dataset": "synthetic", "train_samples": ROWS, "test_samples": 500, "hidden_sizes": [32],
        "batch_size": BATCH, "n_fetch": 1, "n_push": 1, "target_accuracy": 1.0, "number_of_workers": WORKERS,
        "lease_s": 2, "start_timeout_s": 4, "max_reinvocations": 3, "store_timeout_s": 5}
@@ -50,7 +52,7 @@ def faasgd(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           timeout=timeout, cwd=ROOT)
 
 
-def expected_pushes(epochs: int, rows: int = ROWS // WORKERS, batch: int = BATCH, n_push: int = 1) -> int:
+def expected_pushes(epochs: int, rows: int = TRAINED // WORKERS, batch: int = BATCH, n_push: int = 1) -> int:
     """One worker's pushes: every n_push steps (counted across epochs) and at each epoch's end if any is pending."""
     steps, pushes = math.ceil(rows / batch), 0
     for epoch in range(epochs):
@@ -183,6 +185,7 @@ def run_matrix(runtime: Runtime, fault: str, inject: Inject, combos=COMBOS, epoc
     for i, ((mode, store), body, query) in enumerate(zip(combos, bodies, queries)):
         status, seconds = ended.get(i, ({"state": "running"}, time.monotonic() - started))
         result, rows = status.get("result") or {}, body["train_samples"]
+        rows -= validation_rows(rows, body.get("validation_samples", 0))  # held out: never trained on
         workers = [w for w in status.get("workers", []) if w]
         notes = [n for n in (note, None if running[i] else "the job had ended before the fault") if n]
         outcomes.append(Outcome(

@@ -466,6 +466,31 @@ def check_half_applied_adagrad_push_finished_once(store):
             assert_rule_matches(rule, got, oracle)
 
 
+def check_server_time(store):
+    """The store's clock is the wall clock's epoch (within a second's resolution plus slack), and never runs back."""
+    first = store.server_time()
+    assert abs(first - time.time()) < 5.0
+    second = store.server_time()
+    assert second >= first
+
+
+def check_kept_copy(store):
+    """A kept copy of parameters reads back exactly, pushes to the job's weights leave it unchanged, names are checked."""
+    job, flat = new_job(), weights(2 * CHUNK + 7, seed=3)
+    store.set_weights(job, flat)
+    assert store.read_copy(job, "model") is None  # none before it is written
+    store.keep_copy(job, "model", flat)
+    store.push_update(job, np.ones_like(flat))
+    np.testing.assert_array_equal(store.read_copy(job, "model"), flat)
+    assert store.read_copy(job, "model").dtype == np.float32
+    store.keep_copy(job, "other", flat[:5])  # another name, another length: separate
+    np.testing.assert_array_equal(store.read_copy(job, "other"), flat[:5])
+    with pytest.raises(ConfigError):
+        store.keep_copy(job, "bad name", flat)
+    with pytest.raises(ConfigError):
+        store.keep_copy(job, "nan", np.array([np.nan], np.float32))
+
+
 SINGLE_CLIENT_CHECKS = [
     check_ping,
     check_weights_round_trip,
@@ -488,6 +513,8 @@ SINGLE_CLIENT_CHECKS = [
     check_update_rules_match_the_oracle,
     check_adagrad_state_stored_with_the_weights,
     check_update_rule_validated,
+    check_server_time,
+    check_kept_copy,
 ]
 MEMCACHED_CHECKS = [check_half_applied_adagrad_push_finished_once]  # what only Memcached can leave half-done
 TWO_CLIENT_CHECKS = [check_conflicts_counted, check_conflicts_bounded, check_clients_share_data]

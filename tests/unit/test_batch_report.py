@@ -18,8 +18,9 @@ from faasgd.config import TrainConfig
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-RESULTS = ("time_to_target_s", "reached_target", "epochs", "final_accuracy", "accuracy_at_target", "samples",
-           "samples_per_s", "pushes", "fetches", "conflicts", "retries", "staleness_p50", "staleness_p99", "wall_s")
+RESULTS = ("time_to_target_s", "reached_target", "epochs_to_target", "samples_to_target", "final_validation_accuracy",
+           "final_test_accuracy", "epochs", "samples", "wall_s", "samples_per_s", "pushes", "fetches", "conflicts",
+           "retries", "staleness_p50", "staleness_p99")
 
 
 def make_run(config_id, workers, period, round_, state="done", reached=True):
@@ -35,8 +36,9 @@ def make_run(config_id, workers, period, round_, state="done", reached=True):
         "round": round_, "config": config, "store": "redis", "job_id": f"j{config_id}-{round_}",
         "state": state, "error": None,
         "time_to_target_s": ttt if reached else None, "reached_target": reached,
-        "epochs": 2.5 + workers * 0.25 + round_ if reached else 20.0, "final_accuracy": final,
-        "accuracy_at_target": 0.851 if reached else None, "samples": 180000 * workers,
+        "epochs": 2.5 + workers * 0.25 + round_ if reached else 20.0, "final_test_accuracy": final,
+        "final_validation_accuracy": 0.851 if reached else 0.84, "samples": 180000 * workers,
+        "epochs_to_target": 2.0 + round_ if reached else None, "samples_to_target": 120000 if reached else None,
         "samples_per_s": 40000.0 * workers + round_, "pushes": 300, "fetches": 310, "conflicts": round_,
         "retries": 0, "staleness_p50": 1.0, "staleness_p99": 3.0, "wall_s": ttt + 1.0,
         "placement": [f"emnist-train-{w % 2 + 1}" for w in range(workers - 1)] + [None],
@@ -89,7 +91,7 @@ def test_runs_csv_has_every_column_and_parses_back(runs, tmp_path):
             value = run["config"][key]
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 assert type(value)(row[key]) == value
-        for key in ("config_id", "round", "time_to_target_s", "epochs", "final_accuracy", "samples_per_s", "conflicts"):
+        for key in ("config_id", "round", "time_to_target_s", "epochs", "final_test_accuracy", "samples_per_s", "conflicts"):
             assert row[key] == ("" if run[key] is None else str(run[key]))
             if run[key] is not None:
                 assert type(run[key])(row[key]) == run[key]

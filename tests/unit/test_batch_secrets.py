@@ -77,7 +77,7 @@ def test_plot_labels_get_the_masked_url(tmp_path):
              "round": 1, "config": {"store_url": URL, "number_of_workers": w, "n_fetch": 1, "n_push": 1,
                                     "target_accuracy": 0.5},
              "store": URL, "state": "done", "reached_target": True, "time_to_target_s": 1.0 + i,
-             "final_accuracy": 0.6, "epochs": 1.0, "curve": [[0.5, 0.4], [1.0 + i, 0.6]]} for i, w in enumerate((1, 2))]
+             "final_test_accuracy": 0.6, "epochs": 1.0, "curve": [[0.5, 0.4], [1.0 + i, 0.6]]} for i, w in enumerate((1, 2))]
     seen = []
     import matplotlib.axes
 

@@ -29,19 +29,21 @@ def test_without_a_terminal_a_labelled_line_is_printed_when_a_workers_epoch_chan
     live.close()
     lines = buffer.getvalue().splitlines()
     assert len(lines) == 3
-    assert lines[-1].startswith("worker  0  epoch    2/20  accuracy 0.8200") and "conflicts 2" in lines[-1]
+    assert lines[-1].startswith("worker  0  epoch    2/20  validation accuracy 0.8200") and "conflicts 2" in lines[-1]
 
 
 def test_the_summary_shows_each_worker_and_the_result_and_a_failure_says_why():
     buffer, console = plain()
-    result = {**missing("j1", "no result"), "state": "done", "error": None, "final_accuracy": 0.8512,
-              "target_accuracy": 0.85, "time_to_target_s": 12.34, "accuracy_at_target": 0.8525, "epochs": 5.5,
+    result = {**missing("j1", "no result"), "state": "done", "error": None, "final_validation_accuracy": 0.8525,
+              "final_test_accuracy": 0.8412, "reached_target": True, "epochs_to_target": 5.0, "samples_to_target": 300000,
+              "wall_s": 14.5, "target_accuracy": 0.85, "time_to_target_s": 12.34, "epochs": 5.5,
               "samples": 330000, "samples_per_s": 27000.0, "pushes": 278, "fetches": 283, "conflicts": 9,
               "retries": 0, "staleness_p50": 1.0, "staleness_p99": 4.0}
     print_summary(result, status([6, 5], "finished")["workers"], console)
     text = buffer.getvalue()
-    assert "job j1: done" in text and "final accuracy   0.8512  (target 0.85)" in text
-    assert "time to target   12.3 s  (accuracy 0.8525 when reached)" in text and "conflicts 9" in text
+    assert "job j1: done" in text and "validation 0.8525   test 0.8412  (kept at the crossing; target 0.85" in text
+    assert "to target        12.3 s   epochs 5.00   samples 300,000" in text and "conflicts 9" in text
+    assert "in total         14.5 s   epochs 5.50   samples 330,000" in text
     assert len([line for line in text.splitlines() if line.lstrip().startswith(("0 ", "1 "))]) == 2
     buffer, console = plain()
     print_summary(missing("j2", "no result after --timeout 5 s [store down]"), None, console)

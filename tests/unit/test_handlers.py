@@ -67,7 +67,7 @@ def test_loop_mode_trains_to_the_stop_rule_and_a_duplicate_trains_nothing(env):
     done = status(body["job_id"])
     assert done["state"] == "done" and done["result"]["state"] == "done"
     samples = done["result"]["samples"]
-    assert samples == 3 * 1200  # 3 epochs over 2 shards of 600
+    assert samples == 3 * 1080  # 3 epochs over 2 shards of 540: 120 of the 1200 rows are held out to validate
     code, answer = deliver(train_handler, calls[0])  # redelivered by the queue
     assert code == 200 and answer["duplicate"] is True
     assert status(body["job_id"])["result"]["samples"] == samples
@@ -92,7 +92,7 @@ def test_per_iteration_chains_one_epoch_per_invocation_and_ignores_duplicates(en
     assert final["state"] == "done"
     assert trained == {0: 3, 1: 3}
     assert [w["epoch"] for w in final["workers"]] == [3, 3]
-    assert final["result"]["samples"] == 3 * 1200
+    assert final["result"]["samples"] == 3 * 1080  # 1200 rows less 120 held out
     store = open_store(env["url"])
     assert store.worker_record(body["job_id"], 0)["epoch"] == 3  # the record is the checkpoint
 
@@ -101,7 +101,7 @@ def test_single_mode_trains_inside_setup(env):
     code, body = start({"invocation_mode": "single", "max_epochs": 2})
     assert code == 200 and env["gateway"].take() == []
     assert body["number_of_workers"] == 1
-    assert body["result"]["state"] == "done" and body["result"]["samples"] == 2 * 1200
+    assert body["result"]["state"] == "done" and body["result"]["samples"] == 2 * 1080
 
 
 @pytest.mark.parametrize("body, field", [

@@ -211,7 +211,35 @@ QUERIES = {
     "store not configured": ("job_id=j1&store=nope", 400, "store", "configured: default, memcached"),
     "no such job": ("job_id=jmissing", 404, "job_id", "no job"),
     "no such job, events": ("job_id=jmissing&events=1", 404, "job_id", "no job"),
+    "no such job, model": ("job_id=jmissing&model=npz", 404, "job_id", "no job"),
+    "model in another format": ("job_id=j1&model=pickle", 400, "model", "must be one of npz"),
+    "model empty": ("job_id=j1&model=", 400, "model", "must be one of npz"),
+    "model given twice": ("job_id=j1&model=npz&model=npz", 400, "model", "given more than once"),
+    "model with events": ("job_id=j1&model=npz&events=1", 400, "model", "without events"),
+    "model, job a path": ("job_id=../x&model=npz", 400, "job_id", "[A-Za-z0-9_.-]"),
+    "model, store as a URL": ("job_id=j1&model=npz&store=redis://a:1/0", 400, "store", "no store named"),
 }
+
+
+def test_the_model_route_answers_409_while_a_job_has_none_then_the_npz_file(replica):
+    import numpy as np
+
+    from faasgd import job, job_model
+    from faasgd.config import load_config
+
+    store = replica.stores[0]
+    config = load_config({}, {"dataset": "synthetic", "train_samples": 600, "hidden_sizes": [8]})
+    job_id = job.create_job(store, config)
+    replica.refuses(409, "model", "still training below its target", method="GET",
+                    query=f"job_id={job_id}&model=npz", content_type=None)
+    weights = store.get_weights(job_id)[0] + np.float32(0.25)
+    job_model.keep_crossing(store, job_id, 0, weights, lambda: 0.5, {
+        "validation_accuracy": 0.9, "at": store.server_time(), "samples": 10, "epochs": 0.02, "version": 0})
+    answer = replica.send(method="GET", query=f"job_id={job_id}&model=npz", content_type=None)
+    assert answer.status_code == 200 and answer.mimetype == "application/octet-stream"
+    found = job_model.from_npz(answer.get_data())
+    np.testing.assert_array_equal(found.params, weights)
+    assert (found.job_id, found.validation_accuracy, found.test_accuracy) == (job_id, 0.9, 0.5)
 
 
 @pytest.mark.parametrize("case", list(QUERIES))

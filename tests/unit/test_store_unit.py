@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 import uuid
 
 import fakeredis
@@ -46,6 +47,9 @@ class CasMockMemcacheClient(MockMemcacheClient):
             return False
         self.set(key, value, expire, noreply, flags=flags)
         return True
+
+    def stats(self, *args):
+        return {**super().stats(*args), b"time": int(time.time())}  # memcached's clock: whole seconds
 
     def incr(self, key, value, noreply=False):
         current = self.get(key)

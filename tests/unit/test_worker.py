@@ -5,7 +5,7 @@ import threading
 import numpy as np
 import pytest
 
-from faasgd import data, job, model
+from faasgd import data, job, job_model, model
 from faasgd.config import load_config
 from faasgd.errors import StoreUnavailable
 from faasgd.result import RESULT_KEYS
@@ -29,7 +29,7 @@ def plain_sgd(config, epochs):
     """The oracle: ordinary single-process minibatch SGD with the same seeds and order."""
     sizes = job.network_sizes(config)
     weights = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
-    shard = data.load_shard(config.dataset, "train", 0, 1, limit=config.train_samples)
+    shard = data.load_shard(config.dataset, "train", 0, 1, limit=config.train_samples, holdout=job.holdout(config)[1])
     rng = np.random.default_rng(config.seed + 0)
     for _ in range(epochs):
         order = rng.permutation(len(shard.y))
@@ -50,7 +50,7 @@ def test_one_worker_equals_plain_sgd(n_fetch, n_push, dropout):
     weights, version = store.get_weights(job_id)
     expected = plain_sgd(config, final["epoch"])
     np.testing.assert_allclose(weights, expected, atol=2e-5)
-    steps_per_epoch = -(-1200 // 40)
+    steps_per_epoch = -(-(1200 - 120) // 40)  # a tenth of the rows is held out for validation
     assert final["step"] == steps_per_epoch * final["epoch"]
     assert version == final["pushes"]
     # a push every n_push steps plus one at each epoch end for the remainder
@@ -72,15 +72,16 @@ def test_two_workers_reach_target_and_write_a_complete_result():
     assert status["state"] == "done"
     assert tuple(result) == RESULT_KEYS
     assert result["error"] is None
-    assert result["final_accuracy"] >= 0.8
-    assert result["time_to_target_s"] is not None and result["time_to_target_s"] > 0
+    assert result["final_validation_accuracy"] >= 0.8 and result["final_test_accuracy"] is not None
+    assert 0 < result["time_to_target_s"] <= result["wall_s"]
+    assert 0 < result["samples_to_target"] <= result["samples"]
     assert result["pushes"] == sum(w["pushes"] for w in status["workers"]) == store.get_weights(job_id)[1]
     # both workers share one store client (as on one replica): each counts only its own pushes' conflicts
     assert result["conflicts"] == sum(w["conflicts"] for w in status["workers"])
     assert result["conflicts"] == store.read_counter(job_id, "conflicts")
     assert result["samples"] == sum(w["samples"] for w in status["workers"])
     assert result["staleness_p50"] is not None and result["staleness_p99"] >= result["staleness_p50"]
-    assert status["done"]["accuracy"] >= 0.8
+    assert status["done"]["validation_accuracy"] >= 0.8
     assert all(w["state"] == "finished" for w in status["workers"])
 
 
@@ -88,8 +89,10 @@ def test_a_worker_stops_at_its_next_fetch_once_the_job_is_done():
     config = small_config("stop", number_of_workers=1, max_epochs=5)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
-    assert job.mark_done(store, job_id, 7, 0.99)
-    assert not job.mark_done(store, job_id, 8, 0.99)  # only the first counts
+    crossing = {"validation_accuracy": 0.99, "test_accuracy": 0.98, "at": store.server_time(), "samples": 0,
+                "epochs": 0.0, "version": 0, "model": "crossing-7"}
+    assert job.mark_done(store, job_id, {**crossing, "worker_id": 7})
+    assert not job.mark_done(store, job_id, {**crossing, "worker_id": 8})  # only the first counts
     final = run_worker(config, store, job_id, 0)
     assert final["samples"] == 0 and final["epoch"] == 0
     assert store.get_record(job_id, "result")["time_to_target_s"] is not None
@@ -137,9 +140,7 @@ def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it(m
 
 
 def test_evaluation_on_raw_test_pixels_in_chunks_equals_the_scaled_oracle(monkeypatch):
-    from faasgd.sgd import worker as worker_module
-
-    monkeypatch.setattr(worker_module, "EVAL_CHUNK", 64)  # several chunks, the last one short
+    monkeypatch.setattr(job_model, "EVAL_CHUNK", 64)  # several chunks, the last one short
     config = small_config("eval", test_samples=300)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
@@ -148,7 +149,7 @@ def test_evaluation_on_raw_test_pixels_in_chunks_equals_the_scaled_oracle(monkey
     assert trainer.test.x.dtype == np.uint8  # a quarter of the float32 memory
     weights = model.init_params(sizes, np.random.default_rng(3))
     scaled = data.load_shard("synthetic", "test", limit=300)
-    assert trainer.evaluate(weights) == pytest.approx(model.accuracy(weights, sizes, scaled.x, scaled.y), abs=1e-12)
+    assert trainer.evaluate(weights, trainer.test) == pytest.approx(model.accuracy(weights, sizes, scaled.x, scaled.y), abs=1e-12)
 
 
 class CountingStore:
@@ -171,6 +172,6 @@ def test_a_fetch_right_after_a_push_uses_the_weights_the_push_wrote():
     job_id = job.create_job(inner, config)
     store = CountingStore(inner)
     final = run_worker(config, store, job_id, 0)
-    steps = -(-1200 // 40)
+    steps = -(-(1200 - 120) // 40)  # the training rows: a tenth is held out for validation
     assert final["fetches"] == steps + 1 and final["pushes"] == steps  # every step fetched, plus the evaluation
     assert store.reads <= 2  # the first fetch (and the final evaluation): the rest came with the pushes

@@ -52,7 +52,7 @@ def targets(runs: list[dict]) -> list[float]:
 
 def target_text(runs: list[dict]) -> str:
     found = targets(runs)
-    return "test accuracy " + "/".join(f"{t:g}" for t in found) if found else "the target"
+    return "validation accuracy " + "/".join(f"{t:g}" for t in found) if found else "the target"
 
 
 def new_figure() -> tuple[Figure, Any]:
@@ -66,7 +66,7 @@ def save(fig: Figure, path) -> str:
 
 
 def plot_accuracy_vs_time(runs: list[dict], path) -> str | None:
-    """Test accuracy against seconds since the job was created: one colour per configuration,
+    """Validation accuracy against seconds since the job was created (store clock): one colour per configuration,
     round 1 solid, later rounds faint; the target as a dashed line. None when no run has a curve."""
     groups = [g for g in by_configuration(runs) if any(run.get("curve") for run in g)]
     if not groups:
@@ -86,9 +86,9 @@ def plot_accuracy_vs_time(runs: list[dict], path) -> str | None:
         ax.axhline(target, color="0.3", linestyle="--", linewidth=1.0, label=f"target {target:g}")
     ax.set_xlim(left=0)
     ax.set_xlabel("time since the job was created (s)")
-    ax.set_ylabel("test accuracy of the global model")
+    ax.set_ylabel("validation accuracy of the global model")
     datasets = sorted({str((run.get("config") or {}).get("dataset")) for run in runs})
-    ax.set_title(f"Test accuracy over time, {'/'.join(datasets)} (first round solid, later rounds faint)", fontsize=10)
+    ax.set_title(f"Validation accuracy over time, {'/'.join(datasets)} (first round solid, later rounds faint)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right", ncol=2 if len(groups) > 8 else 1)
     return save(fig, path)

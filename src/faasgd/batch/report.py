@@ -109,7 +109,7 @@ def configuration_table(runs_of_one_config: list[dict]) -> str:
     """Round | Time | Iterations | Accuracy | Samples/s | Placement, one row per round, then Avg and Stdev.
 
     Time is the time to target in seconds ("-" not reached, "failed" for a failed run); Iterations
-    are epochs; Accuracy is the final test accuracy. Avg/Stdev of Time are over the rounds that
+    are epochs; Accuracy is the test accuracy of the job's model (kept at the crossing). Avg/Stdev of Time are over the rounds that
     reached the target, of the other columns over the rounds that finished; "-" when too few.
     """
     runs = sorted(runs_of_one_config, key=lambda r: r["round"])
@@ -120,11 +120,11 @@ def configuration_table(runs_of_one_config: list[dict]) -> str:
         rows.append((
             str(run["round"]),
             "failed" if failed else num(run["time_to_target_s"] if reached(run) else None, "{:.2f}"),
-            num(run.get("epochs"), "{:.2f}"), num(run.get("final_accuracy"), "{:.4f}"),
+            num(run.get("epochs"), "{:.2f}"), num(run.get("final_test_accuracy"), "{:.4f}"),
             num(run.get("samples_per_s"), "{:,.0f}"), placement_summary(run.get("placement")),
         ))
     columns = [times_to_target(runs)]
-    columns += [finished_values(runs, key) for key in ("epochs", "final_accuracy", "samples_per_s")]
+    columns += [finished_values(runs, key) for key in ("epochs", "final_test_accuracy", "samples_per_s")]
     formats = ("{:.2f}", "{:.2f}", "{:.4f}", "{:,.0f}")
     for name, stat in (("Avg", mean), ("Stdev", stdev)):
         rows.append((name, *(num(stat(values), fmt) for values, fmt in zip(columns, formats)), ""))
@@ -183,7 +183,7 @@ def summarize(runs: list[dict]) -> list[dict]:
             "time_to_target_stdev": stdev(times),
             "time_to_target_min": min(times) if times else None,
             "epochs_mean": mean(finished_values(group, "epochs")),
-            "final_accuracy_mean": mean(finished_values(group, "final_accuracy")),
+            "final_test_accuracy_mean": mean(finished_values(group, "final_test_accuracy")),
             "samples_per_s_mean": mean(finished_values(group, "samples_per_s")),
             "staleness_p50_mean": mean(finished_values(group, "staleness_p50")),
             "conflicts_mean": mean(finished_values(group, "conflicts")),
@@ -217,7 +217,7 @@ def md(text: Any) -> str:
 
 def results_table(summary: list[dict]) -> list[str]:
     lines = [
-        "| Configuration | Reached / runs | Time to target (s) | Min (s) | Epochs | Final accuracy | Samples/s"
+        "| Configuration | Reached / runs | Time to target (s) | Min (s) | Epochs | Final test accuracy | Samples/s"
         " | Staleness p50 | Conflicts |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -228,7 +228,7 @@ def results_table(summary: list[dict]) -> list[str]:
         lines.append(
             f"| {md(s['configuration'])} | {s['reached']} / {s['runs']} | {time}"
             f" | {num(s['time_to_target_min'], '{:.2f}')} | {num(s['epochs_mean'], '{:.2f}')}"
-            f" | {num(s['final_accuracy_mean'], '{:.4f}')} | {num(s['samples_per_s_mean'], '{:,.0f}')}"
+            f" | {num(s['final_test_accuracy_mean'], '{:.4f}')} | {num(s['samples_per_s_mean'], '{:,.0f}')}"
             f" | {num(s['staleness_p50_mean'], '{:.1f}')} | {num(s['conflicts_mean'], '{:.1f}')} |"
         )
     return lines

@@ -63,7 +63,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
 
 
 def curve(status: dict) -> list[list[float]]:
-    """[seconds since the job was created, test accuracy] after each worker epoch, in time order."""
+    """[seconds since the job was created (store clock), validation accuracy] after each worker epoch, in time order."""
     created = status["created_at"]
     points = [[e["at"] - created, e["accuracy"]] for e in status.get("events", []) if e.get("event") == "epoch"]
     return sorted(points)
@@ -74,4 +74,4 @@ def _outcome(record: dict) -> str:
         return f"FAILED: {record.get('error')}"
     ttt = record.get("time_to_target_s")
     reached = f"time to target {ttt:.1f} s" if ttt is not None else "target not reached"
-    return f"done, {reached}, final accuracy {record.get('final_accuracy') or 0:.4f}"
+    return f"done, {reached}, model's test accuracy {record.get('final_test_accuracy') or 0:.4f}"

@@ -1,4 +1,5 @@
-"""`faasgd` command line: the local OpenFaaS runtime (up, down, invoke, scale, logs), jobs (train, status).
+"""`faasgd` command line: the local OpenFaaS runtime (up, down, invoke, scale, logs), jobs (train, status),
+their models (model, evaluate).
 
 Exit codes: 0 ok, 1 the job or the call failed, 2 bad input (names the field; nothing written),
 3 store unreachable (names the URL), 4 data missing, 130 interrupted.
@@ -102,17 +103,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the gateway's port if this command starts the runtime (default: a free one)")
     add_runtime_flags(train)
 
-    from faasgd.cli import data  # `faasgd data list | fetch`
+    from faasgd.cli import data, model  # `faasgd data list | fetch`, `faasgd model`, `faasgd evaluate`
 
     data.add_parser(sub)
+    model.add_parsers(sub, add_runtime_flags)
     return parser
 
 
 def dispatch(args) -> int:
-    from faasgd.cli import data, runtime, status, train
+    from faasgd.cli import data, model, runtime, status, train
 
     handlers = {"up": runtime.up, "down": runtime.down, "invoke": runtime.invoke, "scale": runtime.scale,
-                "logs": runtime.logs, "status": status.run, "train": train.run, "data": data.run}
+                "logs": runtime.logs, "status": status.run, "train": train.run, "data": data.run,
+                "model": model.save, "evaluate": model.evaluate}
     return handlers[args.command](args)
 
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-WORKER_COLUMNS = ("worker", "epoch", "accuracy", "loss", "samples/s", "pushes", "fetches", "conflicts", "state")
+WORKER_COLUMNS = ("worker", "epoch", "val accuracy", "loss", "samples/s", "pushes", "fetches", "conflicts", "state")
 
 
 def console() -> Console:
@@ -38,7 +38,7 @@ def worker_cells(worker_id: int, record: dict | None, max_epochs: int) -> tuple[
 def worker_line(worker_id: int, record: dict, max_epochs: int) -> str:
     """One labelled line (for logs and pipes, where a table cannot be redrawn)."""
     _, epoch, accuracy, loss, rate, pushes, fetches, conflicts, state = worker_cells(worker_id, record, max_epochs)
-    return (f"worker {worker_id:>2}  epoch {epoch.split()[-1]:>7}  accuracy {accuracy}  loss {loss}  {rate} samples/s"
+    return (f"worker {worker_id:>2}  epoch {epoch.split()[-1]:>7}  validation accuracy {accuracy}  loss {loss}  {rate} samples/s"
             f"  pushes {pushes}  fetches {fetches}  conflicts {conflicts}  {state}")
 
 
@@ -92,7 +92,7 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
     out.print(head + (f" - {result['error']}" if result.get("error") else ""), highlight=False, markup=False)
     if workers:
         table = Table("worker", "epochs", "samples", "samples/s", "pushes", "fetches", "conflicts", "staleness",
-                      "accuracy", box=None, pad_edge=False)
+                      "val accuracy", box=None, pad_edge=False)
         for i, record in enumerate(workers):
             record = record or {}
             table.add_row(str(i), str(record.get("epoch", 0)), _num(record.get("samples")),
@@ -100,13 +100,16 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
                           str(record.get("fetches", 0)), str(record.get("conflicts", 0)),
                           _num(record.get("last_staleness"), "{}"), _num(record.get("accuracy"), "{:.4f}"))
         out.print(table)
-    reached = result.get("accuracy_at_target")
+    kept = "kept at the crossing" if result.get("reached_target") else "the final parameters"
     lines = [
-        f"final accuracy   {_num(result.get('final_accuracy'), '{:.4f}')}  (target {result.get('target_accuracy')})",
-        f"time to target   {_num(result.get('time_to_target_s'), '{:.1f} s', 'not reached')}"
-        + (f"  (accuracy {reached:.4f} when reached)" if reached else ""),
-        f"epochs           {_num(result.get('epochs'), '{:.2f}')}   samples {_num(result.get('samples'))}"
-        f"   samples/s {_num(result.get('samples_per_s'))}",
+        f"model accuracy   validation {_num(result.get('final_validation_accuracy'), '{:.4f}')}   test "
+        f"{_num(result.get('final_test_accuracy'), '{:.4f}')}  ({kept}; target {result.get('target_accuracy')} "
+        "on validation)",
+        f"to target        {_num(result.get('time_to_target_s'), '{:.1f} s', 'not reached')}"
+        + (f"   epochs {_num(result.get('epochs_to_target'), '{:.2f}')}   samples {_num(result.get('samples_to_target'))}"
+           if result.get("reached_target") else ""),
+        f"in total         {_num(result.get('wall_s'), '{:.1f} s')}   epochs {_num(result.get('epochs'), '{:.2f}')}"
+        f"   samples {_num(result.get('samples'))}   samples/s {_num(result.get('samples_per_s'))}",
         f"pushes {result.get('pushes')}   fetches {result.get('fetches')}   conflicts {result.get('conflicts')}"
         f"   retries {result.get('retries')}",
         f"staleness p50 {_num(result.get('staleness_p50'), '{:g}')}   p99 {_num(result.get('staleness_p99'), '{:g}')}",

@@ -1,4 +1,11 @@
-"""A worker's contiguous share of a data set split, read without loading the rest."""
+"""A worker's contiguous share of a data set split, read without loading the rest.
+
+The validation rows are held out from the training split: the last `holdout` rows of the training
+rows (after `limit`), part "validation"; part "train" is the rows before them, shared out among the
+workers. So no worker ever trains on a validation row, whatever the number of workers, and each
+part is read alone (memory grows with the part, not the split). `validation_rows` says how many rows
+a job holds out.
+"""
 
 from dataclasses import dataclass
 
@@ -7,6 +14,9 @@ import numpy as np
 from faasgd.data.catalog import check_dataset, check_split, count_rows, dataset_info, iter_rows
 from faasgd.errors import ConfigError, DataError
 
+PARTS = ("train", "validation", "test")  # "validation": the held-out end of the training split
+AUTO_VALIDATION_SHARE, AUTO_VALIDATION_MAX = 10, 5000  # validation_samples 0: rows // 10, at most 5000, at least 1
+
 
 @dataclass(frozen=True)
 class Shard:
@@ -14,9 +24,9 @@ class Shard:
     y: np.ndarray  # int64 (n,)
     n_classes: int  # classes of the data set (the model's output width)
     input_dim: int  # features per row (the model's input width)
-    total: int  # rows in the whole split (after limit)
-    start: int  # first row of this shard in the split
-    stop: int  # one past the last row of this shard in the split
+    total: int  # rows in the whole part (the split after limit; training rows: less the held-out ones)
+    start: int  # first row of this shard in the split's file (row index)
+    stop: int  # one past the last row of this shard in the split's file
 
 
 def shard_range(total: int, worker_id: int, number_of_workers: int) -> tuple[int, int]:
@@ -27,6 +37,24 @@ def shard_range(total: int, worker_id: int, number_of_workers: int) -> tuple[int
     return worker_id * total // number_of_workers, (worker_id + 1) * total // number_of_workers
 
 
+def validation_rows(training_rows: int, validation_samples: int, number_of_workers: int = 1) -> int:
+    """Rows held out of `training_rows` (the training split after train_samples) for validation.
+
+    `validation_samples` 0 means a tenth of them, at most 5000, at least 1. ConfigError naming
+    validation_samples when what is held out leaves fewer training rows than workers.
+    """
+    if isinstance(validation_samples, bool) or not isinstance(validation_samples, int) or validation_samples < 0:
+        raise ConfigError("validation_samples",
+                          f"must be 0 (automatic) or a positive integer, got {validation_samples!r}")
+    held = validation_samples or max(1, min(AUTO_VALIDATION_MAX, training_rows // AUTO_VALIDATION_SHARE))
+    if training_rows - held < number_of_workers:
+        raise ConfigError("validation_samples",
+                          f"holding out {held} of the {training_rows} training rows leaves "
+                          f"{max(0, training_rows - held)} to train {number_of_workers} worker(s) on; "
+                          "hold out fewer rows, or use more training rows (train_samples)")
+    return held
+
+
 def load_shard(
     dataset: str,
     split: str = "train",
@@ -35,31 +63,42 @@ def load_shard(
     limit: int = 0,
     data_dir: str | None = None,
     scaled: bool = True,
+    holdout: int = 0,
 ) -> Shard:
     """Return worker `worker_id`'s shard of the first `limit` rows (all when 0) of a data set split.
 
-    Only the shard's rows are read, so memory grows with the shard, not with the data set.
-    `scaled=False` keeps the raw uint8 pixels (a quarter of the memory; see `scale_rows`), which
-    suits data only evaluated in chunks, like a worker's test set.
+    `split` is a part: "test", "train" (the training rows less the last `holdout`), or "validation"
+    (those last `holdout` training rows). Only the shard's rows are read, so memory grows with the
+    shard, not with the data set. `scaled=False` keeps the raw uint8 pixels (a quarter of the memory;
+    see `scale_rows`), which suits data only evaluated in chunks, like a worker's test set.
     """
     check_dataset(dataset)
-    check_split(split)
+    if split not in PARTS:
+        raise ConfigError("split", f"must be one of {', '.join(PARTS)}, got {split!r}")
     check_workers(worker_id, number_of_workers)
     if limit < 0:
         raise ConfigError("limit", f"must be 0 (all rows) or positive, got {limit}")
-    total = count_rows(dataset, split, limit, data_dir)
+    if isinstance(holdout, bool) or not isinstance(holdout, int) or holdout < 0:
+        raise ConfigError("holdout", f"must be a number of rows >= 0, got {holdout!r}")
+    file_split = "test" if split == "test" else "train"
+    check_split(file_split)
+    rows = count_rows(dataset, file_split, limit, data_dir)
+    held = holdout if file_split == "train" else 0
+    if held > rows:
+        raise ConfigError("validation_samples", f"cannot hold out {held} of the {rows} training rows of {dataset}")
+    first, total = (rows - held, held) if split == "validation" else (0, rows - held)
     if total < number_of_workers:
         raise ConfigError(
             "number_of_workers",
             f"{number_of_workers} workers over the {total} rows of {dataset} {split} leave some workers "
             f"no rows; use at most {total} workers or a larger limit",
         )
-    start, stop = shard_range(total, worker_id, number_of_workers)
+    start, stop = (first + bound for bound in shard_range(total, worker_id, number_of_workers))
     input_dim, n_classes = dataset_info(dataset)
     x = np.empty((stop - start, input_dim), dtype=np.float32 if scaled else np.uint8)
     y = np.empty(stop - start, dtype=np.int64)
     filled = 0
-    for images, labels in iter_rows(dataset, split, start, stop, data_dir):  # one chunk in memory at a time
+    for images, labels in iter_rows(dataset, file_split, start, stop, data_dir):  # one chunk in memory at a time
         rows = len(labels)
         pixels = images.reshape(rows, input_dim)
         if scaled:
@@ -69,7 +108,7 @@ def load_shard(
         y[filled:filled + rows] = labels
         filled += rows
     if filled != len(y):
-        raise DataError(f"{dataset} {split}: read {filled} rows of [{start}, {stop})")
+        raise DataError(f"{dataset} {file_split}: read {filled} rows of [{start}, {stop})")
     return Shard(x=x, y=y, n_classes=n_classes, input_dim=input_dim, total=total, start=start, stop=stop)
 
 

@@ -9,8 +9,8 @@ From the config alone (and the data's headers), emnist-setup computes:
   * a worker's memory: its shard (float32 rows), the evaluation rows (raw uint8), the parameters four
     times (its copy, the last fetch, the pending update, the gradient), a minibatch's activations both
     ways, plus the interpreter with its libraries; over the function's `memory_limit` -> 413;
-  * the job's bytes in the store: the weights (adagrad: with G beside them), plus on Memcached a push
-    copy per worker (roll-forward, store/memcached_push.py); over the function's `store_budget` -> 413.
+  * the job's bytes in the store: the weights (adagrad: with G beside them) and the job's model, plus on
+    Memcached a push copy per worker (roll-forward, store/memcached_push.py); over `store_budget` -> 413.
 The 413 names the setting to change (the one that weighs most) and the limit. `memory_limit` and
 `store_budget` come from the function's environment (stack.yml keeps `memory_limit` equal to its
 `limits.memory`: tests/unit/test_stack_yml.py checks it); absent, that check is skipped.
@@ -56,18 +56,22 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
         raise ConfigError("number_of_workers", f"{config.number_of_workers} workers for {train_rows} training rows "
                                                f"of {config.dataset}: each worker needs at least one row")
     check_slots(config, env)
+    held = data.validation_rows(train_rows, config.validation_samples, config.number_of_workers)
+    train_rows -= held  # the validation rows are held out of the training rows
     input_dim, classes = data.dataset_info(config.dataset)
     sizes = model.layer_sizes(input_dim, config.hidden_sizes, classes)
     params = model.param_count(sizes)
     parts = {
         "number_of_workers": -(-train_rows // config.number_of_workers) * input_dim * 4,  # the shard
         "test_samples": test_rows * input_dim,  # evaluation rows, raw
+        "validation_samples": held * input_dim,  # the stop rule's rows, raw
         "hidden_sizes": 4 * params * 4,  # parameters, four buffers
         "batch_size": config.batch_size * (input_dim + 3 * sum(sizes[1:])) * 4,  # a minibatch, both ways
     }
     worker = INTERPRETER_BYTES + sum(parts.values())
     width = job.update_rule(config).width  # adagrad stores G beside each weight
-    stored = params * 4 * (width + (config.number_of_workers if store_scheme == "memcached" else 0))
+    # the weights, the job's model (one kept copy; more only while workers cross at once), Memcached's push copies
+    stored = params * 4 * (width + 1 + (config.number_of_workers if store_scheme == "memcached" else 0))
     if env.get("memory_limit"):
         limit = quantity("memory_limit", env["memory_limit"])
         if worker > limit:

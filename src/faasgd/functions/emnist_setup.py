@@ -1,4 +1,8 @@
-"""emnist-setup: create a job and fan out its workers through the gateway; report a job's status."""
+"""emnist-setup: create a job and fan out its workers through the gateway; report a job's status; give its model.
+
+GET ?job_id=J[&store=NAME][&events=1]: the status (JSON). GET ?job_id=J[&store=NAME]&model=npz: the job's
+model as an npz file (application/octet-stream; format in job_model.py), after the same checks of the query.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import urllib.parse
 from dataclasses import replace
 from typing import Any, Mapping
 
-from faasgd import job
+from faasgd import job, job_model
 from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
@@ -14,8 +18,10 @@ from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.settings import FunctionEnv
 from faasgd.sgd import UNLIMITED, CallBudget
 from faasgd.store import parse_store_url
+from faasgd.store.keys import check_job_id
 
-STATUS_QUERY_KEYS = ("job_id", "store", "events")
+STATUS_QUERY_KEYS = ("job_id", "store", "events", "model")
+MODEL_FORMATS = ("npz",)  # what ?model= may ask for
 
 
 def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None,
@@ -57,8 +63,9 @@ def check_callback(url: str | None) -> None:
         raise ConfigError("X-Callback-Url", f"must be an http or https URL with a host, got {url[:200]!r}")
 
 
-def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, dict]:
-    """GET ?job_id=J[&store=NAME]: state (running | done | failed), per-worker progress, the result when finished."""
+def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, dict | bytes]:
+    """GET ?job_id=J[&store=NAME]: state (running | done | failed), per-worker progress, the result when finished;
+    with &model=npz the job's model file instead (bytes; NoModel, a 409, while it has none)."""
     job_id = query.get("job_id")
     if not job_id:
         raise ConfigError("job_id", "required query parameter, e.g. ?job_id=j0123456789abcde")
@@ -68,8 +75,14 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
     for key in STATUS_QUERY_KEYS:  # a multi-dict (the template's event.query): which value counts would be a guess
         if len(getattr(query, "getlist", lambda k: [query.get(k)])(key)) > 1:
             raise ConfigError(key, "given more than once in the query")
+    if "model" in query and (query.get("model") not in MODEL_FORMATS or "events" in query):
+        raise ConfigError("model", f"must be one of {', '.join(MODEL_FORMATS)}, without events, "
+                                   f"got {str(query.get('model'))[:40]!r}")
     settings = FunctionEnv.read(env)
     store = replica_cache.store_for(settings.store_url_of(query.get("store", "")))
+    if "model" in query:
+        check_job_id(job_id)
+        return 200, job_model.to_npz(job_model.read_model(store, job_id))
     status = job.read_status(store, job_id)
     if status["state"] == "running":  # whoever watches a job also looks after its workers
         config = config_from_record(status["config"])

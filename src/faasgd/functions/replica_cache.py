@@ -62,11 +62,11 @@ def gateway_for(url: str) -> GatewayClient:
         return _gateways[url]
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=6)  # a few workers' shards, the validation and test rows
 def load_shard(dataset: str, split: str, worker_id: int, number_of_workers: int, limit: int,
-               scaled: bool = True) -> data.Shard:
+               scaled: bool = True, holdout: int = 0) -> data.Shard:
     """data.load_shard, kept for the next invocation (per-iteration mode reuses the same shard)."""
-    return data.load_shard(dataset, split, worker_id, number_of_workers, limit, scaled=scaled)
+    return data.load_shard(dataset, split, worker_id, number_of_workers, limit, scaled=scaled, holdout=holdout)
 
 
 @contextlib.contextmanager

@@ -52,8 +52,8 @@ def start(config: TrainConfig, store: ParameterStore, job_id: str, progress: Wor
     trainer = load_worker(config, store, job_id, progress, loader, budget)
     trainer.on_heartbeat = on_heartbeat
     if progress.started_at is None:
-        progress.started_at = time.time()
-    progress.begin_call(time.time())
+        progress.started_at = trainer._retry(store.server_time)  # the store's clock: every duration of a job is on it
+    progress.begin_call(time.time())  # an interval is on this process's clock at both ends (its records' stamps)
     trainer.heartbeat(force=True)
     if progress.step % config.n_fetch:  # resuming between fetches: the epoch's loop would not fetch first
         trainer.fetch()

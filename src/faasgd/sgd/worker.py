@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd import data, job, model, result
+from faasgd import data, job, job_model, model, result
 from faasgd.config import TrainConfig
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.sgd.budget import UNLIMITED, CallBudget, Superseded
@@ -31,7 +31,6 @@ log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist
 
 HEARTBEAT_EVERY_S = 1.0  # how often a worker says it is alive (and renews its lease) between pushes
 ENDED_CHECK_EVERY_S = 0.25  # how often (at a fetch) a worker checks whether the job has ended
-EVAL_CHUNK = 1024  # test rows scaled to float32 at a time during evaluation
 
 
 def heartbeat_name(worker_id: int) -> str:
@@ -202,20 +201,21 @@ class DownpourWorker:
         self.push()
         return True
 
-    def evaluate(self, weights: np.ndarray) -> float:
-        """Test accuracy of `weights`; the test rows stay raw uint8 and are scaled a chunk at a time."""
-        rows, correct = len(self.test.y), 0.0
-        for start in range(0, rows, EVAL_CHUNK):
-            stop = min(rows, start + EVAL_CHUNK)
-            x = data.scale_rows(self.test.x, start, stop)
-            correct += (stop - start) * model.accuracy(weights, self.sizes, x, self.test.y[start:stop],
-                                                       self.config.activation)
-        return correct / rows if rows else 0.0
+    def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
+        """Accuracy of `weights` on the validation rows (or `rows`, e.g. self.test); raw uint8, scaled in chunks."""
+        shard = rows if rows is not None else self.validation
+        return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation)
 
     def end_of_epoch(self) -> bool:
-        """Close the epoch: evaluate the global parameters, mark the job done at the target, save the record.
+        """Close the epoch: evaluate the global parameters on the validation rows (the stop rule); at the target
+        keep exactly them as the job's model and mark the job done (job_model.py); save the record.
         True when this worker's training should stop."""
         self.fetch()  # nothing is pending after the epoch's last push: these are the global parameters
+        version = self.base_version
+        # Every worker's record is written with each of its pushes, so their samples, read right after the
+        # fetch, count the samples of every push in these parameters (and of any push landing in between).
+        records = self._retry(lambda: job.read_progress(self.store, self.job_id, self.config.number_of_workers))
+        samples = sum(int((r or {}).get("samples", 0)) for r in records.values())
         progress = self.progress
         steps = max(1, progress.epoch_step)
         progress.epoch, progress.epoch_step, progress.epoch_rng_state = progress.epoch + 1, 0, None
@@ -223,15 +223,20 @@ class DownpourWorker:
         started = self.clock()
         progress.accuracy = self.evaluate(self.weights)
         self.eval_s = self.clock() - started
+        now = self._retry(self.store.server_time)  # the one clock of the job's durations
         self._retry(lambda: self.store.append_event(self.job_id, {
             "event": "epoch", "worker_id": progress.worker_id, "epoch": progress.epoch,
-            "accuracy": progress.accuracy, "at": time.time()}))
-        log.info("job %s worker %d: epoch %d, test accuracy %.4f, loss %.4f, %d pushes, %d conflicts",
+            "accuracy": progress.accuracy, "at": now}))
+        log.info("job %s worker %d: epoch %d, validation accuracy %.4f, loss %.4f, %d pushes, %d conflicts",
                  self.job_id, progress.worker_id, progress.epoch, progress.accuracy, progress.loss,
                  progress.pushes, progress.conflicts)
         reached = progress.accuracy >= self.config.target_accuracy
         if reached:
-            self._retry(lambda: job.mark_done(self.store, self.job_id, progress.worker_id, progress.accuracy))
+            weights, crossing = self.weights.copy(), {
+                "validation_accuracy": progress.accuracy, "at": now, "samples": samples,
+                "epochs": samples / self.shard.total, "version": version}
+            self._retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
+                                                        lambda: self.evaluate(weights, self.test), crossing))
         self.save()
         self.heartbeat(force=True)
         return reached or progress.epoch >= self.config.max_epochs
@@ -239,22 +244,31 @@ class DownpourWorker:
 
 def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
                 loader: Callable[..., data.Shard] = data.load_shard, budget: CallBudget = UNLIMITED) -> DownpourWorker:
-    """Load only this worker's shard (and the test rows) and build its trainer.
+    """Load only this worker's shard (and the validation and test rows, raw) and build its trainer.
 
+    The validation rows are held out of the training split (data/shard.py): no worker trains on them.
     `loader` is data.load_shard or a caching wrapper of it (a warm function replica keeps shards).
     """
     progress.note_replica()
-    shard = loader(config.dataset, "train", progress.worker_id, config.number_of_workers, config.train_samples)
+    _, held = job.holdout(config)
+    shard = loader(config.dataset, "train", progress.worker_id, config.number_of_workers, config.train_samples,
+                   holdout=held)
+    validation = loader(config.dataset, "validation", 0, 1, config.train_samples, scaled=False, holdout=held)
     test = loader(config.dataset, "test", 0, 1, config.test_samples, scaled=False)
     progress.shard_size = len(shard.y)
-    return DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test, budget)
+    trainer = DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test, budget)
+    trainer.validation = validation  # the stop rule's rows
+    return trainer
 
 
 def end_worker(store: ParameterStore, job_id: str, config: TrainConfig, progress: WorkerProgress,
                trainer: DownpourWorker | None) -> dict:
     """Write the worker's final record; a failure fails the job; the last worker to end writes the result.
     Best effort once the store is gone (the caller reports the cause)."""
-    progress.finished_at = time.time()
+    try:  # the store's clock, as every duration of the job (the local one only when the store is gone)
+        progress.finished_at = retry_call(store.server_time, STORE_OUTAGE.within(min(5.0, config.store_timeout_s)))
+    except Exception:
+        progress.finished_at = time.time()
     if trainer is not None:
         progress.rng_state = trainer.rng.bit_generator.state
     record = progress.record(progress.finished_at)
@@ -269,7 +283,8 @@ def end_worker(store: ParameterStore, job_id: str, config: TrainConfig, progress
         if progress.error:
             retry_call(lambda: result.write_result(store, job_id, error=progress.error), policy)
         else:
-            evaluate = trainer.evaluate if trainer is not None else None
+            evaluate = None if trainer is None else (
+                lambda w: (trainer.evaluate(w), trainer.evaluate(w, trainer.test)))  # (validation, test)
             retry_call(lambda: result.finish_worker(store, job_id, config, evaluate), policy)
     except Exception as error:  # the store is gone: the caller reports the cause
         log.warning("job %s worker %d: could not record its end: %s", job_id, progress.worker_id, error)

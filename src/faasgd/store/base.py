@@ -119,6 +119,37 @@ class ParameterStore(RecordsMixin, abc.ABC):
             self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}")
         return push
 
+    def server_time(self) -> float:
+        """The store server's clock, in seconds since the epoch: the one clock every duration of a job is
+        measured on (Redis: TIME, microseconds; Memcached: `stats` time, whole seconds; memory: this process)."""
+        with self._errors():
+            return float(self._server_time())
+
+    def keep_copy(self, job_id: str, name: str, flat: np.ndarray) -> None:
+        """Write a copy of parameters that pushes never change (`m:<name>`), chunked below the item limit;
+        its meta last, so a copy whose meta is there is whole. Overwrites a copy of the same name."""
+        data = codec.as_vector(flat, "flat")
+        meta = codec.WeightsMeta(data.size, self.chunk_floats)
+        names = keys.model_chunks(job_id, name, meta.chunks)
+        with self._errors():
+            for key, chunk in zip(names, codec.encode_chunks(data, meta)):
+                self._put(key, chunk, 0)
+            self._put(keys.model_meta(job_id, name), codec.meta_to_bytes(meta), 0)
+
+    def read_copy(self, job_id: str, name: str) -> np.ndarray | None:
+        """A copy written by keep_copy (float32), or None when there is none (or it is not whole yet)."""
+        with self._errors():
+            (raw,) = self._get_many([keys.model_meta(job_id, name)])
+        if raw is None:
+            return None
+        meta = self._decode(codec.meta_from_bytes, raw, f"job {job_id!r} copy {name!r}")
+        with self._errors():
+            chunks = self._get_many(keys.model_chunks(job_id, name, meta.chunks))
+        if any(c is None for c in chunks):
+            raise StateLost(self.url, f"job {job_id!r}: chunks of its kept parameters {name!r} missing (evicted?)")
+        return self._decode(lambda c: codec.decode_into(c, meta, np.empty(meta.length, np.float32)), chunks,
+                            f"job {job_id!r} copy {name!r}")
+
     def worker_record(self, job_id: str, worker_id: int) -> dict | None:
         """Worker `worker_id`'s record (progress and checkpoint), or None before its first write."""
         return self.get_record(job_id, f"progress:{int(worker_id)}")
@@ -247,6 +278,10 @@ class ParameterStore(RecordsMixin, abc.ABC):
 
     @abc.abstractmethod
     def _ping(self) -> None: ...
+
+    @abc.abstractmethod
+    def _server_time(self) -> float:
+        """The server's clock (seconds since the epoch)."""
 
     @abc.abstractmethod
     def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:

@@ -11,6 +11,8 @@ Layout under the prefix (one letter per namespace, so names of different kinds n
     r:progress:{w} worker w's record: progress and checkpoint, `pushes` applied (written with each push)
     p:{w}:meta    Memcached: worker w's push under way (its number and record), for rolling it forward
     p:{w}:{i}     Memcached: chunk i of that push's delta
+    m:{name}:meta a kept copy of parameters (the job's model, faasgd.job_model): JSON length and chunks
+    m:{name}:{i}  chunk i of that copy (raw little-endian float32, below the item limit)
 Job ids may not contain ':' (that would make one job's prefix another's key); record names may.
 All keys stay below memcached's 250-byte limit: 7 + 64 + 1 + 2 + 128 < 250.
 """
@@ -93,3 +95,12 @@ def pending(job_id: str, worker_id: int) -> str:
 def pending_chunks(job_id: str, worker_id: int, count: int) -> list[str]:
     prefix = job_prefix(job_id)
     return [f"{prefix}p:{int(worker_id)}:{i}" for i in range(count)]
+
+
+def model_meta(job_id: str, name: str) -> str:
+    return job_prefix(job_id) + f"m:{check_name(name)}:meta"
+
+
+def model_chunks(job_id: str, name: str, count: int) -> list[str]:
+    prefix = job_prefix(job_id) + f"m:{check_name(name)}:"
+    return [f"{prefix}{i}" for i in range(count)]

@@ -65,6 +65,14 @@ class MemcachedStore(ParameterStore):
     def _ping(self) -> None:
         self.client.version()
 
+    def _server_time(self) -> float:
+        """`stats` time: whole seconds, so durations on Memcached are good to about a second."""
+        stats = self.client.stats()
+        value = stats.get(b"time", stats.get("time"))
+        if value is None:
+            raise StoreError(self.url, "memcached's stats carry no time")
+        return float(int(value))
+
     def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
         values = dict(zip(keys.weights_chunks(job_id, len(chunks)), (mpush.join({}, c) for c in chunks)))
         values[keys.weights_meta(job_id)] = meta

@@ -67,6 +67,10 @@ class RedisStore(ParameterStore):
     def _ping(self) -> None:
         self.client.ping()
 
+    def _server_time(self) -> float:
+        seconds, micros = self.client.time()
+        return seconds + micros / 1e6
+
     def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
         with self.client.pipeline(transaction=True) as pipe:
             if chunks:

@@ -1,0 +1,95 @@
+"""`faasgd model JOB -o model.npz` and `faasgd evaluate model.npz`: the job's model leaves the job and comes back.
+
+`model` asks emnist-setup (GET ?job_id=J&model=npz, through the gateway) or, with --direct, the store for
+the job's model (faasgd.job_model: the parameters that met the target, else the final ones), checks the
+file reads back without pickle, and places it atomically (a temporary file beside -o, then a rename).
+`evaluate` reads such a file (np.load, allow_pickle=False) and reports its test accuracy on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import suppress
+from pathlib import Path
+
+from faasgd import job_model
+from faasgd.cli.connect import gateway
+from faasgd.config import read_setting
+from faasgd.errors import ConfigError
+from faasgd.store import open_store
+from faasgd.store.keys import check_job_id
+
+
+def add_parsers(sub, add_runtime_flags) -> None:
+    """Register `faasgd model` and `faasgd evaluate` on the main parser's subcommands."""
+    model = sub.add_parser("model", help="save a job's model (the parameters that met the target) as an npz file")
+    model.add_argument("job_id")
+    model.add_argument("-o", "--output", required=True, help="where to write the npz file")
+    model.add_argument("--store", default=None, help="the function's configured store holding the job, by name")
+    model.add_argument("--store-url", default=None, help="with --direct: the store holding the job")
+    model.add_argument("--direct", action="store_true", help="read the store directly, not through the gateway")
+    add_runtime_flags(model)
+    evaluate = sub.add_parser("evaluate", help="load a model file and report its test accuracy")
+    evaluate.add_argument("file")
+    evaluate.add_argument("--dataset", default=None, help="default: the one the model was trained on")
+    evaluate.add_argument("--test-samples", type=int, default=None,
+                          help="the first N test rows, 0 all (default: as many as the job measured)")
+    evaluate.add_argument("--json", action="store_true")
+
+
+def output_path(path: str) -> Path:
+    """-o must name a file in an existing folder; ConfigError naming it otherwise (checked before any call)."""
+    target = Path(path)
+    if not path or target.is_dir() or not target.parent.is_dir():
+        raise ConfigError("output", f"must be a file path in an existing folder, got {path!r}")
+    return target
+
+
+def save(args) -> int:
+    check_job_id(args.job_id)
+    target = output_path(args.output)
+    if args.store:
+        read_setting({"store": args.store}, "store")  # a name, never a location
+    if args.direct:
+        store = open_store(args.store_url or read_setting(os.environ, "store_url"))
+        raw = job_model.to_npz(job_model.read_model(store, args.job_id))
+    else:
+        if args.store_url:
+            raise ConfigError("store_url", "only with --direct; through a gateway name the function's store with --store")
+        query = {"job_id": args.job_id, **({"store": args.store} if args.store else {})}
+        raw = gateway(args).job_model(query)
+    found = job_model.from_npz(raw)  # what is placed reads back
+    place(raw, target)
+    print(f"{target}: model of job {found.job_id} ({found.source}, parameter version {found.version}, "
+          f"{found.params.size:,} parameters {list(found.sizes)} {found.activation}), validation accuracy "
+          f"{found.validation_accuracy:.4f}, test accuracy {found.test_accuracy:.4f} on {found.dataset}")
+    return 0
+
+
+def place(raw: bytes, target: Path) -> None:
+    """Write `raw` to a temporary file beside `target`, then rename it over `target` (never a half file)."""
+    fd, part = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        os.replace(part, target)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(part)
+        raise
+
+
+def evaluate(args) -> int:
+    if args.test_samples is not None and args.test_samples < 0:
+        raise ConfigError("test_samples", f"must be 0 (all rows) or positive, got {args.test_samples}")
+    found = job_model.from_npz(args.file)
+    answer = job_model.evaluate_file(found, args.dataset, args.test_samples)
+    if args.json:
+        print(json.dumps(answer, sort_keys=True))
+        return 0
+    reported = answer["reported_test_accuracy"]
+    print(f"{args.file}: test accuracy {answer['test_accuracy']:.4f} on {answer['rows']:,} rows of {answer['dataset']}"
+          + (f" (the job reported {reported:.4f})" if reported is not None else ""))
+    return 0

@@ -1,0 +1,195 @@
+"""The job's model: the parameters that met the target, kept atomically; else the final ones; as an npz file.
+
+At the crossing (a worker's epoch end, sgd/worker.py) the worker whose validation accuracy of the
+global parameters it fetched reaches the target writes exactly those parameters as its candidate
+copy `crossing-<worker>` (store.keep_copy, which pushes never change), evaluates their test accuracy,
+then claims the job's `done` record set-if-absent, naming that copy. The claim is the commit point:
+the first claim wins and is never replaced, so later pushes and later crossings change nothing (a
+losing candidate stays in the store unnamed, one copy per worker at most). Because the copy is whole
+before `done` exists, a reader who sees `done` always finds its model.
+A job that ends without reaching its target keeps the final global parameters as copy `final`,
+written (and evaluated) by the worker that writes the result, before the result record.
+
+The file (`faasgd model JOB -o model.npz`, read back by `faasgd evaluate`): an npz (numpy's zip of
+.npy arrays) without any pickled object, fields FIELDS below; strings are numpy unicode arrays.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from faasgd import data, job, model
+from faasgd.config import ACTIVATIONS
+from faasgd.errors import ConfigError, NoModel, StoreError
+from faasgd.store import ParameterStore
+
+FORMAT = 1  # the file format's version (field `format`)
+FINAL = "final"  # the copy kept when the job ends below its target
+EVAL_CHUNK = 1024  # rows scaled to float32 at a time during evaluation
+FIELDS = {  # name: what it holds
+    "format": "int64 scalar: this format's version (1)",
+    "params": "float32 (n,): the flat parameters, layer by layer W then b (faasgd.model's layout)",
+    "sizes": "int64 (layers + 1,): layer widths, input first, classes last",
+    "activation": "unicode scalar: hidden-layer non-linearity, tanh or relu",
+    "dataset": "unicode scalar: the data set the job trained on",
+    "job_id": "unicode scalar: the job",
+    "source": "unicode scalar: crossing (the parameters that met the target) or final (the job ended below it)",
+    "version": "int64 scalar: the global parameter version (pushes applied) of these parameters",
+    "validation_accuracy": "float64 scalar: accuracy on the job's held-out validation rows",
+    "test_accuracy": "float64 scalar: accuracy on the job's test rows (test_samples of them)",
+    "test_samples": "int64 scalar: the test rows that accuracy was measured on (0: all)",
+}
+
+
+def crossing_copy(worker_id: int) -> str:
+    return f"crossing-{int(worker_id)}"
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """A job's model as the npz file holds it."""
+
+    params: np.ndarray
+    sizes: tuple[int, ...]
+    activation: str
+    dataset: str
+    job_id: str
+    source: str
+    version: int
+    validation_accuracy: float
+    test_accuracy: float
+    test_samples: int
+
+
+def accuracy_on(shard: data.Shard, weights: np.ndarray, sizes: tuple[int, ...], activation: str) -> float:
+    """Accuracy of `weights` on a shard's rows; raw uint8 rows are scaled a chunk at a time (memory-light).
+    The one evaluation: workers, the result and `faasgd evaluate` all count the same way."""
+    rows, correct = len(shard.y), 0.0
+    for start in range(0, rows, EVAL_CHUNK):
+        stop = min(rows, start + EVAL_CHUNK)
+        x = data.scale_rows(shard.x, start, stop)
+        correct += (stop - start) * model.accuracy(weights, sizes, x, shard.y[start:stop], activation)
+    return correct / rows if rows else 0.0
+
+
+def keep_crossing(store: ParameterStore, job_id: str, worker_id: int, weights: np.ndarray,
+                  test_accuracy: Callable[[], float], crossing: dict[str, Any]) -> bool:
+    """At a worker's crossing: unless another came first, keep `weights` (exactly the parameters it evaluated)
+    as its candidate copy, then claim `done` naming it (set-if-absent: the commit). True if this claim won.
+    `crossing`: validation_accuracy, at (store clock), samples, epochs and version at the crossing."""
+    if store.get_record(job_id, "done") is not None:
+        return False  # the job's model is kept already: this crossing changes nothing
+    name = crossing_copy(worker_id)
+    store.keep_copy(job_id, name, weights)
+    return job.mark_done(store, job_id, {**crossing, "worker_id": worker_id, "test_accuracy": float(test_accuracy()),
+                                         "model": name})
+
+
+def read_model(store: ParameterStore, job_id: str) -> ModelFile:
+    """The job's model from the store; JobNotFound, or NoModel saying why there is none (yet)."""
+    config, meta = job.read_job(store, job_id)
+    records = store.get_records(job_id, ["done", "result"])
+    done, result = records["done"], records["result"]
+    if done is not None:
+        params, info = store.read_copy(job_id, done["model"]), {
+            "source": "crossing", "version": done["version"], "validation_accuracy": done["validation_accuracy"],
+            "test_accuracy": done["test_accuracy"]}
+        if params is None:
+            raise StoreError(store.url, f"job {job_id!r}: its model {done['model']!r} is named but missing (evicted?)")
+    elif result is None:
+        raise NoModel(job_id, "has no model yet: it is still training below its target (its model is kept when "
+                              "it reaches the target, or when it ends); try again later")
+    else:
+        params = store.read_copy(job_id, FINAL)
+        if params is None or result.get("final_validation_accuracy") is None:
+            raise NoModel(job_id, f"ended ({result.get('state')}) without a model"
+                                  + (f": {result['error']}" if result.get("error") else ""))
+        info = {"source": FINAL, "version": result.get("model_version") or 0,
+                "validation_accuracy": result["final_validation_accuracy"],
+                "test_accuracy": result["final_test_accuracy"]}
+    return ModelFile(params=params, sizes=tuple(int(s) for s in meta["sizes"]), activation=config.activation,
+                     dataset=config.dataset, job_id=job_id, source=info["source"], version=int(info["version"]),
+                     validation_accuracy=float(info["validation_accuracy"]),
+                     test_accuracy=float(info["test_accuracy"]), test_samples=config.test_samples)
+
+
+def to_npz(found: ModelFile) -> bytes:
+    """The model as npz bytes (no pickle)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, format=np.int64(FORMAT), params=np.asarray(found.params, np.float32),
+             sizes=np.asarray(found.sizes, np.int64), activation=np.array(found.activation),
+             dataset=np.array(found.dataset), job_id=np.array(found.job_id), source=np.array(found.source),
+             version=np.int64(found.version), validation_accuracy=np.float64(found.validation_accuracy),
+             test_accuracy=np.float64(found.test_accuracy), test_samples=np.int64(found.test_samples))
+    return buffer.getvalue()
+
+
+def from_npz(raw: bytes | str) -> ModelFile:
+    """A model file (bytes, or a path) read back without pickle; ConfigError('model') saying what is wrong."""
+    try:
+        source = io.BytesIO(raw) if isinstance(raw, (bytes, bytearray)) else raw
+        with np.load(source, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except FileNotFoundError:
+        raise ConfigError("model", f"no file {raw!r}") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as error:
+        raise ConfigError("model", f"not a faasgd model file (an npz without pickled objects): {error}") from None
+    missing = [name for name in FIELDS if name not in arrays]
+    if missing:
+        raise ConfigError("model", f"not a faasgd model file: fields {', '.join(missing)} missing")
+    scalar = {name: _scalar(name, arrays[name]) for name in FIELDS if name not in ("params", "sizes")}
+    if scalar["format"] != FORMAT:
+        raise ConfigError("model", f"format {scalar['format']} is not one this faasgd reads ({FORMAT})")
+    params, sizes = arrays["params"], arrays["sizes"]
+    if params.dtype != np.float32 or params.ndim != 1 or sizes.dtype != np.int64 or sizes.ndim != 1 \
+            or len(sizes) < 2 or (sizes < 1).any():
+        raise ConfigError("model", "params must be float32 (n,) and sizes int64 (layers + 1,) of positive widths")
+    sizes_t = tuple(int(s) for s in sizes)
+    if params.size != model.param_count(sizes_t):
+        raise ConfigError("model", f"{params.size} params do not fit layer sizes {list(sizes_t)}")
+    if scalar["activation"] not in ACTIVATIONS or scalar["dataset"] not in data.DATASETS:
+        raise ConfigError("model", f"unknown activation {scalar['activation']!r} or dataset {scalar['dataset']!r}")
+    if not np.isfinite(params).all():
+        raise ConfigError("model", "params hold NaN or infinite values")
+    return ModelFile(params=params, sizes=sizes_t, **{k: scalar[k] for k in (
+        "activation", "dataset", "job_id", "source", "version", "validation_accuracy", "test_accuracy", "test_samples")})
+
+
+def _scalar(name: str, array: np.ndarray) -> Any:
+    kinds = {"format": "i", "version": "i", "test_samples": "i", "validation_accuracy": "f", "test_accuracy": "f"}
+    kind = kinds.get(name, "U")
+    if array.ndim != 0 or array.dtype.kind != kind:
+        raise ConfigError("model", f"field {name} must be a {dict(i='integer', f='float', U='unicode')[kind]} scalar, "
+                                   f"got {array.dtype} {array.shape}")
+    return array.item()
+
+
+def evaluate_file(found: ModelFile, dataset: str | None = None, test_samples: int | None = None) -> dict[str, Any]:
+    """Accuracy of a model file on the first `test_samples` test rows (default: as the job measured) of
+    `dataset` (default: its own); the answer says what was measured and what the job reported."""
+    dataset = dataset or found.dataset
+    input_dim, classes = data.dataset_info(dataset)
+    if (found.sizes[0], found.sizes[-1]) != (input_dim, classes):
+        raise ConfigError("dataset", f"{dataset} has {input_dim} inputs and {classes} classes; the model takes "
+                                     f"{found.sizes[0]} and gives {found.sizes[-1]}")
+    rows = found.test_samples if test_samples is None else test_samples
+    test = data.load_shard(dataset, "test", 0, 1, rows, scaled=False)
+    accuracy = accuracy_on(test, found.params, found.sizes, found.activation)
+    same = dataset == found.dataset and rows == found.test_samples
+    return {"job_id": found.job_id, "dataset": dataset, "test_samples": rows, "rows": len(test.y),
+            "test_accuracy": accuracy, "reported_test_accuracy": found.test_accuracy if same else None,
+            "validation_accuracy": found.validation_accuracy, "source": found.source}
+
+
+def keep_final(store: ParameterStore, job_id: str) -> tuple[np.ndarray, int]:
+    """The final global parameters and their version, kept as the model of a job that ended below its target
+    (by the worker writing the result, before it)."""
+    weights, version = store.authoritative().get_weights(job_id)
+    store.keep_copy(job_id, FINAL, weights)
+    return weights, version
+

@@ -1,0 +1,187 @@
+"""Honest measures on in-process stores: the held-out validation rows, the model kept at the crossing, the
+result's accuracies being that model's, the npz file's round trip and its refusals."""
+
+import io
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from faasgd import data, job, job_model, model, result
+from faasgd.cli.main import main
+from faasgd.config import load_config
+from faasgd.errors import ConfigError, NoModel
+from faasgd.sgd import run_worker
+from faasgd.store import open_store
+
+
+def small_config(name, **overrides):
+    values = {"dataset": "synthetic", "train_samples": 1200, "test_samples": 400, "hidden_sizes": [16],
+              "batch_size": 40, "learning_rate": 0.1, "number_of_workers": 2, "n_fetch": 2, "n_push": 2,
+              "max_epochs": 6, "target_accuracy": 0.8, "store_url": f"memory://{name}", "store_timeout_s": 2.0}
+    values.update(overrides)
+    return load_config({}, values)
+
+
+def run_job(config):
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    threads = [threading.Thread(target=run_worker, args=(config, store, job_id, i))
+               for i in range(config.number_of_workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return store, job_id, job.read_status(store, job_id)
+
+
+# -- the held-out split ---------------------------------------------------------------------------
+@pytest.mark.parametrize("workers", [1, 2, 3, 7])
+@pytest.mark.parametrize("limit, validation", [(1200, 0), (1000, 333), (0, 0)])
+def test_the_validation_rows_are_disjoint_from_every_shard(workers, limit, validation):
+    config = load_config({}, {"dataset": "synthetic", "train_samples": limit, "validation_samples": validation,
+                              "number_of_workers": workers})
+    train_rows, held = job.holdout(config)
+    rows = limit or 60000
+    assert held == (validation or min(5000, rows // 10)) and train_rows + held == rows
+    val = data.load_shard("synthetic", "validation", 0, 1, limit, holdout=held, scaled=False)
+    assert (val.start, val.stop) == (train_rows, rows)
+    shards = [data.load_shard("synthetic", "train", i, workers, limit, holdout=held, scaled=False)
+              for i in range(workers)]
+    covered = np.concatenate([np.arange(s.start, s.stop) for s in shards])
+    assert np.array_equal(covered, np.arange(train_rows))  # every training row once, no validation row
+    assert not set(map(bytes, val.x[:200])) & {bytes(r) for s in shards for r in s.x}  # by content too
+
+
+@pytest.mark.parametrize("values, words", [
+    ({"train_samples": 100, "validation_samples": 99, "number_of_workers": 2}, "leaves 1 to train 2"),
+    ({"train_samples": 100, "validation_samples": 100}, "leaves 0"),
+    ({"train_samples": 5, "number_of_workers": 5}, "holding out 1 of the 5"),
+])
+def test_too_few_training_rows_left_is_refused_before_anything_is_written(values, words):
+    config = load_config({}, {"dataset": "synthetic", "store_url": "memory://refused", **values})
+    store = open_store(config.store_url)
+    with pytest.raises(ConfigError) as error:
+        job.create_job(store, config, job_id="jrefused")
+    assert error.value.field == "validation_samples" and words in str(error.value)
+    assert not store.client._values
+
+
+# -- the model kept at the crossing ----------------------------------------------------------------
+def test_the_first_crossing_keeps_its_parameters_and_later_ones_change_nothing():
+    config = small_config("crossing")
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    with pytest.raises(NoModel, match="still training"):
+        job_model.read_model(store, job_id)
+    first = np.full(job_model.model.param_count(job.network_sizes(config)), 0.5, np.float32)
+    crossing = {"validation_accuracy": 0.81, "at": store.server_time(), "samples": 900, "epochs": 0.83, "version": 4}
+    assert job_model.keep_crossing(store, job_id, 1, first, lambda: 0.79, crossing)
+    assert not job_model.keep_crossing(store, job_id, 0, first + 1, lambda: 0.9, {**crossing, "version": 5})
+    store.push_update(job_id, np.ones_like(first))  # later pushes move the global parameters, not the model
+    kept = job_model.read_model(store, job_id)
+    np.testing.assert_array_equal(kept.params, first)
+    assert (kept.source, kept.version, kept.validation_accuracy, kept.test_accuracy) == ("crossing", 4, 0.81, 0.79)
+
+
+def test_the_results_accuracies_are_those_of_the_kept_model_and_its_file():
+    config = small_config("reached")
+    store, job_id, status = run_job(config)
+    final = status["result"]
+    assert final["state"] == "done" and final["reached_target"], final
+    assert final["final_validation_accuracy"] >= config.target_accuracy
+    assert 0 < final["samples_to_target"] <= final["samples"] and 0 < final["epochs_to_target"] <= final["epochs"]
+    assert 0 <= final["time_to_target_s"] <= final["wall_s"]
+    kept = job_model.from_npz(job_model.to_npz(job_model.read_model(store, job_id)))
+    _, held = job.holdout(config)
+    validation = data.load_shard("synthetic", "validation", 0, 1, config.train_samples, holdout=held, scaled=False)
+    sizes = job.network_sizes(config)
+    assert job_model.accuracy_on(validation, kept.params, sizes, "tanh") == final["final_validation_accuracy"]
+    assert job_model.evaluate_file(kept)["test_accuracy"] == final["final_test_accuracy"] == kept.test_accuracy
+    assert kept.version == final["model_version"] <= store.get_weights(job_id)[1]
+
+
+def test_a_job_below_its_target_keeps_its_final_parameters_as_the_model():
+    config = small_config("below", target_accuracy=1.0, max_epochs=2)
+    store, job_id, status = run_job(config)
+    final = status["result"]
+    assert final["state"] == "done" and not final["reached_target"]
+    assert final["time_to_target_s"] is final["samples_to_target"] is final["epochs_to_target"] is None
+    kept = job_model.read_model(store, job_id)
+    weights, version = store.get_weights(job_id)
+    np.testing.assert_array_equal(kept.params, weights)
+    assert kept.source == "final" and kept.version == version == final["model_version"]
+    assert job_model.evaluate_file(kept)["test_accuracy"] == final["final_test_accuracy"]
+
+
+def test_a_job_that_failed_before_any_model_says_so():
+    config = small_config("failed")
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    result.write_result(store, job_id, error="fan-out stopped")
+    with pytest.raises(NoModel, match="ended \\(failed\\) without a model: fan-out stopped"):
+        job_model.read_model(store, job_id)
+
+
+# -- the file ----------------------------------------------------------------------------------------
+def a_model_file(**changes) -> dict:
+    sizes = (784, 4, 10)
+    arrays = {"format": np.int64(1), "params": np.zeros(model.param_count(sizes), np.float32),
+              "sizes": np.array(sizes, np.int64), "activation": np.array("tanh"), "dataset": np.array("synthetic"),
+              "job_id": np.array("j1"), "source": np.array("crossing"), "version": np.int64(3),
+              "validation_accuracy": np.float64(0.8), "test_accuracy": np.float64(0.7), "test_samples": np.int64(50)}
+    arrays.update(changes)
+    return {k: v for k, v in arrays.items() if v is not None}
+
+
+def npz(arrays: dict) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def test_a_model_file_round_trips_without_pickle():
+    found = job_model.from_npz(npz(a_model_file()))
+    again = job_model.from_npz(job_model.to_npz(found))
+    np.testing.assert_array_equal(again.params, found.params)
+    assert {**vars(again), "params": None} == {**vars(found), "params": None}
+    assert (again.sizes, again.job_id, again.test_accuracy, again.version) == ((784, 4, 10), "j1", 0.7, 3)
+    with np.load(io.BytesIO(job_model.to_npz(found)), allow_pickle=False) as arrays:
+        assert set(arrays.files) == set(job_model.FIELDS) and arrays["activation"].dtype.kind == "U"
+
+
+@pytest.mark.parametrize("raw, words", [
+    (b"not a zip at all", "not a faasgd model file"),
+    (b"", "not a faasgd model file"),
+    (npz(a_model_file(job_id=np.array([{"x": 1}], dtype=object))), "not a faasgd model file"),  # pickled object
+    (npz(a_model_file(params=None)), "params missing"),
+    (npz(a_model_file(params=np.zeros(5, np.float32))), "do not fit layer sizes"),
+    (npz(a_model_file(params=np.zeros(model.param_count((784, 4, 10)), np.float64))), "float32"),
+    (npz(a_model_file(activation=np.array("sigmoid"))), "unknown activation"),
+    (npz(a_model_file(format=np.int64(2))), "format 2"),
+    (npz(a_model_file(test_accuracy=np.array("high"))), "test_accuracy must be a float"),
+])
+def test_a_bad_model_file_is_refused_naming_the_model(raw, words):
+    with pytest.raises(ConfigError) as error:
+        job_model.from_npz(raw)
+    assert error.value.field == "model" and words in str(error.value)
+
+
+def test_the_cli_saves_and_evaluates_a_model_and_refuses_bad_input(tmp_path, capsys, monkeypatch):
+    config = small_config("cli-model", store_url="memory://cli-model")
+    store, job_id, status = run_job(config)
+    monkeypatch.setenv("store_url", config.store_url)
+    out = tmp_path / "model.npz"
+    assert main(["model", job_id, "-o", str(out), "--direct"]) == 0
+    assert main(["evaluate", str(out), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert answer["test_accuracy"] == answer["reported_test_accuracy"] == status["result"]["final_test_accuracy"]
+    assert main(["model", job_id, "-o", str(tmp_path / "no" / "such" / "m.npz"), "--direct"]) == 2
+    assert main(["model", "jnosuchjob", "-o", str(out), "--direct"]) == 1
+    (tmp_path / "garbage.npz").write_bytes(b"PK\x03\x04garbage")
+    assert main(["evaluate", str(tmp_path / "garbage.npz")]) == 2
+    assert main(["evaluate", str(tmp_path / "absent.npz")]) == 2
+    assert main(["evaluate", str(out), "--dataset", "emnist-letters"]) == 2  # 27 classes, not 10
+    err = capsys.readouterr().err
+    assert "output: must be a file path" in err and "no job 'jnosuchjob'" in err and "model: not a faasgd" in err
