@@ -60,7 +60,7 @@ def test_adagrad_counts_its_state_in_the_store_budget():
     env = {"store_budget": "40Mi"}
     sizes = {"dataset": "synthetic", "hidden_sizes": "2000,2000", "number_of_workers": 1}  # ~4.1 M parameters
     needs = check_job(load_config({}, {**sizes, "update_rule": "average"}), env, "redis")
-    assert needs["store_bytes"] == 4 * needs["params"]
+    assert needs["store_bytes"] == 2 * 4 * needs["params"]  # the weights and the job's kept model
     with pytest.raises(TooLarge) as e:
         check_job(load_config({}, {**sizes, "update_rule": "adagrad"}), env, "redis")
     assert e.value.field == "hidden_sizes" and "store_budget=40Mi" in str(e.value)
