@@ -38,7 +38,8 @@ def one_worker(config, epochs: int) -> np.ndarray:
     lr = np.float32(config.learning_rate)
     w = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
     squares = np.zeros_like(w)
-    shard = data.load_shard(config.dataset, "train", 0, 1, limit=config.train_samples)
+    shard = data.load_shard(config.dataset, "train", 0, 1, limit=config.train_samples,
+                            holdout=job.holdout(config)[1])  # the validation rows are never trained on
     rng = np.random.default_rng(config.seed + 0)
 
     def apply(g_sum):
@@ -49,18 +50,19 @@ def one_worker(config, epochs: int) -> np.ndarray:
         else:
             w = w - lr * g_sum / np.float32(config.number_of_workers)
 
+    step = 0  # the worker's step count runs on across epochs: pushes fall on its multiples of n_push
     for _ in range(epochs):
         order = rng.permutation(len(shard.y))
-        local, g_sum, steps = w.copy(), np.zeros_like(w), 0
+        local, g_sum, unpushed = w.copy(), np.zeros_like(w), 0
         for first in range(0, len(order), config.batch_size):
             rows = order[first:first + config.batch_size]
             _, grad = model.loss_and_grads(local, sizes, shard.x[rows], shard.y[rows], config.activation,
                                            config.dropout, rng)
-            local, g_sum, steps = local - lr * grad, g_sum + grad, steps + 1
-            if steps % config.n_push == 0:
+            local, g_sum, step, unpushed = local - lr * grad, g_sum + grad, step + 1, unpushed + 1
+            if step % config.n_push == 0:
                 apply(g_sum)
-                local, g_sum = w.copy(), np.zeros_like(w)
-        if steps % config.n_push:
+                local, g_sum, unpushed = w.copy(), np.zeros_like(w), 0
+        if unpushed:  # an epoch ends with a push of the rest
             apply(g_sum)
     return w
 

@@ -57,13 +57,13 @@ def test_a_meta_written_before_rules_reads_as_sum_and_a_bad_rule_is_unreadable()
 
 
 def test_adagrad_counts_its_state_in_the_store_budget():
-    env = {"store_budget": "40Mi"}
-    sizes = {"dataset": "synthetic", "hidden_sizes": "2000,2000", "number_of_workers": 1}  # ~4.1 M parameters
+    env = {"store_budget": "48Mi"}
+    sizes = {"dataset": "synthetic", "hidden_sizes": "2000,2000", "number_of_workers": 1}  # ~5.6 M parameters
     needs = check_job(load_config({}, {**sizes, "update_rule": "average"}), env, "redis")
     assert needs["store_bytes"] == 2 * 4 * needs["params"]  # the weights and the job's kept model
     with pytest.raises(TooLarge) as e:
         check_job(load_config({}, {**sizes, "update_rule": "adagrad"}), env, "redis")
-    assert e.value.field == "hidden_sizes" and "store_budget=40Mi" in str(e.value)
+    assert e.value.field == "hidden_sizes" and "store_budget=48Mi" in str(e.value)
 
 
 def test_a_node_local_cache_of_an_adagrad_job_holds_the_weights_only():
