@@ -15,7 +15,7 @@ from faasgd.store import open_store
 from . import handler
 
 STORE_URL = "redis://store.test:6379/0"
-JOB = {"dataset": "synthetic", "train_samples": "400", "test_samples": "200", "hidden_sizes": "8",
+JOB = {"dataset": "synthetic", "train_samples": "400", "test_samples": "200", "validation_samples": "100", "hidden_sizes": "8",
        "batch_size": "50", "max_epochs": "2", "target_accuracy": "1.0"}
 
 
@@ -63,7 +63,7 @@ def test_single_mode_trains_a_whole_job_in_the_call(store):
     answer = handler.handle(Event(body={"invocation_mode": "single"}), None)
     assert answer["statusCode"] == 200
     result = answer["body"]["result"]
-    assert result["state"] == "done" and result["samples"] == 2 * 400
+    assert result["state"] == "done" and result["samples"] == 2 * (400 - 100)  # two epochs over the rows not held out for validation
 
 
 @pytest.mark.parametrize("body, field", [({"batchsize": 3}, "batchsize"), ({"number_of_workers": 0}, "number_of_workers"),

@@ -33,7 +33,7 @@ def job(monkeypatch):
     monkeypatch.setenv("store_url", STORE_URL)
     store = open_store(f"memory://train{uuid.uuid4().hex[:8]}")
     replica_cache.keep_store(STORE_URL, store)
-    config = load_config({}, {"dataset": "synthetic", "train_samples": 400, "test_samples": 200, "hidden_sizes": [8],
+    config = load_config({}, {"dataset": "synthetic", "train_samples": 400, "test_samples": 200, "validation_samples": 100, "hidden_sizes": [8],
                               "batch_size": 50, "max_epochs": 2, "target_accuracy": 1.0, "number_of_workers": 1,
                               "store_url": STORE_URL})
     yield store, orchestrate.create_job(store, config)
@@ -45,10 +45,10 @@ def test_a_worker_trains_to_the_stop_rule_and_a_redelivery_trains_nothing(job):
     answer = handler.handle(Event({"job_id": job_id, "worker_id": 0}), None)
     assert answer["statusCode"] == 200 and answer["body"]["duplicate"] is False
     assert answer["body"]["state"] == "finished"
-    assert store.get_record(job_id, "result")["samples"] == 2 * 400
+    assert store.get_record(job_id, "result")["samples"] == 2 * (400 - 100)
     again = handler.handle(Event({"job_id": job_id, "worker_id": 0}, call_id="call-2"), None)
     assert again["body"]["duplicate"] is True
-    assert store.get_record(job_id, "result")["samples"] == 2 * 400
+    assert store.get_record(job_id, "result")["samples"] == 2 * (400 - 100)
 
 
 @pytest.mark.parametrize("body, field", [({"worker_id": 0}, "job_id"), ({"job_id": "j", "worker_id": -1}, "worker_id"),
