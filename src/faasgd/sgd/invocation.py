@@ -68,7 +68,7 @@ def train(trainer: DownpourWorker, epochs: int | None = None) -> bool:
     done = 0
     while epochs is None or done < epochs:
         if trainer.budget.draining() or trainer._last_push_at is not None:  # never hand off before any progress
-            trainer.budget.check(trainer.period_s + trainer.eval_s)
+            trainer.check_budget(trainer.period_s + trainer.eval_s)
         if not trainer.run_epoch() or trainer.end_of_epoch():
             return True
         done += 1
@@ -85,6 +85,8 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
         trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat)
         stopped = train(trainer, epochs)
     except (HandOff, Superseded):
+        if trainer is not None:
+            trainer.channel.close()
         raise
     except BaseException as error:
         progress.state, progress.error = "failed", f"worker {progress.worker_id}: {error}"
