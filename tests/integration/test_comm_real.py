@@ -45,7 +45,7 @@ def test_two_background_workers_keep_the_exact_sum(backend, redis_server, memcac
     config = load_config({}, {
         "dataset": "synthetic", "train_samples": 2000, "test_samples": 300, "hidden_sizes": [16], "batch_size": 20,
         "number_of_workers": 2, "n_fetch": 1, "n_push": 2, "max_epochs": 3, "target_accuracy": 1.0,
-        "store_url": server.url, "communication": "background"})
+        "store_url": server.url, "communication": "background", "update_rule": "average"})
     with open_store(server.url, timeout_s=5.0) as inner:
         store = RecordingStore(inner)
         job_id = job.create_job(store, config)
@@ -63,15 +63,15 @@ def test_two_background_workers_keep_the_exact_sum(backend, redis_server, memcac
         assert all(f is not None and f["state"] == "finished" for f in finals), finals
         weights, version = store.get_weights(job_id)
         assert version == sum(f["pushes"] for f in finals) == len(store.applied)
-        assert {(p.worker, p.seq) for p in store.applied} == {(w, s) for w in (0, 1) for s in range(1, finals[w]["pushes"] + 1)}
-        updates = [store.applied[p] for p in store.applied]
-        replayed = np.array(init, np.float64) + sum(np.asarray(delta, np.float64) for _, delta in updates)
-        if backend == "redis":  # one transaction per push: added in the order of the versions they report, float32
-            assert sorted(v for v, _ in updates) == list(range(1, version + 1))
-            exact = np.array(init, np.float32)
-            for _, delta in sorted(updates, key=lambda u: u[0]):
-                exact = exact + delta
-            np.testing.assert_array_equal(weights, exact)
+        every_push = {(w, seq) for w in (0, 1) for seq in range(1, finals[w]["pushes"] + 1)}
+        assert {(p.worker, p.seq) for p in store.applied} == every_push
+        updates = sorted((store.applied[p] for p in store.applied), key=lambda u: u[0])
+        replayed = np.array(init, np.float32)
+        for _, delta in updates:  # the job's rule, average: each push moves the weights delta / 2
+            replayed = replayed + delta / np.float32(2)
+        if backend == "redis":  # one transaction per push: added in the order of the versions they report
+            assert [v for v, _ in updates] == list(range(1, version + 1))
+            np.testing.assert_array_equal(weights, replayed)
         np.testing.assert_allclose(weights, replayed, atol=1e-5)  # memcached: each chunk adds in its own order
         assert store.fetch(job_id).steps == sum(f["step"] for f in finals) == 3 * 2000 // 20
         assert all(f["comm_wait_s"] > 0 and f["staleness_hist"] for f in finals)

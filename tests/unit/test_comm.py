@@ -20,7 +20,7 @@ from faasgd.sgd import DownpourWorker, WorkerProgress, comm, run_worker
 from faasgd.sgd.budget import UNLIMITED, Superseded
 from faasgd.sgd.invocation import resume, start, train
 from faasgd.sgd.worker import load_worker
-from faasgd.store import open_store
+from faasgd.store import UpdateRule, open_store
 from support.fake_clock import StepClock
 
 ROWS = 1200
@@ -95,12 +95,14 @@ class RecordingStore:
         return result
 
 
-def replay(init, applied):
-    """init + every applied update, in the order the store applied them, in float32 as the store adds."""
-    weights = np.array(init, np.float32)
+def replay(config, init, applied):
+    """init + every applied update by the job's rule, in the order the store applied them, in float32 as the
+    store adds them."""
+    rule = UpdateRule(config.update_rule, config.number_of_workers, config.learning_rate)
+    state = rule.zero_state(np.array(init, np.float32))
     for version in sorted(applied):
-        weights = weights + applied[version][1]
-    return weights
+        state = rule.apply(state, applied[version][1])
+    return state[:len(init)]
 
 
 class Driven:
@@ -171,9 +173,10 @@ def test_communication_key_is_checked():
 
 
 # -- the exact-sum invariant on chosen interleavings ------------------------------------------
-@pytest.mark.parametrize("workers, seed", [(2, 0), (2, 1), (3, 2), (3, 3)])
-def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied_updates(workers, seed):
-    config = config_for(number_of_workers=workers, n_fetch=2, n_push=3)
+@pytest.mark.parametrize("workers, seed, rule", [(2, 0, "sum"), (2, 1, "average"), (3, 2, "sum"), (3, 3, "average"),
+                                                 (3, 4, "adagrad")])
+def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied_updates(workers, seed, rule):
+    config = config_for(number_of_workers=workers, n_fetch=2, n_push=3, update_rule=rule)
     store, job_id, init = new_job(config)
     driven = [Driven(config, store, job_id, w, DeferredChannel()) for w in range(workers)]
     rng = np.random.default_rng(seed)
@@ -196,7 +199,7 @@ def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied
     weights, version = store.get_weights(job_id)
     records = [d.trainer.progress for d in driven]
     assert version == sum(p.pushes for p in records) == len(store.applied)
-    np.testing.assert_array_equal(weights, replay(init, store.applied))
+    np.testing.assert_array_equal(weights, replay(config, init, store.applied))
     for w, d in enumerate(driven):  # each applied update is exactly the worker's steps handed over with it
         own = [delta for push_id, delta in (store.applied[v] for v in sorted(store.applied)) if push_id.worker == w]
         assert len(own) == len(d.pushed) and all(np.array_equal(a, b) for a, b in zip(own, d.pushed))
@@ -274,7 +277,7 @@ def test_a_killed_background_worker_resumed_from_its_record_trains_exactly_the_m
     assert trained[:record["step"]] + resumed == expected  # the same minibatches, each applied once
     weights, version = store.get_weights(job_id)
     assert version == final["pushes"] == len(store.applied)
-    np.testing.assert_array_equal(weights, replay(init, store.applied))
+    np.testing.assert_array_equal(weights, replay(config, init, store.applied))
     assert final["samples"] == 2 * ROWS and final["step"] == final["pushed_steps"] == len(expected)
 
 
