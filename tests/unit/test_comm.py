@@ -396,16 +396,16 @@ def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push
     assert a.trainer.progress.staleness_hist == {2: 1, 0: 3}  # B's 2 steps landed between A's 2nd and 3rd push
 
 
-def test_each_call_ends_its_communication_thread():
-    from faasgd.sgd import run_iteration
+def test_each_call_ends_its_communication_thread(monkeypatch):
+    from faasgd.sgd import invocation, run_iteration
 
-    def comm_threads():
-        return [t for t in threading.enumerate() if t.name.startswith("faasgd-comm")]
-
-    before = len(comm_threads())
+    trainers, real_start = [], invocation.start
+    monkeypatch.setattr(invocation, "start", lambda *a, **k: trainers.append(real_start(*a, **k)) or trainers[-1])
     config = config_for(invocation_mode="per-iteration", max_epochs=3)
     store, job_id, _ = new_job(config)
     answer = run_iteration(config, store, job_id, 0, 0, "call-0", data.load_shard)
     assert answer["next_iteration"] == 1  # one epoch trained, the worker goes on in the next call
     run_worker(config, store, job_id, 0, "call-1")
-    assert len(comm_threads()) == before
+    threads = [thread for t in trainers for thread in t.channel._pool._threads]
+    assert len(trainers) == 2 and threads  # each trained in the background
+    assert not any(thread.is_alive() for thread in threads)  # ended with its call, though its trainer lives on
