@@ -23,11 +23,11 @@ from faasgd.sgd.worker import load_worker
 from faasgd.store import UpdateRule, open_store
 from support.fake_clock import StepClock
 
-ROWS = 1200
+ROWS, HELD = 1200, 200  # training rows, of which the last HELD are the validation rows
 
 
 def config_for(**overrides):
-    values = {"dataset": "synthetic", "train_samples": ROWS, "test_samples": 200, "hidden_sizes": [16],
+    values = {"dataset": "synthetic", "train_samples": ROWS, "validation_samples": HELD, "test_samples": 200, "hidden_sizes": [16],
               "batch_size": 40, "learning_rate": 0.1, "number_of_workers": 1, "n_fetch": 1, "n_push": 1,
               "max_epochs": 2, "target_accuracy": 1.0, "store_url": f"memory://comm{uuid.uuid4().hex[:8]}",
               "store_timeout_s": 0.3}
@@ -278,7 +278,7 @@ def test_a_killed_background_worker_resumed_from_its_record_trains_exactly_the_m
     weights, version = store.get_weights(job_id)
     assert version == final["pushes"] == len(store.applied)
     np.testing.assert_array_equal(weights, replay(config, init, store.applied))
-    assert final["samples"] == 2 * ROWS and final["step"] == final["pushed_steps"] == len(expected)
+    assert final["samples"] == 2 * (ROWS - HELD) and final["step"] == final["pushed_steps"] == len(expected)
 
 
 # -- errors from the background thread ----------------------------------------------------------
@@ -327,7 +327,7 @@ def plain_downpour(config, epochs):
     """The blocking schedule for one worker, spelled out: float32 global adds, fetch = global + unpushed."""
     sizes = job.network_sizes(config)
     glob = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
-    shard = data.load_shard(config.dataset, "train", 0, 1, limit=config.train_samples)
+    shard = data.load_shard(config.dataset, "train", 0, 1, limit=config.train_samples, holdout=job.holdout(config)[1])
     rng = np.random.default_rng(config.seed)
     weights, pending, step = glob.copy(), np.zeros_like(glob), 0
     for _ in range(epochs):
