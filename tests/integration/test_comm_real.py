@@ -43,7 +43,7 @@ class RecordingStore:
 def test_two_background_workers_keep_the_exact_sum(backend, redis_server, memcached_server):
     server = redis_server if backend == "redis" else memcached_server
     config = load_config({}, {
-        "dataset": "synthetic", "train_samples": 2000, "test_samples": 300, "hidden_sizes": [16], "batch_size": 20,
+        "dataset": "synthetic", "train_samples": 2000, "validation_samples": 200, "test_samples": 300, "hidden_sizes": [16], "batch_size": 20,
         "number_of_workers": 2, "n_fetch": 1, "n_push": 2, "max_epochs": 3, "target_accuracy": 1.0,
         "store_url": server.url, "communication": "background", "update_rule": "average"})
     with open_store(server.url, timeout_s=5.0) as inner:
@@ -73,6 +73,6 @@ def test_two_background_workers_keep_the_exact_sum(backend, redis_server, memcac
             assert [v for v, _ in updates] == list(range(1, version + 1))
             np.testing.assert_array_equal(weights, replayed)
         np.testing.assert_allclose(weights, replayed, atol=1e-5)  # memcached: each chunk adds in its own order
-        assert store.fetch(job_id).steps == sum(f["step"] for f in finals) == 3 * 2000 // 20
+        assert store.fetch(job_id).steps == sum(f["step"] for f in finals) == 3 * 1800 // 20  # 200 rows held out
         assert all(f["comm_wait_s"] > 0 and f["staleness_hist"] for f in finals)
         assert store.get_record(job_id, "result")["staleness_p99"] >= 0
