@@ -18,7 +18,9 @@ raised at that synchronisation point, in the training thread.
 Staleness of a push, in minibatch steps: how many steps of other workers the store applied between
 the parameters the push's oldest step was computed from and the push itself. Each fetch and push
 tells the steps the weights hold (the writers' `pushed_steps` summed, store/push.py); minus the
-worker's own pushed steps, that is the other workers' steps in those parameters (`Op.others`).
+worker's own pushed steps (`Op.own_steps`), that is the other workers' steps in those parameters. The
+worker notes them for the parameters each of its pushes' oldest step was computed from
+(`Op.base_others`); at the push, staleness = other workers' steps in its result - that number.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ A crash between 2 and 4 leaves a half-applied push with its copy: `roll_forward`
 worker resumes) applies the copy to the chunks still without (w, s) and commits the record, so the
 push ends applied exactly once. A client retry after a timeout at any step redoes only what is
 missing. The version is derived, not counted: `w:version` (pushes without ids, and a copy's base)
-plus the `pushes` of every writer's record, so it can never drift from the sum of the pushes.
+plus the `pushes` of every writer's record, so it can never drift from the sum of the pushes; the
+steps the weights hold likewise (their `pushed_steps`, store/push.py), as of the push's first read.
 What Memcached cannot promise: it may evict any key under memory pressure (size it with -m, and the
 README says so); a lost chunk, record or copy is reported as lost state, never silently rebuilt.
 """
