@@ -21,6 +21,7 @@ from faasgd.store.url import mask_url, parse_store_url
 ACTIVATIONS = ("tanh", "relu")
 MODES = ("loop", "per-iteration", "single")
 TOPOLOGIES = ("global", "node-local")
+COMMUNICATIONS = ("background", "blocking")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class TrainConfig:
     n_fetch: int = 10  # fetch the global parameters every n_fetch minibatches
     n_push: int = 10  # push the accumulated update every n_push minibatches
     update_rule: str = "average"  # how the store adds a push: sum, average (/ number_of_workers), adagrad (store/update_rule.py)
+    communication: str = "background"  # background: fetches and pushes overlap training (sgd/comm.py); blocking: wait for each
     invocation_mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
     max_epochs: int = 20  # upper bound on passes over each worker's shard
     target_accuracy: float = 0.85  # validation accuracy that ends the job (1.0: run all max_epochs)
@@ -160,6 +162,8 @@ def _parse(field: str, value: Any) -> Any:
         return value.strip()
     if field == "store_topology":
         return _choice(field, value, TOPOLOGIES)
+    if field == "communication":
+        return _choice(field, value, COMMUNICATIONS)
     if field == "local_refresh_s":
         return _float(field, value, 0.0, 3600.0, low_open=True)
     if field == "lease_s":

@@ -26,7 +26,8 @@ from faasgd.errors import StoreError
 from faasgd.store import ParameterStore
 
 FINAL = ("finished", "failed")  # a worker record in one of these states will not change again
-# What a run measured, in the order test.sh's CSV and tables show it.
+# What a run measured, in the order test.sh's CSV and tables show it. staleness_p50/p99: in minibatch steps of
+# other workers applied between the parameters a push's oldest step was computed from and the push (sgd/comm.py).
 MEASURES: tuple[str, ...] = (
     "time_to_target_s", "reached_target", "epochs_to_target", "samples_to_target",  # at the crossing
     "final_validation_accuracy", "final_test_accuracy",  # the job's model

@@ -23,5 +23,6 @@ def test_one_worker_under_each_rule_equals_the_single_process_oracle(request, ki
         final = run_worker(config, store, job_id, 0)
         weights, version = store.get_weights(job_id)
     assert final["state"] == "finished" and final["epoch"] == config.max_epochs
-    assert version == final["pushes"] == 2 * 600 // 40  # n_fetch = n_push = 1: a push per step
+    steps_per_epoch = -(-job.holdout(config)[0] // config.batch_size)  # the rows left after the validation rows
+    assert version == final["pushes"] == 2 * steps_per_epoch  # n_fetch = n_push = 1: a push per step
     rule_oracle.assert_matches(config, weights, rule_oracle.one_worker(config, final["epoch"]))

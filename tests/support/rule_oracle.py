@@ -27,6 +27,7 @@ def small_config(store_url: str, update_rule: str, period: int = 1, **overrides)
         "batch_size": 40, "number_of_workers": 1, "n_fetch": period, "n_push": period,
         "max_epochs": 2, "target_accuracy": 1.0, "store_url": store_url, "store_timeout_s": 2.0,
         "update_rule": update_rule, "learning_rate": 0.01 if update_rule == "adagrad" else 0.1,
+        "communication": "blocking",  # the oracle's schedule: right after each push the worker goes on from w
     }
     values.update(overrides)
     return load_config({}, values)

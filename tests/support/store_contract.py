@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreTimeout
-from faasgd.store import PushId, UpdateRule, keys, memcached_push
+from faasgd.store import PushId, Snapshot, UpdateRule, keys, memcached_push
 from faasgd.store.update_rule import ADAGRAD_EPS
 
 CHUNK = 1000  # chunk_floats the harnesses open stores with
@@ -307,6 +307,26 @@ def check_push_ids_apply_each_push_once(store):
     assert bad.value.field == "record"
 
 
+def check_fetch_and_push_report_the_steps_the_weights_hold(store):
+    """Steps held = the writers' `pushed_steps` summed, read with the weights, and reported by each push."""
+    job, length = new_job(), 2 * CHUNK + 3
+    store.set_weights(job, np.zeros(length, np.float32), writers=2)
+    out = np.empty(length, np.float32)
+    assert store.fetch(job, out) == Snapshot(0, 0)
+    ones = np.ones(length, np.float32)
+    first = store.push_update(job, ones, push_id=PushId(0, 1), record=record(1, "call-a", pushed_steps=3))
+    assert (first.version, first.steps) == (1, 3)
+    second = store.push_update(job, ones, push_id=PushId(1, 1), record=record(1, "call-b", pushed_steps=5))
+    assert (second.version, second.steps) == (2, 8)
+    again = store.push_update(job, ones, push_id=PushId(1, 1), record=record(1, "call-b", pushed_steps=5))
+    assert (again.version, again.steps) == (2, 8)  # a resend: as found
+    assert store.push_update(job, ones, push_id=PushId(0, 2), record=record(2, "call-a", pushed_steps=7)).steps == 12
+    assert store.update_worker(job, 1, record(1, "call-b", "finished", pushed_steps=5, step=9))  # steps not pushed
+    assert store.fetch(job, out) == Snapshot(3, 12)
+    np.testing.assert_array_equal(out, np.full(length, 3, np.float32))
+    assert store.get_weights(job)[1] == 3
+
+
 def check_worker_records_never_go_back(store):
     """Writes between pushes never undo a push, nor turn a final record back into a running one."""
     job, length = new_job(), 10
@@ -501,6 +521,7 @@ SINGLE_CLIENT_CHECKS = [
     check_push_can_return_the_weights_it_wrote,
     check_push_rejects_bad_delta,
     check_push_ids_apply_each_push_once,
+    check_fetch_and_push_report_the_steps_the_weights_hold,
     check_worker_records_never_go_back,
     check_missing_job,
     check_records,

@@ -46,6 +46,7 @@ def test_every_example_matrix_is_valid():
     ({"matrix": {"invocation_mode": []}}, "matrix.invocation_mode"),
     ({"rounds": 0}, "rounds"),
     ({"matrix": {"update_rule": ["sum", "mean"]}}, "update_rule"),
+    ({"matrix": {"communication": ["background", "async"]}}, "communication"),
     ({"fixed": {"seed": 1}, "matrix": {"seed": [1, 2]}}, "matrix.seed"),
 ])
 def test_bad_matrices_name_the_key(document, field):

@@ -55,6 +55,7 @@ def test_body_must_be_an_object():
         ("activation", "sigmoid"),
         ("invocation_mode", "batch"),
         ("update_rule", "mean"),
+        ("communication", "async"),
         ("hidden_sizes", []),
         ("hidden_sizes", "10,x"),
         ("store_url", "postgres://127.0.0.1/0"),

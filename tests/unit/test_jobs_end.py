@@ -71,7 +71,8 @@ def test_a_call_handed_off_mid_epoch_resumes_and_trains_exactly_what_an_uninterr
 
 
 def test_single_mode_hands_its_worker_to_emnist_train_in_the_jobs_own_store():
-    config, store, job_id = new_job(invocation_mode="single", store="memcached")
+    # blocking: the budget reads the store's version right after a push, which must have landed by then
+    config, store, job_id = new_job(invocation_mode="single", store="memcached", communication="blocking")
     relaunched = []
     answer = orchestrate.run_single(store, config, job_id, CallBudget(draining=StopAfter(store, job_id, 5)),
                                     relaunched.append)
@@ -81,7 +82,7 @@ def test_single_mode_hands_its_worker_to_emnist_train_in_the_jobs_own_store():
 
 
 def test_a_second_invocation_of_a_worker_supersedes_the_first_which_stops_and_adds_nothing():
-    config, store, job_id = new_job(max_epochs=2)
+    config, store, job_id = new_job(max_epochs=2, communication="blocking")  # B takes over after A's 5th push landed
     takeover = {}
 
     def draining():  # after 5 pushes, A stalls past its lease; B takes the worker over and pushes once

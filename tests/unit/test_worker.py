@@ -112,9 +112,9 @@ class FailingStore:
         if self.healthy < 0:
             raise StoreUnavailable(self.inner.url, "connection refused")
 
-    def get_weights(self, job_id, out=None):
+    def fetch(self, job_id, out=None):
         self._spend()
-        return self.inner.get_weights(job_id, out=out)
+        return self.inner.fetch(job_id, out=out)
 
     def push_update(self, job_id, delta, out=None, **push):
         self._spend()
@@ -153,13 +153,17 @@ def test_evaluation_on_raw_test_pixels_in_chunks_equals_the_scaled_oracle(monkey
 
 
 class CountingStore:
-    """Delegates to a real store and counts weight reads."""
+    """Delegates to a real store and counts weight reads (a worker's fetches; get_weights for the final evaluation)."""
 
     def __init__(self, inner):
         self.inner, self.reads = inner, 0
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
+
+    def fetch(self, job_id, out=None):
+        self.reads += 1
+        return self.inner.fetch(job_id, out=out)
 
     def get_weights(self, job_id, out=None):
         self.reads += 1

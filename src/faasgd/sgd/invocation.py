@@ -68,7 +68,7 @@ def train(trainer: DownpourWorker, epochs: int | None = None) -> bool:
     done = 0
     while epochs is None or done < epochs:
         if trainer.budget.draining() or trainer._last_push_at is not None:  # never hand off before any progress
-            trainer.budget.check(trainer.period_s + trainer.eval_s)
+            trainer.check_budget(trainer.period_s + trainer.eval_s)
         if not trainer.run_epoch() or trainer.end_of_epoch():
             return True
         done += 1
@@ -82,22 +82,26 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
     the worker ends. True when it reached its stop rule."""
     trainer = None
     try:
-        trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat)
-        stopped = train(trainer, epochs)
-    except (HandOff, Superseded):
-        raise
-    except BaseException as error:
-        progress.state, progress.error = "failed", f"worker {progress.worker_id}: {error}"
-        if isinstance(error, (JobNotFound, StateLost)):  # the job existed when this call began
-            progress.error = f"worker {progress.worker_id}: {lost(store, job_id, error)}"
+        try:
+            trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat)
+            stopped = train(trainer, epochs)
+        except (HandOff, Superseded):
+            raise
+        except BaseException as error:
+            progress.state, progress.error = "failed", f"worker {progress.worker_id}: {error}"
+            if isinstance(error, (JobNotFound, StateLost)):  # the job existed when this call began
+                progress.error = f"worker {progress.worker_id}: {lost(store, job_id, error)}"
+                end_worker(store, job_id, config, progress, trainer)
+                raise StateLost(store.url, progress.error) from error
             end_worker(store, job_id, config, progress, trainer)
-            raise StateLost(store.url, progress.error) from error
-        end_worker(store, job_id, config, progress, trainer)
-        raise
-    if stopped:
-        progress.state = "finished"
-        end_worker(store, job_id, config, progress, trainer)
-    return stopped
+            raise
+        if stopped:
+            progress.state = "finished"
+            end_worker(store, job_id, config, progress, trainer)
+        return stopped
+    finally:
+        if trainer is not None:
+            trainer.channel.close()  # the worker's communication thread ends with the call
 
 
 def lost(store: ParameterStore, job_id: str, error: BaseException) -> str:

@@ -35,9 +35,11 @@ class WorkerProgress:
     fetches: int = 0
     conflicts: int = 0  # races this worker's own pushes lost (each push returns its count)
     retries: int = 0  # store calls retried after an outage
-    staleness_hist: dict[int, int] = field(default_factory=dict)  # version lag at push -> count
+    staleness_hist: dict[int, int] = field(default_factory=dict)  # push staleness in steps (sgd/comm.py) -> count
     last_staleness: int | None = None
     train_s: float = 0.0  # seconds spent in training epochs (excludes loading and evaluation)
+    comm_wait_s: float = 0.0  # seconds the worker waited on fetches and pushes (all of them when blocking)
+    pushed_steps: int = 0  # minibatches in this worker's applied pushes (the store sums them: steps the weights hold)
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None

@@ -9,12 +9,17 @@ Each push carries the worker's push number and its record (progress.py), which t
 with the add: after any push the record is a checkpoint, and a worker resumed from it (another
 invocation, a hand-off, a redelivery) trains exactly the steps that were not yet applied. A push or
 record the store refuses (another invocation holds newer ones) ends this invocation: Superseded.
+
+Fetches and pushes go through a Channel (comm.py): in the background (the default) they overlap the
+next steps and their results are taken in at the next synchronisation point (`sync`); blocking,
+at once. Either way a push's record is the snapshot of the worker right after the steps it hands over.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from typing import Callable
 
@@ -23,7 +28,8 @@ import numpy as np
 from faasgd import data, job, job_model, model, result
 from faasgd.config import TrainConfig
 from faasgd.retry import STORE_OUTAGE, retry_call
-from faasgd.sgd.budget import UNLIMITED, CallBudget, Superseded
+from faasgd.sgd import comm
+from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.progress import WorkerProgress
 from faasgd.store import ParameterStore, PushId
 
@@ -49,16 +55,22 @@ class DownpourWorker:
         self.sizes, self.shard, self.test, self.budget = sizes, shard, test, budget
         size = model.param_count(sizes)
         self.weights = np.empty(size, np.float32)  # local copy: global + own unpushed steps
-        self.fetched = np.empty(size, np.float32)  # last global parameters read
-        self.pending = np.zeros(size, np.float32)  # accumulated update not yet pushed
+        self.fetched = np.empty(size, np.float32)  # last global parameters read (or written by our push)
+        self.pending = np.zeros(size, np.float32)  # accumulated update not yet handed to a push
+        self.sending = np.zeros(size, np.float32)  # the update a push in flight sends
         self.grad = np.empty(size, np.float32)
         self.batch_x = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)  # gathered minibatch
         self.batch_y = np.empty(config.batch_size, shard.y.dtype)
-        self.base_version = 0  # global version of the last fetch our weights are built on
-        self.own_pushes = 0  # our pushes since that fetch (in our weights, counted in the version)
+        self.base_version = 0  # global version of the parameters our weights are built on (the last taken in)
         self.last_push_version = 0  # global version right after our last push
         self.unpushed_steps = 0
-        self.pushed_snapshot = False  # `fetched` holds what our push just wrote, and no step came since
+        self.pushed_snapshot = False  # our last push (in flight, or its result in `fetched`) and no step since
+        self.channel = comm.Channel(config.communication == "background")
+        self.op: comm.Op | None = None  # the store operation submitted and not yet taken in (sync)
+        self.fetched_once = False  # the first fetch of an invocation waits for its result
+        # other workers' steps (comm.py) in: the parameters our weights are built on; the newest
+        # parameters whose steps we know (our last push's); those our oldest pending step was computed from
+        self.snap_others = self.known_others = self.base_others = 0
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = progress.rng_state
         self.period_s = 0.0  # seconds between pushes, smoothed: what the budget must leave room for
@@ -67,56 +79,119 @@ class DownpourWorker:
         self._last_heartbeat = -math.inf
         self._last_ended_check = -math.inf
         self.on_heartbeat: Callable[[], None] | None = None  # also called at each heartbeat (lease, supervision)
+        self._count_lock = threading.Lock()
 
     # -- store round trips, each retried across outages up to the config's deadline ----------
     def _retry(self, call):
         def count(_error):
-            self.progress.retries += 1
+            with self._count_lock:  # the channel's thread retries too
+                self.progress.retries += 1
         return retry_call(call, STORE_OUTAGE.within(self.config.store_timeout_s), on_retry=count,
                           sleep=self.sleep, clock=self.clock)
 
-    def fetch(self) -> None:
-        """Read the global parameters; the local copy becomes global + unpushed updates.
+    def fetch(self, wait: bool = False) -> None:
+        """Read the global parameters; the local copy becomes global + unpushed updates (when taken in).
 
         Right after a push the weights that push wrote are the newest version we can know of
         without asking again, so they serve the fetch (one round trip less per period). A copy
         older than our own last push (a node-local cache not yet refreshed) would undo our own
-        applied steps, so it is ignored: reads are monotonic in the version.
+        applied steps, so it is ignored: reads are monotonic in the version. In the background the
+        fetch is taken in at the next synchronisation point; the first of an invocation, and one with
+        `wait`, at once.
         """
         self.progress.fetches += 1
         if self.pushed_snapshot:
-            version = self.last_push_version
+            if self.op is not None:  # that push is in flight: its result is this fetch
+                self.op.merge = True
+            else:
+                self._merge(self.last_push_version, self.known_others)
         else:
-            _, version = self._retry(lambda: self.store.get_weights(self.job_id, out=self.fetched))
-        if version < self.last_push_version:
-            return
-        self.base_version, self.own_pushes = version, 0
-        np.add(self.fetched, self.pending, out=self.weights)
+            self.sync()
+            own = self.progress.pushed_steps
+            self._submit(comm.Op(comm.FETCH, merge=True, own_steps=own),
+                         lambda: self.store.fetch(self.job_id, out=self.fetched))
+        if wait or not self.fetched_once:
+            self.sync()
+            self.fetched_once = True
 
     def push(self) -> None:
-        """Send the accumulated update with the worker's next push number and its record (a checkpoint)."""
+        """Hand the accumulated update over to a push with the worker's next number and its record (a checkpoint)."""
         if self.unpushed_steps == 0:
             return
+        self.sync()  # one operation in flight at most: the previous one lands first
         progress, seq = self.progress, self.progress.pushes + 1
         record = self.snapshot(pushes=seq)
-        push = self._retry(lambda: self.store.push_update(self.job_id, self.pending, out=self.fetched,
-                                                          push_id=PushId(progress.worker_id, seq), record=record))
-        if not push.applied:
-            raise Superseded(f"worker {progress.worker_id}: push {seq} was applied by another invocation")
-        progress.pushes = seq
-        progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
-        # staleness: updates of other workers applied since the parameters we stepped from
-        progress.record_staleness(push.version - 1 - self.base_version - self.own_pushes)
-        self.own_pushes += 1
-        self.last_push_version = push.version
-        self.pushed_snapshot = True
+        record["pushed_steps"] = progress.step  # this push holds every step so far
+        self.pending, self.sending = self.sending, self.pending
         self.pending[:] = 0.0
-        self.unpushed_steps = 0
+        self.pushed_snapshot, self.unpushed_steps = True, 0
+        delta, push_id = self.sending, PushId(progress.worker_id, seq)
+        self._submit(comm.Op(comm.PUSH, merge=False, own_steps=progress.step, seq=seq, base_others=self.base_others),
+                     lambda: self.store.push_update(self.job_id, delta, out=self.fetched, push_id=push_id,
+                                                    record=record))
+
+    def _submit(self, op: comm.Op, call: Callable) -> None:
+        self.op = op
+        self.channel.submit(lambda: self._retry(call))
+        if not self.channel.background:
+            self.sync()
+
+    def sync(self) -> None:
+        """Wait for the operation in flight, if any, and take its result in (its error is raised here)."""
+        op, self.op = self.op, None
+        if op is None:
+            return
+        try:
+            outcome = self.channel.collect()
+        finally:
+            self.progress.comm_wait_s += self.channel.take_wait()
+        if op.kind == comm.PUSH:
+            self._pushed(op, outcome)
+        elif op.merge:
+            others = None if outcome.steps is None else outcome.steps - op.own_steps
+            self._merge(outcome.version, others)
+
+    def _merge(self, version: int, others: int | None) -> None:
+        """The local copy becomes the parameters in `fetched` (of `version`) plus our steps not in them."""
+        if version < self.last_push_version:
+            return
+        self.base_version = version
+        self.snap_others = self.known_others if others is None else others  # unknown: at most our last push's
+        np.add(self.fetched, self.pending, out=self.weights)
+
+    def _pushed(self, op: comm.Op, push) -> None:
+        progress = self.progress
+        if not push.applied:
+            raise Superseded(f"worker {progress.worker_id}: push {op.seq} was applied by another invocation")
+        progress.pushes, progress.pushed_steps = op.seq, op.own_steps
+        progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
+        if push.steps is not None:  # staleness: other workers' steps applied since our oldest step's parameters
+            self.known_others = push.steps - op.own_steps
+            progress.record_staleness(self.known_others - op.base_others)
+        self.last_push_version = push.version
         now = self.clock()
         if self._last_push_at is not None:
             self.period_s = now - self._last_push_at if not self.period_s else 0.8 * self.period_s + 0.2 * (
                 now - self._last_push_at)
         self._last_push_at = now
+        if op.merge:
+            self._merge(push.version, self.known_others if push.steps is not None else None)
+
+    def check_budget(self, upcoming_s: float) -> None:
+        """HandOff when the budget says stop, once the push in flight has landed (its record is the checkpoint)."""
+        reason = self.budget.stop_reason(upcoming_s)
+        if reason:
+            self.sync()
+            raise HandOff(reason)
+
+    def settle(self) -> None:
+        """Take in an operation still in flight as the worker ends (after a failure: its error only logged)."""
+        try:
+            self.sync()
+        except Exception as error:  # the failure being recorded is the one that counts
+            log.warning("job %s worker %d: store operation in flight failed: %s", self.job_id,
+                        self.progress.worker_id, error)
+        self.channel.close()
 
     def snapshot(self, pushes: int | None = None) -> dict:
         """The worker's record as of now (the RNG state after the last step), with `pushes` if given."""
@@ -128,6 +203,7 @@ class DownpourWorker:
 
     def save(self) -> None:
         """Write the record between pushes (an epoch's end, the end); Superseded if the store has newer."""
+        self.sync()
         record = self.snapshot()
         if not self._retry(lambda: self.store.update_worker(self.job_id, self.progress.worker_id, record)):
             raise Superseded(f"worker {self.progress.worker_id}: another invocation wrote a newer record")
@@ -159,6 +235,8 @@ class DownpourWorker:
         np.multiply(grad, -self.config.learning_rate, out=grad)
         self.weights += grad
         self.pending += grad
+        if self.unpushed_steps == 0:  # the oldest step of the next push: computed from these parameters
+            self.base_others = self.snap_others
         self.unpushed_steps += 1
         self.pushed_snapshot = False
         return float(loss)
@@ -183,6 +261,7 @@ class DownpourWorker:
         for index in range(progress.epoch_step, -(-len(order) // batch)):
             if progress.step % cfg.n_fetch == 0:
                 if self.job_ended():  # unpushed steps are dropped: the job's model is final
+                    self.sync()
                     progress.train_s += time.perf_counter() - started
                     return False
                 self.fetch()
@@ -196,7 +275,7 @@ class DownpourWorker:
             if progress.step % cfg.n_push == 0:
                 progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
                 self.push()
-                self.budget.check(self.period_s + self.eval_s)
+                self.check_budget(self.period_s + self.eval_s)
         progress.train_s += time.perf_counter() - started
         self.push()
         return True
@@ -210,7 +289,8 @@ class DownpourWorker:
         """Close the epoch: evaluate the global parameters on the validation rows (the stop rule); at the target
         keep exactly them as the job's model and mark the job done (job_model.py); save the record.
         True when this worker's training should stop."""
-        self.fetch()  # nothing is pending after the epoch's last push: these are the global parameters
+        self.sync()
+        self.fetch(wait=True)  # nothing is pending after the epoch's last push: these are the global parameters
         version = self.base_version
         # Every worker's record is written with each of its pushes, so their samples, read right after the
         # fetch, count the samples of every push in these parameters (and of any push landing in between).
@@ -265,12 +345,13 @@ def end_worker(store: ParameterStore, job_id: str, config: TrainConfig, progress
                trainer: DownpourWorker | None) -> dict:
     """Write the worker's final record; a failure fails the job; the last worker to end writes the result.
     Best effort once the store is gone (the caller reports the cause)."""
+    if trainer is not None:
+        trainer.settle()  # a push still in flight lands first
+        progress.rng_state = trainer.rng.bit_generator.state
     try:  # the store's clock, as every duration of the job (the local one only when the store is gone)
         progress.finished_at = retry_call(store.server_time, STORE_OUTAGE.within(min(5.0, config.store_timeout_s)))
     except Exception:
         progress.finished_at = time.time()
-    if trainer is not None:
-        progress.rng_state = trainer.rng.bit_generator.state
     record = progress.record(progress.finished_at)
     log.log(logging.WARNING if progress.error else logging.INFO, "job %s worker %d: %s after %d samples%s",
             job_id, progress.worker_id, progress.state, progress.samples,

@@ -3,6 +3,7 @@
     store = open_store("redis://:secret@127.0.0.1:6379/0")
     store.set_weights(job_id, flat)
     weights, version = store.get_weights(job_id, out=buffer)
+    snapshot = store.fetch(job_id, out=buffer)  # the same read, with the steps it holds: Snapshot(version, steps)
     store.push_update(job_id, delta)          # atomic add (no update is ever lost) -> Push(version, conflicts, retries)
     store.set_weights(job_id, flat, rule=UpdateRule("average", workers=4))  # pushes added by a rule (update_rule.py)
 
@@ -14,13 +15,13 @@ from __future__ import annotations
 import os
 
 from faasgd.store.base import ParameterStore
-from faasgd.store.push import Push, PushId
+from faasgd.store.push import Push, PushId, Snapshot
 from faasgd.store.codec import DEFAULT_CHUNK_FLOATS
 from faasgd.store.update_rule import RULES, UpdateRule
 from faasgd.store.url import StoreUrl, mask_url, parse_store_url
 
-__all__ = ["open_store", "ParameterStore", "Push", "PushId", "StoreUrl", "parse_store_url", "mask_url", "DEFAULT_CHUNK_FLOATS",
-           "RULES", "UpdateRule"]
+__all__ = ["open_store", "ParameterStore", "Push", "PushId", "Snapshot", "StoreUrl", "parse_store_url", "mask_url",
+           "DEFAULT_CHUNK_FLOATS", "RULES", "UpdateRule"]
 
 SECRETS_DIR = "/var/openfaas/secrets"  # where OpenFaaS mounts function secrets
 PASSWORD_SECRET = "store-password"  # file name of the Redis password inside the secrets dir

@@ -26,12 +26,17 @@ import numpy as np
 from faasgd.errors import ConfigError, FaasgdError, JobNotFound, StateLost, StoreConflict, StoreError
 from faasgd.retry import PUSH_CONFLICT, retry_call
 from faasgd.store import codec, keys
-from faasgd.store.push import LostRace, Push, PushId, check_record, may_replace
+from faasgd.store.push import LostRace, Push, PushId, Snapshot, check_record, may_replace, steps_of
 from faasgd.store.records import RecordsMixin
 from faasgd.store.update_rule import SUM, UpdateRule
 
 MAX_TTL_S = 30 * 24 * 3600  # memcached reads larger expiries as unix timestamps
 CONFLICTS = "conflicts"  # the per-job counter of conflicts the store's pushes lost
+
+
+def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
+    """The records of the workers that push with ids (their `pushes` and `pushed_steps` count)."""
+    return [keys.worker(job_id, w) for w in range(meta.writers)]
 
 
 class ParameterStore(RecordsMixin, abc.ABC):
@@ -88,15 +93,25 @@ class ParameterStore(RecordsMixin, abc.ABC):
 
         With `out` (float32, the job's length) the weights are decoded into it; no new buffer.
         """
+        weights, snapshot = self._fetch(job_id, out, steps=False)
+        return weights, snapshot.version
+
+    def fetch(self, job_id: str, out: np.ndarray | None = None) -> Snapshot:
+        """Read the weights (into `out`, as get_weights) with their version and the minibatch steps they hold
+        (the writers' records, read in the same round trip): what a worker measures staleness in steps from."""
+        return self._fetch(job_id, out, steps=True)[1]
+
+    def _fetch(self, job_id: str, out: np.ndarray | None, steps: bool) -> tuple[np.ndarray, Snapshot]:
         meta = self._weights_meta(job_id)
-        version, chunks = self._read_weights(job_id, meta)
+        version, held, chunks = self._read_weights(job_id, meta, steps)
         if not codec.fits(chunks, meta):  # re-initialised with another layout since we cached it?
             meta = self._weights_meta(job_id, fresh=True)
-            version, chunks = self._read_weights(job_id, meta)
+            version, held, chunks = self._read_weights(job_id, meta, steps)
         if any(c is None for c in chunks):
             raise StateLost(self.url, f"job {job_id!r}: weight chunks missing (evicted, or the store restarted)")
         target = codec.check_out(out, meta.length)
-        return self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}"), version
+        weights = self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}")
+        return weights, Snapshot(version, held)
 
     def push_update(self, job_id: str, delta: np.ndarray, out: np.ndarray | None = None, *,
                     push_id: PushId | None = None, record: dict | None = None) -> Push:
@@ -203,16 +218,24 @@ class ParameterStore(RecordsMixin, abc.ABC):
         self._meta[job_id] = meta
         return meta
 
-    def _read_weights(self, job_id: str, meta: codec.WeightsMeta) -> tuple[int, list[bytes | None]]:
-        """(version, raw chunks) in one round trip; JobNotFound when the version is gone."""
-        names = [keys.weights_version(job_id), *keys.weights_chunks(job_id, meta.chunks)]
+    def _read_weights(self, job_id: str, meta: codec.WeightsMeta,
+                      steps: bool = False) -> tuple[int, int | None, list[bytes | None]]:
+        """(version, steps or None, raw chunks) in one round trip (with the writers' records when `steps`);
+        JobNotFound when the version is gone."""
+        writers = writer_keys(job_id, meta) if steps else []
+        names = [keys.weights_version(job_id), *writers, *keys.weights_chunks(job_id, meta.chunks)]
         with self._errors():
             raw = self._get_many(names)
         version = self._int(raw[0])
         if version is None:
             self._meta.pop(job_id, None)
             raise JobNotFound(job_id)
-        return version, raw[1:]
+        held = self._steps(raw[1:1 + len(writers)]) if steps else None
+        return version, held, raw[1 + len(writers):]
+
+    def _steps(self, records: list[bytes | None]) -> int:
+        """Minibatch steps the writers' raw records say their applied pushes hold (push.steps_of)."""
+        return steps_of([self._decode(codec.record_from_bytes, r, "worker record") for r in records])
 
     def _added(self, job_id: str, raw: bytes | None, delta: np.ndarray, meta: codec.WeightsMeta, index: int) -> bytes:
         """Chunk `index` of a job plus its slice of `delta`, as wire bytes; StoreError if the chunk is bad."""

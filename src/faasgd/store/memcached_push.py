@@ -12,7 +12,8 @@ A crash between 2 and 4 leaves a half-applied push with its copy: `roll_forward`
 worker resumes) applies the copy to the chunks still without (w, s) and commits the record, so the
 push ends applied exactly once. A client retry after a timeout at any step redoes only what is
 missing. The version is derived, not counted: `w:version` (pushes without ids, and a copy's base)
-plus the `pushes` of every writer's record, so it can never drift from the sum of the pushes.
+plus the `pushes` of every writer's record, so it can never drift from the sum of the pushes; the
+steps the weights hold likewise (their `pushed_steps`, store/push.py), as of the push's first read.
 What Memcached cannot promise: it may evict any key under memory pressure (size it with -m, and the
 README says so); a lost chunk, record or copy is reported as lost state, never silently rebuilt.
 """
@@ -25,7 +26,7 @@ import numpy as np
 
 from faasgd.errors import JobNotFound, StateLost, StoreError
 from faasgd.store import codec, keys
-from faasgd.store.push import APPLY, LostRace, PushId, decide, pushes_of
+from faasgd.store.push import APPLY, LostRace, PushId, decide, pushes_of, steps_of
 
 _COUNT = struct.Struct("<I")
 _PAIR = struct.Struct("<II")
@@ -62,7 +63,7 @@ def version_of(store, base: bytes | None, records: list[bytes | None]) -> int:
 
 
 def push_with_id(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict):
-    """Steps 1-4 above; (version, chunks' float bytes, outcome, conflicts, retries)."""
+    """Steps 1-4 above; (version, steps, chunks' float bytes, outcome, conflicts, retries)."""
     client, worker_key = store.client, keys.worker(job_id, push_id.worker)
     others = [k for k in writer_keys(job_id, meta) if k != worker_key]
     chunk_keys = keys.weights_chunks(job_id, meta.chunks)
@@ -74,14 +75,16 @@ def push_with_id(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
     if other_pushes is None:
         raise JobNotFound(job_id)
     current = {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)}
+    other_steps = store._steps([found.get(k, (None, None))[0] for k in others])  # as of this read, like the version
     outcome = decide(stored_record, push_id, record)
     if outcome != APPLY:
         floats = [strip(store, job_id, current[i][0], i) for i in range(meta.chunks)]
-        return other_pushes + pushes_of(stored_record), floats, outcome, 0, 0
+        return (other_pushes + pushes_of(stored_record), other_steps + steps_of([stored_record]), floats, outcome,
+                0, 0)
     write_copy(store, job_id, meta, delta, push_id, record)
     floats, conflicts, retries = apply_chunks(store, job_id, meta, delta, push_id, current)
     commit(store, worker_key, token, record, push_id)
-    return other_pushes + push_id.seq, floats, outcome, conflicts, retries
+    return other_pushes + push_id.seq, other_steps + steps_of([record]), floats, outcome, conflicts, retries
 
 
 def write_copy(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict):

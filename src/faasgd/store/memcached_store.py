@@ -86,8 +86,10 @@ class MemcachedStore(ParameterStore):
         found = self.client.get_many(names)
         return [found.get(k) for k in names]
 
-    def _read_weights(self, job_id: str, meta: codec.WeightsMeta) -> tuple[int, list[bytes | None]]:
-        """(version, chunks' float bytes) in one round trip; the version derived (memcached_push.py)."""
+    def _read_weights(self, job_id: str, meta: codec.WeightsMeta,
+                      steps: bool = False) -> tuple[int, int | None, list[bytes | None]]:
+        """(version, steps, chunks' float bytes) in one round trip; both derived from the writers' records
+        (memcached_push.py), which every read fetches anyway."""
         writers = mpush.writer_keys(job_id, meta)
         with self._errors():
             raw = self._get_many([keys.weights_version(job_id), *writers, *keys.weights_chunks(job_id, meta.chunks)])
@@ -95,20 +97,22 @@ class MemcachedStore(ParameterStore):
         if version is None:
             self._meta.pop(job_id, None)
             raise JobNotFound(job_id)
-        return version, [mpush.strip(self, job_id, r, i) for i, r in enumerate(raw[1 + len(writers):])]
+        held = self._steps(raw[1:1 + len(writers)])
+        return version, held, [mpush.strip(self, job_id, r, i) for i, r in enumerate(raw[1 + len(writers):])]
 
     def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
               record: dict | None) -> tuple[Push, list[bytes]]:
         if push_id is not None:
-            version, floats, outcome, conflicts, retries = mpush.push_with_id(self, job_id, meta, delta, push_id, record)
-            return Push(version, conflicts, retries, applied=outcome != SUPERSEDED), floats
+            version, steps, floats, outcome, conflicts, retries = mpush.push_with_id(self, job_id, meta, delta,
+                                                                                      push_id, record)
+            return Push(version, conflicts, retries, applied=outcome != SUPERSEDED, steps=steps), floats
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         found = self.client.gets_many(chunk_keys)
         current = {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)}
         floats, conflicts, retries = mpush.apply_chunks(self, job_id, meta, delta, None, current)
         self.client.incr(keys.weights_version(job_id), 1, noreply=False)
-        version, _ = self._read_weights(job_id, meta)  # base + the writers' pushes
-        return Push(version, conflicts, retries), floats
+        version, steps, _ = self._read_weights(job_id, meta)  # base + the writers' pushes
+        return Push(version, conflicts, retries, steps=steps), floats
 
     def _update_worker(self, key: str, data: bytes, allowed) -> bool:
         for _ in range(100):

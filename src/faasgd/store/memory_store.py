@@ -17,8 +17,8 @@ import numpy as np
 
 from faasgd.errors import JobNotFound
 from faasgd.store import codec, keys
-from faasgd.store.base import CONFLICTS, ParameterStore
-from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide
+from faasgd.store.base import CONFLICTS, ParameterStore, writer_keys
+from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 
 _SPACES: dict[str, "MemorySpace"] = {}
 _SPACES_LOCK = threading.Lock()
@@ -116,19 +116,22 @@ class MemoryStore(ParameterStore):
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         worker_key = keys.worker(job_id, push_id.worker) if push_id else None
+        others = [k for k in writer_keys(job_id, meta) if k != worker_key]
         seen = {"conflicts": 0}
 
-        def attempt() -> tuple[int, list[bytes], str]:
+        def attempt() -> tuple[int, int, list[bytes], str]:
             with self.client.lock:
                 version, token = self.client.get_with_token(version_key)
                 raw = [self.client.get(k) for k in chunk_keys]
                 stored = self.client.get(worker_key) if worker_key else None
+                steps = self._steps([self.client.get(k) for k in others])
             if version is None:
                 raise JobNotFound(job_id)
+            own = self._decode(codec.record_from_bytes, stored, "worker record")
             if push_id is not None:
-                outcome = decide(self._decode(codec.record_from_bytes, stored, "worker record"), push_id, record)
+                outcome = decide(own, push_id, record)
                 if outcome != APPLY:
-                    return int(version), raw, outcome
+                    return int(version), steps + steps_of([own]), raw, outcome
             self._after_read(job_id)
             new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(raw)]
             with self.client.lock:
@@ -142,10 +145,10 @@ class MemoryStore(ParameterStore):
                     self.client.set(worker_key, codec.record_to_bytes(record))
                 if seen["conflicts"]:
                     self.client.incr(keys.counter(job_id, CONFLICTS), seen["conflicts"])
-                return self.client.incr(version_key, 1), new, APPLY
+                return self.client.incr(version_key, 1), steps + steps_of([record]), new, APPLY
 
-        (version, chunks, outcome), retries = self._until_won(attempt, job_id)
-        return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED), chunks
+        (version, steps, chunks, outcome), retries = self._until_won(attempt, job_id)
+        return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED, steps=steps), chunks
 
     def _update_worker(self, key: str, data: bytes, allowed) -> bool:
         with self.client.lock:

@@ -3,9 +3,14 @@
 A background thread copies the global weights (and their version) into the node-local cache every
 `refresh_s`. Every worker process on the node runs such a thread, but a lock record with a TTL of
 `refresh_s` in the cache lets only one of them refresh per interval. Workers see parameters up to
-about `refresh_s` old; the staleness they report at push (global version minus the version they
-fetched) measures exactly that. When the cache is empty, unreachable or lost, a fetch falls back to
+about `refresh_s` old; the staleness they report at push (other workers' steps applied since the
+parameters they stepped from) includes that. When the cache is empty, unreachable or lost, a fetch falls back to
 the global store (and seeds the cache).
+
+The cache copy does not carry the minibatch steps its weights hold (`fetch` answers steps None), so
+a worker counts a push's staleness from the last snapshot whose steps it knows: its own previous
+push's, never newer than the copy it uses (reads are monotonic). With this topology the staleness in
+steps is an upper bound.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 from faasgd.errors import JobNotFound, StoreError
 from faasgd.store import open_store
 from faasgd.store.base import ParameterStore
+from faasgd.store.push import Snapshot
 
 IDLE_STOP_FACTOR = 20  # a refresher stops after this many intervals without a fetch
 
@@ -67,6 +73,10 @@ class NodeLocalStore:
         except StoreError:
             pass  # the cache is down: keep serving from the global store
         return weights, version
+
+    def fetch(self, job_id: str, out: np.ndarray | None = None) -> Snapshot:
+        """get_weights as a Snapshot; steps None: a cache copy does not know them."""
+        return Snapshot(self.get_weights(job_id, out=out)[1], None)
 
     def refresh(self, job_id: str) -> bool:
         """Copy the global weights into the cache unless another process did this interval."""

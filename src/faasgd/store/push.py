@@ -11,6 +11,9 @@ after a connection loss, a redelivered or re-invoked call, another invocation of
   * stored pushes >= seq, other     -> another invocation owns this worker now: nothing is added,
                                        and the caller learns it was superseded (`Push.applied` False)
 Invariant: a job's version equals the sum of its workers' `pushes` (Memcached derives it so).
+Likewise the minibatch steps in the parameters are the sum of the writers' `pushed_steps` (each push's
+record says how many of the worker's steps its pushes hold so far): fetches and pushes report it
+(`Snapshot.steps`, `Push.steps`), read with the weights, so a worker counts staleness in steps.
 """
 
 from __future__ import annotations
@@ -45,6 +48,15 @@ class Push:
     conflicts: int  # optimistic writes of this push that lost a race and were redone (per chunk on Memcached)
     retries: int  # attempts after the first
     applied: bool = True  # False: another invocation of this worker had applied this push number already
+    steps: int | None = None  # minibatch steps in the parameters right after it: the writers' pushed_steps summed
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one fetch read besides the weights: their version and the minibatch steps they hold."""
+
+    version: int
+    steps: int | None  # the writers' pushed_steps summed, read with the weights; None: unknown (a cache copy)
 
 
 class LostRace(Exception):
@@ -76,3 +88,8 @@ def may_replace(stored: dict | None, record: dict) -> bool:
 
 def pushes_of(record: dict | None) -> int:
     return int((record or {}).get("pushes") or 0)
+
+
+def steps_of(records: list[dict | None]) -> int:
+    """Minibatch steps the writers' applied pushes hold: their records' `pushed_steps` summed."""
+    return sum(int((r or {}).get("pushed_steps") or 0) for r in records)

@@ -1,7 +1,8 @@
 """redis://[[user]:password@]host:port/db — parameters and records in Redis.
 
 Weights: `w:meta` (JSON), `w:version` (counter), `w:{i}` (float32 chunks). A fetch is one MGET of
-the version and every chunk: one atomic command, so a consistent snapshot.
+the version and every chunk (and, for a worker's fetch, the writers' records: the steps the
+weights hold, push.py): one atomic command, so a consistent snapshot.
 
 push_update is an optimistic transaction: WATCH the version key, MGET the chunks, add the delta in
 numpy, then MULTI / MSET chunks / INCR version [/ INCRBY the job's conflicts] / EXEC. Every writer
@@ -28,8 +29,8 @@ from redis.retry import Retry
 
 from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
 from faasgd.store import codec, keys
-from faasgd.store.base import CONFLICTS, ParameterStore
-from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide
+from faasgd.store.base import CONFLICTS, ParameterStore, writer_keys
+from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 from faasgd.store.url import StoreUrl
 
 
@@ -87,21 +88,24 @@ class RedisStore(ParameterStore):
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         worker_key = [keys.worker(job_id, push_id.worker)] if push_id else []
+        others = [k for k in writer_keys(job_id, meta) if k not in worker_key]  # their steps: read, WATCHed by version
         seen = {"conflicts": 0, "reconnected": False}
 
-        def attempt() -> tuple[int, list[bytes], str]:
+        def attempt() -> tuple[int, int, list[bytes], str]:
             committing = False
             with self.client.pipeline(transaction=True) as pipe:
                 try:
                     pipe.watch(version_key, *worker_key)
-                    raw = pipe.mget([version_key, *worker_key, *chunk_keys])
+                    raw = pipe.mget([version_key, *worker_key, *others, *chunk_keys])
                     if raw[0] is None:
                         raise JobNotFound(job_id)
-                    chunks = raw[1 + len(worker_key):]
+                    chunks = raw[1 + len(worker_key) + len(others):]
+                    steps = self._steps(raw[1 + len(worker_key):1 + len(worker_key) + len(others)])
                     if push_id is not None:
-                        outcome = decide(self._decode(codec.record_from_bytes, raw[1], "worker record"), push_id, record)
+                        stored = self._decode(codec.record_from_bytes, raw[1], "worker record")
+                        outcome = decide(stored, push_id, record)
                         if outcome != APPLY:
-                            return int(raw[0]), chunks, outcome
+                            return int(raw[0]), steps + steps_of([stored]), chunks, outcome
                     self._after_read(job_id)
                     new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(chunks)]
                     pipe.multi()
@@ -113,7 +117,7 @@ class RedisStore(ParameterStore):
                         pipe.incrby(keys.counter(job_id, CONFLICTS), seen["conflicts"])
                     pipe.incr(version_key)
                     committing = True
-                    return int(pipe.execute()[-1]), new, APPLY
+                    return int(pipe.execute()[-1]), steps + steps_of([record]), new, APPLY
                 except redis.WatchError as e:
                     lost = e.__context__  # redis-py turns a connection lost while watching into WatchError
                     if lost is not None and (committing or seen["reconnected"]):
@@ -125,8 +129,8 @@ class RedisStore(ParameterStore):
                     seen["reconnected"] = seen["reconnected"] or lost is not None
                     raise LostRace from None
 
-        (version, chunks, outcome), retries = self._until_won(attempt, job_id)
-        return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED), chunks
+        (version, steps, chunks, outcome), retries = self._until_won(attempt, job_id)
+        return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED, steps=steps), chunks
 
     def _update_worker(self, key: str, data: bytes, allowed) -> bool:
         while True:
