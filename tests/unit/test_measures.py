@@ -102,6 +102,16 @@ def test_the_results_accuracies_are_those_of_the_kept_model_and_its_file():
     assert kept.version == final["model_version"] <= store.get_weights(job_id)[1]
 
 
+def test_each_epoch_reports_the_test_accuracy_of_the_parameters_it_validated():
+    config = small_config("curve")
+    store, job_id, status = run_job(config)
+    epochs = [e for e in store.events(job_id) if e["event"] == "epoch"]
+    assert len(epochs) >= config.number_of_workers and all(0 <= e["test_accuracy"] <= 1 for e in epochs)
+    done = status["done"]  # the crossing: its event's test accuracy is the kept model's
+    crossing = [e for e in epochs if e["worker_id"] == done["worker_id"] and e["accuracy"] == done["validation_accuracy"]]
+    assert crossing and crossing[0]["test_accuracy"] == done["test_accuracy"] == status["result"]["final_test_accuracy"]
+
+
 def test_a_job_below_its_target_keeps_its_final_parameters_as_the_model():
     config = small_config("below", target_accuracy=1.0, max_epochs=2)
     store, job_id, status = run_job(config)

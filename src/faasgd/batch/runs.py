@@ -42,7 +42,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     config = load_request({}, body)
     record = {"config_id": configuration.config_id, "configuration": configuration.label,
               "varying": configuration.varying, "round": round_number, "config": config.to_dict(),
-              "store": configuration.store, "job_id": None, "placement": [], "curve": []}
+              "store": configuration.store, "job_id": None, "placement": [], "curve": [], "test_curve": []}
     message = cap_message(config.number_of_workers)
     if message and round_number == 1:
         progress(f"note: {message}")
@@ -59,13 +59,16 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     record["config"] = status.get("config") or record["config"]  # the job's own, as its function resolved it
     record["placement"] = ["|".join(w.get("replicas") or []) if w else None for w in status["workers"]]
     record["curve"] = curve(status)
+    record["test_curve"] = curve(status, "test_accuracy")
     return record
 
 
-def curve(status: dict) -> list[list[float]]:
-    """[seconds since the job was created (store clock), validation accuracy] after each worker epoch, in time order."""
+def curve(status: dict, measure: str = "accuracy") -> list[list[float]]:
+    """[seconds since the job was created (store clock), validation accuracy] after each worker epoch, in time order;
+    `measure` "test_accuracy": the test accuracy of the same parameters (reported, never a stop rule)."""
     created = status["created_at"]
-    points = [[e["at"] - created, e["accuracy"]] for e in status.get("events", []) if e.get("event") == "epoch"]
+    points = [[e["at"] - created, e[measure]] for e in status.get("events", [])
+              if e.get("event") == "epoch" and e.get(measure) is not None]
     return sorted(points)
 
 

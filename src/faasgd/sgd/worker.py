@@ -302,11 +302,12 @@ class DownpourWorker:
         progress.loss, progress.epoch_loss_sum = progress.epoch_loss_sum / steps, 0.0
         started = self.clock()
         progress.accuracy = self.evaluate(self.weights)
+        test_accuracy = self.evaluate(self.weights, self.test)  # reported only (the curve), never a stop rule
         self.eval_s = self.clock() - started
         now = self._retry(self.store.server_time)  # the one clock of the job's durations
         self._retry(lambda: self.store.append_event(self.job_id, {
             "event": "epoch", "worker_id": progress.worker_id, "epoch": progress.epoch,
-            "accuracy": progress.accuracy, "at": now}))
+            "accuracy": progress.accuracy, "test_accuracy": test_accuracy, "at": now}))
         log.info("job %s worker %d: epoch %d, validation accuracy %.4f, loss %.4f, %d pushes, %d conflicts",
                  self.job_id, progress.worker_id, progress.epoch, progress.accuracy, progress.loss,
                  progress.pushes, progress.conflicts)
