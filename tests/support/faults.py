@@ -117,6 +117,7 @@ class Outcome:
     expected_samples: int
     invocations: int  # calls that trained, all workers
     notes: list[str] = field(default_factory=list)
+    job_id: str | None = None
 
     @property
     def exact(self) -> bool:
@@ -192,8 +193,32 @@ def run_matrix(runtime: Runtime, fault: str, inject: Inject, combos=COMBOS, epoc
             fault, mode, store, status["state"], seconds, result.get("error") or result.get("reason"),
             result.get("pushes"), WORKERS * expected_pushes(body["max_epochs"], rows // WORKERS),
             _version(runtime, store, query["job_id"]), result.get("samples"), body["max_epochs"] * rows,
-            sum(w.get("invocations", 0) for w in workers), notes))
+            sum(w.get("invocations", 0) for w in workers), notes, query["job_id"]))
     return outcomes
+
+
+def applied_once(runtime: Runtime, outcome: Outcome, settle_s: float = 15.0) -> tuple[int | None, int]:
+    """(version, the sum of the workers' recorded pushes) once they agree, or as last read after `settle_s`.
+
+    A failed job's result is written at the first failure; a worker still running may push until it sees
+    that the job ended (or its push in flight lands when a paused store answers again), so the version is
+    compared with the workers' own records, each written atomically with its pushes, once they have stopped.
+    """
+    from faasgd import job
+
+    store = runtime.store(outcome.store)
+    deadline, pair = time.monotonic() + settle_s, (None, -1)
+    while time.monotonic() < deadline:
+        try:
+            config, _ = job.read_job(store, outcome.job_id)
+            records = job.read_progress(store, outcome.job_id, config.number_of_workers)
+            pair = (store.get_weights(outcome.job_id)[1], sum(int((r or {}).get("pushes", 0)) for r in records.values()))
+        except FaasgdError:
+            pass
+        if pair[0] == pair[1]:
+            return pair
+        time.sleep(0.3)
+    return pair
 
 
 def _reached(status: dict, epoch: int) -> bool:
