@@ -11,7 +11,7 @@ A PNG plots samples to target against workers, one panel per period, one line pe
 
 More workers than cores run time-sliced (this machine has 2 cores): samples to target measure the
 statistical efficiency exactly; seconds and samples/s at 4 and 8 workers mostly measure the sharing.
-AdaGrad runs at its own learning rate (--adagrad-lr, default 0.01; README "Update rules").
+AdaGrad runs at its own learning rate (--adagrad-lr, default 0.05, the default learning_rate; README "Update rules").
 Usage: python bench/scaling.py [--workers 1,2,4,8] [--rules sum,average,adagrad] [--periods 1,10,50]
                                [--seeds 5] [--store redis] [--out results/scaling]   (from the repository root)
 """
@@ -139,7 +139,7 @@ def main() -> None:
     parser.add_argument("--periods", default="1,10,50")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--store", default="redis", choices=("redis", "memcached"))
-    parser.add_argument("--adagrad-lr", type=float, default=0.01)
+    parser.add_argument("--adagrad-lr", type=float, default=0.05)
     parser.add_argument("--max-epochs", type=int, default=15)
     parser.add_argument("--out", default="results/scaling")
     args = parser.parse_args()

@@ -28,7 +28,7 @@ ROWS, HELD = 1200, 200  # training rows, of which the last HELD are the validati
 
 def config_for(**overrides):
     values = {"dataset": "synthetic", "train_samples": ROWS, "validation_samples": HELD, "test_samples": 200, "hidden_sizes": [16],
-              "batch_size": 40, "learning_rate": 0.1, "number_of_workers": 1, "n_fetch": 1, "n_push": 1,
+              "batch_size": 40, "learning_rate": 0.1, "update_rule": "sum", "number_of_workers": 1, "n_fetch": 1, "n_push": 1,
               "max_epochs": 2, "target_accuracy": 1.0, "store_url": f"memory://comm{uuid.uuid4().hex[:8]}",
               "store_timeout_s": 0.3}
     return load_config({}, {**values, **overrides})

@@ -21,7 +21,7 @@ TRAINED = ROWS - ROWS // 10  # the rows trained on: a tenth is held out for vali
 
 def config_for(**overrides):
     values = {"dataset": "synthetic", "train_samples": ROWS, "test_samples": 300, "hidden_sizes": [16],
-              "batch_size": 40, "number_of_workers": 1, "n_fetch": 1, "n_push": 3, "max_epochs": 3,
+              "batch_size": 40, "update_rule": "sum", "number_of_workers": 1, "n_fetch": 1, "n_push": 3, "max_epochs": 3,
               "target_accuracy": 1.0, "store_url": f"memory://end{uuid.uuid4().hex[:8]}", "lease_s": 5,
               "start_timeout_s": 10, "max_reinvocations": 2}
     return load_config({}, {**values, **overrides})

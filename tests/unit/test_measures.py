@@ -18,7 +18,7 @@ from faasgd.store import open_store
 
 def small_config(name, **overrides):
     values = {"dataset": "synthetic", "train_samples": 1200, "test_samples": 400, "hidden_sizes": [16],
-              "batch_size": 40, "learning_rate": 0.1, "number_of_workers": 2, "n_fetch": 2, "n_push": 2,
+              "batch_size": 40, "learning_rate": 0.1, "update_rule": "average", "number_of_workers": 2, "n_fetch": 2, "n_push": 2,
               "max_epochs": 6, "target_accuracy": 0.8, "store_url": f"memory://{name}", "store_timeout_s": 2.0}
     values.update(overrides)
     return load_config({}, values)

@@ -25,7 +25,7 @@ def memory_url() -> str:
 
 
 def test_the_key_is_parsed_like_the_others_and_kept_in_the_record():
-    assert load_config({}, {}).update_rule == "average"
+    assert load_config({}, {}).update_rule == "adagrad"
     assert load_config({"update_rule": "sum"}, {}).update_rule == "sum"
     config = load_config({"update_rule": "sum"}, {"update_rule": " adagrad "})
     assert config.update_rule == "adagrad" and config_from_record(config.to_dict()) == config

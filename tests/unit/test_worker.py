@@ -18,7 +18,7 @@ from support.fake_clock import StepClock
 def small_config(name, **overrides):
     values = {
         "dataset": "synthetic", "train_samples": 1200, "test_samples": 400, "hidden_sizes": [16],
-        "batch_size": 40, "learning_rate": 0.1, "number_of_workers": 1, "n_fetch": 1, "n_push": 1,
+        "batch_size": 40, "learning_rate": 0.1, "update_rule": "sum", "number_of_workers": 1, "n_fetch": 1, "n_push": 1,
         "max_epochs": 2, "target_accuracy": 1.0, "store_url": f"memory://{name}", "store_timeout_s": 0.3,
     }
     values.update(overrides)
