@@ -32,12 +32,12 @@ class TrainConfig:
     hidden_sizes: tuple[int, ...] = (100,)  # units per hidden layer; "256,128" in env/flags
     activation: str = "tanh"  # hidden-layer non-linearity: tanh or relu
     dropout: float = 0.0  # inverted-dropout drop probability on hidden layers, in [0, 1)
-    learning_rate: float = 0.05  # step size on the batch-averaged gradient, > 0 (adagrad: its lr; sum/average do best near 0.1)
+    learning_rate: float = 0.1  # step size on the batch-averaged gradient, > 0 (adagrad: its lr, best near 0.05)
     batch_size: int = 128  # samples per minibatch, per worker
     number_of_workers: int = 2  # data-parallel workers, each with its own shard
     n_fetch: int = 10  # fetch the global parameters every n_fetch minibatches
     n_push: int = 10  # push the accumulated update every n_push minibatches
-    update_rule: str = "adagrad"  # chosen from bench/scaling.py (README "Update rules"); how the store adds a push: sum, average (/ number_of_workers), adagrad (store/update_rule.py)
+    update_rule: str = "average"  # chosen from bench/scaling.py (README "Update rules"): how the store adds a push: sum, average (/ number_of_workers), adagrad (store/update_rule.py)
     communication: str = "background"  # background: fetches and pushes overlap training (sgd/comm.py); blocking: wait for each
     invocation_mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
     max_epochs: int = 20  # upper bound on passes over each worker's shard

@@ -18,7 +18,7 @@ import numpy as np
 
 from faasgd import data, job, model
 from faasgd.config import load_config
-from faasgd.store.update_rule import ADAGRAD_EPS
+from faasgd.store.update_rule import ADAGRAD_EPS, ADAGRAD_G0
 
 
 def small_config(store_url: str, update_rule: str, period: int = 1, **overrides):
@@ -38,7 +38,7 @@ def one_worker(config, epochs: int) -> np.ndarray:
     sizes = job.network_sizes(config)
     lr = np.float32(config.learning_rate)
     w = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
-    squares = np.zeros_like(w)
+    squares = np.full_like(w, ADAGRAD_G0)
     shard = data.load_shard(config.dataset, "train", 0, 1, limit=config.train_samples,
                             holdout=job.holdout(config)[1])  # the validation rows are never trained on
     rng = np.random.default_rng(config.seed + 0)

@@ -18,7 +18,7 @@ import pytest
 
 from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreTimeout
 from faasgd.store import PushId, Snapshot, UpdateRule, keys, memcached_push
-from faasgd.store.update_rule import ADAGRAD_EPS
+from faasgd.store.update_rule import ADAGRAD_EPS, ADAGRAD_G0
 
 CHUNK = 1000  # chunk_floats the harnesses open stores with
 LENGTHS = [1, 7, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 501]  # odd lengths, one and several chunks
@@ -357,7 +357,7 @@ class Oracle:
     plain AdaGrad (w -= lr g / (sqrt(G) + eps) after G += g^2), all in float32."""
 
     def __init__(self, rule: UpdateRule, start: np.ndarray):
-        self.rule, self.w, self.G = rule, start.astype(np.float32).copy(), np.zeros(start.size, np.float32)
+        self.rule, self.w, self.G = rule, start.astype(np.float32).copy(), np.full(start.size, ADAGRAD_G0, np.float32)
 
     def push(self, gradient: np.ndarray) -> np.ndarray:
         """Apply one push of `gradient` (what a worker summed); the delta the worker sends for it."""
@@ -416,11 +416,11 @@ def check_adagrad_state_stored_with_the_weights(store):
     half = CHUNK // 2
     header = memcached_push.join({}, b"") if store.url.startswith("memcached") else b""
     raw = store.client.get(keys.weights_chunk(job, 0))
-    assert raw == header + flat[:half].astype("<f4").tobytes() + np.zeros(half, "<f4").tobytes()
+    assert raw == header + flat[:half].astype("<f4").tobytes() + np.full(half, ADAGRAD_G0, "<f4").tobytes()
     g = np.linspace(-2, 2, flat.size).astype(np.float32)
     store.push_update(job, g * np.float32(-LR))
     stored = np.frombuffer(store.client.get(keys.weights_chunk(job, 1))[len(header):], "<f4")
-    np.testing.assert_allclose(stored[half:], g[half:2 * half] ** 2, rtol=2e-6)  # G of chunk 1's weights
+    np.testing.assert_allclose(stored[half:], ADAGRAD_G0 + g[half:2 * half] ** 2, rtol=2e-6)  # G of chunk 1's weights
     assert len(store.client.get(keys.weights_chunk(job, 4))) == len(header) + 7 * 2 * 4  # 4 chunks of 500, one of 7
     assert store.client.get(keys.weights_chunk(job, 5)) is None
 

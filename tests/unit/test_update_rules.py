@@ -15,6 +15,7 @@ from faasgd.functions.admission import TooLarge, check_job
 from faasgd.sgd import run_worker
 from faasgd.store import UpdateRule, codec, open_store
 from faasgd.store.node_local import NodeLocalStore
+from faasgd.store.update_rule import ADAGRAD_G0
 from support import rule_oracle
 
 RULES = ["sum", "average", "adagrad"]
@@ -25,7 +26,7 @@ def memory_url() -> str:
 
 
 def test_the_key_is_parsed_like_the_others_and_kept_in_the_record():
-    assert load_config({}, {}).update_rule == "adagrad"
+    assert load_config({}, {}).update_rule == "average"
     assert load_config({"update_rule": "sum"}, {}).update_rule == "sum"
     config = load_config({"update_rule": "sum"}, {"update_rule": " adagrad "})
     assert config.update_rule == "adagrad" and config_from_record(config.to_dict()) == config
@@ -73,10 +74,10 @@ def test_a_node_local_cache_of_an_adagrad_job_holds_the_weights_only():
     view = NodeLocalStore(global_store, memory_url(), refresh_s=3600)
     try:
         view.get_weights("j1")  # seeds the cache
-        view.push_update("j1", np.full(21, -0.1, np.float32))  # g = 1 everywhere: adagrad moves w by -lr
+        view.push_update("j1", np.full(21, -0.1, np.float32))  # g = 1 everywhere: adagrad moves w by -lr / sqrt(G0 + 1)
         assert view.refresh("j1") is True
         cached, version = view.get_weights("j1")
-        np.testing.assert_allclose(cached, np.arange(21) - 0.1, rtol=1e-6)
+        np.testing.assert_allclose(cached, np.arange(21) - 0.1 / np.sqrt(ADAGRAD_G0 + 1), rtol=1e-6)
         assert version == 1
         assert view.local._weights_meta("j1").rule == UpdateRule()  # a plain copy: nobody pushes to it
         np.testing.assert_array_equal(cached, global_store.get_weights("j1")[0])
