@@ -50,7 +50,8 @@ def supervise(store: ParameterStore, job_id: str, config: TrainConfig, meta: dic
         if (record and record.get("state") in result.FINAL) or beat is not None or claimed is not None:
             continue  # final, alive, or re-invoked moments ago (its new call has start_timeout_s to beat)
         since = (launch or {}).get("at") or meta["created_at"]
-        if record is None and now() - since < config.start_timeout_s:
+        # `since` is on the store's clock: on Memcached truncated to the second, so up to 1 s early
+        if record is None and now() - since < config.start_timeout_s + store.clock_resolution_s:
             continue  # launched, not started yet: its call may still be on its way
         action = _relaunch(store, job_id, config, w, record, launch, relaunch, now)
         if action:

@@ -134,6 +134,8 @@ class ParameterStore(RecordsMixin, abc.ABC):
             self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}")
         return push
 
+    clock_resolution_s = 0.0  # how far server_time may lag the true time (Memcached: whole seconds)
+
     def server_time(self) -> float:
         """The store server's clock, in seconds since the epoch: the one clock every duration of a job is
         measured on (Redis: TIME, microseconds; Memcached: `stats` time, whole seconds; memory: this process)."""

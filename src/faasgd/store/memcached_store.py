@@ -65,6 +65,8 @@ class MemcachedStore(ParameterStore):
     def _ping(self) -> None:
         self.client.version()
 
+    clock_resolution_s = 1.0  # `stats` time is truncated to the second
+
     def _server_time(self) -> float:
         """`stats` time: whole seconds, so durations on Memcached are good to about a second."""
         stats = self.client.stats()
