@@ -65,7 +65,10 @@ class DownpourWorker:
         self.last_push_version = 0  # global version right after our last push
         self.unpushed_steps = 0
         self.pushed_snapshot = False  # our last push (in flight, or its result in `fetched`) and no step since
-        self.channel = comm.Channel(config.communication == "background")
+        self.channel = comm.Channel(config.communication != "blocking")
+        self.coalesce = config.communication == "coalesce"  # a due push or fetch never waits for the one in flight
+        self.push_due = False  # coalesce: a push point passed while an operation was in flight
+        self.fetch_wanted = False  # coalesce: a fetch point left to the put-off push's result
         self.op: comm.Op | None = None  # the store operation submitted and not yet taken in (sync)
         self.fetched_once = False  # the first fetch of an invocation waits for its result
         # other workers' steps (comm.py) in: the parameters our weights are built on; the newest
@@ -100,6 +103,14 @@ class DownpourWorker:
         `wait`, at once.
         """
         self.progress.fetches += 1
+        if self.coalesce and not wait and self.fetched_once:
+            if self.channel.in_flight:
+                if self.op.kind == comm.PUSH:  # the push's result (global with our steps) serves as this fetch
+                    self.op.merge = True
+                return  # a fetch in flight serves it as it is
+            if self.push_due:  # the push about to go serves as this fetch: one round trip, not two
+                self.fetch_wanted = True
+                return
         if self.pushed_snapshot:
             if self.op is not None:  # that push is in flight: its result is this fetch
                 self.op.merge = True
@@ -114,10 +125,17 @@ class DownpourWorker:
             self.sync()
             self.fetched_once = True
 
-    def push(self) -> None:
-        """Hand the accumulated update over to a push with the worker's next number and its record (a checkpoint)."""
+    def push(self, due: bool = False) -> None:
+        """Hand the accumulated update over to a push with the worker's next number and its record (a checkpoint).
+
+        `due`: a push point of the schedule; with `coalesce`, one reached while an operation is in flight
+        is put off (the steps go on accumulating) to the first step after that operation has landed."""
         if self.unpushed_steps == 0:
             return
+        if due and self.coalesce and self.channel.in_flight:
+            self.push_due = True
+            return
+        self.push_due = False
         self.sync()  # one operation in flight at most: the previous one lands first
         progress, seq = self.progress, self.progress.pushes + 1
         record = self.snapshot(pushes=seq)
@@ -126,7 +144,8 @@ class DownpourWorker:
         self.pending[:] = 0.0
         self.pushed_snapshot, self.unpushed_steps = True, 0
         delta, push_id = self.sending, PushId(progress.worker_id, seq)
-        self._submit(comm.Op(comm.PUSH, merge=False, own_steps=progress.step, seq=seq, base_others=self.base_others),
+        merge, self.fetch_wanted = self.fetch_wanted, False
+        self._submit(comm.Op(comm.PUSH, merge=merge, own_steps=progress.step, seq=seq, base_others=self.base_others),
                      lambda: self.store.push_update(self.job_id, delta, out=self.fetched, push_id=push_id,
                                                     record=record))
 
@@ -272,9 +291,9 @@ class DownpourWorker:
             np.take(self.shard.y, rows, out=y)
             progress.epoch_loss_sum += self.step(x, y)
             progress.step, progress.samples, progress.epoch_step = progress.step + 1, progress.samples + len(rows), index + 1
-            if progress.step % cfg.n_push == 0:
+            if progress.step % cfg.n_push == 0 or self.push_due:
                 progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
-                self.push()
+                self.push(due=True)
                 self.check_budget(self.period_s + self.eval_s)
         progress.train_s += time.perf_counter() - started
         self.push()
