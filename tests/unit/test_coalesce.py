@@ -95,3 +95,24 @@ def test_one_coalescing_worker_on_a_slow_store_still_trains_plain_sgd():
     weights, version = inner.get_weights(job_id)
     assert final["state"] == "finished" and version == final["pushes"] < final["step"] / 2
     np.testing.assert_allclose(weights, plain_sgd(config, final["epoch"]), atol=2e-5)
+
+
+def test_a_landed_result_is_taken_in_before_the_next_step():
+    config = config_for(number_of_workers=2, n_fetch=1, n_push=5, communication="coalesce")
+    store, job_id, init = new_job(config)
+    a, b = (Driven(config, store, job_id, w, DeferredChannel()) for w in (0, 1))
+    for d in (a, b):
+        d.trainer.fetch()
+    b.steps(2)
+    b.push()
+    b.trainer.sync()  # the store holds b's two steps
+    t = a.trainer
+    a.steps(1)
+    t.fetch()  # submitted; a steps on meanwhile
+    t.take_in_landed()
+    assert t.channel.waiting  # still in flight: nothing taken in, no waiting
+    a.steps(1)
+    t.channel.run()  # lands: read b's steps
+    t.take_in_landed()
+    assert t.op is None
+    np.testing.assert_array_equal(t.weights, init + b.pushed[0] + t.pending)  # global + a's own two steps

@@ -170,6 +170,12 @@ class DownpourWorker:
             others = None if outcome.steps is None else outcome.steps - op.own_steps
             self._merge(outcome.version, others)
 
+    def take_in_landed(self) -> None:
+        """coalesce: an operation that has landed is taken in before the next step (no waiting), so the
+        worker steps on new parameters a round trip after they were read, not a push period later."""
+        if self.op is not None and not self.channel.in_flight:
+            self.sync()
+
     def _merge(self, version: int, others: int | None) -> None:
         """The local copy becomes the parameters in `fetched` (of `version`) plus our steps not in them."""
         if version < self.last_push_version:
@@ -289,6 +295,8 @@ class DownpourWorker:
             x, y = self.batch_x[:len(rows)], self.batch_y[:len(rows)]
             np.take(self.shard.x, rows, axis=0, out=x)  # into the reused buffers: no per-step allocation
             np.take(self.shard.y, rows, out=y)
+            if self.coalesce:
+                self.take_in_landed()
             progress.epoch_loss_sum += self.step(x, y)
             progress.step, progress.samples, progress.epoch_step = progress.step + 1, progress.samples + len(rows), index + 1
             if progress.step % cfg.n_push == 0 or self.push_due:
