@@ -120,7 +120,7 @@ class Driven:
         t, progress, batch = self.trainer, self.trainer.progress, self.trainer.config.batch_size
         for _ in range(count):
             rows = self.order[(progress.step * batch) % len(self.order):][:batch]
-            t.step(t.shard.x[rows], t.shard.y[rows])
+            t.step(*t.minibatch(rows))
             self.grads.append(t.grad.copy())
             progress.step += 1
 

@@ -59,7 +59,10 @@ class DownpourWorker:
         self.pending = np.zeros(size, np.float32)  # accumulated update not yet handed to a push
         self.sending = np.zeros(size, np.float32)  # the update a push in flight sends
         self.grad = np.empty(size, np.float32)
-        self.batch_x = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)  # gathered minibatch
+        # the shard stays as stored (raw uint8 pixels: a quarter of float32's memory); a minibatch is
+        # gathered into `batch_raw` and scaled into `batch_x` (float32 in [0, 1]) as it is trained
+        self.batch_raw = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)
+        self.batch_x = np.empty((config.batch_size, shard.x.shape[1]), np.float32)
         self.batch_y = np.empty(config.batch_size, shard.y.dtype)
         self.base_version = 0  # global version of the parameters our weights are built on (the last taken in)
         self.last_push_version = 0  # global version right after our last push
@@ -266,6 +269,17 @@ class DownpourWorker:
         self.pushed_snapshot = False
         return float(loss)
 
+    def minibatch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The shard's `rows` as float32 inputs in [0, 1] and labels, in the reused buffers (no allocation)."""
+        raw, x, y = self.batch_raw[:len(rows)], self.batch_x[:len(rows)], self.batch_y[:len(rows)]
+        np.take(self.shard.y, rows, out=y)
+        if raw.dtype == np.float32:  # a shard loaded already scaled (scaled=True)
+            np.take(self.shard.x, rows, axis=0, out=x)
+            return x, y
+        np.take(self.shard.x, rows, axis=0, out=raw)
+        np.divide(raw, np.float32(255), out=x)  # as data.scale_pixels: the same float32 values
+        return x, y
+
     def epoch_order(self) -> np.ndarray:
         """This epoch's order of rows: drawn now, or redrawn from the state it was drawn from when resuming."""
         progress = self.progress
@@ -292,9 +306,7 @@ class DownpourWorker:
                 self.fetch()
                 self.heartbeat()
             rows = order[index * batch:(index + 1) * batch]
-            x, y = self.batch_x[:len(rows)], self.batch_y[:len(rows)]
-            np.take(self.shard.x, rows, axis=0, out=x)  # into the reused buffers: no per-step allocation
-            np.take(self.shard.y, rows, out=y)
+            x, y = self.minibatch(rows)
             if self.coalesce:
                 self.take_in_landed()
             progress.epoch_loss_sum += self.step(x, y)
@@ -360,7 +372,7 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progres
     progress.note_replica()
     _, held = job.holdout(config)
     shard = loader(config.dataset, "train", progress.worker_id, config.number_of_workers, config.train_samples,
-                   holdout=held)
+                   scaled=False, holdout=held)  # raw uint8, scaled per minibatch (DownpourWorker.minibatch)
     validation = loader(config.dataset, "validation", 0, 1, config.train_samples, scaled=False, holdout=held)
     test = loader(config.dataset, "test", 0, 1, config.test_samples, scaled=False)
     progress.shard_size = len(shard.y)
