@@ -13,7 +13,8 @@ More workers than cores run time-sliced (this machine has 2 cores): samples to t
 statistical efficiency exactly; seconds and samples/s at 4 and 8 workers mostly measure the sharing.
 AdaGrad runs at its own learning rate (--adagrad-lr, default 0.05, the default learning_rate; README "Update rules").
 Usage: python bench/scaling.py [--workers 1,2,4,8] [--rules sum,average,adagrad] [--periods 1,10,50]
-                               [--seeds 5] [--store redis] [--out results/scaling]   (from the repository root)
+                               [--seeds 5] [--store redis] [--communication background|coalesce|blocking]
+                               [--out results/scaling]   (from the repository root)
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ TARGET = 0.85
 
 
 def matrix(workers: list[int], rules: list[str], periods: list[int], seeds: int, store: str, adagrad_lr: float,
-           max_epochs: int):
+           max_epochs: int, communication: str = "background"):
     rates = {"sum": 0.1, "average": 0.1, "adagrad": adagrad_lr}
     document = {
         "name": "scaling", "rounds": seeds,
-        "fixed": {"dataset": "fashion-mnist", "target_accuracy": TARGET, "max_epochs": max_epochs, "store": store},
+        "fixed": {"dataset": "fashion-mnist", "target_accuracy": TARGET, "max_epochs": max_epochs, "store": store,
+                  "communication": communication},
         "matrix": {"number_of_workers": workers, "update_rule": rules, "learning_rate": [rates[r] for r in rules],
                    "n_fetch": periods, "n_push": periods},
         "together": [["update_rule", "learning_rate"], ["n_fetch", "n_push"]],
@@ -141,10 +143,12 @@ def main() -> None:
     parser.add_argument("--store", default="redis", choices=("redis", "memcached"))
     parser.add_argument("--adagrad-lr", type=float, default=0.05)
     parser.add_argument("--max-epochs", type=int, default=15)
+    parser.add_argument("--communication", default="background", choices=("background", "coalesce", "blocking"))
     parser.add_argument("--out", default="results/scaling")
     args = parser.parse_args()
     batch = matrix([int(w) for w in args.workers.split(",")], args.rules.split(","),
-                   [int(p) for p in args.periods.split(",")], args.seeds, args.store, args.adagrad_lr, args.max_epochs)
+                   [int(p) for p in args.periods.split(",")], args.seeds, args.store, args.adagrad_lr, args.max_epochs,
+                   args.communication)
     target = LocalTarget("stack.yml", tempfile.mkdtemp(prefix="faasgd-scaling-"), free_port())
     target.start()
     try:

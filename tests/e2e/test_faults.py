@@ -121,8 +121,9 @@ def test_calls_cut_by_a_short_exec_timeout_hand_off_and_the_jobs_end_exactly(run
 
 
 def test_a_worker_out_of_memory_fails_its_job_at_once_naming_the_allocation(runtime_for):
+    # 240,000 rows: each worker's uint8 shard (108,000 x 784 = 81 MiB) is more than the cap leaves (64 MiB)
     outcomes = faults.run_matrix(runtime_for(), "out of memory", faults.cap_memory, at_epoch=None,
-                                 train_samples=60000, max_epochs=2)
+                                 train_samples=240000, max_epochs=2)
     for outcome in outcomes:
         assert outcome.state == "failed" and "Unable to allocate" in outcome.reason, outcome
         assert outcome.seconds < 30
