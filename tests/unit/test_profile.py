@@ -169,3 +169,40 @@ def test_profile_hz_zero_profiles_nothing():
     progress = WorkerProgress.fresh(0, 0)
     WorkerProfile.start(0.0, progress).finish()
     assert progress.resources == {}
+
+
+def test_each_run_gets_a_profile_png_and_the_series_leave_its_record(tmp_path):
+    import matplotlib.image
+
+    from faasgd.batch.profile_plots import write_profile_plots
+
+    series = {"start": 1.0, "t": [0.1, 0.2, 0.3], "cpu": [0.2, 0.9, 0.1], "rss": [150.0, 160.0, 161.0],
+              "tx": [0.0, 3e5, 0.0], "rx": [1e5, 0.0, 2e5]}
+    runs = [{"configuration": "a", "round": 1, "profile": [series, None, series]}, {"configuration": "b", "profile": []}]
+    out = write_profile_plots(runs, tmp_path)
+    assert out[0]["profile_plot"] == "profiles/run-001.png" and out[1]["profile_plot"] is None
+    assert "profile" not in out[0] and "profile" in runs[0]  # the caller's records are left alone
+    image = matplotlib.image.imread(tmp_path / "profiles" / "run-001.png")
+    assert image.shape[0] > 400 and image.std() > 0.01  # drawn, not blank
+
+
+def test_runs_csv_has_one_column_per_resource_figure(tmp_path):
+    import csv
+
+    from faasgd.batch.report import CSV_COLUMNS, write_runs_csv
+
+    assert set(figures.MEASURES) <= set(CSV_COLUMNS)
+    run = {"config": {}, "varying": {}, "cpu_s": 1.25, "tx_bytes": 4096, "rx_idle_s": None}
+    write_runs_csv([run], tmp_path / "runs.csv")
+    row = next(csv.DictReader(open(tmp_path / "runs.csv")))
+    assert float(row["cpu_s"]) == 1.25 and int(row["tx_bytes"]) == 4096 and row["rx_idle_s"] == ""
+
+
+def test_the_summary_shows_the_resource_figures():
+    from faasgd.cli.progress import resource_lines
+
+    result = {**dict.fromkeys(figures.MEASURES), "cpu_s": 3.5, "cpu_burst_s": 0.25, "tx_bytes": 123456789,
+              "rss_peak_mb": 162.5}
+    text = "\n".join(resource_lines(result))
+    assert "0.25" in text and "3.5 CPU s" in text and "123,456,789 bytes" in text and "162.5" in text
+    assert resource_lines(dict.fromkeys(figures.MEASURES)) == []  # an unprofiled job shows no block

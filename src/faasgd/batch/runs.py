@@ -50,7 +50,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
         target.set_replicas(replicas_for(config.number_of_workers))
         answer = json_answer(target.gateway.invoke(SETUP_FUNCTION, body), SETUP_FUNCTION)
         record["job_id"] = answer["job_id"]
-        query = {**answer["status_query"], "events": "1"}
+        query = {**answer["status_query"], "events": "1", "profile": "1"}
         status = wait_for_job(lambda: target.gateway.job_status(query), run_timeout_s)
     except Exception as error:  # recorded; the batch goes on
         return {**record, "state": "failed", "error": f"{type(error).__name__}: {error}"}
@@ -60,6 +60,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     record["placement"] = ["|".join(w.get("replicas") or []) if w else None for w in status["workers"]]
     record["curve"] = curve(status)
     record["test_curve"] = curve(status, "test_accuracy")
+    record["profile"] = status.get("profiles") or []  # each worker's resource series: the run's profile plot
     return record
 
 
