@@ -20,8 +20,9 @@ RUN_KEYS = ("state", "error") + MEASURES  # what a run record takes from the job
 
 
 def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
-              progress: Callable[[str], None] = print) -> list[dict]:
-    """All runs of the batch, in order; a failed run is a record with state "failed", never an exception."""
+              progress: Callable[[str], None] = print, on_run: Callable[[int, dict], None] | None = None) -> list[dict]:
+    """All runs of the batch, in order; a failed run is a record with state "failed", never an exception.
+    `on_run(index, record)` as each run ends (1-based index: the results database)."""
     runs = []
     total = rounds * len(matrix.configurations)
     for round_number in range(1, rounds + 1):
@@ -30,6 +31,8 @@ def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
             started = time.monotonic()
             record = run_one(configuration, round_number, target, run_timeout_s, progress)
             runs.append(record)
+            if on_run is not None:
+                on_run(index, record)
             progress(f"[{index}/{total}] {configuration.label} round {round_number}: " + _outcome(record)
                      + f" ({time.monotonic() - started:.1f} s)")
     return runs
