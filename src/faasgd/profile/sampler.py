@@ -66,6 +66,7 @@ class Sampler:
         self.period = 1.0 / hz
         self.threads, self.clock, self.cpu_s, self.rss = threads, clock, cpu_s, rss
         self.bursts = new_series()
+        self.last: dict[str, float] = {}  # the latest sample of each series
         self.points: dict[str, list[float]] = {"t": [], **{name: [] for name in SERIES}}
         self.step = 1  # samples per kept point
         self._pending: list[list[float]] = []
@@ -117,6 +118,7 @@ class Sampler:
             values = {"cpu": (cpu - last_cpu) / dt, "rss": self.rss(), "tx": (sent - last_sent) / dt,
                       "rx": (received - last_received) / dt}
             self._last = (now, cpu, sent, received)
+            self.last = values
             for name in SERIES:
                 self.bursts[name].add(values[name], dt)
             self._keep([now - self.started] + [values[name] for name in SERIES])

@@ -1,16 +1,18 @@
 """One worker call's profile: its sampler, the stats in the worker's record, the series in a record of its own.
 
-    profile = WorkerProfile.start(config.profile_hz, progress)   # before the worker loads its data
+    profile = WorkerProfile.start(config.profile_hz, progress, job_id)  # before the worker loads its data
     profile.watch(trainer.channel)                               # its communication thread counts too
     ...
-    profile.finish(store, job_id)                                # before the worker's final record
+    profile.finish(store)                                        # before the worker's final record
+    profile.ended(store)                                         # after it: the job's result, if written
 
 While the call trains, `progress.resources` is replaced about once a second by the stats of the worker's
 earlier calls (what its record held when this call resumed it) merged with this call's so far, so every
 record the worker writes (with each push) carries them and a resumed call goes on from there. At the
 end, the call's series is appended to the record `profile:<worker>` (bounded: `MAX_POINTS` points per
 worker, older ones averaged in pairs), which `faasgd status --profile`, the status query `profile=1` and
-test.sh's per-run plot read. `profile_hz` 0 profiles nothing.
+test.sh's per-run plot read. Each publish also hands the worker's figures to this process's Prometheus
+exporter (exporter.py). `profile_hz` 0 profiles nothing and exports nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import logging
 import threading
 from typing import Any
 
+from faasgd.profile import exporter
 from faasgd.profile.bursts import SERIES, merge
 from faasgd.profile.sampler import Sampler
 
@@ -39,8 +42,8 @@ def channel_threads(channel: Any) -> list[int]:
 class WorkerProfile:
     """The sampler of one worker call and where its figures go."""
 
-    def __init__(self, hz: float, progress: Any) -> None:
-        self.progress = progress
+    def __init__(self, hz: float, progress: Any, job_id: str = "") -> None:
+        self.progress, self.job_id = progress, job_id
         self.base = dict(progress.resources or {})
         self.idents = [threading.get_ident()]
         self.channel: Any = None
@@ -48,8 +51,8 @@ class WorkerProfile:
         self.finished = False
 
     @classmethod
-    def start(cls, hz: float, progress: Any) -> "WorkerProfile":
-        profile = cls(hz, progress)
+    def start(cls, hz: float, progress: Any, job_id: str = "") -> "WorkerProfile":
+        profile = cls(hz, progress, job_id)
         if profile.sampler is not None:
             profile.sampler.start(every=profile.publish)
         return profile
@@ -67,8 +70,16 @@ class WorkerProfile:
             return
         now = self.sampler.summary()
         self.progress.resources = {name: merge([self.base.get(name), now[name]]) for name in SERIES}
+        self.export()
 
-    def finish(self, store: Any = None, job_id: str | None = None) -> None:
+    def export(self) -> None:
+        if self.job_id:
+            p = self.progress
+            values = {key: getattr(p, key, None) for key in EXPORTED}
+            values["samples_per_s"] = p.samples / p.train_s if p.train_s > 0 else 0.0
+            exporter.update(self.job_id, values, dict(self.sampler.last), ended=self.finished)
+
+    def finish(self, store: Any = None) -> None:
         """Stop sampling, put the final stats in the progress and append the series to the worker's profile
         record (best effort: a profile never fails a worker)."""
         if self.sampler is None or self.finished:
@@ -76,7 +87,8 @@ class WorkerProfile:
         self.finished = True
         self.sampler.stop()
         self.publish()
-        if store is None or job_id is None:
+        job_id = self.job_id
+        if store is None or not job_id:
             return
         try:
             name = profile_name(self.progress.worker_id)
@@ -84,6 +96,22 @@ class WorkerProfile:
             store.put_record(job_id, name, append(kept, self.sampler.series(), self.sampler.period))
         except Exception as error:  # the store may be what ended the call
             log.warning("job %s worker %d: profile not written: %s", job_id, self.progress.worker_id, error)
+
+
+    def ended(self, store: Any) -> None:
+        """After the worker's final record: the job's result, if written, to the exporter (best effort)."""
+        if self.sampler is None or not self.job_id:
+            return
+        try:
+            result = store.get_record(self.job_id, "result")
+        except Exception:  # the store may be gone
+            return
+        if result is not None:
+            exporter.job_result(self.job_id, result)
+
+
+EXPORTED = ("worker_id", "epoch", "loss", "accuracy", "samples", "pushes", "fetches", "conflicts", "retries",
+            "last_staleness", "resources")
 
 
 def append(kept: dict | None, series: dict, period: float) -> dict:
