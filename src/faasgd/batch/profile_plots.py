@@ -29,7 +29,7 @@ def plot_run_profile(run: dict, path) -> str | None:
     for ax, name in zip(axes, SERIES):
         for worker, profile in profiles:
             ax.plot(profile["t"], profile[name], color=colour(worker, len(profiles)), linewidth=0.9,
-                    label=f"worker {worker}")
+                    marker="." if len(profile["t"]) < 60 else None, label=f"worker {worker}")  # a short run: points
         if name != "rss":
             ax.axhline(THRESHOLDS[name], color="grey", linestyle="--", linewidth=0.8)
         ax.set_ylabel(AXES[name])
