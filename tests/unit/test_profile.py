@@ -206,3 +206,33 @@ def test_the_summary_shows_the_resource_figures():
     text = "\n".join(resource_lines(result))
     assert "0.25" in text and "3.5 CPU s" in text and "123,456,789 bytes" in text and "162.5" in text
     assert resource_lines(dict.fromkeys(figures.MEASURES)) == []  # an unprofiled job shows no block
+
+
+def test_the_status_query_profile_1_returns_each_workers_series(monkeypatch):
+    import uuid
+
+    from faasgd import job
+    from faasgd.config import load_config
+    from faasgd.errors import ConfigError
+    from faasgd.functions import replica_cache
+    from faasgd.functions.emnist_setup import job_status
+    from faasgd.profile import profile_name
+    from faasgd.store import open_store
+
+    url = f"memory://profile{uuid.uuid4().hex[:8]}"
+    store = open_store(url)
+    replica_cache.keep_store(url, store)
+    try:
+        config = load_config({}, {"dataset": "synthetic", "train_samples": 600, "number_of_workers": 2, "store_url": url})
+        job_id = job.create_job(store, config)
+        series = {"start": 1.0, "t": [0.1], **{name: [1.0] for name in bursts.SERIES}}
+        store.put_record(job_id, profile_name(0), series)
+        env = {"store_url": url}
+        status = job_status({"job_id": job_id, "profile": "1"}, env)[1]
+        assert status["profiles"] == [series, None]  # worker 1 has not profiled anything yet
+        assert "profiles" not in job_status({"job_id": job_id}, env)[1]
+        with pytest.raises(ConfigError) as error:
+            job_status({"job_id": job_id, "model": "npz", "profile": "1"}, env)
+        assert error.value.field == "model"
+    finally:
+        replica_cache.forget()
