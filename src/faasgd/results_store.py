@@ -23,7 +23,9 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import random
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -73,16 +75,33 @@ def open_db(path: str | os.PathLike, create: bool = True) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)  # transactions explicit
     db.row_factory = sqlite3.Row
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    db.execute("PRAGMA journal_mode = WAL")
+    use_wal(db)
     db.execute("PRAGMA foreign_keys = ON")
     migrate(db)
     return db
 
 
+def use_wal(db: sqlite3.Connection) -> None:
+    """Switch the file to WAL (it stays so). Another process opening a new file at the same moment can make
+    the switch fail at once with "database is locked" (SQLite does not wait on its busy handler there), so
+    it is retried, with jittered sleeps, within the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
+                return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError("could not switch the results database to WAL")
+        time.sleep(0.005 + random.random() * 0.02)
+
+
 def applied(db: sqlite3.Connection) -> list[int]:
     """Versions of the migrations applied to `db`."""
-    db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
-               " applied_at TEXT NOT NULL)")
+    _write(db, "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
+               " applied_at TEXT NOT NULL)", ())
     return [row[0] for row in db.execute("SELECT version FROM schema_migrations ORDER BY version")]
 
 

@@ -19,7 +19,7 @@ from faasgd.batch.record import BatchRecord
 from faasgd.batch.redact import Redactor
 name, path, count, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 time.sleep(max(0.0, start_at - time.time()))  # both start together, their imports done
-record = BatchRecord(path, {"name": name, "target": "local"}, Redactor(), print)
+record = BatchRecord(path, {"name": name, "target": "local"}, Redactor(), lambda line, error=False: print(line))
 for index in range(1, count + 1):
     time.sleep(0.005)  # a run takes a while: the other batch writes in between
     record.run(index, {"configuration": f"{name}-{index}", "round": 1, "state": "done", "config": {"seed": index},
