@@ -18,6 +18,8 @@ The cost is a few clock reads and one small /proc read per sample (bench/profile
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from typing import Callable, Iterable
@@ -25,17 +27,16 @@ from typing import Callable, Iterable
 from faasgd.profile.bursts import SERIES, new_series
 from faasgd.store import meter
 
+log = logging.getLogger("faasgd.worker")
 MAX_POINTS = 600  # samples kept for the plot of one call; when full, pairs are averaged (the period doubles)
-_PAGE_MB = 4096 / 1e6
 
 
 def page_mb() -> float:
+    """The size of a memory page in MB (4096 bytes where the platform cannot say)."""
     try:
-        import os
-
         return os.sysconf("SC_PAGE_SIZE") / 1e6
     except (ValueError, OSError, AttributeError):
-        return _PAGE_MB
+        return 4096 / 1e6
 
 
 PAGE_MB = page_mb()
@@ -153,10 +154,14 @@ class Sampler:
         def loop() -> None:
             last = self.clock()
             while not self._stop.wait(self.period):
-                self.sample()
-                if every is not None and self.clock() - last >= every_s:
-                    last = self.clock()
-                    every()
+                try:
+                    self.sample()
+                    if every is not None and self.clock() - last >= every_s:
+                        last = self.clock()
+                        every()
+                except Exception as error:  # a profile never stops a worker; it stops sampling, said once
+                    log.warning("resource sampling stopped: %s: %s", type(error).__name__, error)
+                    return
 
         self._thread = threading.Thread(target=loop, name="faasgd-profile", daemon=True)
         self._thread.start()
