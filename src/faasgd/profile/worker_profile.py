@@ -10,7 +10,7 @@ While the call trains, `progress.resources` is replaced about once a second by t
 earlier calls (what its record held when this call resumed it) merged with this call's so far, so every
 record the worker writes (with each push) carries them and a resumed call goes on from there. At the
 end, the call's series is appended to the record `profile:<worker>` (bounded: `MAX_POINTS` points per
-worker, older ones averaged in pairs), which `faasgd status --profile`, the status query `profile=1` and
+worker, older ones averaged in pairs), which the status query `profile=1` (emnist-setup) and
 test.sh's per-run plot read. Each publish also hands the worker's figures to this process's Prometheus
 exporter (exporter.py). `profile_hz` 0 profiles nothing and exports nothing.
 """
