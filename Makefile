@@ -37,6 +37,7 @@ bench: deps
 	$(PY) bench/peers.py
 	$(PY) bench/scaling.py
 	$(PY) bench/faults.py
+	$(PY) bench/stacking.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info

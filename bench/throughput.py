@@ -13,6 +13,7 @@ Usage: python bench/throughput.py [--dataset fashion-mnist] [--epochs 2]
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 
@@ -51,11 +52,12 @@ def _dims(dataset: str) -> tuple[int, tuple[int, ...], int]:
     return input_dim, (100,), n_classes
 
 
-def two_workers(dataset: str, store_url: str, period: int, epochs: int) -> dict:
+def two_workers(dataset: str, store_url: str, period: int, epochs: int, communication: str) -> dict:
     """A real job with 2 worker processes; aggregate training samples/s over the workers' training time."""
     config = load_config({}, {
         "dataset": dataset, "number_of_workers": 2, "n_fetch": period, "n_push": period,
         "max_epochs": epochs, "target_accuracy": 1.0, "store_url": store_url, "batch_size": 128,
+        "communication": communication,
     })
     result = direct.train(config)
     workers = job.read_progress(open_store(store_url), result["job_id"], 2).values()
@@ -73,6 +75,8 @@ def main() -> None:
     parser.add_argument("--dataset", default="fashion-mnist")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--communication", default="background,coalesce",
+                        help="comma-separated communication modes to measure (background, coalesce, blocking)")
     args = parser.parse_args()
 
     print(f"machine: {os.cpu_count()} cores; dataset {args.dataset}; 784-100-10 tanh, batch 128")
@@ -86,12 +90,12 @@ def main() -> None:
 
     servers = [start_redis(), start_memcached()]
     try:
-        print(f"{'store':<10} {'n_fetch=n_push':>14} {'samples/s':>11} {'ratio':>6} {'conflicts':>9} "
-              f"{'staleness p50':>13} {'accuracy':>8}")
+        print(f"{'store':<10} {'communication':<13} {'n_fetch=n_push':>14} {'samples/s':>11} {'ratio':>6} "
+              f"{'conflicts':>9} {'staleness p50':>13} {'accuracy':>8}")
         for server in servers:
-            for period in (1, 10):
-                row = two_workers(args.dataset, server.url, period, args.epochs)
-                print(f"{server.name:<10} {period:>14} {row['samples_per_s']:>11,.0f} "
+            for communication, period in itertools.product(args.communication.split(","), (1, 10)):
+                row = two_workers(args.dataset, server.url, period, args.epochs, communication)
+                print(f"{server.name:<10} {communication:<13} {period:>14} {row['samples_per_s']:>11,.0f} "
                       f"{row['samples_per_s'] / limit:>6.2f} {row['conflicts']:>9} "
                       f"{row['staleness_p50']!s:>13} {row['accuracy']:>8.4f}", flush=True)
     finally:

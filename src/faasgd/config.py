@@ -21,7 +21,7 @@ from faasgd.store.url import mask_url, parse_store_url
 ACTIVATIONS = ("tanh", "relu")
 MODES = ("loop", "per-iteration", "single")
 TOPOLOGIES = ("global", "node-local")
-COMMUNICATIONS = ("background", "blocking")
+COMMUNICATIONS = ("background", "coalesce", "blocking")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,10 @@ class TrainConfig:
     n_fetch: int = 10  # fetch the global parameters every n_fetch minibatches
     n_push: int = 10  # push the accumulated update every n_push minibatches
     update_rule: str = "average"  # chosen from bench/scaling.py (README "Update rules"): how the store adds a push: sum, average (/ number_of_workers), adagrad (store/update_rule.py)
-    communication: str = "background"  # background: fetches and pushes overlap training (sgd/comm.py); blocking: wait for each
+    communication: str = "background"  # background | coalesce | blocking; sgd/comm.py and README
+    # background: fetches and pushes overlap training, a push every n_push steps exactly; coalesce: never
+    # wait for the store, a push or fetch due while one is in flight joins the next (n_fetch and n_push
+    # become the shortest periods); blocking: wait for each round trip
     invocation_mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
     max_epochs: int = 20  # upper bound on passes over each worker's shard
     target_accuracy: float = 0.85  # validation accuracy that ends the job (1.0: run all max_epochs)

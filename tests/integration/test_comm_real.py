@@ -39,13 +39,14 @@ class RecordingStore:
         return result
 
 
+@pytest.mark.parametrize("communication", ["background", "coalesce"])
 @pytest.mark.parametrize("backend", ["redis", "memcached"])
-def test_two_background_workers_keep_the_exact_sum(backend, redis_server, memcached_server):
+def test_two_background_workers_keep_the_exact_sum(backend, communication, redis_server, memcached_server):
     server = redis_server if backend == "redis" else memcached_server
     config = load_config({}, {
         "dataset": "synthetic", "train_samples": 2000, "validation_samples": 200, "test_samples": 300, "hidden_sizes": [16], "batch_size": 20,
         "number_of_workers": 2, "n_fetch": 1, "n_push": 2, "max_epochs": 3, "target_accuracy": 1.0,
-        "store_url": server.url, "communication": "background", "update_rule": "average"})
+        "store_url": server.url, "communication": communication, "update_rule": "average"})
     with open_store(server.url, timeout_s=5.0) as inner:
         store = RecordingStore(inner)
         job_id = job.create_job(store, config)

@@ -22,7 +22,8 @@ from faasgd.openfaas import GatewayClient
 from support.openfaas_bin import find, missing_reason
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT = ("stack.yml", "template", "emnist-setup", "emnist-train", "pyproject.toml", "src")  # faas-cli build's inputs
+PROJECT = ("stack.yml", "template", "emnist-setup", "emnist-train", "stacking-driver", "stacking-trainer", "stacking-reducer",
+           "stacking-metatrainer", "pyproject.toml", "src")  # faas-cli build's inputs
 
 
 @pytest.fixture(scope="package")

@@ -16,8 +16,9 @@ import uuid
 import numpy as np
 import pytest
 
-from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreTimeout
+from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreError, StoreTimeout
 from faasgd.store import PushId, Snapshot, UpdateRule, keys, memcached_push
+from faasgd.store.blobs import BLOB_CHUNK_BYTES
 from faasgd.store.update_rule import ADAGRAD_EPS, ADAGRAD_G0
 
 CHUNK = 1000  # chunk_floats the harnesses open stores with
@@ -511,6 +512,26 @@ def check_kept_copy(store):
         store.keep_copy(job, "nan", np.array([np.nan], np.float32))
 
 
+def check_blobs(store):
+    """A blob (bytes) reads back exactly across chunks, the empty blob too; absent is None; a blob whose chunks
+    do not match its meta is lost state, never returned; names are checked."""
+    job = new_job()
+    data = np.random.default_rng(5).bytes(2 * BLOB_CHUNK_BYTES + 11)  # three chunks, each below memcached's 1 MB
+    assert store.get_blob(job, "model:0") is None
+    store.put_blob(job, "model:0", data)
+    store.put_blob(job, "empty", b"")
+    assert store.get_blob(job, "model:0") == data and store.get_blob(job, "empty") == b""
+    store.put_blob(job, "model:0", data[:5])  # overwritten by a shorter one
+    assert store.get_blob(job, "model:0") == data[:5]
+    store._put(keys.blob_chunks(job, "model:0", 1)[0], b"XXXXX", 0)  # a chunk changed under its meta
+    with pytest.raises(StoreError, match="does not match"):
+        store.get_blob(job, "model:0")
+    with pytest.raises(ConfigError):
+        store.put_blob(job, "bad name", data)
+    with pytest.raises(ConfigError):
+        store.put_blob(job, "text", "not bytes")
+
+
 SINGLE_CLIENT_CHECKS = [
     check_ping,
     check_weights_round_trip,
@@ -536,6 +557,7 @@ SINGLE_CLIENT_CHECKS = [
     check_update_rule_validated,
     check_server_time,
     check_kept_copy,
+    check_blobs,
 ]
 MEMCACHED_CHECKS = [check_half_applied_adagrad_push_finished_once]  # what only Memcached can leave half-done
 TWO_CLIENT_CHECKS = [check_conflicts_counted, check_conflicts_bounded, check_clients_share_data]

@@ -8,137 +8,26 @@ synchronisation point) runs it, so every interleaving of stores operations is ch
 from __future__ import annotations
 
 import threading
-import uuid
 
 import numpy as np
 import pytest
-
-from faasgd import data, job, model
-from faasgd.config import load_config
-from faasgd.errors import ConfigError, StoreUnavailable
-from faasgd.sgd import DownpourWorker, WorkerProgress, comm, run_worker
-from faasgd.sgd.budget import UNLIMITED, Superseded
-from faasgd.sgd.invocation import resume, start, train
-from faasgd.sgd.worker import load_worker
-from faasgd.store import UpdateRule, open_store
+from support.comm_drive import (
+    HELD,
+    ROWS,
+    DeferredChannel,
+    Driven,
+    config_for,
+    new_job,
+    replay,
+)
 from support.fake_clock import StepClock
 
-ROWS, HELD = 1200, 200  # training rows, of which the last HELD are the validation rows
-
-
-def config_for(**overrides):
-    values = {"dataset": "synthetic", "train_samples": ROWS, "validation_samples": HELD, "test_samples": 200, "hidden_sizes": [16],
-              "batch_size": 40, "learning_rate": 0.1, "update_rule": "sum", "number_of_workers": 1, "n_fetch": 1, "n_push": 1,
-              "max_epochs": 2, "target_accuracy": 1.0, "store_url": f"memory://comm{uuid.uuid4().hex[:8]}",
-              "store_timeout_s": 0.3}
-    return load_config({}, {**values, **overrides})
-
-
-class DeferredChannel(comm.Channel):
-    """A background channel whose operation runs when the test says (`run`) or when it is collected."""
-
-    def __init__(self):
-        super().__init__(background=True)
-        self._pool.shutdown()
-        self._call = None
-        self._done: tuple | None = None
-
-    @property
-    def busy(self):
-        return self._call is not None or self._done is not None
-
-    def submit(self, call):
-        assert not self.busy, "two operations in flight"
-        self._call = call
-
-    @property
-    def waiting(self):
-        """An operation submitted that has not reached the store yet."""
-        return self._call is not None
-
-    def run(self):
-        """The operation reaches the store now."""
-        call, self._call = self._call, None
-        try:
-            self._done = (call(), None)
-        except Exception as error:
-            self._done = (None, error)
-
-    def collect(self):
-        if self._call is not None:
-            self.run()
-        if self._done is None:
-            return None
-        (result, error), self._done = self._done, None
-        if error is not None:
-            raise error
-        return result
-
-    def close(self):
-        self._call = self._done = None
-
-
-class RecordingStore:
-    """Delegates to a real store; keeps every applied push's delta, by the version it produced."""
-
-    def __init__(self, inner):
-        self.inner, self.applied = inner, {}
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def push_update(self, job_id, delta, out=None, **push):
-        sent = np.array(delta, copy=True)
-        result = self.inner.push_update(job_id, delta, out=out, **push)
-        if result.applied and result.version not in self.applied:
-            self.applied[result.version] = (push["push_id"], sent)
-        return result
-
-
-def replay(config, init, applied):
-    """init + every applied update by the job's rule, in the order the store applied them, in float32 as the
-    store adds them."""
-    rule = UpdateRule(config.update_rule, config.number_of_workers, config.learning_rate)
-    state = rule.zero_state(np.array(init, np.float32))
-    for version in sorted(applied):
-        state = rule.apply(state, applied[version][1])
-    return state[:len(init)]
-
-
-class Driven:
-    """One worker driven step by step as run_epoch drives it; remembers each pushed update's own steps."""
-
-    def __init__(self, config, store, job_id, worker_id, channel=None):
-        progress = WorkerProgress.fresh(worker_id, config.seed)
-        progress.owner = f"call-{worker_id}"
-        self.trainer = load_worker(config, store, job_id, progress)
-        if channel is not None:
-            self.trainer.channel = channel
-        self.order = self.trainer.epoch_order()
-        self.grads, self.pushed = [], []  # own steps' updates since the last hand-over; updates handed over
-
-    def steps(self, count):
-        t, progress, batch = self.trainer, self.trainer.progress, self.trainer.config.batch_size
-        for _ in range(count):
-            rows = self.order[(progress.step * batch) % len(self.order):][:batch]
-            t.step(t.shard.x[rows], t.shard.y[rows])
-            self.grads.append(t.grad.copy())
-            progress.step += 1
-
-    def push(self):
-        if self.grads:
-            summed = np.zeros_like(self.grads[0])
-            for grad in self.grads:  # as the worker accumulates them: float32, in order
-                summed += grad
-            self.pushed.append(summed)
-            self.grads = []
-        self.trainer.push()
-
-
-def new_job(config):
-    store = RecordingStore(open_store(config.store_url))
-    job_id = job.create_job(store, config)
-    return store, job_id, store.get_weights(job_id)[0]
+from faasgd import data, job, model
+from faasgd.errors import ConfigError, StoreUnavailable
+from faasgd.sgd import DownpourWorker, comm, run_worker
+from faasgd.sgd.budget import UNLIMITED, Superseded
+from faasgd.sgd.invocation import resume, start, train
+from faasgd.store import open_store
 
 
 # -- the channel itself ----------------------------------------------------------------------
@@ -169,7 +58,7 @@ def test_communication_key_is_checked():
     assert config_for().communication == "background"
     with pytest.raises(ConfigError) as bad:
         config_for(communication="sometimes")
-    assert bad.value.field == "communication" and "background, blocking" in str(bad.value)
+    assert bad.value.field == "communication" and "background, coalesce, blocking" in str(bad.value)
 
 
 # -- the exact-sum invariant on chosen interleavings ------------------------------------------

@@ -78,7 +78,7 @@ JSON_BODIES = {
     "topology": ({"store_topology": "mesh"}, 400, "store_topology", "global, node-local"),
     "update rule unknown": ({"update_rule": "mean"}, 400, "update_rule", "sum, average, adagrad"),
     "update rule a list": ({"update_rule": ["sum"]}, 400, "update_rule", "sum, average, adagrad"),
-    "communication unknown": ({"communication": "async"}, 400, "communication", "background, blocking"),
+    "communication unknown": ({"communication": "async"}, 400, "communication", "background, coalesce, blocking"),
     "lease 0": ({"lease_s": 0}, 400, "lease_s", "[1, 86400]"),
     "epochs 0": ({"max_epochs": 0}, 400, "max_epochs", "[1, 100000]"),
     "n_push 10**7": ({"n_push": 10**7}, 400, "n_push", "[1, 1000000]"),

@@ -11,7 +11,8 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 def test_the_repository_stack_loads_with_its_defaults():
     functions = load_stack(ROOT / "stack.yml", env={})
-    assert list(functions) == ["emnist-setup", "emnist-train"]
+    assert list(functions) == ["emnist-setup", "emnist-train", "stacking-driver", "stacking-trainer", "stacking-reducer",
+                              "stacking-metatrainer"]
     train = functions["emnist-train"]
     assert train.min_replicas == 2 and train.max_replicas == 5
     assert train.image == "ghcr.io/faasgd/emnist-train:0.1.0"

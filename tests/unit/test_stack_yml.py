@@ -8,11 +8,14 @@ import yaml
 from support import stack_rules
 from faasgd.config import FIELDS, TrainConfig, load_config
 from faasgd.functions.settings import named_stores
+from faasgd.stacking.config import FIELDS as STACKING_FIELDS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STACK = ROOT / "stack.yml"
 CONFIG_KEYS = set(FIELDS)
+STACK_KEYS = CONFIG_KEYS | set(STACKING_FIELDS)  # the keys any function of the stack takes
 FUNCTIONS = ("emnist-setup", "emnist-train")
+STACKING = ("stacking-driver", "stacking-trainer", "stacking-reducer", "stacking-metatrainer")
 NO_ENV: dict = {}  # substitution as on a machine without OPENFAAS_URL, REGISTRY or TAG
 
 
@@ -21,7 +24,7 @@ def stack():
 
 
 def test_stack_yml_follows_faas_cli_rules():
-    assert stack_rules.check_stack(STACK, CONFIG_KEYS, NO_ENV) == []
+    assert stack_rules.check_stack(STACK, STACK_KEYS, NO_ENV) == []
 
 
 def test_defaults_and_variables_are_substituted():
@@ -37,8 +40,8 @@ def test_defaults_and_variables_are_substituted():
 
 def test_both_functions_use_the_template_and_the_store_secret():
     functions = stack()["functions"]
-    assert set(functions) == set(FUNCTIONS)
-    for name in FUNCTIONS:
+    assert set(functions) == set(FUNCTIONS + STACKING)
+    for name in FUNCTIONS + STACKING:
         assert functions[name]["lang"] == "python3-http-faasgd"
         assert functions[name]["handler"] == f"./{name}"
         assert functions[name]["secrets"] == ["store-password"]
@@ -87,8 +90,18 @@ def test_scale_labels_stay_within_the_community_edition_cap():
         assert 1 <= int(labels["com.openfaas.scale.min"]) <= int(labels["com.openfaas.scale.max"]) <= 5
 
 
+def test_stacking_environment_holds_every_default_and_a_body_limit_for_inline_jobs():
+    from faasgd.stacking.config import StackingConfig, load_stacking
+    from faasgd.stacking.flow import check_inline
+
+    for name in STACKING:
+        env = stack()["functions"][name]["environment"]
+        assert set(STACKING_FIELDS) <= set(env) and load_stacking(env, {}) == StackingConfig()
+        check_inline(load_stacking(env, {"transfer": "inline", "trainers_num": 16}), int(env["max_request_bytes"]))
+
+
 def test_build_context_holds_template_handler_and_core(tmp_path):
-    for name in FUNCTIONS:
+    for name in FUNCTIONS + STACKING:
         context = stack_rules.build_context(STACK, name, tmp_path, NO_ENV)
         for path in ("Dockerfile", "index.py", "template.yml", "requirements.txt", "function/handler.py",
                      "function/requirements.txt", "function/pyproject.toml", "function/src/faasgd/__init__.py"):
@@ -106,7 +119,7 @@ def write_stack(tmp_path, edit) -> pathlib.Path:
     (tmp_path / "template").symlink_to(ROOT / "template")
     (tmp_path / "src").symlink_to(ROOT / "src")
     (tmp_path / "pyproject.toml").symlink_to(ROOT / "pyproject.toml")
-    for name in FUNCTIONS:
+    for name in FUNCTIONS + STACKING:
         (tmp_path / name).mkdir()
         (tmp_path / name / "handler.py").write_text("def handle(event, context):\n    return None\n")
     path = tmp_path / "stack.yml"
@@ -115,7 +128,7 @@ def write_stack(tmp_path, edit) -> pathlib.Path:
 
 
 def problems(tmp_path, edit):
-    return stack_rules.check_stack(write_stack(tmp_path, edit), CONFIG_KEYS, NO_ENV)
+    return stack_rules.check_stack(write_stack(tmp_path, edit), STACK_KEYS, NO_ENV)
 
 
 def test_checker_accepts_the_unchanged_copy(tmp_path):

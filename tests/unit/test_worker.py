@@ -152,6 +152,21 @@ def test_evaluation_on_raw_test_pixels_in_chunks_equals_the_scaled_oracle(monkey
     assert trainer.evaluate(weights, trainer.test) == pytest.approx(model.accuracy(weights, sizes, scaled.x, scaled.y), abs=1e-12)
 
 
+def test_the_training_shard_stays_uint8_and_each_minibatch_is_scaled_as_the_float32_shard():
+    config = small_config("raw-shard")
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    trainer = load_worker(config, store, job_id, WorkerProgress.fresh(0, 0))
+    rows = len(trainer.shard.y)
+    assert trainer.shard.x.dtype == np.uint8 and trainer.shard.x.nbytes == rows * 784  # a quarter of float32's
+    scaled = data.load_shard("synthetic", "train", limit=config.train_samples, holdout=job.holdout(config)[1])
+    picked = np.random.default_rng(1).permutation(rows)[:config.batch_size]
+    x, y = trainer.minibatch(picked)
+    assert x.dtype == np.float32 and x.base is trainer.batch_x  # the reused buffer
+    np.testing.assert_array_equal(x, scaled.x[picked])
+    np.testing.assert_array_equal(y, scaled.y[picked])
+
+
 class CountingStore:
     """Delegates to a real store and counts weight reads (a worker's fetches; get_weights for the final evaluation)."""
 

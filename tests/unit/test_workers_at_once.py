@@ -26,9 +26,11 @@ def test_the_queue_gets_one_worker_per_call_the_replicas_run_at_once(tmp_path):
     setup = supervisor.deployments["emnist-setup"].spec
     per_setup, per_train = calls_per_replica(setup), calls_per_replica(train)
     assert (per_setup, per_train) == (4, int(train.environment["waitress_threads"]))  # template default, stack's
-    assert supervisor.call_slots() == 1 * per_setup + 2 * per_train  # scale.min replicas of each
+    others = sum(calls_per_replica(d.spec) * d.spec.min_replicas for name, d in supervisor.deployments.items()
+                 if name not in ("emnist-setup", "emnist-train"))  # the stacking functions
+    assert supervisor.call_slots() == 1 * per_setup + 2 * per_train + others  # scale.min replicas of each
     supervisor.scale("emnist-train", 5)
-    assert supervisor.call_slots() == per_setup + 5 * per_train
+    assert supervisor.call_slots() == per_setup + 5 * per_train + others
 
 
 @pytest.mark.parametrize("intervals, peak", [

@@ -56,6 +56,11 @@ class Channel:
         self._waited = 0.0  # seconds waited since the last take_wait()
 
     @property
+    def in_flight(self) -> bool:
+        """An operation was submitted and its call has not returned yet (collecting it would wait)."""
+        return self._future is not None and not self._future.done()
+
+    @property
     def busy(self) -> bool:
         """An operation was submitted and not yet collected."""
         return self._future is not None

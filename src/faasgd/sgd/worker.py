@@ -59,13 +59,19 @@ class DownpourWorker:
         self.pending = np.zeros(size, np.float32)  # accumulated update not yet handed to a push
         self.sending = np.zeros(size, np.float32)  # the update a push in flight sends
         self.grad = np.empty(size, np.float32)
-        self.batch_x = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)  # gathered minibatch
+        # the shard stays as stored (raw uint8 pixels: a quarter of float32's memory); a minibatch is
+        # gathered into `batch_raw` and scaled into `batch_x` (float32 in [0, 1]) as it is trained
+        self.batch_raw = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)
+        self.batch_x = np.empty((config.batch_size, shard.x.shape[1]), np.float32)
         self.batch_y = np.empty(config.batch_size, shard.y.dtype)
         self.base_version = 0  # global version of the parameters our weights are built on (the last taken in)
         self.last_push_version = 0  # global version right after our last push
         self.unpushed_steps = 0
         self.pushed_snapshot = False  # our last push (in flight, or its result in `fetched`) and no step since
-        self.channel = comm.Channel(config.communication == "background")
+        self.channel = comm.Channel(config.communication != "blocking")
+        self.coalesce = config.communication == "coalesce"  # a due push or fetch never waits for the one in flight
+        self.push_due = False  # coalesce: a push point passed while an operation was in flight
+        self.fetch_wanted = False  # coalesce: a fetch point left to the put-off push's result
         self.op: comm.Op | None = None  # the store operation submitted and not yet taken in (sync)
         self.fetched_once = False  # the first fetch of an invocation waits for its result
         # other workers' steps (comm.py) in: the parameters our weights are built on; the newest
@@ -100,6 +106,14 @@ class DownpourWorker:
         `wait`, at once.
         """
         self.progress.fetches += 1
+        if self.coalesce and not wait and self.fetched_once:
+            if self.channel.in_flight:
+                if self.op.kind == comm.PUSH:  # the push's result (global with our steps) serves as this fetch
+                    self.op.merge = True
+                return  # a fetch in flight serves it as it is
+            if self.push_due:  # the push about to go serves as this fetch: one round trip, not two
+                self.fetch_wanted = True
+                return
         if self.pushed_snapshot:
             if self.op is not None:  # that push is in flight: its result is this fetch
                 self.op.merge = True
@@ -114,10 +128,17 @@ class DownpourWorker:
             self.sync()
             self.fetched_once = True
 
-    def push(self) -> None:
-        """Hand the accumulated update over to a push with the worker's next number and its record (a checkpoint)."""
+    def push(self, due: bool = False) -> None:
+        """Hand the accumulated update over to a push with the worker's next number and its record (a checkpoint).
+
+        `due`: a push point of the schedule; with `coalesce`, one reached while an operation is in flight
+        is put off (the steps go on accumulating) to the first step after that operation has landed."""
         if self.unpushed_steps == 0:
             return
+        if due and self.coalesce and self.channel.in_flight:
+            self.push_due = True
+            return
+        self.push_due = False
         self.sync()  # one operation in flight at most: the previous one lands first
         progress, seq = self.progress, self.progress.pushes + 1
         record = self.snapshot(pushes=seq)
@@ -126,7 +147,8 @@ class DownpourWorker:
         self.pending[:] = 0.0
         self.pushed_snapshot, self.unpushed_steps = True, 0
         delta, push_id = self.sending, PushId(progress.worker_id, seq)
-        self._submit(comm.Op(comm.PUSH, merge=False, own_steps=progress.step, seq=seq, base_others=self.base_others),
+        merge, self.fetch_wanted = self.fetch_wanted, False
+        self._submit(comm.Op(comm.PUSH, merge=merge, own_steps=progress.step, seq=seq, base_others=self.base_others),
                      lambda: self.store.push_update(self.job_id, delta, out=self.fetched, push_id=push_id,
                                                     record=record))
 
@@ -150,6 +172,12 @@ class DownpourWorker:
         elif op.merge:
             others = None if outcome.steps is None else outcome.steps - op.own_steps
             self._merge(outcome.version, others)
+
+    def take_in_landed(self) -> None:
+        """coalesce: an operation that has landed is taken in before the next step (no waiting), so the
+        worker steps on new parameters a round trip after they were read, not a push period later."""
+        if self.op is not None and not self.channel.in_flight:
+            self.sync()
 
     def _merge(self, version: int, others: int | None) -> None:
         """The local copy becomes the parameters in `fetched` (of `version`) plus our steps not in them."""
@@ -241,6 +269,17 @@ class DownpourWorker:
         self.pushed_snapshot = False
         return float(loss)
 
+    def minibatch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The shard's `rows` as float32 inputs in [0, 1] and labels, in the reused buffers (no allocation)."""
+        raw, x, y = self.batch_raw[:len(rows)], self.batch_x[:len(rows)], self.batch_y[:len(rows)]
+        np.take(self.shard.y, rows, out=y)
+        if raw.dtype == np.float32:  # a shard loaded already scaled (scaled=True)
+            np.take(self.shard.x, rows, axis=0, out=x)
+            return x, y
+        np.take(self.shard.x, rows, axis=0, out=raw)
+        np.divide(raw, np.float32(255), out=x)  # as data.scale_pixels: the same float32 values
+        return x, y
+
     def epoch_order(self) -> np.ndarray:
         """This epoch's order of rows: drawn now, or redrawn from the state it was drawn from when resuming."""
         progress = self.progress
@@ -267,14 +306,14 @@ class DownpourWorker:
                 self.fetch()
                 self.heartbeat()
             rows = order[index * batch:(index + 1) * batch]
-            x, y = self.batch_x[:len(rows)], self.batch_y[:len(rows)]
-            np.take(self.shard.x, rows, axis=0, out=x)  # into the reused buffers: no per-step allocation
-            np.take(self.shard.y, rows, out=y)
+            x, y = self.minibatch(rows)
+            if self.coalesce:
+                self.take_in_landed()
             progress.epoch_loss_sum += self.step(x, y)
             progress.step, progress.samples, progress.epoch_step = progress.step + 1, progress.samples + len(rows), index + 1
-            if progress.step % cfg.n_push == 0:
+            if progress.step % cfg.n_push == 0 or self.push_due:
                 progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
-                self.push()
+                self.push(due=True)
                 self.check_budget(self.period_s + self.eval_s)
         progress.train_s += time.perf_counter() - started
         self.push()
@@ -333,7 +372,7 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progres
     progress.note_replica()
     _, held = job.holdout(config)
     shard = loader(config.dataset, "train", progress.worker_id, config.number_of_workers, config.train_samples,
-                   holdout=held)
+                   scaled=False, holdout=held)  # raw uint8, scaled per minibatch (DownpourWorker.minibatch)
     validation = loader(config.dataset, "validation", 0, 1, config.train_samples, scaled=False, holdout=held)
     test = loader(config.dataset, "test", 0, 1, config.test_samples, scaled=False)
     progress.shard_size = len(shard.y)

@@ -26,6 +26,7 @@ import numpy as np
 from faasgd.errors import ConfigError, FaasgdError, JobNotFound, StateLost, StoreConflict, StoreError
 from faasgd.retry import PUSH_CONFLICT, retry_call
 from faasgd.store import codec, keys
+from faasgd.store.blobs import BlobsMixin
 from faasgd.store.push import LostRace, Push, PushId, Snapshot, check_record, may_replace, steps_of
 from faasgd.store.records import RecordsMixin
 from faasgd.store.update_rule import SUM, UpdateRule
@@ -39,7 +40,7 @@ def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
     return [keys.worker(job_id, w) for w in range(meta.writers)]
 
 
-class ParameterStore(RecordsMixin, abc.ABC):
+class ParameterStore(RecordsMixin, BlobsMixin, abc.ABC):
     """A job's parameters (chunked float32 weights + version) and small JSON records, in a shared store."""
 
     def __init__(

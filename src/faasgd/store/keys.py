@@ -13,6 +13,8 @@ Layout under the prefix (one letter per namespace, so names of different kinds n
     p:{w}:{i}     Memcached: chunk i of that push's delta
     m:{name}:meta a kept copy of parameters (the job's model, faasgd.job_model): JSON length and chunks
     m:{name}:{i}  chunk i of that copy (raw little-endian float32, below the item limit)
+    b:{name}:meta a blob (opaque bytes, store/blobs.py): JSON length, chunks, sha256
+    b:{name}:{i}  chunk i of that blob
 Job ids may not contain ':' (that would make one job's prefix another's key); record names may.
 All keys stay below memcached's 250-byte limit: 7 + 64 + 1 + 2 + 128 < 250.
 """
@@ -103,4 +105,13 @@ def model_meta(job_id: str, name: str) -> str:
 
 def model_chunks(job_id: str, name: str, count: int) -> list[str]:
     prefix = job_prefix(job_id) + f"m:{check_name(name)}:"
+    return [f"{prefix}{i}" for i in range(count)]
+
+
+def blob_meta(job_id: str, name: str) -> str:
+    return job_prefix(job_id) + f"b:{check_name(name)}:meta"
+
+
+def blob_chunks(job_id: str, name: str, count: int) -> list[str]:
+    prefix = job_prefix(job_id) + f"b:{check_name(name)}:"
     return [f"{prefix}{i}" for i in range(count)]

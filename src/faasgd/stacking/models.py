@@ -1,0 +1,116 @@
+"""The base models (vSwarm's four regressors by default) and the meta-model, and how they are fitted.
+
+A model is named and given a few parameters from an allowlist (each with its range): a request can ask
+for nothing else, so nothing a caller sends reaches scikit-learn's constructors unchecked. Every model's
+random_state is the job's seed. scikit-learn is imported inside the functions that fit (the extra
+`stacking`), so importing this module needs numpy only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from faasgd.config import _float, _int
+from faasgd.errors import ConfigError
+
+# name -> {param: (parser, default)}; parsers check ranges and name the field `models`
+PARAMS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "LinearSVR": {"C": ("float", 1.0), "tol": ("float", 1e-6), "max_iter": ("int", 1000)},
+    "Lasso": {"alpha": ("float", 0.1), "max_iter": ("int", 1000)},
+    "RandomForestRegressor": {"n_estimators": ("int", 2), "max_depth": ("int", 2), "min_samples_split": ("int", 2),
+                              "min_samples_leaf": ("int", 2)},
+    "KNeighborsRegressor": {"n_neighbors": ("int", 20)},
+}
+INT_RANGE = {"max_iter": (1, 100_000), "n_estimators": (1, 200), "max_depth": (1, 32), "min_samples_split": (2, 1000),
+             "min_samples_leaf": (1, 1000), "n_neighbors": (1, 10_000)}
+FLOAT_RANGE = {"C": (0.0, 1e6), "tol": (0.0, 1.0), "alpha": (0.0, 1e6)}
+META_MODEL = "LogisticRegression"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One base model: its scikit-learn name and its parameters (the allowlisted ones, defaults filled in)."""
+
+    name: str  # one of PARAMS
+    params: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.name, "params": dict(self.params)}
+
+
+def spec(name: str, **params: Any) -> ModelSpec:
+    return parse_spec("models", {"model": name, "params": params})
+
+
+def parse_spec(field_name: str, value: Any) -> ModelSpec:
+    """A name ("Lasso") or {"model": name, "params": {...}}; params from the model's allowlist only."""
+    if isinstance(value, str):
+        value = {"model": value.strip(), "params": {}}
+    if not isinstance(value, Mapping) or set(value) - {"model", "params"} or not isinstance(value.get("params", {}), Mapping):
+        raise ConfigError(field_name, f"each model must be a name or {{\"model\": name, \"params\": {{...}}}}, got {value!r}"[:300])
+    name = value.get("model")
+    if name not in PARAMS:
+        raise ConfigError(field_name, f"unknown model {name!r} (allowed: {', '.join(PARAMS)})"[:300])
+    params = {}
+    for key, raw in dict(value.get("params", {})).items():
+        if key not in PARAMS[name]:
+            raise ConfigError(field_name, f"{name} takes no parameter {key!r} here (allowed: {', '.join(PARAMS[name])})"[:300])
+        kind = PARAMS[name][key][0]
+        try:
+            params[key] = _int(key, raw, *INT_RANGE[key]) if kind == "int" else \
+                _float(key, raw, *FLOAT_RANGE[key], low_open=True)
+        except ConfigError as error:
+            raise ConfigError(field_name, f"{name} {error}") from None
+    return ModelSpec(name, {k: params.get(k, default) for k, (_, default) in PARAMS[name].items()})
+
+
+def parse_models(field_name: str, value: Any) -> tuple[ModelSpec, ...]:
+    """`models`: a list (JSON) or a comma-separated string of names (environment), 1 to 16 models."""
+    if isinstance(value, str):
+        value = [part for part in (p.strip() for p in value.split(",")) if part]
+    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= 16:
+        raise ConfigError(field_name, f"must be a list of 1 to 16 models, e.g. [\"Lasso\", \"KNeighborsRegressor\"], "
+                                      f"got {value!r}"[:300])
+    return tuple(parse_spec(field_name, v) for v in value)
+
+
+DEFAULT_MODELS = tuple(ModelSpec(name, {k: d for k, (_, d) in params.items()}) for name, params in PARAMS.items())
+
+
+def build(model: ModelSpec, seed: int):
+    """The unfitted scikit-learn estimator for `model`."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.linear_model import Lasso
+    from sklearn.neighbors import KNeighborsRegressor
+    from sklearn.svm import LinearSVR
+
+    if model.name == "LinearSVR":
+        return LinearSVR(random_state=seed, **model.params)
+    if model.name == "Lasso":
+        return Lasso(random_state=seed, **model.params)
+    if model.name == "RandomForestRegressor":
+        return RandomForestRegressor(random_state=seed, n_jobs=1, **model.params)
+    return KNeighborsRegressor(weights="uniform", algorithm="brute", **model.params)
+
+
+def fit_base(model: ModelSpec, seed: int, cv_folds: int, x_train: np.ndarray, y_train: np.ndarray):
+    """(fitted estimator, out-of-fold predictions on the training rows): what stacking fits its meta-model on."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import cross_val_predict
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # LinearSVR at tol 1e-6, as vSwarm sets it
+        out_of_fold = cross_val_predict(build(model, seed), x_train, y_train, cv=cv_folds)
+        estimator = build(model, seed).fit(x_train, y_train)
+    return estimator, out_of_fold.astype(np.float64)
+
+
+def fit_meta(seed: int, meta_train: np.ndarray, y_train: np.ndarray):
+    """The meta-model, LogisticRegression (scikit-learn's defaults, as vSwarm), fitted on the stacked predictions."""
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(random_state=seed).fit(meta_train, y_train)

@@ -1,0 +1,77 @@
+"""Stacking ensemble training end to end on the local runtime (`faasgd up`): the driver calls four trainers,
+the reducer and the metatrainer through the gateway, with objects inline and in the store (Redis and
+Memcached), trainers at once and one after another; the scores are what scikit-learn alone gives."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from faasgd.local import credentials
+from faasgd.local.stores import free_port
+from faasgd.openfaas import GatewayClient
+from faasgd.stacking import flow
+from faasgd.stacking.config import load_stacking
+from faasgd.stacking.dataset import accuracy, make_dataset
+from faasgd.stacking.models import fit_base, fit_meta
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def faasgd(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT, env=dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("stacking") / ".faasgd"
+    started = faasgd("up", "--port", str(free_port()), "--dir", str(directory))
+    assert started.returncode == 0, started.stdout + started.stderr
+    state = json.loads((directory / "state.json").read_text())
+    yield GatewayClient(state["gateway_url"], 120, auth=credentials.read(directory / "secrets"))
+    assert faasgd("down", "--dir", str(directory)).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    """The default job's scores from scikit-learn alone (its own predict, in this process)."""
+    config = load_stacking({}, {})
+    data = make_dataset(config)
+    fitted = [fit_base(flow.model_of(config, i), config.seed, config.cv_folds, data.x_train, data.y_train)
+              for i in range(4)]
+    test = [estimator.predict(data.x_test) for estimator, _ in fitted]
+    meta = fit_meta(config.seed, [[*row] for row in zip(*(oof for _, oof in fitted))], data.y_train)
+    ensemble = float((meta.predict([[*row] for row in zip(*test)]) == data.y_test).mean())
+    return [accuracy(t, data.y_test) for t in test], ensemble
+
+
+@pytest.mark.parametrize("transfer, store, concurrent", [("inline", "redis", True), ("inline", "redis", False),
+                                                         ("store", "redis", True), ("store", "memcached", False)])
+def test_a_default_job_runs_through_the_four_functions(gateway, oracle, transfer, store, concurrent):
+    answer = gateway.invoke("stacking-driver", {"transfer": transfer, "store": store, "concurrent_training": concurrent,
+                                                "trainers_num": 4})
+    assert answer.status == 200, answer.body[:500]
+    result = answer.json()
+    base, ensemble = oracle
+    assert result["base_scores"] == pytest.approx(base) and result["ensemble_score"] == pytest.approx(ensemble)
+    assert result["models"] == ["LinearSVR", "Lasso", "RandomForestRegressor", "KNeighborsRegressor"]
+    assert set(result["phases"]) == set(flow.PHASES) and all(v > 0 for v in result["phases"].values())
+    status = gateway.invoke("stacking-driver", method="GET", query={"job_id": result["job_id"], "store": store})
+    assert status.status == 200 and status.json()["state"] == "done"
+    assert status.json()["ensemble_score"] == result["ensemble_score"]
+
+
+def test_bad_requests_are_refused_before_any_work(gateway):
+    s3 = gateway.invoke("stacking-driver", {"transfer": "s3"})
+    assert s3.status == 400 and s3.json()["field"] == "transfer" and "not available" in s3.json()["error"]
+    big = gateway.invoke("stacking-driver", {"transfer": "inline", "trainers_num": 64})
+    assert big.status == 413 and big.json()["field"] == "transfer"
+    located = gateway.invoke("stacking-driver", {"store_url": "redis://elsewhere:6379/0"})
+    assert located.status == 400 and located.json()["field"] == "store_url"
+    unknown = gateway.invoke("stacking-reducer", {"job_id": "snothere", "trainers": []})
+    assert unknown.status == 404 and unknown.json()["field"] == "job_id"
