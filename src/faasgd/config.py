@@ -59,6 +59,7 @@ class TrainConfig:
     lease_s: int = 30  # a running invocation's lease and heartbeat, renewed every second, expire after this
     start_timeout_s: float = 120.0  # a launched worker silent for this long (no heartbeat yet) counts as lost
     max_reinvocations: int = 3  # a lost worker is re-invoked this often without progress, then the job fails
+    profile_hz: float = 10.0  # resource samples per second of each worker (CPU, RSS, store bytes; profile/); 0: none
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready plain values (hidden_sizes as a list), store URLs with passwords masked:
@@ -173,6 +174,8 @@ def _parse(field: str, value: Any) -> Any:
         return _int(field, value, 1, 86400)
     if field == "start_timeout_s":
         return _float(field, value, 0.0, 86400.0, low_open=True)
+    if field == "profile_hz":
+        return _float(field, value, 0.0, 1000.0)
     if field == "max_reinvocations":
         return _int(field, value, 0, 100)
     if field == "dropout":

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from faasgd import job, job_model
+from faasgd import job, job_model, profile
 from faasgd.config import TrainConfig
 from faasgd.errors import StoreError
 from faasgd.store import ParameterStore
@@ -34,7 +34,7 @@ MEASURES: tuple[str, ...] = (
     "epochs", "samples", "wall_s",  # totals: training after the crossing (until workers stop) included
     "samples_per_s", "pushes", "fetches", "conflicts", "retries", "staleness_p50", "staleness_p99",
     "max_concurrent_workers",  # the most workers that trained at the same time (intervals_peak)
-)
+) + profile.MEASURES  # resources: Driple's 12 figures, totals and peaks (profile/figures.py)
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
     ("job_id", "state", "error") + MEASURES + ("target_accuracy", "number_of_workers", "model_version", "finished_at")
@@ -123,6 +123,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "staleness_p50": percentile_from_hist(hist, 50),
         "staleness_p99": percentile_from_hist(hist, 99),
         "max_concurrent_workers": intervals_peak(progress),
+        **profile.job_figures(progress.values()),
         "target_accuracy": config.target_accuracy,
         "number_of_workers": config.number_of_workers,
         "model_version": model.get("version"),

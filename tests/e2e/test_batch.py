@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from faasgd import results_store
 from faasgd.local.stores import free_port, start_redis
 
 pytestmark = pytest.mark.e2e
@@ -52,7 +53,8 @@ def test_small_matrix_writes_csv_tables_and_plots(tmp_path):
     matrix = tmp_path / "small.yml"
     matrix.write_text(SMALL)
     out = tmp_path / "out"
-    run = run_test_sh(matrix, "--out", out, "--port", free_port(), "--dir", tmp_path / ".faasgd")
+    run = run_test_sh(matrix, "--out", out, "--port", free_port(), "--dir", tmp_path / ".faasgd",
+                      "--results-db", tmp_path / "results.sqlite")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert run.stdout.count("] number_of_workers=") == 4  # a progress line per run
     with open(out / "runs.csv") as f:
@@ -77,6 +79,11 @@ def test_small_matrix_writes_csv_tables_and_plots(tmp_path):
     assert meta["rounds"] == 2 and meta["seeds"] == [0, 1] and meta["versions"]["faasgd"]
     assert (out / "matrix.yml").read_text() == SMALL
     assert not (tmp_path / ".faasgd" / "state.json").exists()  # the runtime it started is down
+    # resources: a column per figure, a profile plot per run, every run in the results database
+    assert all(float(r["cpu_s"]) > 0 and int(r["tx_bytes"]) > 0 and float(r["rss_peak_mb"]) > 0 for r in rows)
+    assert all((out / "profiles" / f"run-{i:03d}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for i in range(1, 5))
+    db = results_store.open_db(tmp_path / "results.sqlite", create=False)
+    assert sorted(r["job_id"] for r in results_store.runs(db)) == sorted(r["job_id"] for r in rows)
 
 
 def test_a_failed_run_is_recorded_and_the_batch_exits_nonzero(tmp_path):
@@ -118,10 +125,11 @@ def test_a_store_password_is_in_no_output_file_and_no_printed_line(tmp_path):
                           .replace("store: redis", "store: default") + f"description: against {url}\n")
         out = tmp_path / "out"
         run = run_test_sh(matrix, "--out", out, "--port", free_port(), "--dir", tmp_path / ".faasgd",
-                          "--stack", stack_with(tmp_path, store_url=url))
+                          "--stack", stack_with(tmp_path, store_url=url), "--results-db", out / "results.sqlite")
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         files = [path for path in out.rglob("*") if path.is_file()]
-        assert {"runs.csv", "runs.json", "meta.json", "summary.md", "output.txt", "matrix.yml"} <= {p.name for p in files}
+        assert {"runs.csv", "runs.json", "meta.json", "summary.md", "output.txt", "matrix.yml", "results.sqlite"} \
+            <= {p.name for p in files}
         for path in files:
             assert password.encode() not in path.read_bytes(), path.name
         assert password not in run.stdout and password not in run.stderr

@@ -28,7 +28,8 @@ async def test_describe_reports_what_was_deployed_with_created_at(tmp_path):
     assert status["envVars"]["store_url"] == "redis://redis.openfaas-fn:6379/0"  # as deployed, not rewritten
     assert status["secrets"] == ["store-password"] and status["envProcess"] == "python index.py"
     assert status["labels"] == {"com.openfaas.scale.min": "2", "com.openfaas.scale.max": "5"}
-    assert status["annotations"] == {} and status["constraints"] == []
+    assert status["annotations"] == {"prometheus.io.scrape": "true", "prometheus.io.port": "8080",
+                                     "prometheus.io.path": "/metrics"} and status["constraints"] == []
     assert status["limits"] == {"memory": "1Gi", "cpu": "1"} and status["requests"] == {"memory": "512Mi", "cpu": "500m"}
     assert status["createdAt"] == "2023-11-14T22:13:20.000000Z"
     assert status["replicas"] == status["availableReplicas"] == 2

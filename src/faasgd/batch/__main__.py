@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy
 
-from faasgd import __version__
+from faasgd import __version__, results_store
 from faasgd.batch.matrix import DEFAULT_MAX_RUNS, Matrix, parse_matrix_text, read_matrix_text
 from faasgd.batch.outputs import output_folder, write_matrix_copy, write_outputs
+from faasgd.batch.record import BatchRecord
 from faasgd.batch.redact import Redactor
 from faasgd.batch.runs import run_batch
 from faasgd.batch.targets import ClusterTarget, LocalTarget, cap_message
@@ -50,6 +51,8 @@ def parse_args(argv):
     parser.add_argument("--port", type=int, default=8080, help="local target: the gateway's port")
     parser.add_argument("--dir", default=".faasgd", help="local target: the runtime's folder")
     parser.add_argument("--no-deploy", action="store_true", help="cluster target: skip faas-cli deploy")
+    parser.add_argument("--results-db", default=None, help="the results database every run is added to (default "
+                        f"${results_store.ENV}, else {results_store.DEFAULT_PATH}; 'none': not written)")
     return parser.parse_args(argv)
 
 
@@ -115,9 +118,13 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
     write_matrix_copy(out, matrix_text, redactor)
     say(f"{matrix.name}: {len(matrix.configurations)} configuration(s) x {matrix.rounds} round(s), "
         f"target {target.name}, output {out}")
+    db_path = args.results_db or results_store.default_path()
+    record = BatchRecord(None if db_path == "none" else db_path, {
+        "name": matrix.name, "target": target.name, "folder": str(out), "matrix": matrix.source,
+        "rounds": matrix.rounds, "started_at": started.isoformat(timespec="seconds")}, redactor, say)
     target.start()
     try:
-        runs = run_batch(matrix, target, matrix.rounds, args.run_timeout, say)
+        runs = run_batch(matrix, target, matrix.rounds, args.run_timeout, say, on_run=record.run)
     finally:
         target.stop()
     failures = [{"config_id": r["config_id"], "configuration": r["configuration"], "round": r["round"],
@@ -126,6 +133,7 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
             "rounds": matrix.rounds, "started_at": started.isoformat(timespec="seconds"),
             "finished_at": datetime.datetime.now().isoformat(timespec="seconds"), "versions": versions(),
             "seeds": sorted({r["config"]["seed"] for r in runs}), "failures": failures}
+    record.finish({**meta, "folder": str(out)})
     written = write_outputs(out, runs, meta, redactor)
     say(f"wrote {out}/: runs.csv, output.txt, summary.md, {', '.join(written.values()) or 'no plots'}")
     if failures:

@@ -10,7 +10,7 @@ import datetime
 import json
 from pathlib import Path
 
-from faasgd.batch import plots, report
+from faasgd.batch import plots, profile_plots, report
 from faasgd.batch.matrix import check_name
 from faasgd.batch.redact import Redactor
 from faasgd.errors import ConfigError
@@ -42,6 +42,7 @@ def write_outputs(out: Path, runs: list[dict], meta: dict, redactor: Redactor) -
     runs, meta = redactor.value(runs), redactor.value(meta)
     safe = lambda value: redactor.text(str(value))  # noqa: E731 (anything JSON cannot hold, as redacted text)
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=safe))
+    runs = profile_plots.write_profile_plots(runs, out)  # profiles/run-NNN.png; the series leave the records
     (out / "runs.json").write_text(json.dumps(runs, indent=1, default=safe))
     report.write_runs_csv(runs, out / "runs.csv")
     report.write_output_txt(runs, meta, out / "output.txt")

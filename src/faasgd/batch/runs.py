@@ -20,8 +20,9 @@ RUN_KEYS = ("state", "error") + MEASURES  # what a run record takes from the job
 
 
 def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
-              progress: Callable[[str], None] = print) -> list[dict]:
-    """All runs of the batch, in order; a failed run is a record with state "failed", never an exception."""
+              progress: Callable[[str], None] = print, on_run: Callable[[int, dict], None] | None = None) -> list[dict]:
+    """All runs of the batch, in order; a failed run is a record with state "failed", never an exception.
+    `on_run(index, record)` as each run ends (1-based index: the results database)."""
     runs = []
     total = rounds * len(matrix.configurations)
     for round_number in range(1, rounds + 1):
@@ -30,6 +31,8 @@ def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
             started = time.monotonic()
             record = run_one(configuration, round_number, target, run_timeout_s, progress)
             runs.append(record)
+            if on_run is not None:
+                on_run(index, record)
             progress(f"[{index}/{total}] {configuration.label} round {round_number}: " + _outcome(record)
                      + f" ({time.monotonic() - started:.1f} s)")
     return runs
@@ -50,7 +53,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
         target.set_replicas(replicas_for(config.number_of_workers))
         answer = json_answer(target.gateway.invoke(SETUP_FUNCTION, body), SETUP_FUNCTION)
         record["job_id"] = answer["job_id"]
-        query = {**answer["status_query"], "events": "1"}
+        query = {**answer["status_query"], "events": "1", "profile": "1"}
         status = wait_for_job(lambda: target.gateway.job_status(query), run_timeout_s)
     except Exception as error:  # recorded; the batch goes on
         return {**record, "state": "failed", "error": f"{type(error).__name__}: {error}"}
@@ -60,6 +63,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     record["placement"] = ["|".join(w.get("replicas") or []) if w else None for w in status["workers"]]
     record["curve"] = curve(status)
     record["test_curve"] = curve(status, "test_accuracy")
+    record["profile"] = status.get("profiles") or []  # each worker's resource series: the run's profile plot
     return record
 
 

@@ -103,19 +103,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the gateway's port if this command starts the runtime (default: a free one)")
     add_runtime_flags(train)
 
-    from faasgd.cli import data, model  # `faasgd data list | fetch`, `faasgd model`, `faasgd evaluate`
+    from faasgd.cli import data, model, predict, results  # `faasgd data`, `faasgd model`, `faasgd evaluate`, ...
 
     data.add_parser(sub)
+    results.add_parser(sub)  # `faasgd results list | runs | compare`
+    predict.add_parser(sub)  # `faasgd predict`
     model.add_parsers(sub, add_runtime_flags)
     return parser
 
 
 def dispatch(args) -> int:
-    from faasgd.cli import data, model, runtime, status, train
+    from faasgd.cli import data, model, predict, results, runtime, status, train
 
     handlers = {"up": runtime.up, "down": runtime.down, "invoke": runtime.invoke, "scale": runtime.scale,
                 "logs": runtime.logs, "status": status.run, "train": train.run, "data": data.run,
-                "model": model.save, "evaluate": model.evaluate}
+                "model": model.save, "evaluate": model.evaluate, "results": results.run,
+                "predict": predict.run}
     return handlers[args.command](args)
 
 

@@ -116,5 +116,23 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
         f"workers          {result.get('number_of_workers')}, at most {_num(result.get('max_concurrent_workers'))} "
         f"training at once",
     ]
-    for line in lines:
+    for line in lines + resource_lines(result):
         out.print(line, highlight=False, markup=False)
+
+
+RESOURCE_ROWS = (("cpu", "cores", "cpu_s", "{:,.1f} CPU s", "cpu_peak"), ("rss", "MB", None, "", "rss_peak_mb"),
+                 ("tx", "B/s", "tx_bytes", "{:,.0f} bytes", "tx_peak_bps"),
+                 ("rx", "B/s", "rx_bytes", "{:,.0f} bytes", "rx_peak_bps"))
+
+
+def resource_lines(result: dict) -> list[str]:
+    """The job's resource profile (profile/figures.py): Driple's figures per series, totals, peaks; none if unprofiled."""
+    if result.get("cpu_s") is None:
+        return []
+    lines = ["resources        burst s   idle s    burst use        peak   total"]
+    for name, unit, total, total_fmt, peak in RESOURCE_ROWS:
+        lines.append(f"  {name:<14} {_num(result.get(f'{name}_burst_s'), '{:.2f}'):>8} "
+                     f"{_num(result.get(f'{name}_idle_s'), '{:.2f}'):>8} "
+                     f"{_num(result.get(f'{name}_burst_use'), '{:,.4g}'):>12} {_num(result.get(peak), '{:,.4g}'):>11} "
+                     f"{unit:<6}{_num(result.get(total), total_fmt, '') if total else ''}")
+    return lines

@@ -1,6 +1,7 @@
 """emnist-setup: create a job and fan out its workers through the gateway; report a job's status; give its model.
 
-GET ?job_id=J[&store=NAME][&events=1]: the status (JSON). GET ?job_id=J[&store=NAME]&model=npz: the job's
+GET ?job_id=J[&store=NAME][&events=1][&profile=1]: the status (JSON; profile=1 adds each worker's resource
+series, `profiles`, profile/worker_profile.py). GET ?job_id=J[&store=NAME]&model=npz: the job's
 model as an npz file (application/octet-stream; format in job_model.py), after the same checks of the query.
 """
 
@@ -16,11 +17,12 @@ from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
 from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.settings import FunctionEnv
+from faasgd.profile import profile_name
 from faasgd.sgd import UNLIMITED, CallBudget
 from faasgd.store import parse_store_url
 from faasgd.store.keys import check_job_id
 
-STATUS_QUERY_KEYS = ("job_id", "store", "events", "model")
+STATUS_QUERY_KEYS = ("job_id", "store", "events", "model", "profile")
 MODEL_FORMATS = ("npz",)  # what ?model= may ask for
 
 
@@ -75,8 +77,8 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
     for key in STATUS_QUERY_KEYS:  # a multi-dict (the template's event.query): which value counts would be a guess
         if len(getattr(query, "getlist", lambda k: [query.get(k)])(key)) > 1:
             raise ConfigError(key, "given more than once in the query")
-    if "model" in query and (query.get("model") not in MODEL_FORMATS or "events" in query):
-        raise ConfigError("model", f"must be one of {', '.join(MODEL_FORMATS)}, without events, "
+    if "model" in query and (query.get("model") not in MODEL_FORMATS or "events" in query or "profile" in query):
+        raise ConfigError("model", f"must be one of {', '.join(MODEL_FORMATS)}, without events or profile, "
                                    f"got {str(query.get('model'))[:40]!r}")
     settings = FunctionEnv.read(env)
     store = replica_cache.store_for(settings.store_url_of(query.get("store", "")))
@@ -91,4 +93,8 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
             status = {**job.read_status(store, job_id), "supervision": status["supervision"]}
     if query.get("events") in ("1", "true"):
         status["events"] = store.events(job_id)  # created, fanned-out, one per worker epoch, result
+    if query.get("profile") in ("1", "true"):
+        names = [profile_name(i) for i in range(len(status.get("workers") or []))]
+        found = store.get_records(job_id, names) if names else {}
+        status["profiles"] = [found.get(name) for name in names]
     return 200, status

@@ -9,6 +9,7 @@ from faasgd.errors import GatewayError
 from faasgd.functions import orchestrate, replica_cache
 from faasgd.functions.settings import FunctionEnv
 from faasgd.functions.train_request import TrainRequest
+from faasgd.profile import exporter
 from faasgd.retry import GATEWAY_CALL, retry_call
 from faasgd.sgd import UNLIMITED, CallBudget
 
@@ -23,6 +24,11 @@ def train(body: Any, env: Mapping[str, str], call_id: str = "", budget: CallBudg
     store = replica_cache.store_for(settings.store_url_of(request.store))
     return 200, orchestrate.train_call(store, request, call_id, relaunch_through_gateway(settings), budget,
                                        settings.local_store_url)
+
+
+def metrics() -> dict:
+    """GET /metrics: the training metrics of this replica's workers (a Prometheus scrape, or the local gateway's)."""
+    return {"statusCode": 200, "body": exporter.render(), "headers": {"Content-Type": exporter.CONTENT_TYPE}}
 
 
 def relaunch_through_gateway(settings: FunctionEnv) -> orchestrate.Relaunch:

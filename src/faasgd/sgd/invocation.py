@@ -21,6 +21,7 @@ from typing import Callable
 from faasgd import data, job
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError, JobNotFound, StateLost
+from faasgd.profile import WorkerProfile
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.lease import Lease
 from faasgd.sgd.progress import WorkerProgress
@@ -81,14 +82,17 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
     """Start the worker and train; a failure is recorded (it fails the job) and re-raised; at the stop rule
     the worker ends. True when it reached its stop rule."""
     trainer = None
+    profile = WorkerProfile.start(config.profile_hz, progress, job_id)  # its resources, from before the data loads
     try:
         try:
             trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat)
+            profile.watch(trainer.channel)
             stopped = train(trainer, epochs)
         except (HandOff, Superseded):
             raise
         except BaseException as error:
             progress.state, progress.error = "failed", f"worker {progress.worker_id}: {error}"
+            profile.finish(store)
             if isinstance(error, (JobNotFound, StateLost)):  # the job existed when this call began
                 progress.error = f"worker {progress.worker_id}: {lost(store, job_id, error)}"
                 end_worker(store, job_id, config, progress, trainer)
@@ -97,11 +101,14 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
             raise
         if stopped:
             progress.state = "finished"
+            profile.finish(store)  # the final record carries the call's last figures
             end_worker(store, job_id, config, progress, trainer)
+            profile.ended(store)
         return stopped
     finally:
         if trainer is not None:
             trainer.channel.close()  # the worker's communication thread ends with the call
+        profile.finish(store)  # a hand-off or an epoch's end: its series still kept
 
 
 def lost(store: ParameterStore, job_id: str, error: BaseException) -> str:

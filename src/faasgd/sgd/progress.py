@@ -50,6 +50,7 @@ class WorkerProgress:
     epoch_loss_sum: float = 0.0  # the current epoch's training loss, summed over its minibatches
     invocations: int = 0  # calls that trained this worker (more than one: resumed, handed off or re-invoked)
     intervals: list[list[float]] = field(default_factory=list)  # [start, end] of each call's training (end: its last record)
+    resources: dict[str, Any] = field(default_factory=dict)  # resource stats of its calls so far (profile/worker_profile.py)
 
     def note_replica(self) -> None:
         """Record the replica running this worker now (HOSTNAME: the pod name on a cluster)."""

@@ -27,7 +27,7 @@ from pymemcache.client.base import PooledClient
 from pymemcache.exceptions import MemcacheError, MemcacheUnexpectedCloseError
 
 from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
-from faasgd.store import codec, keys
+from faasgd.store import codec, keys, meter
 from faasgd.store import memcached_push as mpush
 from faasgd.store.base import ParameterStore
 from faasgd.store.push import SUPERSEDED, Push, PushId
@@ -45,6 +45,7 @@ def connect(url: StoreUrl, timeout_s: float) -> PooledClient:
         default_noreply=False,  # every write is confirmed
         connect_timeout=timeout_s,
         timeout=timeout_s,
+        socket_module=meter.COUNTING_SOCKET_MODULE,  # bytes on its sockets, per thread (resource profiles)
     )
 
 

@@ -28,7 +28,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
 from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
-from faasgd.store import codec, keys
+from faasgd.store import codec, keys, meter
 from faasgd.store.base import CONFLICTS, ParameterStore, writer_keys
 from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 from faasgd.store.url import StoreUrl
@@ -36,7 +36,7 @@ from faasgd.store.url import StoreUrl
 
 def connect(url: StoreUrl, password: str | None, timeout_s: float) -> redis.Redis:
     """A redis-py client for `url` (lazy: no connection until the first command)."""
-    return redis.Redis(
+    client = redis.Redis(
         host=url.host,
         port=url.port,
         db=url.db,
@@ -47,6 +47,8 @@ def connect(url: StoreUrl, password: str | None, timeout_s: float) -> redis.Redi
         # one reconnect after a dropped connection (server restart, idle close); timeouts surface at once
         retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), 1, (redis.ConnectionError,)),
     )
+    meter.count_redis(client)  # bytes on its sockets, per thread (resource profiles)
+    return client
 
 
 class RedisStore(ParameterStore):

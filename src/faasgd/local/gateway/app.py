@@ -1,7 +1,8 @@
 """The local runtime's gateway as a Starlette app: OpenFaaS's routes, status codes and headers.
 
 Routes follow openfaas/faas `gateway/main.go`: /function/NAME[/path] (GET, HEAD, POST, PUT, PATCH,
-DELETE, OPTIONS), POST /async-function/NAME[/path], GET /healthz, GET /metrics, and under /system
+DELETE, OPTIONS), POST /async-function/NAME[/path], GET /healthz, GET /metrics (the gateway's, then those of
+the replicas of functions annotated prometheus.io.scrape: scrape.py), and under /system
 (behind basic auth when a login is set, auth.py) the functions, scale, info and namespaces
 (system.py), secrets (system_secrets.py) and logs (system_logs.py). Replicas come from a Registry
 (the runtime's Supervisor). Where this departs from OpenFaaS CE, and why (forwarding: see proxy.py;
@@ -40,6 +41,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from faasgd.local.gateway import scrape
 from faasgd.local.gateway.auth import RequireBasicAuth
 from faasgd.local.gateway.directory import Directory
 from faasgd.local.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -169,6 +171,9 @@ class Gateway:
 
     async def render_metrics(self, request: Request) -> Response:
         text = self.metrics.render(await self.directory.available_replicas())
+        targets = await scrape.scrape_targets(await self.directory.statuses(), self.directory.replica_urls)
+        if targets:  # the annotated functions' own metrics (scrape.py), as a cluster's Prometheus would scrape
+            text += (await scrape.scrape(self.proxy.client, targets)).encode()
         return Response(text, media_type=METRICS_CONTENT_TYPE)
 
 

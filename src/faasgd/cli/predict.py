@@ -1,0 +1,92 @@
+"""`faasgd predict`: a configuration's Driple figures and time to target, from the runs in the results database.
+
+    faasgd predict [--db PATH] [--batch ID ...] [--where KEY=VALUE ...] [--set KEY=VALUE ...] [--json]
+    faasgd predict --validate [...]                       leave-one-configuration-out MAPE per target
+    faasgd predict --transfer-to KEY=VALUE [--transfer-runs 5 ...] [...]
+                                                          fitted on the runs not matching KEY=VALUE, adapted with
+                                                          N runs that match it; MAPE on the others, per N
+
+`--set` gives the configuration to predict (config keys; the rest are TrainConfig's defaults; `store` names
+redis or memcached). `--batch` and `--where` choose the runs learnt from. The model: cli/predictor.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+from rich.table import Table
+
+from faasgd import results_store
+from faasgd.cli.predictor import TARGETS, Predictor, transfer_curve, validate
+from faasgd.cli.progress import console
+from faasgd.cli.results import fmt, parse_where
+from faasgd.config import load_config
+from faasgd.errors import ConfigError
+
+
+def add_parser(sub) -> None:
+    predict = sub.add_parser("predict", help="predict resource figures and time to target from the results database")
+    predict.add_argument("--db", default=None, help=f"default ${results_store.ENV}, else {results_store.DEFAULT_PATH}")
+    predict.add_argument("--batch", type=int, action="append", default=None, help="learn from this batch (repeatable)")
+    predict.add_argument("--where", action="append", default=[], metavar="KEY=VALUE", help="learn from these runs only")
+    predict.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the configuration to predict")
+    predict.add_argument("--validate", action="store_true", help="held-out error (MAPE) per target instead")
+    predict.add_argument("--transfer-to", default=None, metavar="KEY=VALUE", help="the setting to transfer to")
+    predict.add_argument("--transfer-runs", type=int, action="append", default=None,
+                         help="target runs used to adapt (repeatable; default 0, 1, 3, 5, 10)")
+    predict.add_argument("--json", action="store_true")
+
+
+def learning_runs(args) -> list[dict]:
+    path = args.db or results_store.default_path()
+    try:
+        db = results_store.open_db(path, create=False)
+    except FileNotFoundError:
+        raise ConfigError("--db", f"no results database at {path} (test.sh writes it; --db names another)") from None
+    with db:
+        runs = results_store.runs(db, args.batch, parse_where(args.where))
+    if not runs:
+        raise ConfigError("--where", "no runs in the results database match; nothing to learn from")
+    return runs
+
+
+def run(args) -> int:
+    runs = learning_runs(args)
+    if args.transfer_to:
+        return show(transfer(runs, args), args.json, "runs used", "MAPE % on the target setting's other runs")
+    if args.validate:
+        found = validate(runs)
+        return show({t: {"MAPE %": v["mape"], "held-out runs": v["predictions"]} for t, v in found.items()},
+                    args.json, None, f"leave one configuration out, {len(runs)} runs")
+    config = load_config({}, parse_where(args.set))  # every key checked, as a request's
+    values = config.to_dict()
+    predicted = Predictor.fit(runs).predict(values)
+    return show({t: {"predicted": predicted[t]} for t in TARGETS}, args.json, None, f"learnt from {len(runs)} runs")
+
+
+def transfer(runs: list[dict], args) -> dict:
+    (key, value), = parse_where([args.transfer_to]).items()
+    target = [r for r in runs if results_store.text(r.get(key)) == value]
+    source = [r for r in runs if results_store.text(r.get(key)) != value]
+    if not source or not target:
+        raise ConfigError("--transfer-to", f"needs runs with {key}={value} and runs without ({len(target)} and "
+                                           f"{len(source)} found)")
+    counts = sorted(set(args.transfer_runs or [0, 1, 3, 5, 10]))
+    if any(n < 0 or n >= len(target) for n in counts):
+        raise ConfigError("--transfer-runs", f"each must be in [0, {len(target) - 1}] (the target setting has "
+                                             f"{len(target)} runs), got {counts}")
+    curve = transfer_curve(source, target, counts)
+    return {t: {str(n): curve[n][t] for n in counts} for t in TARGETS}
+
+
+def show(rows: dict[str, dict], as_json: bool, column_title: str | None, caption: str) -> int:
+    if as_json:
+        print(json.dumps(rows, sort_keys=True))
+        return 0
+    columns = list(next(iter(rows.values())))
+    table = Table("figure", *[f"{column_title} {c}" if column_title else c for c in columns], box=None,
+                  pad_edge=False, caption=caption)
+    for target, values in rows.items():
+        table.add_row(target, *(fmt(values[c]) for c in columns))
+    console().print(table)
+    return 0

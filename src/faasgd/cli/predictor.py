@@ -1,0 +1,159 @@
+"""Predict a run's resource figures and time to target from its configuration, learnt from the results database.
+
+Driple predicts these figures from the training job's graph with a GNN; our graphs are all MLPs, so the graph
+is summarised by what drives the figures (features below), and each target is a ridge regression on the log
+of the target (the figures are products of rates and sizes: log-linear in them):
+    log y = w . features(config),   features: 1, log parameters (the model's graph), log batch_size,
+    log workers, log n_fetch, log n_push, log (1/n_fetch + 1/n_push), and one-hots of the store, the update
+    rule, communication and invocation mode.
+FLOPs per step (6 x batch x parameters), bytes per push (4 x parameters) and store bytes per step
+(4 x parameters x (1/n_fetch + 1/n_push)) are products of these, so their logs are sums of the features:
+a model log-linear in them is one in the features (listing them too would only make the fit singular).
+Targets: the 12 Driple figures of profile/figures.py and time_to_target_s (runs that reached it); a run
+without a value for a target is left out of that target's fit.
+
+Validation (`validate`): leave one configuration out (every round of it), predict it from the others; the
+error is the mean absolute percentage error (MAPE) per target over the held-out runs.
+
+Transfer (Driple's transfer learning, here for a linear model): a predictor fitted on one setting (a store,
+a machine, a model family: any filter of runs) is adapted to another with a few runs there by ridge
+regression *towards the source weights*: min |y - X w|^2 + lam |w - w_source|^2, so with no runs it is the
+source predictor and with many it is the target's own. `transfer_curve` says how the error falls with the
+number of target runs used.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+
+from faasgd import job
+from faasgd.config import FIELDS, config_from_record
+from faasgd.profile.figures import DRIPLE
+
+TARGETS: tuple[str, ...] = DRIPLE + ("time_to_target_s",)
+STORES = ("redis", "memcached")
+RULES = ("sum", "average", "adagrad")
+COMMUNICATIONS = ("background", "blocking")
+MODES = ("loop", "per-iteration", "single")
+RIDGE = 1e-3  # the fit's own regularisation (features are logs of order 1-20)
+TRANSFER_RIDGE = 3.0  # pull towards the source weights when adapting
+
+
+def parameter_count(sizes: Iterable[int]) -> int:
+    sizes = list(sizes)
+    return sum(a * b + b for a, b in zip(sizes, sizes[1:]))
+
+
+def store_kind(run: dict) -> str:
+    """redis or memcached: from the run's store name, else its store_url scheme."""
+    name = str(run.get("store") or "")
+    if name in STORES:
+        return name
+    return "memcached" if str(run.get("store_url") or "").startswith("memcached") else "redis"
+
+
+CONFIG_KEYS = tuple(FIELDS)
+
+
+def features(run: dict) -> np.ndarray:
+    """The feature vector of a run record (config keys at the top level, as results_store.runs gives them)."""
+    config = config_from_record({k: run[k] for k in CONFIG_KEYS if k in run})
+    params = parameter_count(job.network_sizes(config))
+    log = math.log
+    onehot = lambda value, choices: [1.0 if value == c else 0.0 for c in choices[1:]]  # noqa: E731
+    return np.array([
+        1.0, log(params), log(config.batch_size), log(config.number_of_workers), log(config.n_fetch),
+        log(config.n_push), log(1.0 / config.n_fetch + 1.0 / config.n_push),
+        *onehot(store_kind(run), STORES), *onehot(config.update_rule, RULES),
+        *onehot(config.communication, COMMUNICATIONS), *onehot(config.invocation_mode, MODES),
+    ])
+
+
+def target_value(run: dict, target: str) -> float | None:
+    value = run.get(target)
+    if run.get("state") not in (None, "done") or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    return float(value)
+
+
+def ridge(x: np.ndarray, y: np.ndarray, lam: float, prior: np.ndarray | None = None) -> np.ndarray:
+    """argmin |y - x w|^2 + lam |w - prior|^2 (prior 0 when None)."""
+    prior = np.zeros(x.shape[1]) if prior is None else prior
+    a = x.T @ x + lam * np.eye(x.shape[1])
+    return np.linalg.solve(a, x.T @ y + lam * prior)
+
+
+class Predictor:
+    """One log-linear model per target, fitted on runs (or adapted from another predictor's weights)."""
+
+    def __init__(self, weights: dict[str, np.ndarray], runs_used: dict[str, int]) -> None:
+        self.weights, self.runs_used = weights, runs_used
+
+    @classmethod
+    def fit(cls, runs: list[dict], prior: "Predictor | None" = None, lam: float | None = None) -> "Predictor":
+        """Fit each target on the runs that have it; with `prior`, ridge towards its weights (transfer)."""
+        weights, used = {}, {}
+        for target in TARGETS:
+            rows = [(features(r), target_value(r, target)) for r in runs]
+            rows = [(f, v) for f, v in rows if v is not None]
+            base = None if prior is None else prior.weights.get(target)
+            if not rows:
+                if base is not None:
+                    weights[target], used[target] = base, 0
+                continue
+            x = np.array([f for f, _ in rows])
+            y = np.log([v for _, v in rows])
+            weights[target] = ridge(x, y, (TRANSFER_RIDGE if lam is None else lam) if base is not None else RIDGE, base)
+            used[target] = len(rows)
+        return cls(weights, used)
+
+    def predict(self, run: dict) -> dict[str, float | None]:
+        f = features(run)
+        return {t: (float(np.exp(f @ self.weights[t])) if t in self.weights else None) for t in TARGETS}
+
+
+def mape(pairs: list[tuple[float, float]]) -> float | None:
+    """Mean absolute percentage error of (predicted, actual) pairs, in percent."""
+    pairs = [(p, a) for p, a in pairs if p is not None and a]
+    return 100.0 * sum(abs(p - a) / abs(a) for p, a in pairs) / len(pairs) if pairs else None
+
+
+def configuration_of(run: dict) -> str:
+    """What identifies a configuration across rounds: every config key but the seed."""
+    return repr(sorted((k, repr(run.get(k))) for k in CONFIG_KEYS if k != "seed") + [("store", store_kind(run))])
+
+
+def validate(runs: list[dict]) -> dict[str, Any]:
+    """Leave one configuration out: {target: MAPE %}, with the number of held-out predictions."""
+    groups: dict[str, list[dict]] = {}
+    for run in runs:
+        groups.setdefault(configuration_of(run), []).append(run)
+    pairs: dict[str, list] = {t: [] for t in TARGETS}
+    for key, held in groups.items():
+        rest = [r for k, g in groups.items() if k != key for r in g]
+        model = Predictor.fit(rest)
+        for run in held:
+            predicted = model.predict(run)
+            for target in TARGETS:
+                actual = target_value(run, target)
+                if actual is not None and predicted[target] is not None:
+                    pairs[target].append((predicted[target], actual))
+    return {t: {"mape": mape(pairs[t]), "predictions": len(pairs[t])} for t in TARGETS}
+
+
+def transfer_curve(source: list[dict], target: list[dict], counts: Iterable[int], seed: int = 0) -> dict[int, dict]:
+    """MAPE per target on the target setting's runs not used, adapting the source predictor with n of them
+    (n = 0: the source predictor as it is), drawn at random (seeded), for each n of `counts`."""
+    base = Predictor.fit(source)
+    rng = np.random.default_rng(seed)
+    order = list(rng.permutation(len(target)))
+    out = {}
+    for n in counts:
+        used, held = [target[i] for i in order[:n]], [target[i] for i in order[n:]]
+        model = Predictor.fit(used, prior=base) if n else base
+        out[n] = {t: mape([(model.predict(r)[t], target_value(r, t)) for r in held if target_value(r, t)])
+                  for t in TARGETS}
+    return out

@@ -1,0 +1,171 @@
+"""`faasgd results`: the runs of every test.sh batch, from the results database (faasgd.results_store).
+
+    faasgd results [--db PATH] list                                   the batches: id, name, runs, when
+    faasgd results [--db PATH] runs [--batch ID ...] [--where KEY=VALUE ...] [--json]
+    faasgd results [--db PATH] compare A B [--by KEYS] [--measure M ...] [--plot FILE] [--json]
+
+`compare` puts two batches side by side: their runs grouped by the configuration's label (the matrix keys it
+varies; `--by number_of_workers,n_push` groups by those keys instead), each measure's mean over the group's
+finished runs in A and in B, and B / A; `--plot` draws the first measure as paired bars per group.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+from rich.table import Table
+
+from faasgd import results_store
+from faasgd.cli.progress import console
+from faasgd.errors import ConfigError
+from faasgd.result import MEASURES
+
+DEFAULT_MEASURES = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "rx_bytes")
+
+
+def add_parser(sub) -> None:
+    results = sub.add_parser("results", help="list, filter and compare the runs of test.sh batches")
+    results.add_argument("--db", default=None, help=f"default ${results_store.ENV}, else {results_store.DEFAULT_PATH}")
+    verbs = results.add_subparsers(dest="verb", required=True)
+    verbs.add_parser("list", help="the batches in the database")
+    runs = verbs.add_parser("runs", help="the runs, filtered")
+    runs.add_argument("--batch", type=int, action="append", default=None, help="only this batch (repeatable)")
+    runs.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                      help="only runs whose config key or measure has this value (repeatable)")
+    runs.add_argument("--json", action="store_true")
+    compare = verbs.add_parser("compare", help="two batches side by side: a table, and a plot with --plot")
+    compare.add_argument("a", type=int)
+    compare.add_argument("b", type=int)
+    compare.add_argument("--by", default=None, help="group by these comma-separated keys (default: the label)")
+    compare.add_argument("--measure", action="append", default=None, help=f"default {', '.join(DEFAULT_MEASURES)}")
+    compare.add_argument("--where", action="append", default=[], metavar="KEY=VALUE")
+    compare.add_argument("--plot", default=None, help="write the first measure's comparison as a PNG here")
+    compare.add_argument("--json", action="store_true")
+
+
+def parse_where(items: list[str]) -> dict[str, str]:
+    where = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--where", f"must be KEY=VALUE, got {item!r}")
+        where[key.strip()] = value.strip()
+    return where
+
+
+def run(args) -> int:
+    path = args.db or results_store.default_path()
+    try:
+        db = results_store.open_db(path, create=False)
+    except FileNotFoundError:
+        raise ConfigError("--db", f"no results database at {path} (test.sh writes it; --db names another)") from None
+    with db:
+        if args.verb == "list":
+            return show_batches(results_store.batches(db))
+        if args.verb == "runs":
+            found = results_store.runs(db, args.batch, parse_where(args.where))
+            return show_runs(found, args.json)
+        return show_comparison(db, args)
+
+
+def show_batches(batches: list[dict]) -> int:
+    table = Table("id", "name", "target", "runs", "done", "started", "finished", "folder", box=None, pad_edge=False)
+    for b in batches:
+        table.add_row(str(b["batch_id"]), b["name"], str(b["target"]), str(b["runs"]), str(b["done"] or 0),
+                      str(b["started_at"]), str(b["finished_at"] or "running"), str(b["folder"]))
+    console().print(table)
+    return 0
+
+
+def show_runs(runs: list[dict], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(runs, sort_keys=True, default=str))
+        return 0
+    table = Table("batch", "run", "configuration", "round", "state", "time to target", "samples/s", "test acc",
+                  "cpu s", "tx bytes", box=None, pad_edge=False)
+    for r in runs:
+        table.add_row(str(r["batch_id"]), str(r["run_index"]), str(r["configuration"]), str(r["round"]),
+                      str(r["state"]), *(fmt(r.get(k)) for k in ("time_to_target_s", "samples_per_s",
+                                                                   "final_test_accuracy", "cpu_s", "tx_bytes")))
+    console().print(table)
+    return 0
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def group_key(run: dict, by: list[str] | None) -> str:
+    if not by:
+        return str(run.get("configuration") or "all runs")
+    return " ".join(f"{key}={results_store.text(run.get(key))}" for key in by)
+
+
+def mean_of(runs: list[dict], measure: str) -> float | None:
+    values = [float(r[measure]) for r in runs if r.get("state") == "done" and isinstance(r.get(measure), (int, float))]
+    return statistics.fmean(values) if values else None
+
+
+def compare(runs_a: list[dict], runs_b: list[dict], measures: list[str], by: list[str] | None = None) -> list[dict]:
+    """One row per group found in either batch: runs in each, and per measure the means in A and B and B / A."""
+    groups: dict[str, tuple[list, list]] = {}
+    for side, found in ((0, runs_a), (1, runs_b)):
+        for run in found:
+            groups.setdefault(group_key(run, by), ([], []))[side].append(run)
+    rows = []
+    for key, (a, b) in groups.items():
+        row: dict[str, Any] = {"group": key, "runs_a": len(a), "runs_b": len(b)}
+        for measure in measures:
+            mean_a, mean_b = mean_of(a, measure), mean_of(b, measure)
+            row[measure] = {"a": mean_a, "b": mean_b,
+                            "ratio": mean_b / mean_a if mean_a and mean_b is not None else None}
+        rows.append(row)
+    return rows
+
+
+def show_comparison(db, args) -> int:
+    known = {b["batch_id"] for b in results_store.batches(db)}
+    for name, batch in (("a", args.a), ("b", args.b)):
+        if batch not in known:
+            raise ConfigError(name, f"no batch {batch} in the database (`faasgd results list` shows them)")
+    measures = args.measure or list(DEFAULT_MEASURES)
+    for measure in measures:
+        if measure not in MEASURES:
+            raise ConfigError("--measure", f"must be one of the result's measures ({', '.join(MEASURES)}), got {measure!r}")
+    by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
+    where = parse_where(args.where)
+    rows = compare(results_store.runs(db, [args.a], where), results_store.runs(db, [args.b], where), measures, by)
+    if args.plot:
+        plot_comparison(rows, measures[0], args.a, args.b, args.plot)
+    if args.json:
+        print(json.dumps(rows, sort_keys=True))
+        return 0
+    table = Table("group", "runs A/B", *(f"{m} A | B | B/A" for m in measures), box=None, pad_edge=False)
+    for row in rows:
+        table.add_row(row["group"], f"{row['runs_a']}/{row['runs_b']}", *(
+            f"{fmt(row[m]['a'])} | {fmt(row[m]['b'])} | {fmt(row[m]['ratio'])}" for m in measures))
+    out = console()
+    out.print(f"A = batch {args.a}, B = batch {args.b}", highlight=False, markup=False)
+    out.print(table)
+    return 0
+
+
+def plot_comparison(rows: list[dict], measure: str, a: int, b: int, path: str) -> None:
+    """Paired bars: the measure's mean per group, batch A beside batch B (matplotlib, Agg, no display)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(6.0, 1.2 * len(rows) + 2), 4.5), layout="constrained")
+    ax = fig.subplots()
+    positions = range(len(rows))
+    for offset, side, label in ((-0.2, "a", f"batch {a}"), (0.2, "b", f"batch {b}")):
+        ax.bar([p + offset for p in positions], [row[measure][side] or 0.0 for row in rows], width=0.4, label=label)
+    ax.set_xticks(list(positions), [row["group"] for row in rows], rotation=30, ha="right", fontsize="small")
+    ax.set_ylabel(f"{measure} (mean of finished runs)")
+    ax.legend()
+    fig.savefig(path, dpi=110)

@@ -1,0 +1,103 @@
+"""`faasgd predict` on synthetic studies with a known law: it recovers held-out configurations, and transfers to
+a second setting from a few runs there."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from faasgd import results_store
+from faasgd.batch.record import BatchRecord
+from faasgd.batch.redact import Redactor
+from faasgd.cli.main import main
+from faasgd.cli.predictor import TARGETS, Predictor, features, transfer_curve, validate
+from faasgd.config import TrainConfig
+
+
+def law(config: dict, target_index: int, factor: float) -> float:
+    """A figure that scales as a power law of workers, period and batch (its exponents differ per figure)."""
+    a, b, c = 0.3 + 0.05 * target_index, -0.4 + 0.03 * target_index, 0.6 - 0.04 * target_index
+    return factor * (1 + target_index) * config["number_of_workers"] ** a * config["n_push"] ** b \
+        * config["batch_size"] ** c
+
+
+def study(store: str, factor: float, rounds: int = 2, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    runs = []
+    for workers, period, batch in itertools.product((1, 2, 4, 8), (1, 5, 10), (64, 128, 256)):
+        for round_ in range(rounds):
+            config = TrainConfig(dataset="synthetic", number_of_workers=workers, n_fetch=period, n_push=period,
+                                 batch_size=batch, seed=round_, store=store).to_dict()
+            run = {**config, "state": "done", "config": config, "configuration": f"w{workers} p{period} b{batch}",
+                   "round": round_ + 1, "varying": {}}
+            for i, target in enumerate(TARGETS):
+                run[target] = law(config, i, factor) * float(np.exp(rng.normal(0, 0.03)))  # 3% noise
+            runs.append(run)
+    return runs
+
+
+def test_features_grow_with_the_models_parameters_and_name_the_store():
+    small = features({**TrainConfig(dataset="synthetic", hidden_sizes=(10,)).to_dict()})
+    large = features({**TrainConfig(dataset="synthetic", hidden_sizes=(100,), store="memcached").to_dict()})
+    assert large[1] > small[1] and small[7] == 0 and large[7] == 1
+
+
+def test_held_out_configurations_are_predicted_within_a_few_percent():
+    found = validate(study("redis", 1.0, rounds=2))
+    assert all(found[t]["predictions"] == 72 for t in TARGETS)
+    assert all(found[t]["mape"] < 6.0 for t in TARGETS), found
+
+
+def test_a_failed_run_or_a_missing_figure_is_left_out_of_the_fit():
+    runs = study("redis", 1.0, rounds=1)
+    runs[0]["state"], runs[1]["cpu_idle_s"] = "failed", None
+    model = Predictor.fit(runs)
+    assert model.runs_used["cpu_burst_s"] == 35 and model.runs_used["cpu_idle_s"] == 34
+
+
+def test_transfer_to_a_second_setting_needs_a_few_runs_there():
+    source = study("redis", 1.0, seed=1)
+    target = study("memcached", 2.5, rounds=1, seed=2)  # the same law, 2.5 x the figures
+    curve = transfer_curve(source, target, [0, 5])
+    assert all(curve[0][t] > 50 for t in TARGETS)  # the source predictor alone is far off
+    assert all(curve[5][t] < 15 for t in TARGETS), curve[5]
+
+
+def write_study(path, runs):
+    record = BatchRecord(str(path), {"name": "study"}, Redactor(), lambda *a, **k: None)
+    for index, run in enumerate(runs, start=1):
+        record.run(index, run)
+    record.finish({"name": "study"})
+
+
+def test_faasgd_predict_predicts_validates_and_transfers(tmp_path, capsys):
+    path = tmp_path / "r.sqlite"
+    write_study(path, study("redis", 1.0, rounds=1) + study("memcached", 2.0, rounds=1, seed=3))
+    db = ["--db", str(path)]
+    assert main(["predict", *db, "--where", "store=redis", "--set", "number_of_workers=4", "--set", "n_push=5",
+                 "--set", "n_fetch=5", "--set", "batch_size=128", "--set", "dataset=synthetic", "--json"]) == 0
+    predicted = json.loads(capsys.readouterr().out)
+    expected = law({"number_of_workers": 4, "n_push": 5, "batch_size": 128}, 0, 1.0)
+    assert predicted[TARGETS[0]]["predicted"] == pytest.approx(expected, rel=0.05)
+    assert main(["predict", *db, "--validate", "--where", "store=redis", "--json"]) == 0
+    assert all(v["MAPE %"] < 6 for v in json.loads(capsys.readouterr().out).values())
+    assert main(["predict", *db, "--transfer-to", "store=memcached", "--transfer-runs", "0", "--transfer-runs", "5",
+                 "--json"]) == 0
+    curve = json.loads(capsys.readouterr().out)
+    assert all(v["5"] < v["0"] for v in curve.values())
+    assert main(["predict", *db]) == 0  # a table, the defaults' prediction
+    assert "time_to_target_s" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--set", "number_of_workers=0"], "number_of_workers"), (["--set", "nope=1"], "nope"),
+    (["--where", "store=none"], "--where"), (["--transfer-to", "store=memcached", "--transfer-runs", "99"],
+                                               "--transfer-runs")])
+def test_bad_input_names_the_field(tmp_path, capsys, argv, field):
+    path = tmp_path / "r.sqlite"
+    write_study(path, study("redis", 1.0, rounds=1)[:6] + study("memcached", 1.0, rounds=1)[:6])
+    assert main(["predict", "--db", str(path), *argv]) == 2
+    assert capsys.readouterr().err.startswith(f"faasgd: error: {field}: ")
