@@ -34,9 +34,8 @@ def profile_name(worker_id: int) -> str:
 
 
 def channel_threads(channel: Any) -> list[int]:
-    """Idents of a worker channel's background thread (sgd/comm.py runs it in a one-thread pool; none when blocking)."""
-    pool = getattr(channel, "_pool", None)
-    return [t.ident for t in list(getattr(pool, "_threads", ()) or ()) if t.ident is not None]
+    """Idents of a worker channel's background thread (none when blocking; a stand-in channel without any)."""
+    return list(getattr(channel, "thread_ids", ()))
 
 
 class WorkerProfile:

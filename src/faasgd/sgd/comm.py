@@ -56,6 +56,13 @@ class Channel:
         self._waited = 0.0  # seconds waited since the last take_wait()
 
     @property
+    def thread_ids(self) -> list[int]:
+        """Idents of the channel's own thread (none when blocking, or before its first operation): the
+        resource profile counts their CPU and store bytes as the worker's."""
+        threads = list(self._pool._threads) if self._pool is not None else []  # one-thread pool, started lazily
+        return [t.ident for t in threads if t.ident is not None]
+
+    @property
     def in_flight(self) -> bool:
         """An operation was submitted and its call has not returned yet (collecting it would wait)."""
         return self._future is not None and not self._future.done()
