@@ -327,7 +327,15 @@ def restart_store_empty(runtime: Runtime, queries: list[dict]) -> str:
         os.kill(entry["pid"], signal.SIGKILL)
         wait_until(lambda: not psutil.pid_exists(entry["pid"]) or
                    psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE, 10, "the store did not die")
-        runtime.extra.append((start_redis if name == "redis" else start_memcached)(port=port))
+        start = start_redis if name == "redis" else start_memcached
+        for attempt in range(20):  # the killed server's socket may hold the port a moment (a zombie not yet reaped)
+            try:
+                runtime.extra.append(start(port=port))
+                break
+            except FaasgdError as error:
+                if "Address already in use" not in str(error) or attempt == 19:
+                    raise
+                time.sleep(0.25)
     return f"{' and '.join(_stores(queries))} restarted empty"
 
 
