@@ -7,12 +7,14 @@ answers (PING / version) before a deadline. `ServerProcess.stop()` is idempotent
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from faasgd.errors import StoreUnavailable
 from faasgd.local import processes
@@ -20,14 +22,44 @@ from faasgd.local.processes import ProcessRef
 
 LOOPBACK = "127.0.0.1"
 POLL_S = 0.05  # sleep between readiness polls
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+PORT_FLOOR = 10000  # free_port() never picks below this (well-known and registered services live there)
 START_ATTEMPTS = 3  # fresh ports tried when the caller did not fix one (another process may grab a free port)
+
+_random = random.SystemRandom()  # independent of any seed a caller sets
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the local ports of outgoing connections (Linux; 32768-60999 if unreadable)."""
+    try:
+        low, high = (int(part) for part in Path(EPHEMERAL_RANGE_FILE).read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return sock.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on right now, outside the ephemeral range.
+
+    Decision: not `bind(0)`. The OS picks that port from the ephemeral range, and between our closing it
+    and a server binding it, any outgoing connection on the machine (a store client, a test) may take it
+    as its local port: CI saw the gateway fail with "Address already in use" that way. A random port
+    below (or above) the ephemeral range is never handed out to connections; a clash with another
+    listener is still possible, so callers that can retry (`start_server`) do.
+    """
+    low, high = ephemeral_range()
+    candidates = [(PORT_FLOOR, low - 1), (high + 1, 65535)]
+    candidates = [(a, b) for a, b in candidates if b - a >= 1000]
+    for _ in range(100):
+        a, b = _random.choice(candidates) if candidates else (0, 0)
+        port = _random.randint(a, b) if candidates else 0
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise OSError("no free TCP port on 127.0.0.1 outside the ephemeral range after 100 tries")
 
 
 @dataclass

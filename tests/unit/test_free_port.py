@@ -1,0 +1,49 @@
+"""free_port(): a bindable loopback port that outgoing connections cannot take (outside the ephemeral range)."""
+
+import socket
+
+from faasgd.local import stores
+
+
+def test_a_free_port_is_outside_the_ephemeral_range_and_bindable():
+    low, high = stores.ephemeral_range()
+    for _ in range(50):
+        port = stores.free_port()
+        assert not low <= port <= high and port >= stores.PORT_FLOOR
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+def test_the_kernel_range_is_read_from_the_file(tmp_path, monkeypatch):
+    (tmp_path / "range").write_text("40000\t50000\n")
+    monkeypatch.setattr(stores, "EPHEMERAL_RANGE_FILE", str(tmp_path / "range"))
+    assert stores.ephemeral_range() == (40000, 50000)
+    assert all(not 40000 <= stores.free_port() <= 50000 for _ in range(50))
+
+
+def test_a_port_in_use_is_not_handed_out(monkeypatch):
+    """The random pick lands on a listening port first: it is skipped, the next pick is returned."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", stores.free_port()))
+        taken.listen()
+        second = stores.free_port()
+        picks = iter([taken.getsockname()[1], second])
+
+        class Picks:
+            def choice(self, ranges):
+                return ranges[0]
+
+            def randint(self, a, b):
+                return next(picks)
+
+        monkeypatch.setattr(stores, "_random", Picks())
+        assert stores.free_port() == second
+
+
+def test_with_no_room_outside_the_range_the_os_picks(tmp_path, monkeypatch):
+    (tmp_path / "range").write_text(f"{stores.PORT_FLOOR} 65535\n")
+    monkeypatch.setattr(stores, "EPHEMERAL_RANGE_FILE", str(tmp_path / "range"))
+    port = stores.free_port()
+    assert port > 0
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
