@@ -168,6 +168,8 @@ def test_dataset_labels_must_be_0_or_1(small):
     ({"concurrent_training": "maybe"}, "concurrent_training", "true or false"),
     ({"store_url": "redis://evil:6379/0"}, "store_url", "never from a request"),
     ({"n_samples": 20, "cv_folds": 10, "models": ["Lasso"]}, "n_samples", "cv_folds"),
+    ({"meta_c": -1}, "meta_c", "[0.0, 1000000.0]"),
+    ({"meta_c": "strong"}, "meta_c", "must be a number"),
     ([1], "body", "JSON object"),
 ])
 def test_bad_config_is_a_400_naming_the_field(body, field, words):
@@ -211,14 +213,16 @@ def oracle(config):
                                                  data.x_train, data.y_train)
         train.append(out_of_fold)
         test.append(estimator.predict(data.x_test))
-    meta = LogisticRegression(random_state=config.seed).fit(np.column_stack(train), data.y_train)
+    strength = np.inf if config.meta_c == 0 else config.meta_c  # meta_c 0: unpenalised
+    meta = LogisticRegression(C=strength, random_state=config.seed, max_iter=1000).fit(np.column_stack(train), data.y_train)
     return [accuracy(t, data.y_test) for t in test], float(np.mean(meta.predict(np.column_stack(test)) == data.y_test))
 
 
-@pytest.mark.parametrize("transfer", ["inline", "store"])
-def test_a_whole_job_in_process_scores_as_scikit_learn_alone(transfer):
+@pytest.mark.parametrize("transfer, meta_c", [("inline", 0.0), ("store", 0.0), ("store", 1.0)])
+def test_a_whole_job_in_process_scores_as_scikit_learn_alone(transfer, meta_c):
     store = open_store(f"memory://stack{uuid.uuid4().hex[:8]}")
-    config = load_stacking({}, {**SMALL, "transfer": transfer, "trainers_num": 5, "concurrent_training": False})
+    config = load_stacking({}, {**SMALL, "transfer": transfer, "trainers_num": 5, "concurrent_training": False,
+                                "meta_c": meta_c})
     job_id = records.create_job(store, config)
     result = flow.drive(store, job_id, config, in_process(store, job_id, config))
     base, ensemble = oracle(config)

@@ -32,6 +32,7 @@ class StackingConfig:
     concurrent_training: bool = True  # true: all trainers are called at once; false: one after another
     models: tuple[ModelSpec, ...] = DEFAULT_MODELS  # base regressors (vSwarm's four); names, or {"model", "params"}
     cv_folds: int = 5  # folds of the out-of-fold predictions the meta-model is fitted on (vSwarm: 5)
+    meta_c: float = 0.0  # the meta-model's inverse L2 strength (LogisticRegression C); 0: no penalty (README: vSwarm's is 1.0)
     transfer: str = "store"  # inline: in request/answer bodies; store: chunked blobs in the job's store; s3: not yet
     store: str = ""  # a store the function has configured, by name (its `stores`); "": its store_url
     call_timeout_s: float = 300.0  # how long the driver waits for each function it calls
@@ -70,6 +71,7 @@ PARSERS = {
     "concurrent_training": _bool,
     "models": parse_models,
     "cv_folds": lambda f, v: _int(f, v, 2, 20),
+    "meta_c": lambda f, v: _float(f, v, 0.0, 1e6),
     "transfer": _transfer,
     "store": lambda f, v: read_setting({"store": v}, "store") if isinstance(v, str) else _bad_store(f, v),
     "call_timeout_s": lambda f, v: _float(f, v, 0.0, 86400.0, low_open=True),

@@ -113,7 +113,7 @@ def metatrain(store: ParameterStore, job_id: str, config: StackingConfig, body: 
     for i, model in enumerate(base):  # the models that travelled must give the predictions that travelled
         if not np.allclose(model.predict(data.x_test), meta_test[:, i], rtol=1e-6, atol=1e-6):
             raise UnsafeObject("models", f"model {i} does not give the held-out predictions stored with it")
-    meta = predictors.from_estimator(models.fit_meta(config.seed, meta_train, data.y_train))
+    meta = predictors.from_estimator(models.fit_meta(config.seed, meta_train, data.y_train, config.meta_c))
     full = move.put("full-model", safe_format.dump_models(base, meta))
     return {"base_scores": [accuracy(meta_test[:, i], data.y_test) for i in range(shape.trainers)],
             "ensemble_score": accuracy(meta.predict(meta_test), data.y_test), "full_model": full}

@@ -109,8 +109,15 @@ def fit_base(model: ModelSpec, seed: int, cv_folds: int, x_train: np.ndarray, y_
     return estimator, out_of_fold.astype(np.float64)
 
 
-def fit_meta(seed: int, meta_train: np.ndarray, y_train: np.ndarray):
-    """The meta-model, LogisticRegression (scikit-learn's defaults, as vSwarm), fitted on the stacked predictions."""
+def fit_meta(seed: int, meta_train: np.ndarray, y_train: np.ndarray, c: float = 0.0):
+    """The meta-model, LogisticRegression, fitted on the stacked predictions; `c` 0: unpenalised, else its C.
+
+    Decision: unpenalised by default, where vSwarm keeps scikit-learn's C=1. With four stacked predictions
+    in [0, 1] and 9:1 classes, the L2 penalty shrinks the weights until the intercept (the majority class)
+    decides; measured over 10 seeds of the default set, accuracy 0.879 (C=1) vs 0.896 (none), against 0.897
+    for the best base model chosen afterwards (README, "Stacking").
+    """
     from sklearn.linear_model import LogisticRegression
 
-    return LogisticRegression(random_state=seed).fit(meta_train, y_train)
+    strength = np.inf if c == 0.0 else c  # C = inf: no penalty (scikit-learn 1.8 deprecates penalty=None)
+    return LogisticRegression(C=strength, random_state=seed, max_iter=1000).fit(meta_train, y_train)
