@@ -33,7 +33,9 @@ def gateway(tmp_path_factory):
     started = faasgd("up", "--port", str(free_port()), "--dir", str(directory))
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
-    yield GatewayClient(state["gateway_url"], 120, auth=credentials.read(directory / "secrets"))
+    client = GatewayClient(state["gateway_url"], 120, auth=credentials.read(directory / "secrets"))
+    client.directory = directory  # for `faasgd ... --dir`
+    yield client
     assert faasgd("down", "--dir", str(directory)).returncode == 0
 
 
@@ -75,3 +77,19 @@ def test_bad_requests_are_refused_before_any_work(gateway):
     assert located.status == 400 and located.json()["field"] == "store_url"
     unknown = gateway.invoke("stacking-reducer", {"job_id": "snothere", "trainers": []})
     assert unknown.status == 404 and unknown.json()["field"] == "job_id"
+
+
+def test_faasgd_status_shows_a_stacking_job_as_the_driver_keeps_it(gateway):
+    answer = gateway.invoke("stacking-driver", {"trainers_num": 2, "models": ["Lasso", "RandomForestRegressor"]})
+    assert answer.status == 200, answer.body[:500]
+    result = answer.json()
+    shown = faasgd("status", result["job_id"], "--dir", str(gateway.directory))
+    assert shown.returncode == 0, shown.stderr
+    assert f"stacking job {result['job_id']}: done" in shown.stdout
+    assert f"ensemble         {result['ensemble_score']:.4f}" in shown.stdout
+    assert "RandomForestRegressor" in shown.stdout and "meta_train" in shown.stdout
+    as_json = faasgd("status", result["job_id"], "--json", "--watch", "--dir", str(gateway.directory))
+    kept = gateway.invoke("stacking-driver", method="GET", query={"job_id": result["job_id"]}).json()
+    assert as_json.returncode == 0 and json.loads(as_json.stdout) == kept
+    missing = faasgd("status", "s" + "0" * 15, "--dir", str(gateway.directory))
+    assert missing.returncode != 0 and "job_id" in missing.stderr

@@ -277,17 +277,22 @@ class CrashLoop:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(0.1):
+        while True:  # the first sweep at once, then every 0.05 s
+            self._sweep()
+            if self._stop.wait(0.05):
+                return
+
+    def _sweep(self) -> None:
+        try:
+            pids = self.runtime.replica_pids()
+        except (FaasgdError, OSError, KeyError, ValueError):
+            return
+        for pid in pids:
             try:
-                pids = self.runtime.replica_pids()
-            except (FaasgdError, OSError, KeyError, ValueError):
-                continue
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    self.killed += 1
-                except ProcessLookupError:
-                    pass
+                os.kill(pid, signal.SIGKILL)
+                self.killed += 1
+            except ProcessLookupError:
+                pass
 
     def stop(self) -> None:
         self._stop.set()

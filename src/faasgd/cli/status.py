@@ -8,7 +8,7 @@ import os
 from rich.table import Table
 
 from faasgd import job
-from faasgd.cli import flags
+from faasgd.cli import flags, stacking_status
 from faasgd.cli.connect import gateway
 from faasgd.cli.progress import LiveProgress, console, print_summary, worker_table
 from faasgd.config import read_setting
@@ -25,6 +25,8 @@ def run(args) -> int:
     out = console()
     if args.json:
         print(json.dumps(status, sort_keys=True))
+    elif stacking_status.is_stacking_job(args.job_id):
+        stacking_status.print_status(status, out)
     elif status["result"]:
         print_summary(status["result"], status["workers"], out)
     else:
@@ -41,7 +43,9 @@ def read_job_status(args) -> dict:
     flags.seconds("--timeout", args.timeout)
     if args.store:
         read_setting({"store": args.store}, "store")  # a name, never a location
-    if args.direct:
+    if stacking_status.is_stacking_job(args.job_id):
+        read = stacking_status.reader(args)
+    elif args.direct:
         store_url = args.store_url or read_setting(os.environ, "store_url")
         read = lambda: job.read_status(open_store(store_url), args.job_id)  # noqa: E731
     else:
@@ -53,6 +57,8 @@ def read_job_status(args) -> dict:
         read = lambda: client.job_status(query)  # noqa: E731
     if not args.watch:
         return read()
+    if stacking_status.is_stacking_job(args.job_id):
+        return wait_for_job(read, args.timeout)  # four phases, no per-worker progress to draw
     live = LiveProgress()
     try:
         return wait_for_job(read, args.timeout, on_status=live)
