@@ -9,10 +9,14 @@ exactly one Lloyd iteration over the whole data set, whatever the sharding.
 
 Centroids travel like any model: one flat float32 vector of k * d numbers (every function here takes
 it flat or as (k, d) and answers in the same form). A partial travels as one flat float64 blob
-(`pack` / `unpack`): float64 because the sums add up a whole shard; in float32 a shard of 10^5 rows
-loses about 1e-5 relative in its sums, which no longer matches Lloyd's algorithm in float64 (the
-scikit-learn oracle within 1e-6) and drifts with the shard size. Distances and sums are computed
-in float64; a CSR input stays sparse (X @ C.T, and the sums as onehot.T @ X).
+(`pack` / `unpack`): float64, because the sums add up a whole shard through the one-hot product
+(the form that keeps CSR sparse), which accumulates sequentially: in float32 that loses about n * 1e-7
+relative (6e-6 measured at 2 * 10^5 rows), so merged centroids would drift from Lloyd's in float64 as
+shards grow. The inertia alone would not show it (at a Lloyd update the inertia is flat in the
+centroids, so their error enters squared); the tests therefore compare the centroids with
+scikit-learn's too. The cost is (k * d + k + 1) * 8 bytes a partial. Distances and sums are computed
+in float64; a CSR input stays sparse (X @ C.T, and the sums as onehot @ X); the merged centroids keep
+the dtype they came in (float32 to travel).
 """
 
 from typing import NamedTuple
@@ -44,7 +48,7 @@ def init(X, k: int, rng: np.random.Generator) -> np.ndarray:
 
 def partial(centroids: np.ndarray, X) -> Partial:
     """Return this shard's Partial for the current centroids."""
-    X = as_inputs(X)
+    X = as_inputs(X, np.float64)  # one float64 copy of the shard, shared by distances and sums
     C = as_centroids(centroids, X.shape[1])
     labels, distances = assign(C, X)
     onehot = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))), shape=(len(C), len(labels)))
@@ -79,7 +83,7 @@ def merge(partials, centroids: np.ndarray) -> np.ndarray:
 
 def inertia(centroids: np.ndarray, X) -> float:
     """Return the sum over X's rows of the squared distance to the nearest centroid."""
-    X = as_inputs(X)
+    X = as_inputs(X, np.float64)
     return float(assign(as_centroids(centroids, X.shape[1]), X)[1].sum())
 
 
@@ -103,8 +107,9 @@ def assign(C: np.ndarray, X) -> tuple[np.ndarray, np.ndarray]:
     """Return (the nearest centroid of each row, the squared distance to it), computed in float64."""
     C = C.astype(np.float64)
     if sp.issparse(X):
-        row_sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
-        cross = np.asarray(X.astype(np.float64) @ C.T)
+        X64 = X.astype(np.float64, copy=False)
+        row_sq = np.asarray(X64.multiply(X64).sum(axis=1)).ravel()
+        cross = np.asarray(X64 @ C.T)
     else:
         X64 = X.astype(np.float64, copy=False)
         row_sq = np.einsum("ij,ij->i", X64, X64)
