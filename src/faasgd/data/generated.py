@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from faasgd.errors import ConfigError
 
-BLOCK_ROWS = 4096  # rows drawn from one generator
+BLOCK_ROWS = 1024  # rows drawn from one generator
 CODES = {"higgs": 1, "rcv1": 2, "blobs": 3}  # keeps the data sets' streams apart for one seed
 HIGGS_FEATURES = 28
 HIGGS_HIGH_LEVEL = 7  # the last 7 features: wider for the signal class
@@ -68,6 +68,7 @@ def rcv1_like(n: int, seed: int, n_features: int = RCV1_FEATURES,
     hidden = task.normal(size=n_features) * freq  # the common words carry the label, as in text
     blocks = [sparse_block(rng, freq, idf, density) for rng in block_rngs(n, seed, "rcv1")]
     X = sp.vstack(blocks, format="csr")[:n]
+    X.sum_duplicates()  # none: marks the indices sorted and unique (canonical CSR)
     y = (np.asarray(X @ hidden) > 0).astype(np.int64)
     flip = np.concatenate([rng.random(BLOCK_ROWS) < LABEL_NOISE for rng in block_rngs(n, seed, "rcv1", 1)])[:n]
     return X, np.where(flip, 1 - y, y)
