@@ -35,6 +35,9 @@ def test_admm_on_lr_reaches_sklearns_optimum_within_one_percent(task):
     assert z.dtype == np.float32 and z.shape == (29,)
     assert objective(lr, one_round, X, y) > 1.01 * best  # one round is not enough: the rounds do the work
     assert objective(lr, z, X, y) <= 1.01 * best
+    # tighter than asked: with the shards weighted by their rows the consensus problem IS the global one
+    # (unweighted, these unequal shards stop about 0.4 % above the optimum)
+    assert objective(lr, z, X, y) <= 1.001 * best
 
 
 def test_admm_on_svm_reaches_a_long_full_batch_run_within_one_percent(task):
