@@ -7,7 +7,8 @@ ParameterStore (Redis, Memcached; faasgd.store.blobs) is one; S3Space (an S3-com
 is another. boto3, the extra `s3`, is imported only when an S3Space first talks to its service.
 """
 
+from faasgd.channels.configured import S3_URL_KEY, configured_space
 from faasgd.channels.s3 import S3Space, open_s3
 from faasgd.channels.s3_settings import S3Settings, S3Url, parse_s3_url, read_s3_settings
 
-__all__ = ["S3Space", "open_s3", "S3Settings", "S3Url", "parse_s3_url", "read_s3_settings"]
+__all__ = ["S3_URL_KEY", "configured_space", "S3Space", "open_s3", "S3Settings", "S3Url", "parse_s3_url", "read_s3_settings"]
