@@ -143,3 +143,19 @@ def test_space_limits_are_checked():
             S3Space(parse_s3_url("s3://bkt"), settings, **kwargs)
         assert e.value.field == field
 
+
+
+def test_a_function_without_boto3_is_told_to_install_the_extra(tmp_path, monkeypatch):
+    import importlib.util
+
+    from faasgd.channels import configured_space
+
+    directory = secrets(tmp_path, s3_access_key=ACCESS, s3_secret_key=SECRET)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "boto3" else real(name, *a))
+    with pytest.raises(ConfigError) as e:
+        configured_space({"s3_url": "s3://bkt/p", "FAASGD_SECRETS_DIR": directory})
+    assert e.value.field == "s3_url" and "faasgd[s3]" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        configured_space({"FAASGD_SECRETS_DIR": directory})
+    assert e.value.field == "s3_url" and "not set" in str(e.value)

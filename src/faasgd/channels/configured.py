@@ -8,6 +8,7 @@ A request never names an S3 location or a key: like `store_url`, `s3_url` is the
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from typing import Mapping
 
@@ -26,6 +27,9 @@ def configured_space(env: Mapping[str, str]) -> S3Space:
     if not url:
         raise ConfigError(S3_URL_KEY, "not set: the function's environment names its S3 location, s3://bucket/prefix")
     key = (parse_s3_url(url, S3_URL_KEY), read_s3_settings(env))
+    if importlib.util.find_spec("boto3") is None:
+        raise ConfigError(S3_URL_KEY, "the S3 channel needs boto3, which this function does not have: install the "
+                                      "extra `s3` (pip install 'faasgd[s3]', or boto3 in its requirements.txt)")
     with _lock:
         if key not in _spaces:
             _spaces[key] = S3Space(*key)
