@@ -85,14 +85,15 @@ def test_many_objects_are_deleted_in_batches(s3_endpoint, monkeypatch):
     assert space.delete_job(job) == 10 and space.list_names(job) == []
 
 
-@pytest.mark.parametrize("metadata, body", [({}, b"no digest"), ({"sha256": "0" * 64}, b"wrong digest")])
-def test_a_foreign_or_changed_object_is_lost_state_not_data(s3_endpoint, metadata, body):
+@pytest.mark.parametrize("metadata, body, why", [({}, b"no digest", "no sha256 metadata"),
+                                                 ({"sha256": "0" * 64}, b"wrong digest", "does not match its sha256")])
+def test_a_foreign_or_changed_object_is_lost_state_not_data(s3_endpoint, metadata, body, why):
     space, job = s3_space(s3_endpoint, "torn"), contract.new_job()
     boto_client(s3_endpoint.settings).put_object(Bucket=s3_endpoint.bucket, Key=f"torn/{job}/model",
                                                  Body=body, Metadata=metadata)
     with pytest.raises(StateLost) as e:
         space.get_blob(job, "model")
-    assert "model" in str(e.value) and s3_endpoint.bucket in str(e.value)
+    assert why in str(e.value) and "'model'" in str(e.value) and s3_endpoint.bucket in str(e.value)
 
 
 def test_readers_see_the_old_object_or_the_new_one(s3_endpoint):
