@@ -24,3 +24,17 @@ def memcached_server() -> ServerProcess:
     server = start_memcached()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """moto's S3 server on 127.0.0.1 checking signatures, an IAM user's keys and an empty bucket (session-wide)."""
+    from support.s3_server import S3Endpoint, enable_auth, make_bucket, start_s3
+
+    server = start_s3()
+    try:
+        settings = enable_auth(server)
+        make_bucket(settings, "faasgd-test")
+        yield S3Endpoint(server, settings, "faasgd-test")
+    finally:
+        server.stop()

@@ -12,7 +12,7 @@ the held-out rows (a regressor's prediction thresholded at 0.5): `base_scores`, 
     predictors   fitted models as plain numpy arrays and the functions that predict with them
     safe_format  the only way objects cross a body or a store: npz of numeric arrays, decoded with every
                  name, dtype and shape checked against the job; a pickle, a wrong shape or garbage is refused
-    transfer     how objects move between the functions: inline (request bodies) or store (chunked blobs)
+    transfer     how objects move between the functions: inline (request bodies), store (chunked blobs) or s3
     flow         the four functions' work and the driver's orchestration, timed per phase
     records      the job's records in the store (config, state, result)
 

@@ -15,8 +15,9 @@ from faasgd.config import LOCATION_KEYS, _choice, _float, _int, read_setting
 from faasgd.errors import ConfigError
 from faasgd.stacking.models import DEFAULT_MODELS, ModelSpec, parse_models
 
-TRANSFERS = ("inline", "store", "s3")  # vSwarm's TRANSFER_TYPE; s3 waits for the S3-compatible channel (issue 14)
-AVAILABLE_TRANSFERS = ("inline", "store")
+TRANSFERS = ("inline", "store", "s3")  # vSwarm's TRANSFER_TYPE; s3: the function's S3-compatible space (faasgd.channels)
+AVAILABLE_TRANSFERS = TRANSFERS
+S3_LOCATION_KEYS = ("s3_url",)  # the function's own S3 location (faasgd.channels.configured), never a request's
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
@@ -33,7 +34,8 @@ class StackingConfig:
     models: tuple[ModelSpec, ...] = DEFAULT_MODELS  # base regressors (vSwarm's four); names, or {"model", "params"}
     cv_folds: int = 5  # folds of the out-of-fold predictions the meta-model is fitted on (vSwarm: 5)
     meta_c: float = 0.0  # the meta-model's inverse L2 strength (LogisticRegression C); 0: no penalty (README: vSwarm's is 1.0)
-    transfer: str = "store"  # inline: in request/answer bodies; store: chunked blobs in the job's store; s3: not yet
+    transfer: str = "store"  # inline: in request/answer bodies; store: chunked blobs in the job's store; s3: objects
+    # in the function's S3-compatible space (its env `s3_url`, secret files s3-access-key, s3-secret-key)
     store: str = ""  # a store the function has configured, by name (its `stores`); "": its store_url
     call_timeout_s: float = 300.0  # how long the driver waits for each function it calls
 
@@ -55,11 +57,20 @@ def _bool(field: str, value: Any) -> bool:
 
 
 def _transfer(field: str, value: Any) -> str:
-    value = _choice(field, value, TRANSFERS)
-    if value not in AVAILABLE_TRANSFERS:
-        raise ConfigError(field, f"{value} is not available: the S3-compatible channel (issue 14) has not been "
-                                 f"built yet; use one of {', '.join(AVAILABLE_TRANSFERS)}")
-    return value
+    return _choice(field, value, TRANSFERS)
+
+
+def check_transfer(config: "StackingConfig", env: Mapping[str, str]) -> None:
+    """A 400 on `transfer` when it is s3 and the function has no S3 space configured (nothing is contacted)."""
+    if config.transfer != "s3":
+        return
+    from faasgd.channels import configured_space
+
+    try:
+        configured_space(env)
+    except ConfigError as e:
+        raise ConfigError("transfer", f"s3 is not available on this function ({e}); set its s3_url and the secret "
+                                      f"files s3-access-key, s3-secret-key, or use inline or store") from None
 
 
 PARSERS = {
@@ -87,7 +98,7 @@ def load_stacking(env: Mapping[str, str] | None, body: Any) -> StackingConfig:
     if not isinstance(body, Mapping):
         raise ConfigError("body", f"must be a JSON object (or a form) of config keys, got {type(body).__name__}")
     for key in body:
-        if key in LOCATION_KEYS:
+        if key in LOCATION_KEYS or key in S3_LOCATION_KEYS:
             raise ConfigError(key, "a store's location comes from the function's configuration, never from a "
                                    "request; name one of its stores with `store`")
         if key not in FIELDS:
@@ -101,6 +112,8 @@ def load_stacking(env: Mapping[str, str] | None, body: Any) -> StackingConfig:
             values[key] = PARSERS[key](key, value)
     config = StackingConfig(**values)
     check_sizes(config)
+    if env is not None:
+        check_transfer(config, env)
     return config
 
 

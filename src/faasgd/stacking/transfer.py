@@ -4,7 +4,8 @@
             function's max_request_bytes is a 413 (the driver checks its job's bodies before it starts)
     store   the object is a blob of the job in its store (Redis or Memcached, chunked below Memcached's
             1 MB item limit: store/blobs.py); bodies carry only its name, which must be the one expected
-    s3      not available: the S3-compatible channel (issue 14) has not been built (a 400 on `transfer`)
+    s3      the object is an object of the job in the function's S3-compatible space (faasgd.channels:
+            `s3_url` from the function's environment, endpoint and keys from its secret files); bodies name it
 Either way the bytes are faasgd's npz format and are decoded by safe_format, never unpickled.
 """
 
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+import os
+from typing import Any, Mapping
 
 from faasgd.errors import ConfigError
 from faasgd.store import ParameterStore
@@ -52,12 +54,23 @@ class InStore:
 
     def get(self, value: Any, name: str) -> bytes:
         if value != name:
-            raise ConfigError(name, f"must name the job's object {name!r} (transfer store), got {str(value)[:80]!r}")
+            raise ConfigError(name, f"must name the job's object {name!r} (transfer {self.name}), got {str(value)[:80]!r}")
         data = self.store.get_blob(self.job_id, name)
         if data is None:
-            raise ConfigError(name, f"job {self.job_id!r} has no object {name!r} in its store")
+            raise ConfigError(name, f"job {self.job_id!r} has no object {name!r} in its {self.name}")
         return data
 
 
-def channel(transfer: str, store: ParameterStore, job_id: str) -> Inline | InStore:
+class InS3(InStore):
+    """Objects as objects of the job in the function's S3-compatible space (an S3Space: the same blob calls)."""
+
+    name = "s3"
+
+
+def channel(transfer: str, store: ParameterStore, job_id: str, env: Mapping[str, str] | None = None) -> Inline | InStore:
+    """How objects move; `env` is the function's environment (default: this process's), read for transfer s3."""
+    if transfer == "s3":
+        from faasgd.channels import configured_space
+
+        return InS3(configured_space(os.environ if env is None else env), job_id)
     return Inline() if transfer == "inline" else InStore(store, job_id)
