@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support.rounds_drive import all_reduce, exchanges, expected_merge, in_threads, memory_url, new_job, values, vectors
-from faasgd.rounds import RoundState, RoundTimeout, run_rounds
+from support.rounds_drive import (FAST, Killed, KillOnce, all_reduce, exchanges, expected_merge, in_threads, memory_url,
+                                  new_job, values, vectors)
+from faasgd.rounds import Exchange, ExchangeConfig, RoundState, RoundTimeout, run_rounds
 from faasgd.rounds.wire import HEADER_BYTES
+from faasgd.store import open_store
 from faasgd.store.blobs import BLOB_CHUNK_BYTES
 
 pytestmark = pytest.mark.integration
@@ -64,3 +66,26 @@ def test_a_missing_worker_times_out_naming_it(url):
     ex = exchanges(url, new_job(), 3, "reduce_scatter", round_timeout_s=0.3)
     errors = in_threads(2, lambda w: ex[w].all_reduce(0, np.ones(10, np.float32)))
     assert all(isinstance(e, RoundTimeout) and e.missing == [2] for e in errors)
+
+
+@pytest.mark.parametrize("victim,when", [
+    (1, lambda op, name: op == "put"),  # right after its first contribution
+    (0, lambda op, name: op == "put" and ":m" in name),  # right after writing its merged slice
+])
+def test_a_worker_killed_mid_round_re_enters_it(url, victim, when):
+    job, n = new_job(), 3
+    vecs = vectors(n, 20_001, seed=4)
+    spaces = [open_store(url) for _ in range(n)]
+    spaces[victim] = KillOnce(spaces[victim], when)
+    cfg = ExchangeConfig(pattern="reduce_scatter", workers=n, **FAST)
+    ex = [Exchange(spaces[w], job, w, cfg) for w in range(n)]
+
+    def work(w):
+        try:
+            return ex[w].all_reduce(0, vecs[w])[0]
+        except Killed:
+            return ex[w].all_reduce(0, vecs[w])[0]
+
+    merged = values(in_threads(n, work))
+    assert spaces[victim].fired
+    assert all(m.tobytes() == expected_merge(vecs).tobytes() for m in merged)

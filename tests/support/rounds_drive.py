@@ -2,7 +2,8 @@
 
 `in_threads` runs `work(worker_id)` for every worker at once and returns each one's value or exception;
 `exchanges` opens one store (one client) per worker, as separate function replicas would;
-`expected_merge` is the documented merge, computed here independently of the exchange.
+`expected_merge` is the documented merge, computed here independently of the exchange;
+`KillOnce` wraps a blob space to kill its worker once, mid-round.
 """
 
 from __future__ import annotations
@@ -76,3 +77,27 @@ def expected_merge(vecs: list[np.ndarray], op: str = "mean") -> np.ndarray:
     for v in vecs:
         acc = acc + v.astype(np.float64)
     return (acc / len(vecs) if op == "mean" else acc).astype(np.float32)
+
+
+class Killed(Exception):
+    pass
+
+
+class KillOnce:
+    """A blob space that raises Killed at the first call matching `when(op, name)`, after doing a put."""
+
+    def __init__(self, space, when):
+        self.space, self.when, self.fired = space, when, False
+
+    def put_blob(self, job_id, name, data):
+        self.space.put_blob(job_id, name, data)
+        self._maybe("put", name)
+
+    def get_blob(self, job_id, name):
+        self._maybe("get", name)
+        return self.space.get_blob(job_id, name)
+
+    def _maybe(self, op, name):
+        if not self.fired and self.when(op, name):
+            self.fired = True
+            raise Killed(f"{op} {name}")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support.rounds_drive import exchanges, in_threads, memory_url, new_job, values
+from support.rounds_drive import FAST, Killed, KillOnce, exchanges, in_threads, memory_url, new_job, values
 from faasgd.errors import ConfigError
 from faasgd.model import mlp
-from faasgd.rounds import RoundState, grad_avg_round, model_avg_round, run_rounds
+from faasgd.rounds import (Exchange, ExchangeConfig, RoundState, consensus_round, grad_avg_round, model_avg_round,
+                           run_rounds)
+from faasgd.store import open_store
 
 SIZES, N, B, STEPS, LR = (6, 12, 3), 3, 4, 8, 0.2
 
@@ -109,6 +111,60 @@ def test_one_round_per_invocation_resumes_to_the_same_bits_as_a_loop(round_fn):
         assert all(s.round_no == r + 1 for s in states)
         checkpoints = [s.params.tobytes() for s in states]
     assert checkpoints[0] == looped.tobytes()
+
+
+@pytest.mark.parametrize("victim", [0, 2])
+def test_a_worker_killed_mid_run_resumes_from_its_checkpoint_to_the_same_bits(victim):
+    """The victim dies in round 3 (after writing its contribution); re-invoked from its last state it
+    re-enters round 3 and every worker ends where an uninterrupted run ends."""
+    params, x, y = problem(5)
+    clean = traced("grad_avg", "reduce_scatter", params, x, y, rounds=6)[0][-1]
+    url, job = memory_url(), new_job()
+    cfg = ExchangeConfig(pattern="reduce_scatter", workers=N, **FAST)
+    spaces = [open_store(url) for _ in range(N)]
+    spaces[victim] = KillOnce(spaces[victim], lambda op, name: op == "put" and name.startswith("rounds:r3:"))
+
+    def work(w):
+        kept = {"state": RoundState(params.copy())}  # the worker's checkpoint, saved after every round
+        try:
+            return run_rounds("grad_avg", kept["state"], worker_grad(x, y, w), Exchange(spaces[w], job, w, cfg),
+                              lr=LR, rounds=6, on_round=lambda outcome: kept.update(state=outcome.state))[0]
+        except Killed:
+            assert kept["state"].round_no == 3
+            return run_rounds("grad_avg", kept["state"], worker_grad(x, y, w), Exchange(spaces[w], job, w, cfg),
+                              lr=LR, rounds=3)[0]
+
+    finals = values(in_threads(N, work))
+    assert spaces[victim].fired
+    assert all(f.round_no == 6 and f.params.tobytes() == clean.tobytes() for f in finals)
+
+
+def test_consensus_round_carries_an_admm_shaped_round():
+    """The hook's shape on a toy consensus problem (min sum_i 0.5 |x - a_i|^2, math written here):
+    params = [z | u_i], x_i = (a_i + rho (z - u_i)) / (1 + rho), merged mean of x_i + u_i is z, u_i += x_i - z."""
+    rho, n, d = 1.0, 3, 5
+    targets = np.random.default_rng(6).standard_normal((n, d)).astype(np.float32)
+    ex = exchanges(memory_url(), new_job(), n, "reduce_scatter")
+
+    def contribute(w):
+        def local(params, r):
+            z, u = params[:d], params[d:]
+            x = (targets[w] + rho * (z - u)) / (1 + rho)
+            return float(0.5 * ((x - targets[w]) ** 2).sum()), x + u
+        return local
+
+    def combine(params, x_plus_u, merged, r):
+        return np.concatenate([merged, x_plus_u - merged]).astype(np.float32)
+
+    def work(w):
+        state = RoundState(np.zeros(2 * d, np.float32))
+        for _ in range(30):
+            state = consensus_round(state, ex[w], contribute(w), combine).state
+        return state
+
+    states = values(in_threads(n, work))
+    assert all(s.params[:d].tobytes() == states[0].params[:d].tobytes() for s in states)  # one consensus z
+    np.testing.assert_allclose(states[0].params[:d], targets.mean(axis=0), atol=1e-5)
 
 
 def test_run_rounds_adds_up_the_stats_and_losses():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from support.fake_clock import StepClock
-from support.rounds_drive import (FAST, all_reduce, exchanges, expected_merge, in_threads, memory_url, new_job,
+from support.rounds_drive import (FAST, Killed, KillOnce, all_reduce, exchanges, expected_merge, in_threads, memory_url, new_job,
                                   values, vectors)
 from faasgd.errors import ConfigError
 from faasgd.rounds import Exchange, ExchangeConfig, RoundDataError, RoundTimeout
@@ -133,30 +133,6 @@ def test_threads_time_out_within_the_deadline():
 
 
 # ---- re-entry ----------------------------------------------------------------------------------
-class Killed(Exception):
-    pass
-
-
-class KillOnce:
-    """A blob space that raises Killed at the first call matching `when(op, name)`, after doing a put."""
-
-    def __init__(self, space, when):
-        self.space, self.when, self.fired = space, when, False
-
-    def put_blob(self, job_id, name, data):
-        self.space.put_blob(job_id, name, data)
-        self._maybe("put", name)
-
-    def get_blob(self, job_id, name):
-        self._maybe("get", name)
-        return self.space.get_blob(job_id, name)
-
-    def _maybe(self, op, name):
-        if not self.fired and self.when(op, name):
-            self.fired = True
-            raise Killed(f"{op} {name}")
-
-
 @pytest.mark.parametrize("pattern", ["reduce", "reduce_scatter"])
 @pytest.mark.parametrize("victim,when", [
     (1, lambda op, name: op == "get"),  # a contributor killed after writing, before the result

@@ -15,8 +15,8 @@ state in between; a round re-run from the same state re-enters the same exchange
   the same bits after every round.
 - model_avg (local SGD): in round r every worker takes `local_steps` plain SGD steps on its minibatches
   r*local_steps .. r*local_steps + local_steps - 1, then the parameter vectors are averaged.
-- consensus_round: the round structure both share, open to other algorithms (ADMM's z-merge: the
-  local solve and the dual update are the model's, e.g. faasgd.convex.admm; only the merge is here).
+- consensus_round: the round structure both share, open to other algorithms: ADMM's z-merge is one
+  (the local solve and the z- and u-updates are the model's math, e.g. faasgd.convex.admm; see its docstring).
 """
 
 from __future__ import annotations
@@ -50,21 +50,25 @@ class RoundOutcome:
 
 def consensus_round(state: RoundState, exchange: Exchange,
                     contribute: Callable[[np.ndarray, int], tuple[float, np.ndarray]],
-                    combine: Callable[[np.ndarray, np.ndarray, int], np.ndarray]) -> RoundOutcome:
-    """One round: `contribute(params, round_no) -> (loss, vector)` locally, the vectors averaged over the
-    workers, then `combine(params, merged, round_no) -> new params`."""
+                    combine: Callable[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]) -> RoundOutcome:
+    """One round: `contribute(params, round_no) -> (loss, vector)` locally, the vectors merged over the
+    workers (the exchange's op), then `combine(params, vector, merged, round_no) -> new params`.
+
+    ADMM fits as: params = [z | u_i], vector = x_i + u_i from the local solve at (z, u_i), and combine
+    returns [z' | vector - z'] with z' the z-update of `merged` (the model's math, not here)."""
     params = check_params(state.params)
     loss, vector = contribute(params, state.round_no)
-    merged, stats = exchange.all_reduce(state.round_no, np.asarray(vector, dtype=np.float32))
-    return RoundOutcome(RoundState(combine(params, merged, state.round_no), state.round_no + 1), float(loss), stats)
+    vector = np.asarray(vector, dtype=np.float32)
+    merged, stats = exchange.all_reduce(state.round_no, vector)
+    new = check_params(combine(params, vector, merged, state.round_no))
+    return RoundOutcome(RoundState(new, state.round_no + 1), float(loss), stats)
 
 
 def grad_avg_round(state: RoundState, grad: GradFn, exchange: Exchange, *, lr: float) -> RoundOutcome:
     """Synchronous SGD: the mean gradient of every worker's minibatch `round_no`, applied by every worker."""
     step = np.float32(check_lr(lr))
     return consensus_round(state, exchange,
-                           lambda params, r: grad(params, r),
-                           lambda params, mean, r: params - step * mean)
+                           grad, lambda params, own_grad, mean, r: params - step * mean)
 
 
 def model_avg_round(state: RoundState, grad: GradFn, exchange: Exchange, *, lr: float,
@@ -80,7 +84,7 @@ def model_avg_round(state: RoundState, grad: GradFn, exchange: Exchange, *, lr: 
             losses.append(float(loss))
         return sum(losses) / len(losses), params
 
-    return consensus_round(state, exchange, local, lambda params, mean, r: mean)
+    return consensus_round(state, exchange, local, lambda params, local_model, mean, r: mean)
 
 
 ALGORITHMS = ("grad_avg", "model_avg")
