@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -39,7 +41,6 @@ def test_the_merge_does_not_depend_on_arrival_order():
     late = {2: 0.0, 1: 0.02, 0: 0.04}
 
     def work(w):
-        import time
         time.sleep(late[w])
         return ex[w].all_reduce(0, vecs[w])[0]
 
@@ -122,7 +123,6 @@ def test_a_worker_that_never_arrives_is_named_by_a_timeout_at_the_deadline(patte
 
 
 def test_threads_time_out_within_the_deadline():
-    import time
     url, job = memory_url(), new_job()
     ex = exchanges(url, job, 3, "reduce", round_timeout_s=0.3)
     start = time.monotonic()
