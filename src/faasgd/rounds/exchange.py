@@ -1,0 +1,226 @@
+"""A synchronous all-reduce of float32 vectors, one round at a time, through a blob space.
+
+    exchange = Exchange(store, job_id, worker_id, ExchangeConfig(pattern="reduce_scatter", workers=4))
+    merged, stats = exchange.all_reduce(round_no, vector)   # every worker, same round_no, same length
+
+A blob space is any object with put_blob(job_id, name, data) / get_blob(job_id, name) -> bytes | None
+(ParameterStore over Redis and Memcached; the S3 channel). Nothing else is asked of it: no atomic add,
+no delete, no listing, so the same rounds run over S3 as over a parameter server (LambdaML's channels).
+
+Patterns (LambdaML's reduce and reduce_scatter):
+- reduce: every worker but 0 writes its vector; worker 0 waits for them, merges, writes `merged`;
+  the others wait for it and read it.
+- reduce_scatter: the vector is split into `workers` contiguous slices (wire.split); worker i writes
+  slice j for every j != i, waits for slice i from every other worker, merges it and writes merged
+  slice i, then reads every other merged slice.
+A merger's own contribution never leaves it. The merge sums in float64 in worker order 0..N-1 and
+rounds once to float32 (divided by N for `mean`), element by element, so both patterns give the same
+bits for the same inputs, whatever order the objects arrive in.
+
+Deadlines: one per round (round_timeout_s from entering it). Every wait polls the missing objects,
+sleeping poll_s, doubling up to poll_max_s, never past the deadline; then RoundTimeout names the
+round and the workers whose objects are missing. Nothing waits without a deadline.
+
+Re-entry (a worker re-invoked mid-round after a crash calls all_reduce again with the same round):
+objects are named by round and worker, so a rewritten contribution replaces the first and is never
+counted twice. A merger first looks for its merged slice: if it is there, the round was merged
+already and that object is the result (it is written once; merging again is skipped).
+
+Clearing: on entering round r, a worker overwrites the objects it wrote in round r - 2 with b""
+(the store keeps at most the last two rounds' values, about 2 vectors per worker; the cleared names
+stay until the job's keys go). Safe because a worker in round r has read round r - 1's result, which
+needs every worker's round r - 1 contribution, so every worker has finished round r - 2. A worker that
+re-enters a cleared round gets a RoundDataError saying so (its checkpoint is behind the others').
+
+Accounting: all_reduce returns RoundStats: what this worker wrote and read (object bytes, header
+included), its requests, and the seconds it spent in waits (polls, transfers and sleeps). With
+H = wire.HEADER_BYTES, a vector of L float32 and N workers, per round:
+    reduce          worker 0 writes H + 4L, reads (N-1)(H + 4L);  every other worker writes and reads H + 4L
+    reduce_scatter  worker i (slice of l_i values) writes N·H + 4L, reads 2(N-1)H + 4(L + (N-2) l_i)
+so with l_i = L/N a reduce_scatter worker reads 2/N of what reduce's worker 0 reads.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, fields
+from typing import Callable, Protocol
+
+import numpy as np
+
+from faasgd.errors import ConfigError
+from faasgd.rounds import wire
+from faasgd.rounds.errors import RoundTimeout
+from faasgd.rounds.wire import MERGED, PART, Piece
+
+PATTERNS = ("reduce", "reduce_scatter")
+OPS = ("mean", "sum")
+
+
+class BlobSpace(Protocol):
+    def put_blob(self, job_id: str, name: str, data: bytes) -> None: ...
+
+    def get_blob(self, job_id: str, name: str) -> bytes | None: ...
+
+
+@dataclass(frozen=True)
+class ExchangeConfig:
+    pattern: str = "reduce"  # reduce: worker 0 merges the whole vector; reduce_scatter: worker i merges slice i
+    workers: int = 1  # N: workers taking part in every round, ids 0..N-1
+    round_timeout_s: float = 60.0  # deadline of one round, from entering it to holding the merged vector
+    poll_s: float = 0.002  # first pause between two polls of a missing object; doubles up to poll_max_s
+    poll_max_s: float = 0.05  # longest pause between two polls
+    op: str = "mean"  # merge: mean (sum / N) or sum; in float64 in worker order, rounded once to float32
+    tag: str = "rounds"  # prefix of the objects' names, so one job can run several exchanges side by side
+
+    def __post_init__(self) -> None:
+        if self.pattern not in PATTERNS:
+            raise ConfigError("pattern", f"must be one of {', '.join(PATTERNS)}, got {self.pattern!r}")
+        if self.op not in OPS:
+            raise ConfigError("op", f"must be one of {', '.join(OPS)}, got {self.op!r}")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or not 1 <= self.workers <= 4096:
+            raise ConfigError("workers", f"must be an integer 1 to 4096, got {self.workers!r}")
+        for name in ("round_timeout_s", "poll_s", "poll_max_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ConfigError(name, f"must be a positive number of seconds, got {value!r}")
+        if self.poll_max_s < self.poll_s:
+            raise ConfigError("poll_max_s", f"must be at least poll_s ({self.poll_s}), got {self.poll_max_s}")
+        wire.check_tag(self.tag)
+
+
+@dataclass(frozen=True)
+class RoundStats:
+    """What one worker did in its rounds; add them up with `+`."""
+
+    rounds: int = 0  # rounds completed
+    bytes_written: int = 0  # object bytes this worker wrote (headers included; clearing writes none)
+    bytes_read: int = 0  # object bytes this worker read
+    puts: int = 0  # put_blob calls, clearing included
+    gets: int = 0  # get_blob calls, polls of missing objects included
+    wait_s: float = 0.0  # seconds in waits at the barrier: polls, transfers and sleeps
+
+    def __add__(self, other: "RoundStats") -> "RoundStats":
+        return RoundStats(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+
+class Exchange:
+    """One worker's side of the rounds of one job (not thread-safe: one per worker)."""
+
+    def __init__(self, space: BlobSpace, job_id: str, worker_id: int, config: ExchangeConfig, *,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+        if isinstance(worker_id, bool) or not isinstance(worker_id, int) or not 0 <= worker_id < config.workers:
+            raise ConfigError("worker_id", f"must be an integer 0 to {config.workers - 1}, got {worker_id!r}")
+        self.space, self.job_id, self.worker_id, self.config = space, job_id, worker_id, config
+        self.clock, self.sleep = clock, sleep
+        self.slices = config.workers if config.pattern == "reduce_scatter" else 1
+
+    def merger(self, slice_index: int) -> int:
+        """The worker that merges slice `slice_index` (and writes its merged object)."""
+        return slice_index if self.config.pattern == "reduce_scatter" else 0
+
+    def all_reduce(self, round_no: int, vector: np.ndarray) -> tuple[np.ndarray, RoundStats]:
+        """Round `round_no`'s merge of every worker's `vector` (a new float32 array) and what it cost."""
+        if isinstance(round_no, bool) or not isinstance(round_no, int) or round_no < 0:
+            raise ConfigError("round", f"must be an integer >= 0, got {round_no!r}")
+        if not isinstance(vector, np.ndarray) or vector.dtype != np.float32 or vector.ndim != 1:
+            raise ConfigError("vector", f"must be a 1-D float32 array, got {getattr(vector, 'dtype', type(vector))} "
+                                        f"{getattr(vector, 'shape', '')}")
+        io = _Io(self, round_no)
+        if round_no >= 2:
+            self._clear(io, round_no - 2)
+        bounds = wire.split(len(vector), self.slices)
+        me = self.worker_id
+        for s, (offset, count) in enumerate(bounds):
+            if self.merger(s) != me:
+                io.put(self._piece(PART, round_no, me, s, bounds, len(vector)), vector[offset:offset + count])
+        merged = {s: self._merge(io, s, bounds, vector) for s in range(self.slices) if self.merger(s) == me}
+        others = {s: self._piece(MERGED, round_no, self.merger(s), s, bounds, len(vector))
+                  for s in range(self.slices) if s not in merged}
+        merged.update(io.wait(others, "the merged slices"))
+        result = np.concatenate([merged[s] for s in range(self.slices)]).astype(np.float32, copy=False)
+        return result, io.stats()
+
+    def _merge(self, io: "_Io", s: int, bounds, vector: np.ndarray) -> np.ndarray:
+        """Slice s merged: the stored one when a previous entry of this round wrote it, else merged and written."""
+        round_no, total, me = io.round_no, len(vector), self.worker_id
+        target = self._piece(MERGED, round_no, me, s, bounds, total)
+        done = io.get(target)
+        if done is not None:
+            return done
+        parts = io.wait({w: self._piece(PART, round_no, w, s, bounds, total)
+                         for w in range(self.config.workers) if w != me}, "the contributions")
+        offset, count = bounds[s]
+        acc = np.zeros(count, dtype=np.float64)
+        for w in range(self.config.workers):
+            acc += vector[offset:offset + count] if w == me else parts[w]
+        if self.config.op == "mean":
+            acc /= self.config.workers
+        out = acc.astype(np.float32)
+        io.put(target, out)
+        return out
+
+    def _clear(self, io: "_Io", round_no: int) -> None:
+        """Overwrite with b"" the objects this worker wrote in `round_no` (see the module docstring)."""
+        for s in range(self.slices):
+            kind = MERGED if self.merger(s) == self.worker_id else PART
+            io.clear(Piece(kind, round_no, self.worker_id, s, self.slices, 0, 0, 0).name(self.config.tag))
+
+    def _piece(self, kind: bytes, round_no: int, writer: int, s: int, bounds, total: int) -> Piece:
+        offset, count = bounds[s]
+        return Piece(kind, round_no, writer, s, self.slices, total, offset, count)
+
+
+class _Io:
+    """One round's reads, writes and waits of one worker, counted as they happen."""
+
+    def __init__(self, exchange: Exchange, round_no: int):
+        self.ex, self.round_no = exchange, round_no
+        self.deadline = exchange.clock() + exchange.config.round_timeout_s
+        self.written = self.read = self.puts = self.gets = 0
+        self.wait_s = 0.0
+
+    def put(self, piece: Piece, values: np.ndarray) -> None:
+        data = wire.encode(piece, values)
+        self.ex.space.put_blob(self.ex.job_id, piece.name(self.ex.config.tag), data)
+        self.written += len(data)
+        self.puts += 1
+
+    def clear(self, name: str) -> None:
+        self.ex.space.put_blob(self.ex.job_id, name, wire.CLEARED)
+        self.puts += 1
+
+    def get(self, piece: Piece) -> np.ndarray | None:
+        name = piece.name(self.ex.config.tag)
+        raw = self.ex.space.get_blob(self.ex.job_id, name)
+        self.gets += 1
+        if raw is None:
+            return None
+        self.read += len(raw)
+        return wire.decode(raw, piece, name)
+
+    def wait(self, pieces: dict[int, Piece], what: str) -> dict[int, np.ndarray]:
+        """Every piece's values, polling the missing ones until the round's deadline (then RoundTimeout)."""
+        clock, cfg = self.ex.clock, self.ex.config
+        start, pause = clock(), cfg.poll_s
+        missing, got = dict(pieces), {}
+        try:
+            while True:
+                for key, piece in list(missing.items()):
+                    values = self.get(piece)
+                    if values is not None:
+                        got[key] = values
+                        del missing[key]
+                if not missing:
+                    return got
+                now = clock()
+                if now >= self.deadline:
+                    raise RoundTimeout(self.round_no, sorted(p.writer for p in missing.values()), what, now - start)
+                self.ex.sleep(min(pause, self.deadline - now))
+                pause = min(2 * pause, cfg.poll_max_s)
+        finally:
+            self.wait_s += clock() - start
+
+    def stats(self) -> RoundStats:
+        return RoundStats(1, self.written, self.read, self.puts, self.gets, self.wait_s)
