@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from faasgd.data import DATASETS
+from faasgd.data.catalog import N_CLASSES, check_dataset_name, is_tabular
 from faasgd.errors import ConfigError
 from faasgd.store.update_rule import RULES
 from faasgd.store.url import mask_url, parse_store_url
@@ -22,6 +22,10 @@ ACTIVATIONS = ("tanh", "relu")
 MODES = ("loop", "per-iteration", "single")
 TOPOLOGIES = ("global", "node-local")
 COMMUNICATIONS = ("background", "coalesce", "blocking")
+ALGORITHMS = ("downpour", "grad_avg", "model_avg", "admm")  # README "LambdaML's algorithms"
+SYNCS = ("", "async", "reduce", "reduce_scatter")  # "": the algorithm's own (async for downpour, else reduce)
+MODELS = ("mlp", "lr", "svm")
+CHANNELS = ("store", "s3")
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,14 @@ class TrainConfig:
     start_timeout_s: float = 120.0  # a launched worker silent for this long (no heartbeat yet) counts as lost
     max_reinvocations: int = 3  # a lost worker is re-invoked this often without progress, then the job fails
     profile_hz: float = 10.0  # resource samples per second of each worker (CPU, RSS, store bytes; profile/); 0: none
+    # LambdaML's algorithms (README "LambdaML's algorithms"; sgd/sync_worker.py):
+    algorithm: str = "downpour"  # downpour (asynchronous pushes) | grad_avg | model_avg | admm (synchronous rounds)
+    sync: str = ""  # async (downpour only) | reduce | reduce_scatter; "": the algorithm's own (async / reduce)
+    model: str = "mlp"  # mlp | lr (logistic regression) | svm (linear, binary); admm needs lr or svm
+    local_steps: int = 1  # model_avg: local SGD steps between averagings; admm: local gradient steps per round
+    admm_rho: float = 0.1  # admm: the penalty rho of consensus ADMM (faasgd.convex.admm)
+    round_timeout_s: float = 60.0  # synchronous rounds: a barrier not passed within this fails the round (504)
+    channel: str = "store"  # where rounds' objects go: store (the job's Redis/Memcached) | s3 (the function's s3_url)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready plain values (hidden_sizes as a list), store URLs with passwords masked:
@@ -149,7 +161,7 @@ def _store_url(field: str, value: Any) -> str:
 def _parse(field: str, value: Any) -> Any:
     """Coerce one raw value (typed JSON or an environment string) and check its range."""
     if field == "dataset":
-        return _choice(field, value, DATASETS)
+        return check_dataset_name(value)
     if field == "hidden_sizes":
         return _hidden_sizes(field, value)
     if field == "activation":
@@ -196,6 +208,20 @@ def _parse(field: str, value: Any) -> Any:
         return _int(field, value, 1, 100_000)
     if field == "seed":
         return _int(field, value, 0, 2**31 - 1)
+    if field == "algorithm":
+        return _choice(field, value, ALGORITHMS)
+    if field == "sync":
+        return "" if isinstance(value, str) and not value.strip() else _choice(field, value, SYNCS)
+    if field == "model":
+        return _choice(field, value, MODELS)
+    if field == "channel":
+        return _choice(field, value, CHANNELS)
+    if field == "local_steps":
+        return _int(field, value, 1, 100_000)
+    if field == "admm_rho":
+        return _float(field, value, 0.0, 1e6, low_open=True)
+    if field == "round_timeout_s":
+        return _float(field, value, 0.0, 86400.0, low_open=True)
     if field in ("train_samples", "test_samples", "validation_samples"):
         return _int(field, value, 0, 100_000_000)
     raise ConfigError(field, f"unknown key (known keys: {', '.join(FIELDS)})")
@@ -226,7 +252,38 @@ def load_config(env: Mapping[str, str] | None = None, overrides: Mapping[str, An
             values[key] = _parse(key, value)
     if values.get("invocation_mode") == "single":
         values["number_of_workers"] = 1  # single: one function trains on the whole dataset
-    return TrainConfig(**values)
+    return check_combination(TrainConfig(**values))
+
+
+def sync_pattern(config: TrainConfig) -> str:
+    """The job's synchronisation: its `sync`, or the algorithm's own when "" (async for downpour, else reduce)."""
+    return config.sync or ("async" if config.algorithm == "downpour" else "reduce")
+
+
+def check_combination(config: TrainConfig) -> TrainConfig:
+    """The config if its keys go together; ConfigError naming the key that does not fit the others."""
+    sync, synchronous = sync_pattern(config), config.algorithm != "downpour"
+    if synchronous and sync == "async":
+        raise ConfigError("sync", f"{config.algorithm} runs in synchronous rounds: must be reduce or reduce_scatter, "
+                                  "got 'async' (async is downpour's)")
+    if not synchronous and sync != "async":
+        raise ConfigError("sync", f"downpour is asynchronous: must be async (or empty), got {sync!r}; "
+                                  "reduce and reduce_scatter are for grad_avg, model_avg and admm")
+    if not synchronous and config.channel != "store":
+        raise ConfigError("channel", "downpour adds pushes atomically in the job's store: there is no atomic add on "
+                                     f"S3, so it needs channel store, got {config.channel!r}")
+    if not synchronous and config.model != "mlp":
+        raise ConfigError("model", f"downpour trains the mlp; {config.model} trains with grad_avg, model_avg or admm")
+    if config.algorithm == "admm" and config.model not in ("lr", "svm"):
+        raise ConfigError("model", f"admm is consensus ADMM for the convex models: must be lr or svm, got {config.model!r}")
+    if config.model == "svm" and not is_tabular(config.dataset) and N_CLASSES.get(config.dataset) != 2:
+        raise ConfigError("model", f"the linear SVM is binary; {config.dataset} has {N_CLASSES.get(config.dataset)} "
+                                   "classes (use lr, or a binary data set: higgs-like, rcv1-like, a binary libsvm file)")
+    if config.model == "mlp" and is_tabular(config.dataset):
+        raise ConfigError("dataset", f"the mlp trains on the image data sets; {config.dataset} is for lr and svm")
+    if synchronous and config.invocation_mode == "single":
+        raise ConfigError("invocation_mode", f"{config.algorithm} needs every worker in its rounds: loop or per-iteration")
+    return config
 
 
 def read_setting(env: Mapping[str, str], key: str) -> Any:

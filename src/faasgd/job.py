@@ -35,8 +35,11 @@ def new_job_id() -> str:
 
 
 def network_sizes(config: TrainConfig) -> tuple[int, ...]:
-    """Layer sizes of the job's network, input and classes taken from its dataset."""
+    """Layer sizes of the job's network, input and classes taken from its dataset. A linear model (lr, svm) is
+    (features, k), k = 1 for two classes: its flat layout (faasgd.convex.linear) is the MLP's without hidden layers."""
     input_dim, n_classes = data.dataset_info(config.dataset)
+    if config.model != "mlp":
+        return (input_dim, 1 if n_classes == 2 else n_classes)
     return model.layer_sizes(input_dim, config.hidden_sizes, n_classes)
 
 
@@ -58,7 +61,8 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
     job_id = job_id or new_job_id()
     train_rows, validation_rows = holdout(config)  # refused before anything is written
     sizes = network_sizes(config)
-    weights = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
+    weights = model.init_params(sizes, np.random.default_rng(config.seed), config.activation) \
+        if config.model == "mlp" else np.zeros(model.param_count(sizes), np.float32)  # linear: zeros, as LambdaML
     store.set_weights(job_id, weights, writers=config.number_of_workers, rule=update_rule(config))
     meta = {
         "job_id": job_id,

@@ -34,6 +34,9 @@ MEASURES: tuple[str, ...] = (
     "epochs", "samples", "wall_s",  # totals: training after the crossing (until workers stop) included
     "samples_per_s", "pushes", "fetches", "conflicts", "retries", "staleness_p50", "staleness_p99",
     "max_concurrent_workers",  # the most workers that trained at the same time (intervals_peak)
+    # synchronous algorithms (sgd/sync_worker.py; 0 for downpour): rounds run (every worker runs the same), the
+    # rounds' object bytes written and read by all workers, their mean per worker, seconds waited at barriers (sum)
+    "rounds", "round_bytes_written", "round_bytes_read", "round_bytes_per_worker", "barrier_wait_s",
 ) + profile.MEASURES  # resources: Driple's 12 figures, totals and peaks (profile/figures.py)
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
@@ -123,6 +126,12 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "staleness_p50": percentile_from_hist(hist, 50),
         "staleness_p99": percentile_from_hist(hist, 99),
         "max_concurrent_workers": intervals_peak(progress),
+        "rounds": max((int(r.get("rounds") or 0) for r in records), default=0),
+        "round_bytes_written": sum(int(r.get("round_bytes_written") or 0) for r in records),
+        "round_bytes_read": sum(int(r.get("round_bytes_read") or 0) for r in records),
+        "round_bytes_per_worker": sum(int(r.get("round_bytes_written") or 0) + int(r.get("round_bytes_read") or 0)
+                                      for r in records) / max(1, len(records)),
+        "barrier_wait_s": sum(float(r.get("barrier_wait_s") or 0.0) for r in records),
         **profile.job_figures(progress.values()),
         "target_accuracy": config.target_accuracy,
         "number_of_workers": config.number_of_workers,

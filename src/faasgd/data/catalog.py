@@ -1,6 +1,6 @@
 """The data sets faasgd knows, their shapes, and where each one's rows come from."""
 
-from faasgd.data import emnist_source, fashion, synthetic
+from faasgd.data import emnist_source, fashion, synthetic, tabular
 from faasgd.errors import ConfigError
 
 DATASETS: tuple[str, ...] = (
@@ -13,6 +13,8 @@ DATASETS: tuple[str, ...] = (
     "emnist-mnist",
     "synthetic",
 )
+TABULAR: tuple[str, ...] = tuple(tabular.GENERATED) + ("libsvm:PATH",)  # lr/svm only (data/tabular.py)
+is_tabular = tabular.is_tabular
 SPLITS: tuple[str, ...] = ("train", "test")
 INPUT_DIM = 784  # every data set has 28 x 28 images
 N_CLASSES = {
@@ -28,9 +30,18 @@ N_CLASSES = {
 
 
 def check_dataset(dataset: str) -> None:
-    """Raise ConfigError naming the field unless `dataset` is one of DATASETS."""
-    if dataset not in DATASETS:
-        raise ConfigError("dataset", f"must be one of {', '.join(DATASETS)}, got {dataset!r}")
+    """Raise ConfigError naming the field unless `dataset` is one of DATASETS or TABULAR."""
+    check_dataset_name(dataset)
+
+
+def check_dataset_name(value) -> str:
+    """The data set's name (stripped) if it is one of DATASETS or TABULAR; ConfigError('dataset') otherwise."""
+    name = value.strip() if isinstance(value, str) else value
+    if isinstance(name, str) and name.startswith(tabular.LIBSVM_PREFIX):
+        return tabular.check_libsvm_name(name)
+    if not isinstance(name, str) or (name not in DATASETS and name not in tabular.GENERATED):
+        raise ConfigError("dataset", f"must be one of {', '.join(DATASETS + TABULAR)}, got {value!r}")
+    return name
 
 
 def check_split(split: str) -> None:
@@ -42,6 +53,8 @@ def check_split(split: str) -> None:
 def dataset_info(dataset: str) -> tuple[int, int]:
     """Return (input_dim, n_classes) of `dataset` without reading any data."""
     check_dataset(dataset)
+    if is_tabular(dataset):
+        return tabular.info(dataset)
     return INPUT_DIM, N_CLASSES[dataset]
 
 
@@ -49,6 +62,8 @@ def count_rows(dataset: str, split: str, limit: int = 0, data_dir: str | None = 
     """Return the rows of the split after `limit` (files: the first `limit` rows at most; synthetic: exactly)."""
     if dataset == "synthetic":
         return synthetic.count_rows(split, limit)
+    if is_tabular(dataset):
+        return tabular.count_rows(dataset, split, limit)
     if dataset == "fashion-mnist":
         total = fashion.count_rows(split, data_dir)
     else:

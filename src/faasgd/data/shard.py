@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from faasgd.data import tabular
 from faasgd.data.catalog import check_dataset, check_split, count_rows, dataset_info, iter_rows
 from faasgd.errors import ConfigError, DataError
 
@@ -20,7 +21,8 @@ AUTO_VALIDATION_SHARE, AUTO_VALIDATION_MAX = 10, 5000  # validation_samples 0: r
 
 @dataclass(frozen=True)
 class Shard:
-    x: np.ndarray  # float32 (n, input_dim), pixels scaled to [0, 1]; uint8 raw pixels when loaded unscaled
+    x: np.ndarray  # float32 (n, input_dim), pixels scaled to [0, 1]; uint8 raw pixels when loaded unscaled;
+    #   tabular data sets (data/tabular.py): float32 rows, dense or a scipy CSR matrix (kept sparse)
     y: np.ndarray  # int64 (n,)
     n_classes: int  # classes of the data set (the model's output width)
     input_dim: int  # features per row (the model's input width)
@@ -64,13 +66,16 @@ def load_shard(
     data_dir: str | None = None,
     scaled: bool = True,
     holdout: int = 0,
+    after: int = 0,
 ) -> Shard:
     """Return worker `worker_id`'s shard of the first `limit` rows (all when 0) of a data set split.
 
     `split` is a part: "test", "train" (the training rows less the last `holdout`), or "validation"
     (those last `holdout` training rows). Only the shard's rows are read, so memory grows with the
     shard, not with the data set. `scaled=False` keeps the raw uint8 pixels (a quarter of the memory;
-    see `scale_rows`), which suits data only evaluated in chunks, like a worker's test set.
+    see `scale_rows`), which suits data only evaluated in chunks, like a worker's test set. A tabular data set
+    (data/tabular.py) gives its float32 rows (dense or CSR) whatever `scaled`; `after` is the job's train_samples
+    (a generated set's test rows follow its training rows).
     """
     check_dataset(dataset)
     if split not in PARTS:
@@ -95,6 +100,9 @@ def load_shard(
         )
     start, stop = (first + bound for bound in shard_range(total, worker_id, number_of_workers))
     input_dim, n_classes = dataset_info(dataset)
+    if tabular.is_tabular(dataset):
+        x, y = tabular.rows(dataset, file_split, start, stop, after)
+        return Shard(x=x, y=y, n_classes=n_classes, input_dim=input_dim, total=total, start=start, stop=stop)
     x = np.empty((stop - start, input_dim), dtype=np.float32 if scaled else np.uint8)
     y = np.empty(stop - start, dtype=np.int64)
     filled = 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from faasgd import data, job, model
+from faasgd.data import tabular
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError
 
@@ -58,13 +59,15 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
     check_slots(config, env)
     held = data.validation_rows(train_rows, config.validation_samples, config.number_of_workers)
     train_rows -= held  # the validation rows are held out of the training rows
-    input_dim, classes = data.dataset_info(config.dataset)
-    sizes = model.layer_sizes(input_dim, config.hidden_sizes, classes)
+    input_dim, _ = data.dataset_info(config.dataset)
+    tab = tabular.is_tabular(config.dataset)
+    row = tabular.row_bytes(config.dataset) if tab else input_dim  # bytes of one raw row (sparse stays sparse)
+    sizes = job.network_sizes(config)
     params = model.param_count(sizes)
     parts = {
-        "number_of_workers": -(-train_rows // config.number_of_workers) * input_dim * 4,  # the shard
-        "test_samples": test_rows * input_dim,  # evaluation rows, raw
-        "validation_samples": held * input_dim,  # the stop rule's rows, raw
+        "number_of_workers": -(-train_rows // config.number_of_workers) * (row if tab else row * 4),  # the shard
+        "test_samples": test_rows * row,  # evaluation rows, raw
+        "validation_samples": held * row,  # the stop rule's rows, raw
         "hidden_sizes": 4 * params * 4,  # parameters, four buffers
         "batch_size": config.batch_size * (input_dim + 3 * sum(sizes[1:])) * 4,  # a minibatch, both ways
     }
@@ -72,6 +75,9 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
     width = job.update_rule(config).width  # adagrad stores G beside each weight
     # the weights, the job's model (one kept copy; more only while workers cross at once), Memcached's push copies
     stored = params * 4 * (width + 1 + (config.number_of_workers if store_scheme == "memcached" else 0))
+    if config.algorithm != "downpour":  # per worker: two checkpoint slots (admm: 3 vectors each), two rounds' objects
+        stored += params * 4 * config.number_of_workers * (2 * (3 if config.algorithm == "admm" else 1)
+                                                           + (2 if config.channel == "store" else 0))
     if env.get("memory_limit"):
         limit = quantity("memory_limit", env["memory_limit"])
         if worker > limit:

@@ -64,9 +64,10 @@ def gateway_for(url: str) -> GatewayClient:
 
 @functools.lru_cache(maxsize=6)  # a few workers' shards, the validation and test rows
 def load_shard(dataset: str, split: str, worker_id: int, number_of_workers: int, limit: int,
-               scaled: bool = True, holdout: int = 0) -> data.Shard:
+               scaled: bool = True, holdout: int = 0, after: int = 0) -> data.Shard:
     """data.load_shard, kept for the next invocation (per-iteration mode reuses the same shard)."""
-    return data.load_shard(dataset, split, worker_id, number_of_workers, limit, scaled=scaled, holdout=holdout)
+    return data.load_shard(dataset, split, worker_id, number_of_workers, limit, scaled=scaled, holdout=holdout,
+                           after=after)
 
 
 @contextlib.contextmanager

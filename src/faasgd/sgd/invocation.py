@@ -25,6 +25,7 @@ from faasgd.profile import WorkerProfile
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.lease import Lease
 from faasgd.sgd.progress import WorkerProgress
+from faasgd.sgd.sync_worker import load_sync_worker
 from faasgd.sgd.worker import DownpourWorker, end_worker, load_worker
 from faasgd.store import ParameterStore
 
@@ -50,7 +51,8 @@ def resume(store: ParameterStore, job_id: str, config: TrainConfig, worker_id: i
 
 def start(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
           loader: Callable[..., data.Shard], budget: CallBudget, on_heartbeat: Callable[[], None] | None) -> DownpourWorker:
-    trainer = load_worker(config, store, job_id, progress, loader, budget)
+    make = load_worker if config.algorithm == "downpour" else load_sync_worker  # README "LambdaML's algorithms"
+    trainer = make(config, store, job_id, progress, loader, budget)
     trainer.on_heartbeat = on_heartbeat
     if progress.started_at is None:
         progress.started_at = trainer._retry(store.server_time)  # the store's clock: every duration of a job is on it

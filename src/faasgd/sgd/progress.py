@@ -51,6 +51,11 @@ class WorkerProgress:
     invocations: int = 0  # calls that trained this worker (more than one: resumed, handed off or re-invoked)
     intervals: list[list[float]] = field(default_factory=list)  # [start, end] of each call's training (end: its last record)
     resources: dict[str, Any] = field(default_factory=dict)  # resource stats of its calls so far (profile/worker_profile.py)
+    # synchronous algorithms (sgd/sync_worker.py): rounds done (the checkpoint) and what they cost this worker
+    rounds: int = 0  # rounds completed: the next round to run; its state is the checkpoint blob of this round
+    round_bytes_written: int = 0  # object bytes this worker wrote in its rounds (RoundStats.bytes_written)
+    round_bytes_read: int = 0  # object bytes it read in them
+    barrier_wait_s: float = 0.0  # seconds it waited at the rounds' barriers (RoundStats.wait_s)
 
     def note_replica(self) -> None:
         """Record the replica running this worker now (HOSTNAME: the pod name on a cluster)."""

@@ -1,0 +1,331 @@
+"""The synchronous worker: LambdaML's grad_avg, model_avg and admm as rounds through faasgd.rounds.Exchange.
+
+It is driven by the same invocation machinery as the Downpour worker (invocation.py: leases, resume from
+the worker record, hand-off, per-iteration chaining, supervision, the job's end); load_worker picks it by
+the job's `algorithm`. Every round goes through one all_reduce over the job's channel: the job's store
+(ParameterStore is a blob space) or the function's S3 space (`channel: s3`, faasgd.channels.configured_space).
+
+Rounds and epochs. Every worker runs the same rounds: in each, every worker takes `steps_per_round`
+minibatches of exactly `batch_size` rows (grad_avg: 1, model_avg and admm: local_steps). An epoch is
+rounds_per_epoch = ceil(ceil(L / batch_size) / steps_per_round) rounds, L the largest shard's rows, so every
+worker passes over its shard once per epoch and a shorter shard wraps to its epoch order's start (decided:
+equal minibatches keep grad_avg equal to one process with an N x batch_size batch). Minibatch k of epoch e
+is rows order_e[(k B + j) mod n], j < B, order_e a permutation drawn from (seed, worker, epoch), so any round
+can be recomputed from its number alone (no RNG state to checkpoint).
+
+The checkpoint. After round r every worker holds the same parameters (the merged result of round r); admm
+workers also their own x_i and u_i. A worker writes its state (params; admm: [z | u_i | x_i]) to the job's store
+as blob `sync-state:<w>:<r mod 2>` with the round in its header, then its record with rounds = r + 1 (and
+pushes = rounds, so a stale call's record never replaces a newer one). A crash between the two leaves the record
+at r, whose slot was not touched. A resumed worker reads its slot and re-enters round r + 1 of the exchange,
+which gives the same bits on re-entry (faasgd.rounds). Round 0 starts from the job's initial weights.
+
+Epoch end: every worker evaluates the global parameters (admm: z) on the validation rows (all hold the same
+bits, so all reach the stop rule at the same round and no barrier is left waiting), appends its epoch event;
+worker 0 writes them as the job's weights (store.set_weights, version = rounds: the simplest exact write
+with the existing API; `faasgd model`, status and the result's final accuracy read them as for Downpour);
+at the target, the job's model is kept by job_model.keep_crossing (first claim wins).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import struct
+import time
+from types import ModuleType
+from typing import Callable
+
+import numpy as np
+
+from faasgd import convex, data, job, job_model, model
+from faasgd.channels import configured_space
+from faasgd.config import TrainConfig, sync_pattern
+from faasgd.errors import StateLost
+from faasgd.retry import STORE_OUTAGE, retry_call
+from faasgd.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats, consensus_round
+from faasgd.rounds import grad_avg_round, model_avg_round
+from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
+from faasgd.sgd.progress import WorkerProgress
+from faasgd.store import ParameterStore
+
+log = logging.getLogger("faasgd.worker")
+HEARTBEAT_EVERY_S = 1.0
+ENDED_CHECK_EVERY_S = 0.25
+_STATE = struct.Struct("<4sQQ")  # magic, round, float32 count: the header of a checkpoint blob
+STATE_MAGIC = b"FGSS"
+
+
+def state_name(worker_id: int, rounds: int) -> str:
+    return f"sync-state:{int(worker_id)}:{rounds % 2}"
+
+
+class NoChannel:
+    """The Downpour worker's communication thread has no counterpart here (rounds are blocking)."""
+
+    thread_ids: tuple = ()
+
+    def close(self) -> None:
+        pass
+
+
+class SyncWorker:
+    """One worker's synchronous training over its shard; `progress` holds what must survive it."""
+
+    sleep = staticmethod(time.sleep)
+    clock = staticmethod(time.monotonic)
+
+    def __init__(self, config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
+                 sizes: tuple[int, ...], shard: data.Shard, validation: data.Shard, test: data.Shard, space,
+                 budget: CallBudget = UNLIMITED):
+        self.config, self.store, self.job_id, self.progress = config, store, job_id, progress
+        self.sizes, self.shard, self.validation, self.test, self.budget = sizes, shard, validation, test, budget
+        self.workers, self.me = config.number_of_workers, progress.worker_id
+        self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
+            pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s),
+            clock=self.clock, sleep=self.sleep)
+        self.steps_per_round = 1 if config.algorithm == "grad_avg" else config.local_steps
+        largest = max(b - a for a, b in (data.shard_range(shard.total, w, self.workers) for w in range(self.workers)))
+        self.rounds_per_epoch = -(-(-(-largest // config.batch_size)) // self.steps_per_round)
+        self.convex: ModuleType | None = None if config.model == "mlp" else convex.get_model(config.model)
+        self.length = model.param_count(sizes)
+        self.channel = NoChannel()
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = progress.rng_state  # kept as is: rounds draw from (seed, worker, epoch)
+        self.on_heartbeat: Callable[[], None] | None = None
+        self.period_s = self.eval_s = 0.0  # seconds a round / an evaluation takes: what a hand-off leaves room for
+        self._last_push_at: float | None = None  # the last round's end (invocation.train: no hand-off before one)
+        self._last_heartbeat = self._last_ended_check = -math.inf
+        self._orders: dict[int, np.ndarray] = {}
+        self.state = RoundState(self.load_state(), progress.rounds)
+
+    # -- store round trips ------------------------------------------------------------------
+    def _retry(self, call):
+        def count(_error):
+            self.progress.retries += 1
+        return retry_call(call, STORE_OUTAGE.within(self.config.store_timeout_s), on_retry=count,
+                          sleep=self.sleep, clock=self.clock)
+
+    def load_state(self) -> np.ndarray:
+        """The state after `progress.rounds` rounds: the job's initial weights at 0, else this worker's checkpoint."""
+        rounds = self.progress.rounds
+        if rounds == 0:
+            params, _ = self._retry(lambda: self.store.authoritative().get_weights(self.job_id))
+            params = np.asarray(params, np.float32)
+            if self.config.algorithm == "admm":  # [z | u | x]: u = 0, x = z
+                return np.concatenate([params, np.zeros_like(params), params])
+            return params.copy()
+        name = state_name(self.me, rounds)
+        raw = self._retry(lambda: self.store.get_blob(self.job_id, name))
+        width = 3 if self.config.algorithm == "admm" else 1
+        if raw is None or len(raw) < _STATE.size:
+            raise StateLost(self.store.url, f"job {self.job_id!r} worker {self.me}: its checkpoint {name} is missing")
+        magic, at, count = _STATE.unpack_from(raw)
+        if magic != STATE_MAGIC or at != rounds or count != width * self.length or len(raw) != _STATE.size + 4 * count:
+            raise StateLost(self.store.url, f"job {self.job_id!r} worker {self.me}: checkpoint {name} holds round "
+                                            f"{at}, {count} values; its record says round {rounds}")
+        return np.frombuffer(raw, "<f4", count, _STATE.size).astype(np.float32)
+
+    def checkpoint(self) -> None:
+        """The state after the round just run (its slot), then the record naming it (see the module docstring)."""
+        params, rounds = self.state.params, self.state.round_no
+        blob = _STATE.pack(STATE_MAGIC, rounds, params.size) + params.astype("<f4", copy=False).tobytes()
+        self._retry(lambda: self.store.put_blob(self.job_id, state_name(self.me, rounds), blob))
+        self.save()
+
+    def save(self) -> None:
+        """Write the record; Superseded if the store holds a newer one (another call is further on)."""
+        self.progress.rounds = self.progress.pushes = self.state.round_no
+        record = self.progress.record(time.time())
+        if not self._retry(lambda: self.store.update_worker(self.job_id, self.me, record)):
+            raise Superseded(f"worker {self.me}: another invocation wrote a newer record")
+
+    def fetch(self, wait: bool = False) -> None:
+        """Nothing to fetch between rounds: the parameters come out of each round (invocation.start calls it)."""
+
+    def heartbeat(self, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now - self._last_heartbeat < HEARTBEAT_EVERY_S:
+            return
+        self._last_heartbeat = now
+        value = {"owner": self.progress.owner, "pushes": self.progress.pushes, "at": time.time()}
+        self._retry(lambda: self.store.put_record(self.job_id, f"heartbeat:{self.me}", value,
+                                                  ttl_s=self.config.lease_s))
+        if self.on_heartbeat is not None:
+            self.on_heartbeat()
+
+    def job_ended(self) -> bool:
+        now = self.clock()
+        if now - self._last_ended_check < ENDED_CHECK_EVERY_S:
+            return False
+        self._last_ended_check = now
+        return self._retry(lambda: job.has_ended(self.store, self.job_id))
+
+    def check_budget(self, upcoming_s: float) -> None:
+        reason = self.budget.stop_reason(upcoming_s)
+        if reason:
+            raise HandOff(reason)
+
+    def settle(self) -> None:
+        pass
+
+    # -- the data -------------------------------------------------------------------------------
+    def order(self, epoch: int) -> np.ndarray:
+        if epoch not in self._orders:
+            self._orders = {epoch: np.random.default_rng([self.config.seed, self.me, epoch]).permutation(
+                len(self.shard.y))}
+        return self._orders[epoch]
+
+    def minibatch(self, index: int):
+        """This worker's minibatch `index` (counted from the job's start): exactly batch_size rows, wrapping."""
+        per_epoch = self.rounds_per_epoch * self.steps_per_round
+        epoch, k = divmod(index, per_epoch)
+        order, batch = self.order(epoch), self.config.batch_size
+        rows = order[(k * batch + np.arange(batch)) % len(order)]
+        x = self.shard.x[rows]
+        return (x if self.convex is not None or x.dtype == np.float32 else data.scale_rows(x, 0, len(rows))), \
+            self.shard.y[rows]
+
+    def grad(self, params: np.ndarray, index: int) -> tuple[float, np.ndarray]:
+        x, y = self.minibatch(index)
+        if self.convex is not None:
+            return self.convex.loss_and_grad(params, x, y)
+        rng = np.random.default_rng([self.config.seed, self.me, index, 1])  # dropout: a function of the minibatch
+        loss, g = model.loss_and_grads(params, self.sizes, x, y, self.config.activation, self.config.dropout, rng)
+        return float(loss), g
+
+    # -- rounds ----------------------------------------------------------------------------------
+    def run_round(self) -> RoundOutcome:
+        cfg = self.config
+        if cfg.algorithm == "grad_avg":
+            return grad_avg_round(self.state, self.grad, self.exchange, lr=cfg.learning_rate)
+        if cfg.algorithm == "model_avg":
+            return model_avg_round(self.state, self.grad, self.exchange, lr=cfg.learning_rate,
+                                   local_steps=cfg.local_steps)
+        return self.admm_round()
+
+    def admm_round(self) -> RoundOutcome:
+        """Consensus ADMM (faasgd.convex.admm): local steps on f_i + rho/2 ||x - z + u||^2 from x_i, all_reduce of
+        x_i + u_i (the mean is z: no l2), u_i += x_i - z. The state is [z | u_i | x_i]."""
+        cfg, L, steps = self.config, self.length, self.steps_per_round
+        weight = self.workers * len(self.shard.y) / self.shard.total  # f_i weighted by the shard's share
+        new_x = {}
+
+        def contribute(params: np.ndarray, r: int) -> tuple[float, np.ndarray]:
+            z, u, x = params[:L], params[L:2 * L], params[2 * L:]
+            losses = []
+            for k in range(steps):  # convex.admm.worker_update, one minibatch a step, with the loss kept
+                xb, yb = self.minibatch(r * steps + k)
+                loss, g = self.convex.loss_and_grad(x, xb, yb)
+                g *= weight
+                g += cfg.admm_rho * (x - z + u)
+                x = x - cfg.learning_rate * g
+                losses.append(loss)
+            new_x["x"] = x
+            return sum(losses) / len(losses), x + u
+
+        def combine(params: np.ndarray, vector: np.ndarray, merged: np.ndarray, r: int) -> np.ndarray:
+            z = convex.admm.merge_z([merged], cfg.admm_rho)  # the exchange's mean of x_i + u_i; no l2 to shrink by
+            x = new_x["x"]
+            return np.concatenate([z, convex.admm.update_dual(params[L:2 * L], x, z), x]).astype(np.float32)
+
+        return consensus_round(self.state, self.exchange, contribute, combine)
+
+    def global_params(self) -> np.ndarray:
+        return self.state.params[:self.length]
+
+    def run_epoch(self) -> bool:
+        """The rest of the current epoch's rounds, a checkpoint after each; False if the job ended meanwhile."""
+        progress = self.progress
+        started = time.perf_counter()
+        for index in range(progress.epoch_step, self.rounds_per_epoch):
+            if self.job_ended():
+                progress.train_s += time.perf_counter() - started
+                return False
+            self.heartbeat()
+            at = self.clock()
+            outcome = self.run_round()
+            self.state = outcome.state
+            self.add_stats(outcome.stats)
+            progress.step += self.steps_per_round
+            progress.samples += self.steps_per_round * self.config.batch_size
+            progress.epoch_step, progress.epoch_loss_sum = index + 1, progress.epoch_loss_sum + outcome.loss
+            progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
+            self.checkpoint()
+            now = self.clock()
+            self.period_s = now - at if not self.period_s else 0.8 * self.period_s + 0.2 * (now - at)
+            self._last_push_at = now
+            if index + 1 < self.rounds_per_epoch:
+                self.check_budget(self.period_s + self.eval_s)
+        progress.train_s += time.perf_counter() - started
+        return True
+
+    def add_stats(self, stats: RoundStats) -> None:
+        p = self.progress
+        p.round_bytes_written += stats.bytes_written
+        p.round_bytes_read += stats.bytes_read
+        p.barrier_wait_s += stats.wait_s
+
+    def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
+        shard = rows if rows is not None else self.validation
+        if self.convex is None:
+            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation)
+        return self.convex.accuracy(weights, shard.x, shard.y)
+
+    def end_of_epoch(self) -> bool:
+        """Evaluate the global parameters (the stop rule), write them as the job's weights (worker 0), keep the
+        job's model at the target, save the record. True when training stops (the same round on every worker)."""
+        progress, params = self.progress, self.global_params().copy()
+        steps = max(1, progress.epoch_step)
+        progress.epoch, progress.epoch_step = progress.epoch + 1, 0
+        progress.loss, progress.epoch_loss_sum = progress.epoch_loss_sum / steps, 0.0
+        started = self.clock()
+        progress.accuracy = self.evaluate(params)
+        test_accuracy = self.evaluate(params, self.test)
+        self.eval_s = self.clock() - started
+        if self.me == 0:
+            self._retry(lambda: self.store.set_weights(self.job_id, params, version=self.state.round_no,
+                                                       writers=self.workers, rule=job.update_rule(self.config)))
+        now = self._retry(self.store.server_time)
+        self._retry(lambda: self.store.append_event(self.job_id, {
+            "event": "epoch", "worker_id": self.me, "epoch": progress.epoch, "round": self.state.round_no,
+            "accuracy": progress.accuracy, "test_accuracy": test_accuracy, "at": now}))
+        log.info("job %s worker %d: epoch %d (round %d), validation accuracy %.4f, loss %.4f", self.job_id, self.me,
+                 progress.epoch, self.state.round_no, progress.accuracy, progress.loss)
+        reached = progress.accuracy >= self.config.target_accuracy
+        if reached:
+            records = self._retry(lambda: job.read_progress(self.store, self.job_id, self.workers))
+            samples = sum(int((r or {}).get("samples", 0)) for r in records.values() if r) \
+                - int((records.get(self.me) or {}).get("samples", 0)) + progress.samples
+            crossing = {"validation_accuracy": progress.accuracy, "at": now, "samples": samples,
+                        "epochs": samples / self.shard.total, "version": self.state.round_no}
+            self._retry(lambda: job_model.keep_crossing(self.store, self.job_id, self.me, params,
+                                                        lambda: test_accuracy, crossing))
+        self.save()
+        self.heartbeat(force=True)
+        return reached or progress.epoch >= self.config.max_epochs
+
+
+def load_sync_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
+                     loader: Callable[..., data.Shard] = data.load_shard, budget: CallBudget = UNLIMITED,
+                     space=None) -> SyncWorker:
+    """Load this worker's shard (float32: images scaled, tabular rows dense or CSR) and the validation and test
+    rows, and build its trainer over `space` (default: the job's channel)."""
+    progress.note_replica()
+    _, held = job.holdout(config)
+    shard = loader(config.dataset, "train", progress.worker_id, config.number_of_workers, config.train_samples,
+                   scaled=True, holdout=held)
+    validation = loader(config.dataset, "validation", 0, 1, config.train_samples, scaled=True, holdout=held)
+    after = {"after": config.train_samples} if data.is_tabular(config.dataset) else {}  # generated test rows follow
+    test = loader(config.dataset, "test", 0, 1, config.test_samples, scaled=True, **after)
+    progress.shard_size = len(shard.y)
+    return SyncWorker(config, store, job_id, progress, job.network_sizes(config), shard, validation, test,
+                      space if space is not None else channel_space(config, store), budget)
+
+
+def channel_space(config: TrainConfig, store: ParameterStore):
+    """The blob space of the job's rounds: the job's store, or this function's configured S3 space."""
+    if config.channel == "s3":
+        return configured_space(os.environ)  # the function's own s3_url and secrets, never the request's
+    return store.authoritative()

@@ -1,0 +1,230 @@
+"""The synchronous worker (grad_avg, model_avg, admm) through the invocation machinery, on memory:// stores,
+with threads as workers: oracles, resume mid-round, per-iteration = loop, records and result."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from faasgd import convex, data, job
+from faasgd.config import load_config
+from faasgd.errors import ConfigError
+from faasgd.sgd import invocation, sync_worker
+from faasgd.sgd.budget import UNLIMITED
+from faasgd.store import open_store
+
+
+def config_of(name, **overrides):
+    values = {"dataset": "higgs-like", "model": "lr", "algorithm": "grad_avg", "train_samples": 330,
+              "test_samples": 100, "validation_samples": 30, "batch_size": 16, "learning_rate": 0.5,
+              "number_of_workers": 2, "max_epochs": 2, "target_accuracy": 1.0, "store_url": f"memory://{name}",
+              "store_timeout_s": 1.0, "round_timeout_s": 20, "profile_hz": 0}
+    values.update(overrides)
+    return load_config({}, values)
+
+
+def in_threads(target, workers):
+    """Run target(worker_id) in one thread per worker; re-raise the first error."""
+    errors = []
+
+    def run(w):
+        try:
+            target(w)
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    if errors:
+        raise errors[0]
+
+
+def train_job(config, mode="loop"):
+    """Create the job and train every worker to its stop rule (loop: one call each; per-iteration: one per epoch)."""
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+
+    def worker(w):
+        if mode == "loop":
+            invocation.run_worker(config, store, job_id, w)
+            return
+        for iteration in range(config.max_epochs):
+            answer = invocation.run_iteration(config, store, job_id, w, iteration, f"call-{w}-{iteration}",
+                                              data.load_shard)
+            if answer["next_iteration"] is None:
+                break
+
+    in_threads(worker, config.number_of_workers)
+    return store, job_id
+
+
+def final_states(store, job_id, config):
+    """Every worker's checkpointed global parameters after its last round."""
+    out = []
+    for w in range(config.number_of_workers):
+        rounds = store.worker_record(job_id, w)["rounds"]
+        raw = store.get_blob(job_id, sync_worker.state_name(w, rounds))
+        length = job.network_sizes(config)[0] + 1
+        out.append(np.frombuffer(raw, "<f4", offset=sync_worker._STATE.size)[:length])
+    return out
+
+
+def oracle_grad_avg(config):
+    """One process: each round the mean gradient over every worker's minibatch of B rows (one N x B batch)."""
+    _, held = job.holdout(config)
+    shards = [data.load_shard(config.dataset, "train", w, config.number_of_workers, config.train_samples,
+                              holdout=held) for w in range(config.number_of_workers)]
+    largest = max(len(s.y) for s in shards)
+    per_epoch = -(-largest // config.batch_size)
+    params = np.zeros(job.network_sizes(config)[0] + 1, np.float32)
+    for r in range(per_epoch * config.max_epochs):
+        epoch, k = divmod(r, per_epoch)
+        xs, ys = [], []
+        for w, shard in enumerate(shards):
+            order = np.random.default_rng([config.seed, w, epoch]).permutation(len(shard.y))
+            rows = order[(k * config.batch_size + np.arange(config.batch_size)) % len(order)]
+            xs.append(shard.x[rows])
+            ys.append(shard.y[rows])
+        _, grad = convex.lr.loss_and_grad(params, np.concatenate(xs), np.concatenate(ys))
+        params = params - np.float32(config.learning_rate) * grad
+    return params, per_epoch * config.max_epochs
+
+
+@pytest.mark.parametrize("sync", ["reduce", "reduce_scatter"])
+def test_grad_avg_through_the_worker_equals_one_process_with_an_n_times_larger_batch(sync):
+    config = config_of(f"sync-oracle-{sync}", sync=sync, number_of_workers=3)
+    store, job_id = train_job(config)
+    expected, rounds = oracle_grad_avg(config)
+    states = final_states(store, job_id, config)
+    weights, version = store.get_weights(job_id)
+    for state in states:
+        np.testing.assert_array_equal(state, states[0])  # every worker holds the same bits
+    np.testing.assert_array_equal(weights, states[0])  # the job's weights are the global parameters
+    np.testing.assert_allclose(weights, expected, rtol=1e-5, atol=1e-6)
+    assert version == rounds
+    result = store.get_record(job_id, "result")
+    assert result["state"] == "done", result["error"]
+    assert result["rounds"] == rounds and result["round_bytes_written"] > 0 and result["round_bytes_read"] > 0
+    assert result["barrier_wait_s"] >= 0 and result["final_validation_accuracy"] is not None
+    records = [store.worker_record(job_id, w) for w in range(3)]
+    assert [r["rounds"] for r in records] == [rounds] * 3
+    assert result["round_bytes_written"] == sum(r["round_bytes_written"] for r in records)
+
+
+def test_model_avg_averaging_every_step_equals_grad_avg():
+    a_store, a = train_job(config_of("sync-ma", algorithm="model_avg", local_steps=1))
+    b_store, b = train_job(config_of("sync-ga", algorithm="grad_avg"))
+    np.testing.assert_allclose(a_store.get_weights(a)[0], b_store.get_weights(b)[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("algorithm, model", [("grad_avg", "lr"), ("model_avg", "svm"), ("admm", "lr")])
+def test_per_iteration_equals_loop(algorithm, model):
+    kwargs = {"algorithm": algorithm, "model": model, "local_steps": 2, "sync": "reduce_scatter"}
+    loop_store, loop_job = train_job(config_of(f"loop-{algorithm}", **kwargs))
+    config = config_of(f"iter-{algorithm}", invocation_mode="per-iteration", **kwargs)
+    iter_store, iter_job = train_job(config, mode="per-iteration")
+    np.testing.assert_array_equal(loop_store.get_weights(loop_job)[0], iter_store.get_weights(iter_job)[0])
+    assert iter_store.get_record(iter_job, "result")["state"] == "done"
+
+
+class Killed(BaseException):
+    """The process died (not an error the worker records)."""
+
+
+class KillingSpace:
+    """The job's store as a blob space that kills its caller at its `at`-th put of a round object."""
+
+    def __init__(self, space, at):
+        self.space, self.at, self.puts = space, at, 0
+
+    def put_blob(self, job_id, name, data):
+        self.puts += 1
+        if self.puts == self.at:
+            raise Killed(f"killed at put {self.at} ({name})")
+        self.space.put_blob(job_id, name, data)
+
+    def get_blob(self, job_id, name):
+        return self.space.get_blob(job_id, name)
+
+
+@pytest.mark.parametrize("algorithm, sync, at", [("grad_avg", "reduce_scatter", 23), ("admm", "reduce", 17),
+                                                 ("model_avg", "reduce_scatter", 8)])
+def test_a_worker_killed_mid_round_resumes_from_its_record_to_the_same_bits(monkeypatch, algorithm, sync, at):
+    kwargs = {"algorithm": algorithm, "sync": sync, "local_steps": 2}
+    whole_store, whole = train_job(config_of(f"whole-{algorithm}", **kwargs))
+    config = config_of(f"killed-{algorithm}", **kwargs)
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    real = sync_worker.channel_space
+    killing = {"armed": True}
+
+    def space_for(cfg, st):
+        if killing.pop("armed", False):
+            return KillingSpace(real(cfg, st), at)
+        return real(cfg, st)
+
+    def worker(w):
+        if w == 0:
+            invocation.run_worker(config, store, job_id, 0)
+            return
+        monkeypatch.setattr(sync_worker, "channel_space", space_for)
+        progress = invocation.resume(store, job_id, config, 1, "first")
+        trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, None)
+        with pytest.raises(Killed):
+            invocation.train(trainer)
+        assert 0 < store.worker_record(job_id, 1)["rounds"]  # it had checkpointed rounds before it died
+        invocation.run_worker(config, store, job_id, 1, "second")  # re-invoked: resumes from its record
+
+    in_threads(worker, 2)
+    np.testing.assert_array_equal(store.get_weights(job_id)[0], whole_store.get_weights(whole)[0])
+    assert store.get_record(job_id, "result")["state"] == "done"
+    assert store.worker_record(job_id, 1)["invocations"] == 2
+
+
+def test_lr_on_rcv1_like_trains_on_csr_shards():
+    config = config_of("rcv1", dataset="rcv1-like", train_samples=600, validation_samples=100, batch_size=50)
+    shard = data.load_shard("rcv1-like", "train", 0, 2, 600, holdout=100)
+    assert shard.x.format == "csr"  # kept sparse
+    store, job_id = train_job(config)
+    result = store.get_record(job_id, "result")
+    assert result["state"] == "done" and result["final_validation_accuracy"] is not None
+    assert store.get_weights(job_id)[0].size == data.tabular.GENERATED["rcv1-like"] + 1
+    assert np.any(store.get_weights(job_id)[0] != 0)
+
+
+def test_lr_on_higgs_like_learns():
+    store, job_id = train_job(config_of("higgs", train_samples=2000, validation_samples=400, max_epochs=3,
+                                        batch_size=32))
+    assert store.get_record(job_id, "result")["final_validation_accuracy"] > 0.62  # a linear model tops near 0.70
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"algorithm": "gossip"}, "algorithm"),
+    ({"algorithm": "grad_avg", "sync": "async"}, "sync"),
+    ({"sync": "reduce"}, "sync"),
+    ({"channel": "s3"}, "channel"),
+    ({"algorithm": "admm"}, "model"),
+    ({"model": "lr"}, "model"),
+    ({"algorithm": "grad_avg", "dataset": "higgs-like"}, "dataset"),
+    ({"algorithm": "grad_avg", "model": "svm"}, "model"),
+    ({"algorithm": "grad_avg", "invocation_mode": "single"}, "invocation_mode"),
+    ({"local_steps": 0}, "local_steps"),
+    ({"round_timeout_s": 0}, "round_timeout_s"),
+    ({"admm_rho": -1}, "admm_rho"),
+    ({"channel": "dynamodb"}, "channel"),
+    ({"dataset": "libsvm:"}, "dataset"),
+])
+def test_bad_combinations_name_the_field(body, field):
+    with pytest.raises(ConfigError) as info:
+        load_config({}, body)
+    assert info.value.field == field
+
+
+def test_the_sync_default_is_the_algorithms_own():
+    from faasgd.config import sync_pattern
+
+    assert sync_pattern(load_config({}, {})) == "async"
+    assert sync_pattern(load_config({}, {"algorithm": "model_avg"})) == "reduce"
