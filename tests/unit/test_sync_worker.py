@@ -1,8 +1,6 @@
 """The synchronous worker (grad_avg, model_avg, admm) through the invocation machinery, on memory:// stores,
 with threads as workers: oracles, resume mid-round, per-iteration = loop, records and result."""
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -12,53 +10,7 @@ from faasgd.errors import ConfigError
 from faasgd.sgd import invocation, sync_worker
 from faasgd.sgd.budget import UNLIMITED
 from faasgd.store import open_store
-
-
-def config_of(name, **overrides):
-    values = {"dataset": "higgs-like", "model": "lr", "algorithm": "grad_avg", "train_samples": 330,
-              "test_samples": 100, "validation_samples": 30, "batch_size": 16, "learning_rate": 0.5,
-              "number_of_workers": 2, "max_epochs": 2, "target_accuracy": 1.0, "store_url": f"memory://{name}",
-              "store_timeout_s": 1.0, "round_timeout_s": 20, "profile_hz": 0}
-    values.update(overrides)
-    return load_config({}, values)
-
-
-def in_threads(target, workers):
-    """Run target(worker_id) in one thread per worker; re-raise the first error."""
-    errors = []
-
-    def run(w):
-        try:
-            target(w)
-        except BaseException as error:  # noqa: BLE001 - handed to the test
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(w,)) for w in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    if errors:
-        raise errors[0]
-
-
-def train_job(config, mode="loop"):
-    """Create the job and train every worker to its stop rule (loop: one call each; per-iteration: one per epoch)."""
-    store = open_store(config.store_url)
-    job_id = job.create_job(store, config)
-
-    def worker(w):
-        if mode == "loop":
-            invocation.run_worker(config, store, job_id, w)
-            return
-        for iteration in range(config.max_epochs):
-            answer = invocation.run_iteration(config, store, job_id, w, iteration, f"call-{w}-{iteration}",
-                                              data.load_shard)
-            if answer["next_iteration"] is None:
-                break
-
-    in_threads(worker, config.number_of_workers)
-    return store, job_id
+from support.sync_drive import Killed, config_of, killing_first_space, in_threads, train_job
 
 
 def final_states(store, job_id, config):
@@ -130,26 +82,6 @@ def test_per_iteration_equals_loop(algorithm, model):
     assert iter_store.get_record(iter_job, "result")["state"] == "done"
 
 
-class Killed(BaseException):
-    """The process died (not an error the worker records)."""
-
-
-class KillingSpace:
-    """The job's store as a blob space that kills its caller at its `at`-th put of a round object."""
-
-    def __init__(self, space, at):
-        self.space, self.at, self.puts = space, at, 0
-
-    def put_blob(self, job_id, name, data):
-        self.puts += 1
-        if self.puts == self.at:
-            raise Killed(f"killed at put {self.at} ({name})")
-        self.space.put_blob(job_id, name, data)
-
-    def get_blob(self, job_id, name):
-        return self.space.get_blob(job_id, name)
-
-
 @pytest.mark.parametrize("algorithm, sync, at", [("grad_avg", "reduce_scatter", 23), ("admm", "reduce", 17),
                                                  ("model_avg", "reduce_scatter", 8)])
 def test_a_worker_killed_mid_round_resumes_from_its_record_to_the_same_bits(monkeypatch, algorithm, sync, at):
@@ -158,19 +90,12 @@ def test_a_worker_killed_mid_round_resumes_from_its_record_to_the_same_bits(monk
     config = config_of(f"killed-{algorithm}", **kwargs)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
-    real = sync_worker.channel_space
-    killing = {"armed": True}
-
-    def space_for(cfg, st):
-        if killing.pop("armed", False):
-            return KillingSpace(real(cfg, st), at)
-        return real(cfg, st)
+    monkeypatch.setattr(sync_worker, "channel_space", killing_first_space(sync_worker.channel_space, at))
 
     def worker(w):
         if w == 0:
             invocation.run_worker(config, store, job_id, 0)
             return
-        monkeypatch.setattr(sync_worker, "channel_space", space_for)
         progress = invocation.resume(store, job_id, config, 1, "first")
         trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, None)
         with pytest.raises(Killed):

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from faasgd import job, job_model
+from faasgd.channels import configured_space
 from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
@@ -36,6 +37,8 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
     config = load_request(env, body)  # the one parse: environment defaults, then the body
     config = replace(config, store_url=settings.store_url_of(config.store), local_store_url=settings.local_store_url)
     check_callback(callback_url)
+    if config.channel == "s3":  # the rounds' S3 space is the function's own: refused here when it has none
+        configured_space(env)
     needs = admission.check_job(config, env, parse_store_url(config.store_url).scheme)
     store = replica_cache.store_for(config.store_url)
     job_id = orchestrate.create_job(store, config)

@@ -1,0 +1,63 @@
+"""The synchronous worker on real stores: a real redis-server and memcached (the session's fixtures) and S3 (moto,
+the `s3_endpoint` fixture) give the same bits as memory://, and a worker killed mid-round resumes to them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from faasgd import data, job
+from faasgd.channels import configured
+from faasgd.sgd import invocation, sync_worker
+from faasgd.sgd.budget import UNLIMITED
+from faasgd.store import open_store
+from support.sync_drive import Killed, config_of, killing_first_space, in_threads, train_job
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["redis", "memcached", "s3"])
+def channel(request, monkeypatch, tmp_path):
+    """(store URL, channel): the job's store on a real server, or its rounds on S3 (records in memory://)."""
+    if request.param != "s3":
+        return request.getfixturevalue(f"{request.param}_server").url, "store"
+    endpoint = request.getfixturevalue("s3_endpoint")
+    monkeypatch.setenv("FAASGD_SECRETS_DIR", endpoint.write_secrets(tmp_path))
+    monkeypatch.setenv("s3_url", f"s3://{endpoint.bucket}/sync-worker")
+    configured._spaces.clear()
+    return None, "s3"
+
+
+@pytest.mark.parametrize("algorithm, sync", [("grad_avg", "reduce_scatter"), ("model_avg", "reduce"),
+                                             ("admm", "reduce_scatter")])
+def test_real_channels_give_the_bits_of_memory(channel, algorithm, sync):
+    url, where = channel
+    kwargs = {"algorithm": algorithm, "sync": sync, "local_steps": 2, "max_epochs": 1}
+    real_store, real_job = train_job(config_of(f"real-{algorithm}-{where}", url, channel=where, **kwargs))
+    mem_store, mem_job = train_job(config_of(f"mem-{algorithm}-{where}", **kwargs))
+    assert real_store.get_weights(real_job)[0].tobytes() == mem_store.get_weights(mem_job)[0].tobytes()
+    result = real_store.get_record(real_job, "result")
+    assert result["state"] == "done" and result["round_bytes_read"] > 0
+
+
+def test_a_worker_killed_mid_round_on_a_real_channel_resumes_to_the_same_bits(channel, monkeypatch):
+    url, where = channel
+    config = config_of(f"killed-{where}", url, channel=where, max_epochs=1, sync="reduce_scatter")
+    whole_store, whole = train_job(config_of(f"whole-{where}", sync="reduce_scatter", max_epochs=1))
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    monkeypatch.setattr(sync_worker, "channel_space", killing_first_space(sync_worker.channel_space, 9))
+
+    def worker(w):
+        if w == 0:
+            invocation.run_worker(config, store, job_id, 0)
+            return
+        progress = invocation.resume(store, job_id, config, 1, "first")
+        trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, None)
+        with pytest.raises(Killed):
+            invocation.train(trainer)
+        invocation.run_worker(config, store, job_id, 1, "second")
+
+    in_threads(worker, 2)
+    np.testing.assert_array_equal(store.get_weights(job_id)[0], whole_store.get_weights(whole)[0])
+    assert store.get_record(job_id, "result")["state"] == "done"
