@@ -99,7 +99,8 @@ def check_slots(config: TrainConfig, env: Mapping[str, str]) -> None:
     text = str(env["worker_slots"]).strip()
     if not text.isdigit() or int(text) < 1:
         raise ConfigError("worker_slots", f"must be an integer >= 1 (the function's environment), got {text!r}")
-    if config.invocation_mode == "loop" and config.number_of_workers > int(text):
-        raise ConfigError("number_of_workers", f"{config.number_of_workers} loop-mode workers, but at most {text} run "
+    if (config.invocation_mode == "loop" or config.algorithm != "downpour") and config.number_of_workers > int(text):
+        kind = "loop-mode" if config.algorithm == "downpour" else f"{config.algorithm} (every round needs them all)"
+        raise ConfigError("number_of_workers", f"{config.number_of_workers} {kind} workers, but at most {text} run "
                                                f"at once here (worker_slots: emnist-train's scale.max x calls per "
                                                f"replica); the rest would wait for the first to finish")

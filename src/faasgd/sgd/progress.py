@@ -56,6 +56,7 @@ class WorkerProgress:
     round_bytes_written: int = 0  # object bytes this worker wrote in its rounds (RoundStats.bytes_written)
     round_bytes_read: int = 0  # object bytes it read in them
     barrier_wait_s: float = 0.0  # seconds it waited at the rounds' barriers (RoundStats.wait_s)
+    params_digest: str = ""  # sha256 of the global parameters at its last epoch end (the same on every worker)
 
     def note_replica(self) -> None:
         """Record the replica running this worker now (HOSTNAME: the pod name on a cluster)."""

@@ -29,6 +29,7 @@ at the target, the job's model is kept by job_model.keep_crossing (first claim w
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import os
@@ -280,6 +281,7 @@ class SyncWorker:
         steps = max(1, progress.epoch_step)
         progress.epoch, progress.epoch_step = progress.epoch + 1, 0
         progress.loss, progress.epoch_loss_sum = progress.epoch_loss_sum / steps, 0.0
+        progress.params_digest = hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()
         started = self.clock()
         progress.accuracy = self.evaluate(params)
         test_accuracy = self.evaluate(params, self.test)

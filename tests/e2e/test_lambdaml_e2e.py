@@ -1,0 +1,113 @@
+"""LambdaML's algorithms through the product: emnist-setup fans out emnist-train on ONE local runtime (`faasgd up`),
+whose functions also have an S3 space (moto, started by the `s3_endpoint` fixture; keys as secret files).
+
+Covered end to end: the full product algorithm (grad_avg on lr, model_avg on svm, admm on lr) x sync (reduce,
+reduce_scatter) x channel (Redis, Memcached, S3) x invocation mode (loop, per-iteration), 36 small jobs (about 10 s
+on 2 cores). Jobs run three at a time (six calls: below the runtime's 8 call slots, so every job's workers run
+at once, as rounds need)."""
+
+import hashlib
+import io
+import itertools
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from faasgd.local import credentials
+from faasgd.local.stores import free_port
+from faasgd.openfaas import GatewayClient, wait_for_job
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+BASE = {"dataset": "higgs-like", "train_samples": 300, "validation_samples": 60, "test_samples": 100,
+        "batch_size": 32, "number_of_workers": 2, "max_epochs": 2, "target_accuracy": 1.0, "learning_rate": 0.5,
+        "local_steps": 2, "round_timeout_s": 30, "profile_hz": 0}
+ALGORITHMS = (("grad_avg", "lr"), ("model_avg", "svm"), ("admm", "lr"))
+SYNCS, CHANNELS, MODES = ("reduce", "reduce_scatter"), ("redis", "memcached", "s3"), ("loop", "per-iteration")
+
+
+def job_body(a, s, c, m):
+    algorithm, model = ALGORITHMS[a]
+    channel = CHANNELS[c]
+    return {**BASE, "algorithm": algorithm, "model": model, "sync": SYNCS[s], "invocation_mode": MODES[m],
+            "channel": "s3" if channel == "s3" else "store", "store": "redis" if channel == "s3" else channel}
+
+
+def faasgd(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory, s3_endpoint):
+    """The repository's stack, its functions given an S3 space: s3_url and endpoint in their environment, the
+    keys as the secrets s3-access-key and s3-secret-key (put in the runtime's secret folder before it starts)."""
+    tmp = tmp_path_factory.mktemp("lambdaml")
+    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
+    for function in stack["functions"].values():
+        function["handler"] = str(ROOT / function["handler"])
+    for name in ("emnist-setup", "emnist-train"):
+        function = stack["functions"][name]
+        function["environment"] = {**function["environment"], "s3_url": f"s3://{s3_endpoint.bucket}/lambdaml-e2e",
+                                   "s3_endpoint_url": s3_endpoint.settings.endpoint_url}
+        function["secrets"] = [*function.get("secrets", []), "s3-access-key", "s3-secret-key"]
+    (tmp / "stack.yml").write_text(yaml.safe_dump(stack))
+    directory, port = tmp / ".faasgd", free_port()
+    secrets = directory / "secrets"
+    secrets.mkdir(mode=0o700, parents=True)
+    for name, value in (("s3-access-key", s3_endpoint.settings.access_key),
+                        ("s3-secret-key", s3_endpoint.settings.secret_key)):
+        (secrets / name).write_text(value)
+        (secrets / name).chmod(0o600)
+    up = faasgd("up", "-f", str(tmp / "stack.yml"), "--port", str(port), "--dir", str(directory), "--ack-wait", "120")
+    assert up.returncode == 0, up.stdout + up.stderr
+    state = json.loads((directory / "state.json").read_text())
+    try:
+        yield GatewayClient(state["gateway_url"], 30, auth=credentials.read(directory / "secrets"))
+    finally:
+        assert faasgd("down", "--dir", str(directory)).returncode == 0
+
+
+def run_job(gateway, body):
+    answer = gateway.invoke("emnist-setup", body)
+    assert answer.status == 202, answer.body
+    query = answer.json()["status_query"]
+    status = wait_for_job(lambda: gateway.job_status(query), 60, poll_s=0.2)
+    return status, query
+
+
+def test_every_combination_ends_done_with_rounds_bytes_and_equal_parameters(runtime):
+    bodies = [job_body(*row) for row in itertools.product(range(3), range(2), range(3), range(2))]
+    with ThreadPoolExecutor(3) as pool:
+        finished = list(pool.map(lambda body: run_job(runtime, body), bodies))
+    for body, (status, query) in zip(bodies, finished):
+        result, what = status["result"], {k: body[k] for k in ("algorithm", "sync", "channel", "store",
+                                                                 "invocation_mode")}
+        assert status["state"] == "done", (what, result and result["error"])
+        rounds_per_epoch = -(-120 // 32) if body["algorithm"] == "grad_avg" else -(-(-(-120 // 32)) // 2)
+        assert result["rounds"] == 2 * rounds_per_epoch, what
+        assert result["round_bytes_written"] > 0 and result["round_bytes_read"] > 0, what
+        assert result["round_bytes_per_worker"] > 0 and result["barrier_wait_s"] >= 0, what
+        digests = {w["params_digest"] for w in status["workers"]}
+        with np.load(io.BytesIO(runtime.job_model(query)), allow_pickle=False) as npz:
+            params = npz["params"]
+        assert digests == {hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()}, what  # the job's weights
+        assert result["final_validation_accuracy"] > 0.5, what
+        if body["invocation_mode"] == "per-iteration":
+            assert all(w["invocations"] == 2 for w in status["workers"]), what  # one call per epoch
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"algorithm": "downpour", "channel": "s3"}, "channel"),
+    ({"algorithm": "grad_avg", "sync": "async", "model": "lr"}, "sync"),
+    ({"algorithm": "admm", "model": "mlp"}, "model"),
+])
+def test_bad_combinations_are_400_naming_the_field(runtime, body, field):
+    answer = runtime.invoke("emnist-setup", {**BASE, **body})
+    assert answer.status == 400 and answer.json()["field"] == field, answer.body
