@@ -62,6 +62,14 @@ def test_body_must_be_an_object():
         ("store_url", "127.0.0.1:6379"),
         ("store_url", ""),
         ("seed", -1),
+        ("algorithm", "gossip"),
+        ("sync", "allreduce"),
+        ("model", "kmeans"),
+        ("channel", "dynamodb"),
+        ("local_steps", 0),
+        ("admm_rho", 0),
+        ("round_timeout_s", "never"),
+        ("dataset", "libsvm:../x"),
     ],
 )
 def test_bad_values_name_the_field_and_the_value(field, value):

@@ -8,8 +8,10 @@ Splits (decided):
   the job's seed draws the model's init and the workers' orders, not the task). The training split is its
   first `train_samples` rows (0: DEFAULT_TRAIN_ROWS), the test split the `test_samples` rows right after
   them (0: DEFAULT_TEST_ROWS), so the two never share a row and a larger train_samples extends a smaller one.
-- `libsvm:PATH`: PATH is read on the function's side (its file system; a relative PATH from the function's
-  working directory). If PATH.t exists (LIBSVM's own naming: a9a and a9a.t) it is the test split, read with
+- `libsvm:PATH`: PATH is read on the function's side, under its libsvm folder ($FAASGD_LIBSVM_DIR, default
+  LIBSVM_DIR: where stack.yml's `configuration.copy` puts files in the image). PATH is relative, of segments
+  of [A-Za-z0-9_.-] and neither "." nor "..": a request can name a data file there and nothing else (not a
+  secret file: a parse error would quote a line of it). If PATH.t exists (LIBSVM's own naming: a9a and a9a.t) it is the test split, read with
   the training file's classes and width; otherwise the last fifth of PATH's rows (at least one) is the test
   split and the rows before it the training split. train_samples / test_samples keep the first N rows (0: all).
 The validation rows are then held out of the training split's end as for every data set (shard.py).
@@ -19,12 +21,13 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 import numpy as np
 import scipy.sparse as sp
 
 from faasgd.data import generated, libsvm
-from faasgd.errors import ConfigError, DataError
+from faasgd.errors import ConfigError, DataError, DataMissing
 
 GENERATED = {"higgs-like": generated.HIGGS_FEATURES, "rcv1-like": generated.RCV1_FEATURES}  # name -> features
 LIBSVM_PREFIX = "libsvm:"
@@ -33,6 +36,9 @@ DEFAULT_TRAIN_ROWS = 10_000  # generated: training rows when train_samples is 0
 DEFAULT_TEST_ROWS = 2_000  # generated: test rows when test_samples is 0
 LIBSVM_TEST_SHARE = 5  # a libsvm file without PATH.t: its last 1/5 of rows are the test split
 MAX_PATH = 1024
+LIBSVM_DIR_ENV = "FAASGD_LIBSVM_DIR"
+LIBSVM_DIR = "/home/app/function/data"  # stack.yml `configuration.copy` puts a project's data/ here in both images
+_SEGMENT = re.compile(r"[A-Za-z0-9_.-]{1,255}\Z")
 
 
 def is_tabular(dataset: str) -> bool:
@@ -42,10 +48,17 @@ def is_tabular(dataset: str) -> bool:
 def check_libsvm_name(dataset: str) -> str:
     """`libsvm:PATH` with a plausible PATH (the file itself is read, and checked, on the function's side)."""
     path = dataset[len(LIBSVM_PREFIX):]
-    if not path or len(path) > MAX_PATH or not path.isprintable() or path != path.strip():
-        raise ConfigError("dataset", f"libsvm:PATH needs a path of 1 to {MAX_PATH} printable characters, "
+    segments = path.split("/")
+    if not path or len(path) > MAX_PATH or any(not _SEGMENT.match(s) or s in (".", "..") for s in segments):
+        raise ConfigError("dataset", f"libsvm:PATH needs a relative path under the function's libsvm folder "
+                                     f"(${LIBSVM_DIR_ENV}), segments of [A-Za-z0-9_.-] other than . and .., "
                                      f"got {dataset[:80]!r}")
     return dataset
+
+
+def libsvm_path(dataset: str) -> str:
+    """Where the file of `libsvm:PATH` is on this machine: PATH under the function's libsvm folder."""
+    return os.path.join(os.environ.get(LIBSVM_DIR_ENV) or LIBSVM_DIR, check_libsvm_name(dataset)[len(LIBSVM_PREFIX):])
 
 
 @functools.lru_cache(maxsize=8)
@@ -79,12 +92,18 @@ def _widen(X: sp.csr_matrix, width: int) -> sp.csr_matrix:
 
 
 def _libsvm_split(dataset: str) -> tuple:
-    path = check_libsvm_name(dataset)[len(LIBSVM_PREFIX):]
+    path = libsvm_path(dataset)
     try:
         mtime = os.stat(path).st_mtime
     except OSError:
-        raise DataError(f"dataset: {dataset}: no readable file {path!r} on this machine") from None
-    return _libsvm(path, mtime)
+        raise DataMissing(dataset, f"no file {path}",
+                          f"put the file in the function's libsvm folder (${LIBSVM_DIR_ENV})") from None
+    try:
+        return _libsvm(path, mtime)
+    except DataMissing:
+        raise
+    except DataError as error:  # a file that is not libsvm text: the request named the wrong one (400)
+        raise ConfigError("dataset", str(error)) from None
 
 
 def info(dataset: str) -> tuple[int, int]:
