@@ -80,6 +80,7 @@ class SyncWorker:
     def __init__(self, config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
                  sizes: tuple[int, ...], shard: data.Shard, validation: data.Shard, test: data.Shard, space,
                  budget: CallBudget = UNLIMITED):
+        store = store.authoritative()  # a node-local cache only serves Downpour's fetches: rounds read no weights
         self.config, self.store, self.job_id, self.progress = config, store, job_id, progress
         self.sizes, self.shard, self.validation, self.test, self.budget = sizes, shard, validation, test, budget
         self.workers, self.me = config.number_of_workers, progress.worker_id
@@ -112,7 +113,7 @@ class SyncWorker:
         """The state after `progress.rounds` rounds: the job's initial weights at 0, else this worker's checkpoint."""
         rounds = self.progress.rounds
         if rounds == 0:
-            params, _ = self._retry(lambda: self.store.authoritative().get_weights(self.job_id))
+            params, _ = self._retry(lambda: self.store.get_weights(self.job_id))
             params = np.asarray(params, np.float32)
             if self.config.algorithm == "admm":  # [z | u | x]: u = 0, x = z
                 return np.concatenate([params, np.zeros_like(params), params])
