@@ -41,28 +41,34 @@ def gateway(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def oracle():
-    """The default job's scores from scikit-learn alone (its own predict, in this process)."""
+    """The default job's scores from scikit-learn alone (its own predict, in this process), by trainers_num."""
     config = load_stacking({}, {})
     data = make_dataset(config)
     fitted = [fit_base(flow.model_of(config, i), config.seed, config.cv_folds, data.x_train, data.y_train)
-              for i in range(4)]
-    test = [estimator.predict(data.x_test) for estimator, _ in fitted]
-    meta = fit_meta(config.seed, [[*row] for row in zip(*(oof for _, oof in fitted))], data.y_train)
-    ensemble = float((meta.predict([[*row] for row in zip(*test)]) == data.y_test).mean())
-    return [accuracy(t, data.y_test) for t in test], ensemble
+              for i in range(4)]  # trainer i fits models[i % 4], from the same seed: the same fit
+
+    def scores(trainers: int):
+        chosen = [fitted[i % 4] for i in range(trainers)]
+        test = [estimator.predict(data.x_test) for estimator, _ in chosen]
+        meta = fit_meta(config.seed, [[*row] for row in zip(*(oof for _, oof in chosen))], data.y_train)
+        ensemble = float((meta.predict([[*row] for row in zip(*test)]) == data.y_test).mean())
+        return [accuracy(t, data.y_test) for t in test], ensemble
+    return scores
 
 
-@pytest.mark.parametrize("transfer, store, concurrent", [("inline", "redis", True), ("inline", "redis", False),
-                                                         ("store", "redis", True), ("store", "memcached", False)])
-def test_a_default_job_runs_through_the_four_functions(gateway, oracle, transfer, store, concurrent):
+@pytest.mark.parametrize("transfer, store, concurrent, trainers", [
+    ("inline", "redis", True, 4), ("inline", "redis", False, 4), ("store", "redis", True, 4),
+    ("store", "memcached", False, 4), ("inline", "memcached", True, 16), ("store", "redis", False, 16)])
+def test_a_default_job_runs_through_the_four_functions(gateway, oracle, transfer, store, concurrent, trainers):
     answer = gateway.invoke("stacking-driver", {"transfer": transfer, "store": store, "concurrent_training": concurrent,
-                                                "trainers_num": 4})
+                                                "trainers_num": trainers})
     assert answer.status == 200, answer.body[:500]
     result = answer.json()
-    base, ensemble = oracle
+    base, ensemble = oracle(trainers)
     assert result["base_scores"] == pytest.approx(base) and result["ensemble_score"] == pytest.approx(ensemble)
-    assert result["models"] == ["LinearSVR", "Lasso", "RandomForestRegressor", "KNeighborsRegressor"]
+    assert result["models"] == ["LinearSVR", "Lasso", "RandomForestRegressor", "KNeighborsRegressor"] * (trainers // 4)
     assert set(result["phases"]) == set(flow.PHASES) and all(v > 0 for v in result["phases"].values())
+    assert result["call_retries"] == 0
     status = gateway.invoke("stacking-driver", method="GET", query={"job_id": result["job_id"], "store": store})
     assert status.status == 200 and status.json()["state"] == "done"
     assert status.json()["ensemble_score"] == result["ensemble_score"]
