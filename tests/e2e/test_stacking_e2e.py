@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from support.s3_server import boto_client
 
 from faasgd.local import credentials
 from faasgd.local.stores import free_port
@@ -27,14 +29,40 @@ def faasgd(*args, timeout=300):
                           cwd=ROOT, env=dict(os.environ))
 
 
+S3_SECRETS = ["s3-access-key", "s3-secret-key", "s3-endpoint", "s3-region"]
+
+
+def s3_stack(directory: Path, s3_url: str) -> str:
+    """stack.yml with the stacking functions configured for S3 (env s3_url, the four secrets), replicas
+    draining for 1 s; how a user enables transfer s3 (README, "The S3-compatible channel")."""
+    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
+    for name, spec in stack["functions"].items():
+        spec["handler"] = str((ROOT / spec["handler"]).resolve())
+        spec["environment"] = {**spec["environment"], "healthcheck_interval": "1s"}
+        if name.startswith("stacking-"):
+            spec["environment"]["s3_url"] = s3_url
+            spec["secrets"] = [*spec.get("secrets", []), *S3_SECRETS]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "stack.yml").write_text(yaml.safe_dump(stack))
+    return str(directory / "stack.yml")
+
+
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("stacking") / ".faasgd"
-    started = faasgd("up", "--port", str(free_port()), "--dir", str(directory))
+def gateway(tmp_path_factory, s3_endpoint):
+    root = tmp_path_factory.mktemp("stacking")
+    directory = root / ".faasgd"
+    (directory / "secrets").mkdir(mode=0o700, parents=True)
+    s3_endpoint.write_secrets(directory / "secrets")  # the runtime's secrets, as `faas-cli secret create` leaves them
+    for name in S3_SECRETS:
+        (directory / "secrets" / name).chmod(0o600)
+    prefix = f"e2e-{root.name}"
+    stack = s3_stack(root / "stack", f"s3://{s3_endpoint.bucket}/{prefix}")
+    started = faasgd("up", "--port", str(free_port()), "--dir", str(directory), "-f", stack)
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
     client = GatewayClient(state["gateway_url"], 120, auth=credentials.read(directory / "secrets"))
     client.directory = directory  # for `faasgd ... --dir`
+    client.s3 = (boto_client(s3_endpoint.settings), s3_endpoint.bucket, prefix)  # to look into the bucket
     yield client
     assert faasgd("down", "--dir", str(directory)).returncode == 0
 
@@ -58,7 +86,8 @@ def oracle():
 
 @pytest.mark.parametrize("transfer, store, concurrent, trainers", [
     ("inline", "redis", True, 4), ("inline", "redis", False, 4), ("store", "redis", True, 4),
-    ("store", "memcached", False, 4), ("inline", "memcached", True, 16), ("store", "redis", False, 16)])
+    ("store", "memcached", False, 4), ("s3", "redis", True, 4), ("s3", "memcached", False, 4),
+    ("inline", "memcached", True, 16), ("store", "redis", False, 16), ("s3", "redis", True, 16)])
 def test_a_default_job_runs_through_the_four_functions(gateway, oracle, transfer, store, concurrent, trainers):
     answer = gateway.invoke("stacking-driver", {"transfer": transfer, "store": store, "concurrent_training": concurrent,
                                                 "trainers_num": trainers})
@@ -69,14 +98,17 @@ def test_a_default_job_runs_through_the_four_functions(gateway, oracle, transfer
     assert result["models"] == ["LinearSVR", "Lasso", "RandomForestRegressor", "KNeighborsRegressor"] * (trainers // 4)
     assert set(result["phases"]) == set(flow.PHASES) and all(v > 0 for v in result["phases"].values())
     assert result["call_retries"] == 0
+    s3, bucket, prefix = gateway.s3
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/{result['job_id']}/").get("Contents", [])
+    assert (len(listed) == 3 * trainers + 4) if transfer == "s3" else not listed  # dataset, models, meta, full
     status = gateway.invoke("stacking-driver", method="GET", query={"job_id": result["job_id"], "store": store})
     assert status.status == 200 and status.json()["state"] == "done"
     assert status.json()["ensemble_score"] == result["ensemble_score"]
 
 
 def test_bad_requests_are_refused_before_any_work(gateway):
-    s3 = gateway.invoke("stacking-driver", {"transfer": "s3"})
-    assert s3.status == 400 and s3.json()["field"] == "transfer" and "not available" in s3.json()["error"]
+    s3 = gateway.invoke("stacking-driver", {"transfer": "s3", "s3_url": "s3://elsewhere/x"})
+    assert s3.status == 400 and s3.json()["field"] == "s3_url"
     big = gateway.invoke("stacking-driver", {"transfer": "inline", "trainers_num": 64})
     assert big.status == 413 and big.json()["field"] == "transfer"
     located = gateway.invoke("stacking-driver", {"store_url": "redis://elsewhere:6379/0"})
