@@ -100,7 +100,8 @@ def test_a_default_job_runs_through_the_four_functions(gateway, oracle, transfer
     assert result["call_retries"] == 0
     s3, bucket, prefix = gateway.s3
     listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/{result['job_id']}/").get("Contents", [])
-    assert (len(listed) == 3 * trainers + 4) if transfer == "s3" else not listed  # dataset, models, meta, full
+    # model:i and pred:i per trainer; dataset, models, meta-features, full-model
+    assert (len(listed) == 2 * trainers + 4) if transfer == "s3" else not listed
     status = gateway.invoke("stacking-driver", method="GET", query={"job_id": result["job_id"], "store": store})
     assert status.status == 200 and status.json()["state"] == "done"
     assert status.json()["ensemble_score"] == result["ensemble_score"]
