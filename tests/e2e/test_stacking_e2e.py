@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from support.s3_server import boto_client
+from support.s3_server import boto_client, preload_secrets, s3_stack
 
 from faasgd.local import credentials
 from faasgd.local.stores import free_port
@@ -29,34 +28,13 @@ def faasgd(*args, timeout=300):
                           cwd=ROOT, env=dict(os.environ))
 
 
-S3_SECRETS = ["s3-access-key", "s3-secret-key", "s3-endpoint", "s3-region"]
-
-
-def s3_stack(directory: Path, s3_url: str) -> str:
-    """stack.yml with the stacking functions configured for S3 (env s3_url, the four secrets), replicas
-    draining for 1 s; how a user enables transfer s3 (README, "The S3-compatible channel")."""
-    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
-    for name, spec in stack["functions"].items():
-        spec["handler"] = str((ROOT / spec["handler"]).resolve())
-        spec["environment"] = {**spec["environment"], "healthcheck_interval": "1s"}
-        if name.startswith("stacking-"):
-            spec["environment"]["s3_url"] = s3_url
-            spec["secrets"] = [*spec.get("secrets", []), *S3_SECRETS]
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "stack.yml").write_text(yaml.safe_dump(stack))
-    return str(directory / "stack.yml")
-
-
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory, s3_endpoint):
     root = tmp_path_factory.mktemp("stacking")
     directory = root / ".faasgd"
-    (directory / "secrets").mkdir(mode=0o700, parents=True)
-    s3_endpoint.write_secrets(directory / "secrets")  # the runtime's secrets, as `faas-cli secret create` leaves them
-    for name in S3_SECRETS:
-        (directory / "secrets" / name).chmod(0o600)
+    preload_secrets(directory, s3_endpoint)
     prefix = f"e2e-{root.name}"
-    stack = s3_stack(root / "stack", f"s3://{s3_endpoint.bucket}/{prefix}")
+    stack = s3_stack(ROOT, root / "stack", f"s3://{s3_endpoint.bucket}/{prefix}")
     started = faasgd("up", "--port", str(free_port()), "--dir", str(directory), "-f", stack)
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
