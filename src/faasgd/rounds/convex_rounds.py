@@ -72,7 +72,7 @@ def admm_round(state: RoundState, shard: Shard, model: ModuleType, exchange: Exc
     """One consensus-ADMM round for lr or svm; `weight` is N n_i / n (1 with equal shards), as run_admm's."""
     admm.check(rho=rho, local_steps=local_steps, lr=lr)
     l2 = linear.check_l2(l2)
-    if not isinstance(weight, (int, float, np.floating)) or not 0 < weight < np.inf:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float, np.floating)) or not 0 < weight < np.inf:
         raise ConfigError("weight", f"must be a finite number > 0 (N n_i / n), got {weight!r}")
     if exchange.config.op != "mean":
         raise ConfigError("op", f"ADMM averages the contributions: the exchange's op must be 'mean', "
