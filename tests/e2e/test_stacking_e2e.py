@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.s3_server import boto_client, preload_secrets, s3_stack
 
 from faasgd.local import credentials
 from faasgd.local.stores import free_port
@@ -28,49 +29,66 @@ def faasgd(*args, timeout=300):
 
 
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("stacking") / ".faasgd"
-    started = faasgd("up", "--port", str(free_port()), "--dir", str(directory))
+def gateway(tmp_path_factory, s3_endpoint):
+    root = tmp_path_factory.mktemp("stacking")
+    directory = root / ".faasgd"
+    preload_secrets(directory, s3_endpoint)
+    prefix = f"e2e-{root.name}"
+    stack = s3_stack(ROOT, root / "stack", f"s3://{s3_endpoint.bucket}/{prefix}")
+    started = faasgd("up", "--port", str(free_port()), "--dir", str(directory), "-f", stack)
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
     client = GatewayClient(state["gateway_url"], 120, auth=credentials.read(directory / "secrets"))
     client.directory = directory  # for `faasgd ... --dir`
+    client.s3 = (boto_client(s3_endpoint.settings), s3_endpoint.bucket, prefix)  # to look into the bucket
     yield client
     assert faasgd("down", "--dir", str(directory)).returncode == 0
 
 
 @pytest.fixture(scope="module")
 def oracle():
-    """The default job's scores from scikit-learn alone (its own predict, in this process)."""
+    """The default job's scores from scikit-learn alone (its own predict, in this process), by trainers_num."""
     config = load_stacking({}, {})
     data = make_dataset(config)
     fitted = [fit_base(flow.model_of(config, i), config.seed, config.cv_folds, data.x_train, data.y_train)
-              for i in range(4)]
-    test = [estimator.predict(data.x_test) for estimator, _ in fitted]
-    meta = fit_meta(config.seed, [[*row] for row in zip(*(oof for _, oof in fitted))], data.y_train)
-    ensemble = float((meta.predict([[*row] for row in zip(*test)]) == data.y_test).mean())
-    return [accuracy(t, data.y_test) for t in test], ensemble
+              for i in range(4)]  # trainer i fits models[i % 4], from the same seed: the same fit
+
+    def scores(trainers: int):
+        chosen = [fitted[i % 4] for i in range(trainers)]
+        test = [estimator.predict(data.x_test) for estimator, _ in chosen]
+        meta = fit_meta(config.seed, [[*row] for row in zip(*(oof for _, oof in chosen))], data.y_train)
+        ensemble = float((meta.predict([[*row] for row in zip(*test)]) == data.y_test).mean())
+        return [accuracy(t, data.y_test) for t in test], ensemble
+    return scores
 
 
-@pytest.mark.parametrize("transfer, store, concurrent", [("inline", "redis", True), ("inline", "redis", False),
-                                                         ("store", "redis", True), ("store", "memcached", False)])
-def test_a_default_job_runs_through_the_four_functions(gateway, oracle, transfer, store, concurrent):
+@pytest.mark.parametrize("transfer, store, concurrent, trainers", [
+    ("inline", "redis", True, 4), ("inline", "redis", False, 4), ("store", "redis", True, 4),
+    ("store", "memcached", False, 4), ("s3", "redis", True, 4), ("s3", "memcached", False, 4),
+    ("inline", "memcached", True, 16), ("inline", "redis", False, 16), ("store", "memcached", True, 16),
+    ("store", "redis", False, 16), ("s3", "redis", True, 16), ("s3", "memcached", False, 16)])
+def test_a_default_job_runs_through_the_four_functions(gateway, oracle, transfer, store, concurrent, trainers):
     answer = gateway.invoke("stacking-driver", {"transfer": transfer, "store": store, "concurrent_training": concurrent,
-                                                "trainers_num": 4})
+                                                "trainers_num": trainers})
     assert answer.status == 200, answer.body[:500]
     result = answer.json()
-    base, ensemble = oracle
+    base, ensemble = oracle(trainers)
     assert result["base_scores"] == pytest.approx(base) and result["ensemble_score"] == pytest.approx(ensemble)
-    assert result["models"] == ["LinearSVR", "Lasso", "RandomForestRegressor", "KNeighborsRegressor"]
+    assert result["models"] == ["LinearSVR", "Lasso", "RandomForestRegressor", "KNeighborsRegressor"] * (trainers // 4)
     assert set(result["phases"]) == set(flow.PHASES) and all(v > 0 for v in result["phases"].values())
+    assert result["call_retries"] == 0
+    s3, bucket, prefix = gateway.s3
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/{result['job_id']}/").get("Contents", [])
+    # model:i and pred:i per trainer; dataset, models, meta-features, full-model
+    assert (len(listed) == 2 * trainers + 4) if transfer == "s3" else not listed
     status = gateway.invoke("stacking-driver", method="GET", query={"job_id": result["job_id"], "store": store})
     assert status.status == 200 and status.json()["state"] == "done"
     assert status.json()["ensemble_score"] == result["ensemble_score"]
 
 
 def test_bad_requests_are_refused_before_any_work(gateway):
-    s3 = gateway.invoke("stacking-driver", {"transfer": "s3"})
-    assert s3.status == 400 and s3.json()["field"] == "transfer" and "not available" in s3.json()["error"]
+    s3 = gateway.invoke("stacking-driver", {"transfer": "s3", "s3_url": "s3://elsewhere/x"})
+    assert s3.status == 400 and s3.json()["field"] == "s3_url"
     big = gateway.invoke("stacking-driver", {"transfer": "inline", "trainers_num": 64})
     assert big.status == 413 and big.json()["field"] == "transfer"
     located = gateway.invoke("stacking-driver", {"store_url": "redis://elsewhere:6379/0"})

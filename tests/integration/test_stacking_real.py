@@ -7,6 +7,7 @@ import pickle
 import uuid
 
 import pytest
+from support.stacking_drive import in_process
 
 from faasgd.stacking import flow, records, safe_format
 from faasgd.stacking.config import load_stacking
@@ -22,16 +23,6 @@ def store(request):
     server = request.getfixturevalue(f"{request.param}_server")
     with open_store(server.url, timeout_s=5.0) as store:
         yield store
-
-
-def in_process(store, job_id, config):
-    def call(function, body):
-        if function == flow.TRAINER:
-            return flow.train(store, job_id, config, body["trainer_id"], body["dataset"])
-        if function == flow.REDUCER:
-            return flow.reduce(store, job_id, config, body["trainers"])
-        return flow.metatrain(store, job_id, config, body)
-    return call
 
 
 def test_a_default_job_keeps_its_objects_in_the_real_store(store):

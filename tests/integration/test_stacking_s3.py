@@ -10,6 +10,8 @@ import uuid
 import pytest
 
 from support.s3_server import boto_client
+from support.stacking_drive import SMALL as STACKING_SMALL
+from support.stacking_drive import in_process
 from faasgd.channels import configured_space
 from faasgd.errors import ConfigError, StateLost
 from faasgd.stacking import flow, records
@@ -19,7 +21,7 @@ from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration
 
-SMALL = {"n_samples": 120, "n_features": 16, "seed": 3, "trainers_num": 4}
+SMALL = {**STACKING_SMALL, "trainers_num": 4}
 OBJECTS = ["dataset", "full-model", "meta-features", "model:0", "model:1", "model:2", "model:3", "models",
            "pred:0", "pred:1", "pred:2", "pred:3"]
 
@@ -37,16 +39,6 @@ def s3_function(s3_endpoint, tmp_path, monkeypatch):
 def store(redis_server):
     with open_store(redis_server.url, timeout_s=5.0) as store:
         yield store
-
-
-def in_process(store, job_id, config):
-    def call(function, body):
-        if function == flow.TRAINER:
-            return flow.train(store, job_id, config, body["trainer_id"], body["dataset"])
-        if function == flow.REDUCER:
-            return flow.reduce(store, job_id, config, body["trainers"])
-        return flow.metatrain(store, job_id, config, body)
-    return call
 
 
 def run(store, body):

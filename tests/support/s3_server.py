@@ -94,3 +94,32 @@ def enable_auth(server: ServerProcess) -> S3Settings:
     with urllib.request.urlopen(request, timeout=5.0) as answer:
         assert answer.status == 200
     return S3Settings(server.url, DUMMY.region, key["AccessKeyId"], key["SecretAccessKey"])
+
+
+S3_SECRETS = ("s3-access-key", "s3-secret-key", "s3-endpoint", "s3-region")  # what a function's S3 space reads
+
+
+def s3_stack(root, directory, s3_url: str, drain_s: int = 1) -> str:
+    """`root`'s stack.yml, written into `directory`, with the stacking functions configured for S3 (env
+    s3_url, the four secrets) and replicas draining for `drain_s`: how a user enables transfer s3."""
+    import yaml
+
+    stack = yaml.safe_load((root / "stack.yml").read_text())
+    for name, spec in stack["functions"].items():
+        spec["handler"] = str((root / spec["handler"]).resolve())
+        spec["environment"] = {**spec["environment"], "healthcheck_interval": f"{drain_s}s"}
+        if name.startswith("stacking-"):
+            spec["environment"]["s3_url"] = s3_url
+            spec["secrets"] = [*spec.get("secrets", []), *S3_SECRETS]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "stack.yml").write_text(yaml.safe_dump(stack))
+    return str(directory / "stack.yml")
+
+
+def preload_secrets(runtime_dir, endpoint: "S3Endpoint") -> None:
+    """The S3 secrets in a runtime folder before `faasgd up`, as `faas-cli secret create` would leave them."""
+    secrets = runtime_dir / "secrets"
+    secrets.mkdir(mode=0o700, parents=True, exist_ok=True)
+    endpoint.write_secrets(secrets)
+    for name in S3_SECRETS:
+        (secrets / name).chmod(0o600)

@@ -13,6 +13,7 @@ import zipfile
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
+from support.stacking_drive import SMALL, in_process
 
 from faasgd.errors import ConfigError, JobNotFound
 from faasgd.stacking import flow, models, predictors, records, safe_format
@@ -21,7 +22,6 @@ from faasgd.stacking.dataset import accuracy, make_dataset
 from faasgd.stacking.safe_format import Shape, UnsafeObject
 from faasgd.store import open_store
 
-SMALL = {"n_samples": 120, "n_features": 16, "seed": 3}
 
 
 @pytest.fixture(scope="module")
@@ -192,16 +192,6 @@ def test_an_inline_job_whose_bodies_would_be_too_large_is_a_413_before_anything(
         flow.check_inline(config, 1 << 20)
     assert info.value.http_status == 413 and info.value.field == "transfer" and "transfer=store" in str(info.value)
     flow.check_inline(load_stacking({}, {"transfer": "store", "trainers_num": 16}), 1)  # store: no such bound
-
-
-def in_process(store, job_id, config):
-    def call(function, body):
-        if function == flow.TRAINER:
-            return flow.train(store, job_id, config, body["trainer_id"], body["dataset"])
-        if function == flow.REDUCER:
-            return flow.reduce(store, job_id, config, body["trainers"])
-        return flow.metatrain(store, job_id, config, body)
-    return call
 
 
 def oracle(config):

@@ -21,6 +21,7 @@ import numpy as np
 
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.stacking import models, predictors, records, safe_format
+from faasgd.stacking.calls import Call, Retrying
 from faasgd.stacking.config import StackingConfig, held_out_rows
 from faasgd.stacking.dataset import accuracy, make_dataset
 from faasgd.stacking.safe_format import Shape, UnsafeObject
@@ -28,7 +29,6 @@ from faasgd.stacking.transfer import B64_FACTOR, channel
 from faasgd.store import ParameterStore
 
 TRAINER, REDUCER, METATRAINER = "stacking-trainer", "stacking-reducer", "stacking-metatrainer"
-Call = Callable[[str, dict], dict]  # (function, JSON body) -> its JSON answer; raises FaasgdError
 PHASES = ("upload_s", "train_s", "reduce_s", "meta_train_s")
 BODY_SLACK = 4096  # the JSON around the objects
 
@@ -121,10 +121,12 @@ def metatrain(store: ParameterStore, job_id: str, config: StackingConfig, body: 
 
 # ---- the driver -------------------------------------------------------------------------------------
 def drive(store: ParameterStore, job_id: str, config: StackingConfig, call: Call,
-          clock: Callable[[], float] = time.monotonic) -> dict:
-    """Run the job's four phases; the result (also written to the job's state). A failure fails the job."""
+          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> dict:
+    """Run the job's four phases; the result (also written to the job's state). A failure fails the job.
+    A call whose answer was lost is made again (calls.py); a job failed meanwhile by its deadline stays failed."""
     phases: dict[str, float] = {}
     started = clock()
+    call = Retrying(call, config.call_timeout_s, sleep=sleep, clock=clock)
     try:
         records.set_state(store, job_id, phase="upload")
         move = channel(config.transfer, store, job_id)
@@ -155,7 +157,7 @@ def drive(store: ParameterStore, job_id: str, config: StackingConfig, call: Call
                                    "models": reduced.get("models"), "meta_features": reduced.get("meta_features")})
         phases["meta_train_s"] = clock() - mark
     except FaasgdError as error:
-        records.set_state(store, job_id, state="failed", error=str(error), phases=phases)
+        records.finish(store, job_id, state="failed", error=str(error), phases=phases, call_retries=call.retries)
         raise
     base_scores = [float(s) for s in final["base_scores"]]
     result = {"state": "done", "phase": "done", "transfer": config.transfer, "trainers_num": config.trainers_num,
@@ -163,6 +165,9 @@ def drive(store: ParameterStore, job_id: str, config: StackingConfig, call: Call
               "models": [model_of(config, i).name for i in range(config.trainers_num)],
               "base_scores": base_scores, "best_base_score": max(base_scores),
               "ensemble_score": float(final["ensemble_score"]),
-              "phases": {k: round(v, 4) for k, v in phases.items()}, "total_s": round(clock() - started, 4)}
-    records.set_state(store, job_id, **result)
+              "phases": {k: round(v, 4) for k, v in phases.items()}, "total_s": round(clock() - started, 4),
+              "call_retries": call.retries}
+    ended = records.finish(store, job_id, **result)
+    if ended.get("state") != "done":  # failed by its deadline while the calls ran: it stays failed
+        raise FaasgdError(f"job {job_id}: {ended.get('error', 'ended before its driver finished')}")
     return result
