@@ -247,7 +247,7 @@ rounds: 1
 fixed: {dataset: higgs-like, model: lr, train_samples: 300, validation_samples: 60, test_samples: 100,
         batch_size: 32, max_epochs: 2, target_accuracy: 1.0, learning_rate: 0.5, number_of_workers: 2}
 matrix:
-  algorithm: [grad_avg, admm]
+  algorithm: [model_avg, admm]
   sync: reduce_scatter
   local_steps: 2
   store: memcached
@@ -263,7 +263,7 @@ def test_a_matrix_of_lambdamls_algorithms_runs_and_records_rounds_and_bytes(tmp_
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     with open(out / "runs.csv") as f:
         rows = list(csv.DictReader(f))
-    assert sorted(r["algorithm"] for r in rows) == ["admm", "grad_avg"]
+    assert sorted(r["algorithm"] for r in rows) == ["admm", "model_avg"]
     assert all(r["state"] == "done" and r["sync"] == "reduce_scatter" for r in rows)
-    assert {r["algorithm"]: int(r["rounds"]) for r in rows} == {"grad_avg": 8, "admm": 4}  # 2 epochs of 4 / 2 rounds
+    assert {r["algorithm"]: int(r["rounds"]) for r in rows} == {"admm": 8, "model_avg": 4}  # 2 epochs of 4 / 2 rounds
     assert all(int(r["round_bytes_read"]) > 0 and float(r["barrier_wait_s"]) >= 0 for r in rows)

@@ -90,7 +90,7 @@ def test_every_combination_ends_done_with_rounds_bytes_and_equal_parameters(runt
         result, what = status["result"], {k: body[k] for k in ("algorithm", "sync", "channel", "store",
                                                                  "invocation_mode")}
         assert status["state"] == "done", (what, result and result["error"])
-        rounds_per_epoch = -(-120 // 32) if body["algorithm"] == "grad_avg" else -(-(-(-120 // 32)) // 2)
+        rounds_per_epoch = -(-(-(-120 // 32)) // 2) if body["algorithm"] == "model_avg" else -(-120 // 32)
         assert result["rounds"] == 2 * rounds_per_epoch, what
         assert result["round_bytes_written"] > 0 and result["round_bytes_read"] > 0, what
         assert result["round_bytes_per_worker"] > 0 and result["barrier_wait_s"] >= 0, what

@@ -153,3 +153,14 @@ def test_the_sync_default_is_the_algorithms_own():
 
     assert sync_pattern(load_config({}, {})) == "async"
     assert sync_pattern(load_config({}, {"algorithm": "model_avg"})) == "reduce"
+
+
+def test_admm_with_whole_shard_minibatches_equals_the_in_process_reference():
+    config = config_of("admm-ref", algorithm="admm", batch_size=10_000, max_epochs=12, local_steps=3,
+                       admm_rho=0.5, learning_rate=0.5)
+    store, job_id = train_job(config)
+    _, held = job.holdout(config)
+    shards = [data.load_shard(config.dataset, "train", w, 2, config.train_samples, holdout=held) for w in range(2)]
+    z = convex.admm.run_admm([(s.x, s.y) for s in shards], convex.lr, rho=0.5, rounds=12, local_steps=3, lr=0.5)
+    assert store.worker_record(job_id, 0)["rounds"] == 12  # one round an epoch: the whole shard is one minibatch
+    np.testing.assert_allclose(store.get_weights(job_id)[0], z, rtol=1e-4, atol=1e-5)

@@ -6,8 +6,9 @@ the job's `algorithm`. Every round goes through one all_reduce over the job's ch
 (ParameterStore is a blob space) or the function's S3 space (`channel: s3`, faasgd.channels.configured_space).
 
 Rounds and epochs. Every worker runs the same rounds: in each, every worker takes `steps_per_round`
-minibatches of exactly `batch_size` rows (grad_avg: 1, model_avg and admm: local_steps). An epoch is
-rounds_per_epoch = ceil(ceil(L / batch_size) / steps_per_round) rounds, L the largest shard's rows, so every
+minibatches of exactly B = min(batch_size, L) rows (grad_avg and admm: 1, admm taking local_steps x-update steps
+on it; model_avg: local_steps, one SGD step each), L the largest shard's rows. An epoch is
+rounds_per_epoch = ceil(ceil(L / B) / steps_per_round) rounds, so every
 worker passes over its shard once per epoch and a shorter shard wraps to its epoch order's start (decided:
 equal minibatches keep grad_avg equal to one process with an N x batch_size batch). Minibatch k of epoch e
 is rows order_e[(k B + j) mod n], j < B, order_e a permutation drawn from (seed, worker, epoch), so any round
@@ -45,8 +46,9 @@ from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.errors import StateLost
 from faasgd.retry import STORE_OUTAGE, retry_call
-from faasgd.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats, consensus_round
+from faasgd.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
 from faasgd.rounds import grad_avg_round, model_avg_round
+from faasgd.rounds.convex_rounds import admm_round
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.progress import WorkerProgress
 from faasgd.store import ParameterStore
@@ -87,9 +89,10 @@ class SyncWorker:
         self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
             pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s),
             clock=self.clock, sleep=self.sleep)
-        self.steps_per_round = 1 if config.algorithm == "grad_avg" else config.local_steps
+        self.steps_per_round = config.local_steps if config.algorithm == "model_avg" else 1  # minibatches a round
         largest = max(b - a for a, b in (data.shard_range(shard.total, w, self.workers) for w in range(self.workers)))
-        self.rounds_per_epoch = -(-(-(-largest // config.batch_size)) // self.steps_per_round)
+        self.batch = min(config.batch_size, largest)  # a minibatch never repeats a row of the largest shard
+        self.rounds_per_epoch = -(-(-(-largest // self.batch)) // self.steps_per_round)
         self.convex: ModuleType | None = None if config.model == "mlp" else convex.get_model(config.model)
         self.length = model.param_count(sizes)
         self.channel = NoChannel()
@@ -183,7 +186,7 @@ class SyncWorker:
         """This worker's minibatch `index` (counted from the job's start): exactly batch_size rows, wrapping."""
         per_epoch = self.rounds_per_epoch * self.steps_per_round
         epoch, k = divmod(index, per_epoch)
-        order, batch = self.order(epoch), self.config.batch_size
+        order, batch = self.order(epoch), self.batch
         rows = order[(k * batch + np.arange(batch)) % len(order)]
         x = self.shard.x[rows]
         return (x if self.convex is not None or x.dtype == np.float32 else data.scale_rows(x, 0, len(rows))), \
@@ -208,31 +211,12 @@ class SyncWorker:
         return self.admm_round()
 
     def admm_round(self) -> RoundOutcome:
-        """Consensus ADMM (faasgd.convex.admm): local steps on f_i + rho/2 ||x - z + u||^2 from x_i, all_reduce of
-        x_i + u_i (the mean is z: no l2), u_i += x_i - z. The state is [z | u_i | x_i]."""
-        cfg, L, steps = self.config, self.length, self.steps_per_round
-        weight = self.workers * len(self.shard.y) / self.shard.total  # f_i weighted by the shard's share
-        new_x = {}
-
-        def contribute(params: np.ndarray, r: int) -> tuple[float, np.ndarray]:
-            z, u, x = params[:L], params[L:2 * L], params[2 * L:]
-            losses = []
-            for k in range(steps):  # convex.admm.worker_update, one minibatch a step, with the loss kept
-                xb, yb = self.minibatch(r * steps + k)
-                loss, g = self.convex.loss_and_grad(x, xb, yb)
-                g *= weight
-                g += cfg.admm_rho * (x - z + u)
-                x = x - cfg.learning_rate * g
-                losses.append(loss)
-            new_x["x"] = x
-            return sum(losses) / len(losses), x + u
-
-        def combine(params: np.ndarray, vector: np.ndarray, merged: np.ndarray, r: int) -> np.ndarray:
-            z = convex.admm.merge_z([merged], cfg.admm_rho)  # the exchange's mean of x_i + u_i; no l2 to shrink by
-            x = new_x["x"]
-            return np.concatenate([z, convex.admm.update_dual(params[L:2 * L], x, z), x]).astype(np.float32)
-
-        return consensus_round(self.state, self.exchange, contribute, combine)
+        """Consensus ADMM (faasgd.rounds.convex_rounds.admm_round): `local_steps` x-update steps on this round's
+        minibatch, weighted by the shard's share of the rows (N n_i / n), from the state [z | u_i | x_i]."""
+        cfg, r = self.config, self.state.round_no
+        weight = self.workers * len(self.shard.y) / self.shard.total
+        return admm_round(self.state, self.minibatch(r), self.convex, self.exchange, rho=cfg.admm_rho,
+                          local_steps=cfg.local_steps, lr=cfg.learning_rate, weight=weight)
 
     def global_params(self) -> np.ndarray:
         return self.state.params[:self.length]
@@ -251,7 +235,7 @@ class SyncWorker:
             self.state = outcome.state
             self.add_stats(outcome.stats)
             progress.step += self.steps_per_round
-            progress.samples += self.steps_per_round * self.config.batch_size
+            progress.samples += self.steps_per_round * self.batch
             progress.epoch_step, progress.epoch_loss_sum = index + 1, progress.epoch_loss_sum + outcome.loss
             progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
             self.checkpoint()
