@@ -4,7 +4,7 @@ with threads as workers: oracles, resume mid-round, per-iteration = loop, record
 import numpy as np
 import pytest
 
-from faasgd import convex, data, job
+from faasgd import convex, data, job, result
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
 from faasgd.sgd import invocation, sync_worker
@@ -164,3 +164,25 @@ def test_admm_with_whole_shard_minibatches_equals_the_in_process_reference():
     z = convex.admm.run_admm([(s.x, s.y) for s in shards], convex.lr, rho=0.5, rounds=12, local_steps=3, lr=0.5)
     assert store.worker_record(job_id, 0)["rounds"] == 12  # one round an epoch: the whole shard is one minibatch
     np.testing.assert_allclose(store.get_weights(job_id)[0], z, rtol=1e-4, atol=1e-5)
+
+
+def test_a_worker_waiting_at_a_barrier_heartbeats_and_stops_when_the_job_fails():
+    config = config_of("barrier-fail", round_timeout_s=30)
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    beats = []
+    progress = invocation.resume(store, job_id, config, 0, "alone")
+    trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, lambda: beats.append(1))
+    start = trainer._last_heartbeat  # the fake clock goes on from the real one the first heartbeat read
+    clock = [start]
+    trainer.clock = lambda: clock[0]
+    trainer.exchange.clock = trainer.clock
+
+    def sleep(seconds):  # worker 1 never comes; after 5 s of waiting the job fails
+        clock[0] += max(seconds, 0.5)
+        if clock[0] > start + 5 and store.get_record(job_id, "result") is None:
+            result.write_result(store, job_id, error="worker 1: gone")
+
+    trainer.sleep = sleep
+    assert invocation.train(trainer) is True  # stopped: the job ended, long before the round's 30 s deadline
+    assert clock[0] < start + 10 and len(beats) >= 5  # it stayed alive while it waited

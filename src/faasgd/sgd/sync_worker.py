@@ -64,6 +64,10 @@ def state_name(worker_id: int, rounds: int) -> str:
     return f"sync-state:{int(worker_id)}:{rounds % 2}"
 
 
+class JobFailed(Exception):
+    """Raised when the job failed (its result or `lost` is written) while this worker waited at a barrier."""
+
+
 class NoChannel:
     """The Downpour worker's communication thread has no counterpart here (rounds are blocking)."""
 
@@ -88,7 +92,7 @@ class SyncWorker:
         self.workers, self.me = config.number_of_workers, progress.worker_id
         self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
             pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s),
-            clock=self.clock, sleep=self.sleep)
+            clock=self.clock, sleep=self.barrier_sleep)
         self.steps_per_round = config.local_steps if config.algorithm == "model_avg" else 1  # minibatches a round
         largest = max(b - a for a, b in (data.shard_range(shard.total, w, self.workers) for w in range(self.workers)))
         self.batch = min(config.batch_size, largest)  # a minibatch never repeats a row of the largest shard
@@ -101,7 +105,7 @@ class SyncWorker:
         self.on_heartbeat: Callable[[], None] | None = None
         self.period_s = self.eval_s = 0.0  # seconds a round / an evaluation takes: what a hand-off leaves room for
         self._last_push_at: float | None = None  # the last round's end (invocation.train: no hand-off before one)
-        self._last_heartbeat = self._last_ended_check = -math.inf
+        self._last_heartbeat = self._last_ended_check = self._last_failed_check = -math.inf
         self._orders: dict[int, np.ndarray] = {}
         self.state = RoundState(self.load_state(), progress.rounds)
 
@@ -167,6 +171,19 @@ class SyncWorker:
         self._last_ended_check = now
         return self._retry(lambda: job.has_ended(self.store, self.job_id))
 
+    def barrier_sleep(self, seconds: float) -> None:
+        """A pause of a barrier's wait: the worker stays alive meanwhile (heartbeat, lease, looking after its
+        peers, so a lost one is re-invoked while the others wait), and stops waiting once the job has failed."""
+        self.heartbeat()
+        now = self.clock()
+        if now - self._last_failed_check >= ENDED_CHECK_EVERY_S:
+            self._last_failed_check = now
+            found = self._retry(lambda: self.store.get_records(self.job_id, ["result", "lost"]))
+            if any(value is not None for value in found.values()):  # not `done`: peers finishing a round still
+                raise JobFailed(f"job {self.job_id} ended while worker {self.me} waited in round "
+                                f"{self.state.round_no}")
+        self.sleep(seconds)
+
     def check_budget(self, upcoming_s: float) -> None:
         reason = self.budget.stop_reason(upcoming_s)
         if reason:
@@ -231,7 +248,11 @@ class SyncWorker:
                 return False
             self.heartbeat()
             at = self.clock()
-            outcome = self.run_round()
+            try:
+                outcome = self.run_round()
+            except JobFailed:
+                progress.train_s += time.perf_counter() - started
+                return False
             self.state = outcome.state
             self.add_stats(outcome.stats)
             progress.step += self.steps_per_round
