@@ -8,7 +8,7 @@ from faasgd import convex, data, job, result
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
 from faasgd.sgd import invocation, sync_worker
-from faasgd.sgd.budget import UNLIMITED
+from faasgd.sgd.budget import UNLIMITED, CallBudget
 from faasgd.store import open_store
 from support.sync_drive import Killed, config_of, killing_first_space, in_threads, train_job
 
@@ -186,3 +186,26 @@ def test_a_worker_waiting_at_a_barrier_heartbeats_and_stops_when_the_job_fails()
     trainer.sleep = sleep
     assert invocation.train(trainer) is True  # stopped: the job ended, long before the round's 30 s deadline
     assert clock[0] < start + 10 and len(beats) >= 5  # it stayed alive while it waited
+
+
+def test_a_call_handed_off_mid_epoch_is_resumed_by_the_next_to_the_same_bits():
+    whole_store, whole = train_job(config_of("handoff-whole", sync="reduce_scatter"))
+    config = config_of("handoff", sync="reduce_scatter")
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    answers, chained = [], []
+
+    def worker(w):
+        if w == 0:
+            invocation.run_worker(config, store, job_id, 0)
+            return
+        asked = iter(range(10**6))
+        budget = CallBudget(draining=lambda: next(asked) >= 4)  # SIGTERM after a few rounds
+        answers.append(invocation.run_loop_call(config, store, job_id, 1, "first", data.load_shard, budget,
+                                                chained.append))
+        answers.append(invocation.run_loop_call(config, store, job_id, 1, "second", data.load_shard))
+
+    in_threads(worker, 2)
+    assert answers[0]["handed_off"] and chained == [0] and 0 < store.worker_record(job_id, 1)["invocations"] == 2
+    np.testing.assert_array_equal(store.get_weights(job_id)[0], whole_store.get_weights(whole)[0])
+    assert store.get_record(job_id, "result")["state"] == "done"
