@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from faasgd.data.catalog import N_CLASSES, check_dataset_name, is_tabular
+from faasgd.data.tabular import GENERATED_CLASSES
 from faasgd.errors import ConfigError
 from faasgd.store.update_rule import RULES
 from faasgd.store.url import mask_url, parse_store_url
@@ -24,7 +25,7 @@ TOPOLOGIES = ("global", "node-local")
 COMMUNICATIONS = ("background", "coalesce", "blocking")
 ALGORITHMS = ("downpour", "grad_avg", "model_avg", "admm")  # README "LambdaML's algorithms"
 SYNCS = ("", "async", "reduce", "reduce_scatter")  # "": the algorithm's own (async for downpour, else reduce)
-MODELS = ("mlp", "lr", "svm")
+MODELS = ("mlp", "lr", "svm", "kmeans")
 CHANNELS = ("store", "s3")
 
 
@@ -67,7 +68,8 @@ class TrainConfig:
     # LambdaML's algorithms (README "LambdaML's algorithms"; sgd/sync_worker.py):
     algorithm: str = "downpour"  # downpour (asynchronous pushes) | grad_avg | model_avg | admm (synchronous rounds)
     sync: str = ""  # async (downpour only) | reduce | reduce_scatter; "": the algorithm's own (async / reduce)
-    model: str = "mlp"  # mlp | lr (logistic regression) | svm (linear, binary); admm needs lr or svm
+    model: str = "mlp"  # mlp | lr (logistic regression) | svm (linear, binary) | kmeans (model_avg); admm: lr or svm
+    n_clusters: int = 0  # kmeans: the clusters k (0: the data set's classes)
     local_steps: int = 1  # model_avg: local SGD steps between averagings; admm: local gradient steps per round
     admm_rho: float = 0.1  # admm: the penalty rho of consensus ADMM (faasgd.convex.admm)
     round_timeout_s: float = 60.0  # synchronous rounds: a barrier not passed within this fails the round (504)
@@ -216,6 +218,8 @@ def _parse(field: str, value: Any) -> Any:
         return _choice(field, value, MODELS)
     if field == "channel":
         return _choice(field, value, CHANNELS)
+    if field == "n_clusters":
+        return _int(field, value, 0, 4096)
     if field == "local_steps":
         return _int(field, value, 1, 100_000)
     if field == "admm_rho":
@@ -276,9 +280,13 @@ def check_combination(config: TrainConfig) -> TrainConfig:
         raise ConfigError("model", f"downpour trains the mlp; {config.model} trains with grad_avg, model_avg or admm")
     if config.algorithm == "admm" and config.model not in ("lr", "svm"):
         raise ConfigError("model", f"admm is consensus ADMM for the convex models: must be lr or svm, got {config.model!r}")
-    if config.model == "svm" and not is_tabular(config.dataset) and N_CLASSES.get(config.dataset) != 2:
-        raise ConfigError("model", f"the linear SVM is binary; {config.dataset} has {N_CLASSES.get(config.dataset)} "
+    classes = N_CLASSES.get(config.dataset, GENERATED_CLASSES.get(config.dataset))  # None: a libsvm file's
+    if config.model == "svm" and classes not in (None, 2):
+        raise ConfigError("model", f"the linear SVM is binary; {config.dataset} has {classes} "
                                    "classes (use lr, or a binary data set: higgs-like, rcv1-like, a binary libsvm file)")
+    if config.model == "kmeans" and config.algorithm != "model_avg":
+        raise ConfigError("algorithm", "kmeans runs LambdaML's rounds of centroids merged from every shard's sums "
+                                       f"and counts: must be model_avg, got {config.algorithm!r}")
     if config.model == "mlp" and is_tabular(config.dataset):
         raise ConfigError("dataset", f"the mlp trains on the image data sets; {config.dataset} is for lr and svm")
     if synchronous and config.invocation_mode == "single":

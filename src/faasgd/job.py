@@ -38,6 +38,8 @@ def network_sizes(config: TrainConfig) -> tuple[int, ...]:
     """Layer sizes of the job's network, input and classes taken from its dataset. A linear model (lr, svm) is
     (features, k), k = 1 for two classes: its flat layout (faasgd.convex.linear) is the MLP's without hidden layers."""
     input_dim, n_classes = data.dataset_info(config.dataset)
+    if config.model == "kmeans":  # nearest-centroid assignment as a linear model (sgd/sync_worker.py)
+        return (input_dim, config.n_clusters or n_classes)
     if config.model != "mlp":
         return (input_dim, 1 if n_classes == 2 else n_classes)
     return model.layer_sizes(input_dim, config.hidden_sizes, n_classes)

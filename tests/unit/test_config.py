@@ -64,7 +64,7 @@ def test_body_must_be_an_object():
         ("seed", -1),
         ("algorithm", "gossip"),
         ("sync", "allreduce"),
-        ("model", "kmeans"),
+        ("model", "forest"),
         ("channel", "dynamodb"),
         ("local_steps", 0),
         ("admm_rho", 0),

@@ -209,3 +209,40 @@ def test_a_call_handed_off_mid_epoch_is_resumed_by_the_next_to_the_same_bits():
     assert answers[0]["handed_off"] and chained == [0] and 0 < store.worker_record(job_id, 1)["invocations"] == 2
     np.testing.assert_array_equal(store.get_weights(job_id)[0], whole_store.get_weights(whole)[0])
     assert store.get_record(job_id, "result")["state"] == "done"
+
+
+def test_kmeans_through_the_worker_is_lloyd_over_every_shard_and_its_model_assigns_the_nearest_centroid():
+    config = config_of("kmeans", dataset="blobs-like", model="kmeans", algorithm="model_avg", n_clusters=8,
+                       train_samples=900, validation_samples=100, number_of_workers=3, max_epochs=4)
+    store, job_id = train_job(config)
+    _, held = job.holdout(config)
+    validation = data.load_shard(config.dataset, "validation", 0, 1, config.train_samples, holdout=held)
+    rows = data.load_shard(config.dataset, "train", 0, 1, config.train_samples, holdout=held)
+    centroids = convex.kmeans.init(validation.x, 8, np.random.default_rng(config.seed))
+    for _ in range(4):  # the oracle: Lloyd over all the training rows in one process
+        centroids = convex.kmeans.merge([convex.kmeans.partial(centroids, rows.x)], centroids)
+    record = store.worker_record(job_id, 0)
+    state = np.frombuffer(store.get_blob(job_id, sync_worker.state_name(0, record["rounds"])), "<f4",
+                          offset=sync_worker._STATE.size)
+    assert record["rounds"] == 4  # one Lloyd iteration an epoch
+    np.testing.assert_allclose(state, centroids, rtol=1e-5, atol=1e-5)
+    weights = store.get_weights(job_id)[0]
+    nearest, _ = convex.kmeans.assign(centroids.reshape(8, -1), rows.x.astype(np.float64))
+    assert np.mean(convex.linear.scores(weights, rows.x).argmax(axis=1) == nearest) > 0.999
+    clusters, _ = convex.kmeans.assign(centroids.reshape(8, -1), validation.x.astype(np.float64))
+    majority = {c: np.bincount(validation.y[clusters == c]).argmax() for c in set(clusters.tolist())}
+    expected = np.mean([majority[c] == y for c, y in zip(clusters, validation.y)])  # clusters named by majority
+    assert store.get_record(job_id, "result")["final_validation_accuracy"] == pytest.approx(expected, abs=0.011)
+    assert expected > 0.5  # 8 blobs: chance is 1/8
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"model": "kmeans", "algorithm": "grad_avg"}, "algorithm"),
+    ({"model": "kmeans"}, "model"),
+    ({"model": "svm", "algorithm": "grad_avg", "dataset": "blobs-like"}, "model"),
+    ({"n_clusters": -1}, "n_clusters"),
+])
+def test_bad_kmeans_combinations_name_the_field(body, field):
+    with pytest.raises(ConfigError) as info:
+        load_config({}, body)
+    assert info.value.field == field

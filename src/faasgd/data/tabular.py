@@ -1,4 +1,6 @@
-"""The tabular data sets of LambdaML's tasks: `higgs-like`, `rcv1-like` (generated) and `libsvm:PATH` (a file).
+"""The tabular data sets of LambdaML's tasks: `higgs-like`, `rcv1-like`, `blobs-like` (generated) and `libsvm:PATH`.
+
+`blobs-like` is KMeans' task: BLOBS_K Gaussian blobs in BLOBS_FEATURES dimensions, the label its blob.
 
 Unlike the image sets they are not uint8 pixels: rows are float32, dense (higgs-like, a dense libsvm file
 is still read as CSR and kept so) or scipy CSR (rcv1-like, libsvm files), and stay sparse in every shard.
@@ -29,7 +31,10 @@ import scipy.sparse as sp
 from faasgd.data import generated, libsvm
 from faasgd.errors import ConfigError, DataError, DataMissing
 
-GENERATED = {"higgs-like": generated.HIGGS_FEATURES, "rcv1-like": generated.RCV1_FEATURES}  # name -> features
+BLOBS_K, BLOBS_FEATURES = 8, 16  # blobs-like: 8 seeded centres in 16 dimensions (KMeans' task)
+GENERATED = {"higgs-like": generated.HIGGS_FEATURES, "rcv1-like": generated.RCV1_FEATURES,
+             "blobs-like": BLOBS_FEATURES}  # name -> features
+GENERATED_CLASSES = {"higgs-like": 2, "rcv1-like": 2, "blobs-like": BLOBS_K}
 LIBSVM_PREFIX = "libsvm:"
 GENERATED_SEED = 0  # the generated tasks' seed (the task and its rows), fixed so every job sees the same data
 DEFAULT_TRAIN_ROWS = 10_000  # generated: training rows when train_samples is 0
@@ -65,6 +70,8 @@ def libsvm_path(dataset: str) -> str:
 def _generated(dataset: str, rows: int) -> tuple:
     if dataset == "higgs-like":
         return generated.higgs_like(rows, GENERATED_SEED)
+    if dataset == "blobs-like":
+        return generated.blobs(rows, GENERATED_SEED, BLOBS_K, BLOBS_FEATURES)
     X, y = generated.rcv1_like(rows, GENERATED_SEED)
     return X, y
 
@@ -109,15 +116,15 @@ def _libsvm_split(dataset: str) -> tuple:
 def info(dataset: str) -> tuple[int, int]:
     """(features, classes) of a tabular data set (a libsvm file is read for it)."""
     if dataset in GENERATED:
-        return GENERATED[dataset], 2
+        return GENERATED[dataset], GENERATED_CLASSES[dataset]
     Xtr, _, _, _, classes = _libsvm_split(dataset)
     return Xtr.shape[1], classes
 
 
 def row_bytes(dataset: str) -> int:
     """About the bytes one training row takes in memory (CSR: values, column indices and a row pointer)."""
-    if dataset == "higgs-like":
-        return 4 * generated.HIGGS_FEATURES
+    if dataset in ("higgs-like", "blobs-like"):
+        return 4 * GENERATED[dataset]
     if dataset == "rcv1-like":
         return int(12 * generated.RCV1_DENSITY * generated.RCV1_FEATURES) + 8
     Xtr = _libsvm_split(dataset)[0]

@@ -59,6 +59,9 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
     check_slots(config, env)
     held = data.validation_rows(train_rows, config.validation_samples, config.number_of_workers)
     train_rows -= held  # the validation rows are held out of the training rows
+    if config.model == "kmeans" and job.network_sizes(config)[1] > held:
+        raise ConfigError("n_clusters", f"kmeans draws its {job.network_sizes(config)[1]} initial centroids from the "
+                                        f"{held} validation rows: use fewer clusters or more validation_samples")
     input_dim, _ = data.dataset_info(config.dataset)
     tab = tabular.is_tabular(config.dataset)
     row = tabular.row_bytes(config.dataset) if tab else input_dim  # bytes of one raw row (sparse stays sparse)

@@ -48,7 +48,7 @@ from faasgd.errors import StateLost
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
 from faasgd.rounds import grad_avg_round, model_avg_round
-from faasgd.rounds.convex_rounds import admm_round
+from faasgd.rounds.convex_rounds import admm_round, kmeans_round
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.progress import WorkerProgress
 from faasgd.store import ParameterStore
@@ -91,14 +91,20 @@ class SyncWorker:
         self.sizes, self.shard, self.validation, self.test, self.budget = sizes, shard, validation, test, budget
         self.workers, self.me = config.number_of_workers, progress.worker_id
         self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
-            pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s),
+            pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s,
+            op="sum" if config.model == "kmeans" else "mean"),  # kmeans sums the shards' sums and counts
             clock=self.clock, sleep=self.barrier_sleep)
         self.steps_per_round = config.local_steps if config.algorithm == "model_avg" else 1  # minibatches a round
         largest = max(b - a for a, b in (data.shard_range(shard.total, w, self.workers) for w in range(self.workers)))
         self.batch = min(config.batch_size, largest)  # a minibatch never repeats a row of the largest shard
         self.rounds_per_epoch = -(-(-(-largest // self.batch)) // self.steps_per_round)
+        if config.model == "kmeans":  # a round is one Lloyd iteration over the whole shard: one round an epoch
+            self.steps_per_round, self.batch, self.rounds_per_epoch = 1, len(shard.y), 1
         self.convex: ModuleType | None = None if config.model == "mlp" else convex.get_model(config.model)
-        self.length = model.param_count(sizes)
+        self.length = model.param_count(sizes)  # the job's weights (kmeans: its nearest-centroid linear form)
+        self.state_length = {"admm": 3 * self.length}.get(config.algorithm, self.length)
+        if config.model == "kmeans":
+            self.state_length = sizes[0] * sizes[1]  # the centroids, (k, d) flat
         self.channel = NoChannel()
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = progress.rng_state  # kept as is: rounds draw from (seed, worker, epoch)
@@ -122,16 +128,18 @@ class SyncWorker:
         if rounds == 0:
             params, _ = self._retry(lambda: self.store.get_weights(self.job_id))
             params = np.asarray(params, np.float32)
+            if self.config.model == "kmeans":  # every worker draws the same k of the (shared) validation rows
+                rows = self.validation.x
+                return convex.kmeans.init(rows, self.sizes[1], np.random.default_rng(self.config.seed))
             if self.config.algorithm == "admm":  # [z | u | x]: u = 0, x = z
                 return np.concatenate([params, np.zeros_like(params), params])
             return params.copy()
         name = state_name(self.me, rounds)
         raw = self._retry(lambda: self.store.get_blob(self.job_id, name))
-        width = 3 if self.config.algorithm == "admm" else 1
         if raw is None or len(raw) < _STATE.size:
             raise StateLost(self.store.url, f"job {self.job_id!r} worker {self.me}: its checkpoint {name} is missing")
         magic, at, count = _STATE.unpack_from(raw)
-        if magic != STATE_MAGIC or at != rounds or count != width * self.length or len(raw) != _STATE.size + 4 * count:
+        if magic != STATE_MAGIC or at != rounds or count != self.state_length or len(raw) != _STATE.size + 4 * count:
             raise StateLost(self.store.url, f"job {self.job_id!r} worker {self.me}: checkpoint {name} holds round "
                                             f"{at}, {count} values; its record says round {rounds}")
         return np.frombuffer(raw, "<f4", count, _STATE.size).astype(np.float32)
@@ -222,6 +230,8 @@ class SyncWorker:
         cfg = self.config
         if cfg.algorithm == "grad_avg":
             return grad_avg_round(self.state, self.grad, self.exchange, lr=cfg.learning_rate)
+        if cfg.model == "kmeans":
+            return kmeans_round(self.state, (self.shard.x, self.shard.y), self.exchange)
         if cfg.algorithm == "model_avg":
             return model_avg_round(self.state, self.grad, self.exchange, lr=cfg.learning_rate,
                                    local_steps=cfg.local_steps)
@@ -236,7 +246,13 @@ class SyncWorker:
                           local_steps=cfg.local_steps, lr=cfg.learning_rate, weight=weight)
 
     def global_params(self) -> np.ndarray:
-        return self.state.params[:self.length]
+        """The job's model: the parameters (admm: z); kmeans: nearest-centroid assignment as a linear model,
+        W = C^T, b = -|c|^2 / 2 (argmax of x.W + b is the nearest centroid), in the job's (d, k) layout."""
+        if self.config.model != "kmeans":
+            return self.state.params[:self.length]
+        d, k = self.sizes
+        C = self.state.params.reshape(k, d).astype(np.float64)
+        return np.concatenate([C.T.ravel(), -0.5 * np.einsum("ij,ij->i", C, C)]).astype(np.float32)
 
     def run_epoch(self) -> bool:
         """The rest of the current epoch's rounds, a checkpoint after each; False if the job ended meanwhile."""
@@ -278,6 +294,8 @@ class SyncWorker:
         shard = rows if rows is not None else self.validation
         if self.convex is None:
             return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation)
+        if self.config.model == "kmeans":
+            return cluster_accuracy(weights, self.validation, shard)
         return self.convex.accuracy(weights, shard.x, shard.y)
 
     def end_of_epoch(self) -> bool:
@@ -313,6 +331,21 @@ class SyncWorker:
         self.save()
         self.heartbeat(force=True)
         return reached or progress.epoch >= self.config.max_epochs
+
+
+def cluster_accuracy(weights: np.ndarray, labelled: data.Shard, rows: data.Shard) -> float:
+    """KMeans' accuracy: each cluster named by the majority label of its `labelled` rows (the validation rows),
+    then the share of `rows` whose cluster's name is their label."""
+    def clusters(shard):
+        return convex.linear.scores(weights, shard.x).argmax(axis=1)
+
+    k = convex.linear.bias_size(weights.size, labelled.x.shape[1])
+    names = np.zeros(k, np.int64)
+    for c, labels in enumerate(np.split(labelled.y[np.argsort(clusters(labelled), kind="stable")],
+                                        np.cumsum(np.bincount(clusters(labelled), minlength=k))[:-1])):
+        if labels.size:
+            names[c] = np.bincount(labels).argmax()
+    return float(np.mean(names[clusters(rows)] == rows.y)) if len(rows.y) else 0.0
 
 
 def load_sync_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
