@@ -7,7 +7,7 @@ import pytest
 from faasgd import convex, data, job, result
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
-from faasgd.sgd import invocation, sync_worker
+from faasgd.sgd import invocation, sync_checkpoint, sync_worker
 from faasgd.sgd.budget import UNLIMITED, CallBudget
 from faasgd.store import open_store
 from support.sync_drive import Killed, config_of, killing_first_space, in_threads, train_job
@@ -18,9 +18,9 @@ def final_states(store, job_id, config):
     out = []
     for w in range(config.number_of_workers):
         rounds = store.worker_record(job_id, w)["rounds"]
-        raw = store.get_blob(job_id, sync_worker.state_name(w, rounds))
+        raw = store.get_blob(job_id, sync_checkpoint.state_name(w, rounds))
         length = job.network_sizes(config)[0] + 1
-        out.append(np.frombuffer(raw, "<f4", offset=sync_worker._STATE.size)[:length])
+        out.append(np.frombuffer(raw, "<f4", offset=sync_checkpoint._HEADER.size)[:length])
     return out
 
 
@@ -222,8 +222,8 @@ def test_kmeans_through_the_worker_is_lloyd_over_every_shard_and_its_model_assig
     for _ in range(4):  # the oracle: Lloyd over all the training rows in one process
         centroids = convex.kmeans.merge([convex.kmeans.partial(centroids, rows.x)], centroids)
     record = store.worker_record(job_id, 0)
-    state = np.frombuffer(store.get_blob(job_id, sync_worker.state_name(0, record["rounds"])), "<f4",
-                          offset=sync_worker._STATE.size)
+    state = np.frombuffer(store.get_blob(job_id, sync_checkpoint.state_name(0, record["rounds"])), "<f4",
+                          offset=sync_checkpoint._HEADER.size)
     assert record["rounds"] == 4  # one Lloyd iteration an epoch
     np.testing.assert_allclose(state, centroids, rtol=1e-5, atol=1e-5)
     weights = store.get_weights(job_id)[0]

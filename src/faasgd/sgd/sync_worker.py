@@ -15,10 +15,8 @@ is rows order_e[(k B + j) mod n], j < B, order_e a permutation drawn from (seed,
 can be recomputed from its number alone (no RNG state to checkpoint).
 
 The checkpoint. After round r every worker holds the same parameters (the merged result of round r); admm
-workers also their own x_i and u_i. A worker writes its state (params; admm: [z | u_i | x_i]) to the job's store
-as blob `sync-state:<w>:<r mod 2>` with the round in its header, then its record with rounds = r + 1 (and
-pushes = rounds, so a stale call's record never replaces a newer one). A crash between the two leaves the record
-at r, whose slot was not touched. A resumed worker reads its slot and re-enters round r + 1 of the exchange,
+workers also their own x_i and u_i. A worker writes its state (sync_checkpoint.py) to the job's store, then its
+record with rounds = r + 1 (and pushes = rounds, so a stale call's record never replaces a newer one). A resumed worker reads its slot and re-enters round r + 1 of the exchange,
 which gives the same bits on re-entry (faasgd.rounds). Round 0 starts from the job's initial weights.
 
 Epoch end: every worker evaluates the global parameters (admm: z) on the validation rows (all hold the same
@@ -34,7 +32,6 @@ import hashlib
 import logging
 import math
 import os
-import struct
 import time
 from types import ModuleType
 from typing import Callable
@@ -44,26 +41,18 @@ import numpy as np
 from faasgd import convex, data, job, job_model, model
 from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
-from faasgd.errors import StateLost
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
 from faasgd.rounds import grad_avg_round, model_avg_round
 from faasgd.rounds.convex_rounds import admm_round, kmeans_round
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.progress import WorkerProgress
+from faasgd.sgd.sync_checkpoint import cluster_accuracy, decode_state, encode_state, state_name
 from faasgd.store import ParameterStore
 
 log = logging.getLogger("faasgd.worker")
 HEARTBEAT_EVERY_S = 1.0
 ENDED_CHECK_EVERY_S = 0.25
-_STATE = struct.Struct("<4sQQ")  # magic, round, float32 count: the header of a checkpoint blob
-STATE_MAGIC = b"FGSS"
-
-
-def state_name(worker_id: int, rounds: int) -> str:
-    return f"sync-state:{int(worker_id)}:{rounds % 2}"
-
-
 class JobFailed(Exception):
     """Raised when the job failed (its result or `lost` is written) while this worker waited at a barrier."""
 
@@ -136,18 +125,12 @@ class SyncWorker:
             return params.copy()
         name = state_name(self.me, rounds)
         raw = self._retry(lambda: self.store.get_blob(self.job_id, name))
-        if raw is None or len(raw) < _STATE.size:
-            raise StateLost(self.store.url, f"job {self.job_id!r} worker {self.me}: its checkpoint {name} is missing")
-        magic, at, count = _STATE.unpack_from(raw)
-        if magic != STATE_MAGIC or at != rounds or count != self.state_length or len(raw) != _STATE.size + 4 * count:
-            raise StateLost(self.store.url, f"job {self.job_id!r} worker {self.me}: checkpoint {name} holds round "
-                                            f"{at}, {count} values; its record says round {rounds}")
-        return np.frombuffer(raw, "<f4", count, _STATE.size).astype(np.float32)
+        return decode_state(raw, rounds, self.state_length, self.store.url, f"job {self.job_id!r} worker {self.me}")
 
     def checkpoint(self) -> None:
         """The state after the round just run (its slot), then the record naming it (see the module docstring)."""
         params, rounds = self.state.params, self.state.round_no
-        blob = _STATE.pack(STATE_MAGIC, rounds, params.size) + params.astype("<f4", copy=False).tobytes()
+        blob = encode_state(rounds, params)
         self._retry(lambda: self.store.put_blob(self.job_id, state_name(self.me, rounds), blob))
         self.save()
 
@@ -331,21 +314,6 @@ class SyncWorker:
         self.save()
         self.heartbeat(force=True)
         return reached or progress.epoch >= self.config.max_epochs
-
-
-def cluster_accuracy(weights: np.ndarray, labelled: data.Shard, rows: data.Shard) -> float:
-    """KMeans' accuracy: each cluster named by the majority label of its `labelled` rows (the validation rows),
-    then the share of `rows` whose cluster's name is their label."""
-    def clusters(shard):
-        return convex.linear.scores(weights, shard.x).argmax(axis=1)
-
-    k = convex.linear.bias_size(weights.size, labelled.x.shape[1])
-    names = np.zeros(k, np.int64)
-    for c, labels in enumerate(np.split(labelled.y[np.argsort(clusters(labelled), kind="stable")],
-                                        np.cumsum(np.bincount(clusters(labelled), minlength=k))[:-1])):
-        if labels.size:
-            names[c] = np.bincount(labels).argmax()
-    return float(np.mean(names[clusters(rows)] == rows.y)) if len(rows.y) else 0.0
 
 
 def load_sync_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
