@@ -152,12 +152,21 @@ def from_npz(raw: bytes | str) -> ModelFile:
     sizes_t = tuple(int(s) for s in sizes)
     if params.size != model.param_count(sizes_t):
         raise ConfigError("model", f"{params.size} params do not fit layer sizes {list(sizes_t)}")
-    if scalar["activation"] not in ACTIVATIONS or scalar["dataset"] not in data.DATASETS:
+    if scalar["activation"] not in ACTIVATIONS or not known_dataset(scalar["dataset"]):
         raise ConfigError("model", f"unknown activation {scalar['activation']!r} or dataset {scalar['dataset']!r}")
     if not np.isfinite(params).all():
         raise ConfigError("model", "params hold NaN or infinite values")
     return ModelFile(params=params, sizes=sizes_t, **{k: scalar[k] for k in (
         "activation", "dataset", "job_id", "source", "version", "validation_accuracy", "test_accuracy", "test_samples")})
+
+
+def known_dataset(name: str) -> bool:
+    """Whether `name` is a data set this faasgd knows (an image set, a generated tabular set, libsvm:PATH)."""
+    try:
+        data.catalog.check_dataset_name(name)
+    except ConfigError:
+        return False
+    return True
 
 
 def _scalar(name: str, array: np.ndarray) -> Any:
@@ -173,6 +182,9 @@ def evaluate_file(found: ModelFile, dataset: str | None = None, test_samples: in
     """Accuracy of a model file on the first `test_samples` test rows (default: as the job measured) of
     `dataset` (default: its own); the answer says what was measured and what the job reported."""
     dataset = dataset or found.dataset
+    if data.is_tabular(dataset) or data.is_tabular(found.dataset):
+        raise ConfigError("dataset", "faasgd evaluate runs the image sets' models; a tabular job's accuracies are "
+                                     "in its result (README \"LambdaML's algorithms\")")
     input_dim, classes = data.dataset_info(dataset)
     if (found.sizes[0], found.sizes[-1]) != (input_dim, classes):
         raise ConfigError("dataset", f"{dataset} has {input_dim} inputs and {classes} classes; the model takes "

@@ -246,3 +246,15 @@ def test_bad_kmeans_combinations_name_the_field(body, field):
     with pytest.raises(ConfigError) as info:
         load_config({}, body)
     assert info.value.field == field
+
+
+def test_a_linear_jobs_model_file_reads_back_and_evaluate_says_where_its_accuracies_are():
+    from faasgd import job_model
+
+    store, job_id = train_job(config_of("model-file"))
+    found = job_model.from_npz(job_model.to_npz(job_model.read_model(store, job_id)))
+    assert found.dataset == "higgs-like" and found.sizes == (28, 1) and found.source == "final"
+    np.testing.assert_array_equal(found.params, store.get_weights(job_id)[0])
+    with pytest.raises(ConfigError) as info:
+        job_model.evaluate_file(found)
+    assert info.value.field == "dataset"
