@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+from support.s3_server import preload_secrets, s3_stack
 
 from faasgd.local import credentials
 from faasgd.local.stores import free_port
@@ -46,26 +46,13 @@ def faasgd(*args, timeout=120):
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory, s3_endpoint):
-    """The repository's stack, its functions given an S3 space: s3_url and endpoint in their environment, the
-    keys as the secrets s3-access-key and s3-secret-key (put in the runtime's secret folder before it starts)."""
+    """The repository's stack, emnist-setup and emnist-train given an S3 space as a user would: s3_url in their
+    environment, the s3-* secrets in the runtime's secret folder before it starts."""
     tmp = tmp_path_factory.mktemp("lambdaml")
-    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
-    for function in stack["functions"].values():
-        function["handler"] = str(ROOT / function["handler"])
-    for name in ("emnist-setup", "emnist-train"):
-        function = stack["functions"][name]
-        function["environment"] = {**function["environment"], "s3_url": f"s3://{s3_endpoint.bucket}/lambdaml-e2e",
-                                   "s3_endpoint_url": s3_endpoint.settings.endpoint_url}
-        function["secrets"] = [*function.get("secrets", []), "s3-access-key", "s3-secret-key"]
-    (tmp / "stack.yml").write_text(yaml.safe_dump(stack))
-    directory, port = tmp / ".faasgd", free_port()
-    secrets = directory / "secrets"
-    secrets.mkdir(mode=0o700, parents=True)
-    for name, value in (("s3-access-key", s3_endpoint.settings.access_key),
-                        ("s3-secret-key", s3_endpoint.settings.secret_key)):
-        (secrets / name).write_text(value)
-        (secrets / name).chmod(0o600)
-    up = faasgd("up", "-f", str(tmp / "stack.yml"), "--port", str(port), "--dir", str(directory), "--ack-wait", "120")
+    directory = tmp / ".faasgd"
+    preload_secrets(directory, s3_endpoint)
+    stack = s3_stack(ROOT, tmp / "stack", f"s3://{s3_endpoint.bucket}/lambdaml-e2e", prefixes=("emnist-",))
+    up = faasgd("up", "-f", stack, "--port", str(free_port()), "--dir", str(directory), "--ack-wait", "120")
     assert up.returncode == 0, up.stdout + up.stderr
     state = json.loads((directory / "state.json").read_text())
     try:

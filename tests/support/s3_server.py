@@ -99,16 +99,17 @@ def enable_auth(server: ServerProcess) -> S3Settings:
 S3_SECRETS = ("s3-access-key", "s3-secret-key", "s3-endpoint", "s3-region")  # what a function's S3 space reads
 
 
-def s3_stack(root, directory, s3_url: str, drain_s: int = 1) -> str:
-    """`root`'s stack.yml, written into `directory`, with the stacking functions configured for S3 (env
-    s3_url, the four secrets) and replicas draining for `drain_s`: how a user enables transfer s3."""
+def s3_stack(root, directory, s3_url: str, drain_s: int = 1, prefixes: tuple[str, ...] = ("stacking-",)) -> str:
+    """`root`'s stack.yml, written into `directory`, with the functions named `prefixes*` (default: the stacking
+    functions) configured for S3 (env s3_url, the four secrets) and replicas draining for `drain_s`: how a user
+    enables transfer s3 (or channel s3, with prefixes=("emnist-",))."""
     import yaml
 
     stack = yaml.safe_load((root / "stack.yml").read_text())
     for name, spec in stack["functions"].items():
         spec["handler"] = str((root / spec["handler"]).resolve())
         spec["environment"] = {**spec["environment"], "healthcheck_interval": f"{drain_s}s"}
-        if name.startswith("stacking-"):
+        if name.startswith(prefixes):
             spec["environment"]["s3_url"] = s3_url
             spec["secrets"] = [*spec.get("secrets", []), *S3_SECRETS]
     directory.mkdir(parents=True, exist_ok=True)
