@@ -37,8 +37,8 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
     config = load_request(env, body)  # the one parse: environment defaults, then the body
     config = replace(config, store_url=settings.store_url_of(config.store), local_store_url=settings.local_store_url)
     check_callback(callback_url)
-    if config.channel == "s3":  # the rounds' S3 space is the function's own: refused here when it has none
-        configured_space(env)
+    if config.channel == "s3":  # the rounds' S3 space is the function's own: refused here when it has none,
+        configured_space(env).ping()  # 503 naming it when it does not answer; nothing is written before either
     needs = admission.check_job(config, env, parse_store_url(config.store_url).scheme)
     store = replica_cache.store_for(config.store_url)
     job_id = orchestrate.create_job(store, config)
