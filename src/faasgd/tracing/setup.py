@@ -25,6 +25,8 @@ from faasgd.errors import ConfigError
 log = logging.getLogger("faasgd.tracing")
 EXPORTERS = ("otlp", "zipkin", "console", "faasgd-file", "none")
 FILE_DIR_ENV = "FAASGD_TRACES_DIR"
+ENV_NAMES = ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+             "OTEL_EXPORTER_ZIPKIN_ENDPOINT", "OTEL_SERVICE_NAME", FILE_DIR_ENV)  # what a stack may set for traces
 # A pod's name is <deployment>-<replicaset hash>-<5 characters>; a local replica's <function>-<n>.
 _POD_SUFFIX = re.compile(r"(-[0-9a-f]{6,10}-[0-9a-z]{5}|-\d+)$")
 _provider: list[Any] = []  # the process's TracerProvider once set up
