@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import httpx
 
+from faasgd import tracing
 from faasgd.errors import FaasgdError, GatewayError
 
 DEFAULT_GATEWAY_URL = "http://gateway.openfaas:8080"  # the gateway's Service, as functions reach it in a cluster
@@ -84,7 +85,8 @@ class GatewayClient:
                query: dict | None = None, timeout_s: float | None = None) -> Response:
         """Synchronous call of /function/<name>; a payload that is not bytes is sent as JSON."""
         body, headers = encode(payload, headers)
-        return self.request(method, f"/function/{function}", body, headers, query, timeout_s)
+        with tracing.call_span(function, asynchronous=False):  # the callee's spans continue this one's trace
+            return self.request(method, f"/function/{function}", body, tracing.inject(headers), query, timeout_s)
 
     def invoke_async(self, function: str, payload: Any = None, callback_url: str | None = None,
                      headers: dict | None = None) -> str:
@@ -92,11 +94,13 @@ class GatewayClient:
         body, headers = encode(payload, headers)
         if callback_url:
             headers["X-Callback-Url"] = callback_url
-        answer = self.request("POST", f"/async-function/{function}", body, headers)
-        if answer.status != 202:
-            detail = answer.body[:200].decode("utf-8", "replace").strip()
-            raise GatewayError(self.url, f"async {function}: HTTP {answer.status} {detail}".strip())
-        return answer.headers.get("X-Call-Id", "")
+        with tracing.call_span(function, asynchronous=True):  # its traceparent travels in the queued call
+            answer = self.request("POST", f"/async-function/{function}", body, tracing.inject(headers))
+            if answer.status != 202:
+                detail = answer.body[:200].decode("utf-8", "replace").strip()
+                raise GatewayError(self.url, f"async {function}: HTTP {answer.status} {detail}".strip())
+            tracing.annotate(call_id=answer.headers.get("X-Call-Id", ""))
+            return answer.headers.get("X-Call-Id", "")
 
     def function_status(self, function: str) -> dict:
         """GET /system/function/<name>: replicas, availableReplicas, ..."""

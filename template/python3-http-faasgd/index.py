@@ -33,6 +33,7 @@ Environment: upstream_url, exec_timeout, write_timeout, healthcheck_interval (th
 read), waitress_threads (4), max_request_bytes (1 MiB), log_level (INFO).
 """
 
+import contextlib
 import importlib
 import json
 import logging
@@ -67,7 +68,8 @@ MAX_MESSAGE = 1000  # characters of an error message; the rest (an oversize valu
 app = Flask(__name__)
 app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES  # werkzeug raises 413 on reading a larger body
 state = {"handler": None, "ready": threading.Event(), "draining": threading.Event(), "running": 0,
-         "lock": threading.Lock(), "sigterm_at": None}
+         "lock": threading.Lock(), "sigterm_at": None,
+         "traced": lambda headers: contextlib.nullcontext(), "end_tracing": lambda: None}  # start_tracing sets these
 
 
 class BadRequest(ValueError):
@@ -269,7 +271,8 @@ def run_handler(event, context, outcome):
     with state["lock"]:
         state["running"] += 1
     try:
-        outcome["result"] = state["handler"].handle(event, context)
+        with state["traced"](event.headers):  # the caller's traceparent: the function's spans continue it
+            outcome["result"] = state["handler"].handle(event, context)
     except BaseException as exc:  # handed back to the request thread, which answers it
         outcome["error"] = exc
     finally:
@@ -279,10 +282,27 @@ def run_handler(event, context, outcome):
 
 def load_handler():
     """Import the handler (the heavy part) while the socket already takes calls; then say ready."""
+    start_tracing()
     state["handler"] = importlib.import_module("function.handler")
     with open(LOCK, "w"):
         pass
     state["ready"].set()
+
+
+def start_tracing():
+    """OpenTelemetry for this replica, set up once when the OTEL_* variables ask for an exporter (faasgd.tracing,
+    README "Traces"): each call then runs in the context its traceparent carries. A bad setting is logged and
+    tracing stays off; the function still serves. Without faasgd installed, nothing changes."""
+    try:
+        from faasgd import tracing
+        from faasgd.tracing import setup
+    except ImportError:
+        return
+    try:
+        setup.configure(os.environ)
+    except Exception as exc:  # a ConfigError naming the variable
+        print(f"tracing is off: {exc}", file=sys.stderr)
+    state["traced"], state["end_tracing"] = tracing.incoming, setup.shutdown
 
 
 def on_sigterm(signum, frame):
@@ -303,6 +323,7 @@ def drain():
     while True:
         waited = time.monotonic() - state["sigterm_at"]
         if (waited >= window and state["running"] == 0) or waited >= window + write_timeout:
+            state["end_tracing"]()  # spans still batched are exported (os._exit skips atexit)
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)

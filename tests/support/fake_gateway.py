@@ -81,7 +81,8 @@ class FakeGateway:
                 raise httpx.ConnectError("connection refused", request=request)
             self._accepted += 1
             call = Call(request.url.path[len(prefix):], json.loads(request.content),
-                        {k: v for k, v in request.headers.items() if k.lower().startswith("x-")},
+                        {k: v for k, v in request.headers.items()
+                         if k.lower().startswith("x-") or k.lower() in ("traceparent", "tracestate")},
                         f"call-{next(self._ids)}")
             self.calls.append(call)
         if self.deliver is not None:

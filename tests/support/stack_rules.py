@@ -27,6 +27,7 @@ import yaml
 
 from faasgd.errors import ConfigError
 from faasgd.local import stack as local_stack
+from faasgd.tracing import setup as tracing_setup
 
 PROVIDER_NAME = "openfaas"
 VALID_VERSIONS = ["1.0"]
@@ -49,7 +50,7 @@ RUNTIME_ENV_KEYS = {
     "max_inflight", "prefix_logs", "log_callid", "gateway_url", "max_request_bytes", "waitress_threads",
     "suppress_lock", "ready_path", "stores", "memory_limit", "store_budget", "worker_slots",
     "store_topology", "local_store_url",
-}
+} | set(tracing_setup.ENV_NAMES)  # the template's index.py reads these (faasgd.tracing.setup)
 DURATION_KEYS = ("read_timeout", "write_timeout", "exec_timeout", "healthcheck_interval")
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -8,7 +8,7 @@ import os
 from rich.table import Table
 
 from faasgd import job
-from faasgd.cli import flags, stacking_status
+from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
 from faasgd.cli.progress import LiveProgress, console, print_summary, worker_table
 from faasgd.config import read_setting
@@ -21,6 +21,8 @@ from faasgd.store.keys import check_job_id
 def run(args) -> int:
     if not args.job_id:
         return runtime_status(args)
+    if getattr(args, "trace", False):
+        return traces.run(args)
     status = read_job_status(args)
     out = console()
     if args.json:

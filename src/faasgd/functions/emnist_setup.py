@@ -11,7 +11,7 @@ import urllib.parse
 from dataclasses import replace
 from typing import Any, Mapping
 
-from faasgd import job, job_model
+from faasgd import job, job_model, tracing
 from faasgd.channels import configured_space
 from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
@@ -27,6 +27,7 @@ STATUS_QUERY_KEYS = ("job_id", "store", "events", "model", "profile")
 MODEL_FORMATS = ("npz",)  # what ?model= may ask for
 
 
+@tracing.traced("setup")
 def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None,
               budget: CallBudget = UNLIMITED) -> tuple[int, dict]:
     """Validate, create the job, then fan out (202) or, in single mode, train here (200).
@@ -42,6 +43,7 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
     needs = admission.check_job(config, env, parse_store_url(config.store_url).scheme)
     store = replica_cache.store_for(config.store_url)
     job_id = orchestrate.create_job(store, config)
+    tracing.annotate(job_id=job_id, workers=config.number_of_workers, mode=config.invocation_mode)
     query = {"job_id": job_id, **({"store": config.store} if config.store else {})}
     answer = {"job_id": job_id, "number_of_workers": config.number_of_workers,
               "invocation_mode": config.invocation_mode, "dataset": config.dataset, "store": config.store or "default",

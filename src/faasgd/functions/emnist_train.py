@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
+from faasgd import tracing
 from faasgd.errors import GatewayError
 from faasgd.functions import orchestrate, replica_cache
 from faasgd.functions.settings import FunctionEnv
@@ -22,8 +23,10 @@ def train(body: Any, env: Mapping[str, str], call_id: str = "", budget: CallBudg
     request = TrainRequest.parse(body)
     settings = FunctionEnv.read(env)
     store = replica_cache.store_for(settings.store_url_of(request.store))
-    return 200, orchestrate.train_call(store, request, call_id, relaunch_through_gateway(settings), budget,
-                                       settings.local_store_url)
+    with tracing.span("train", tracing.SpanKind.SERVER, job_id=request.job_id, worker_id=request.worker_id, iteration=request.iteration,
+                      call_id=call_id):  # continues the caller's trace (index.py attached its traceparent)
+        return 200, orchestrate.train_call(store, request, call_id, relaunch_through_gateway(settings), budget,
+                                           settings.local_store_url)
 
 
 def metrics() -> dict:

@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable
 
-from faasgd import data, job, result
+from faasgd import data, job, result, tracing
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.functions import replica_cache, supervise
@@ -61,7 +61,7 @@ def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relau
     if request.worker_id >= config.number_of_workers:
         raise ConfigError("worker_id", f"must be below number_of_workers={config.number_of_workers}, "
                                        f"got {request.worker_id}")
-    worker_store = replica_cache.training_store(config, store)
+    worker_store = tracing.traced_store(replica_cache.training_store(config, store))  # a span per round trip
     then = None if relaunch is None else (lambda iteration: relaunch(request.next(iteration)))
     peers = None if relaunch is None else looking_after(store, request, config, meta, relaunch)
     with replica_cache.training_call() as ended:

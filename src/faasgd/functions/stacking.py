@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from faasgd import tracing
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
 from faasgd.functions import replica_cache
@@ -37,6 +38,7 @@ def max_request_bytes(env: Mapping[str, str]) -> int:
     return int(text)
 
 
+@tracing.traced("stacking.driver")
 def drive(body: Any, env: Mapping[str, str]) -> tuple[int, dict]:
     """stacking-driver's POST: check everything, create the job, run its four phases; 200 with the result."""
     settings = FunctionEnv.read(env)
@@ -45,13 +47,14 @@ def drive(body: Any, env: Mapping[str, str]) -> tuple[int, dict]:
     store = replica_cache.store_for(settings.store_url_of(config.store))
     store.ping()
     job_id = records.create_job(store, config)
+    tracing.annotate(job_id=job_id, trainers=config.trainers_num)
     gateway = replica_cache.gateway_for(settings.gateway_url)
 
     def call(function: str, payload: dict) -> dict:
         answer = gateway.invoke(function, payload, timeout_s=config.call_timeout_s)
         return json_answer(answer, function)
 
-    result = flow.drive(store, job_id, config, call)
+    result = flow.drive(tracing.traced_store(store), job_id, config, tracing.carry(call))  # carry: the trainers' pool
     return 200, {"job_id": job_id, "store": config.store or "default", **result}
 
 
@@ -66,6 +69,7 @@ def status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, dict]
     return 200, records.read_status(store, job_id)
 
 
+@tracing.traced(lambda function, *_: f"stacking.{function.removeprefix('stacking-')}")
 def work(function: str, body: Any, env: Mapping[str, str]) -> tuple[int, dict]:
     """A trainer's, the reducer's or the metatrainer's call from the driver."""
     if not isinstance(body, Mapping):
@@ -79,6 +83,8 @@ def work(function: str, body: Any, env: Mapping[str, str]) -> tuple[int, dict]:
         raise ConfigError("store", f"must be the name of a configured store, got {store_name!r}")
     store = replica_cache.store_for(FunctionEnv.read(env).store_url_of(read_setting({"store": store_name}, "store")))
     config = records.read_config(store, job_id)
+    tracing.annotate(job_id=job_id, trainer_id=body.get("trainer_id"))
+    store = tracing.traced_store(store)
     if function == flow.TRAINER:
         trainer_id = body.get("trainer_id")
         if isinstance(trainer_id, bool) or not isinstance(trainer_id, int) or not 0 <= trainer_id < config.trainers_num:

@@ -44,7 +44,8 @@ RESIZE_S = 0.5  # how often the queue-worker count (and the broker's message cou
 BROKER_RETRY_S = 1.0  # wait after the broker failed to hand out a message
 CALL_HEADER = "Faasgd-Call"  # the message header holding the call's JSON (its body is the message's data)
 _SET_ON_CALLBACK = {"x-call-id", "x-function-status", "x-function-name", "x-duration-seconds", "user-agent",
-                    "content-length", "host"}
+                    "content-length", "host", "traceparent", "tracestate"}
+TRACE_HEADERS = ("traceparent", "tracestate")  # the call's W3C trace context, passed on to its callback too
 
 
 class QueueError(FaasgdError):
@@ -318,6 +319,7 @@ async def post_callback(client: httpx.AsyncClient, call: AsyncCall, reply: Reply
     headers += [("X-Call-Id", call.call_id), ("X-Function-Status", str(reply.status)),
                 ("X-Function-Name", call.name), ("X-Duration-Seconds", f"{reply.seconds:.6f}"),
                 ("User-Agent", USER_AGENT)]
+    headers += [(k, v) for k, v in call.headers if k.lower() in TRACE_HEADERS]
     try:
         request = httpx.Request("POST", call.callback_url, headers=headers, content=reply.body,
                                 extensions={"timeout": httpx.Timeout(CALLBACK_TIMEOUT_S).as_dict()})
