@@ -14,7 +14,11 @@ matrix:                             # crossed with each other; a scalar is one v
   store: [redis]                    # a store the functions have configured, by name (stack.yml: redis, memcached)
 together: [[n_fetch, n_push]]       # keys that vary in step (same-length lists), not crossed
 ```
-Every configuration is checked with the config parser before anything runs: a bad key or value
+`workload: stacking` (default `emnist`) makes the keys stacking config keys (faasgd.stacking.config) and
+runs each configuration through stacking-driver instead of emnist-setup. One workload per matrix: a batch's
+table has one set of columns, so a list of workloads is refused (run two matrices, compare with
+`faasgd results compare`).
+Every configuration is checked with its workload's config parser before anything runs: a bad key or value
 is an error naming it and the configuration. The number of runs (configurations x rounds) is
 computed from the axes' lengths before any configuration is built, and refused above `max_runs`.
 """
@@ -32,9 +36,14 @@ import yaml
 
 from faasgd.config import FIELDS, load_request
 from faasgd.errors import ConfigError
+from faasgd.stacking import config as stacking_config
 from faasgd.store.url import mask_url
 
-TOP_KEYS = ("name", "description", "rounds", "fixed", "matrix", "together")
+TOP_KEYS = ("name", "description", "workload", "rounds", "fixed", "matrix", "together")
+WORKLOADS = {  # workload: (its config keys, the parse its function makes of a request body)
+    "emnist": (FIELDS, lambda values: load_request({}, values)),
+    "stacking": (stacking_config.FIELDS, lambda values: stacking_config.load_stacking(None, values)),
+}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a plain folder name: no separator, no leading dot
 MAX_ROUNDS = 1000
 DEFAULT_MAX_RUNS = 1000  # configurations x rounds; ./test.sh --max-runs raises it
@@ -49,6 +58,7 @@ class Configuration:
     config_id: int
     varying: dict[str, Any]  # the keys that vary across the matrix, with this configuration's values
     values: dict[str, Any]  # every key set for this run (fixed + matrix), `store` included
+    workload: str = "emnist"  # which function set runs it (WORKLOADS)
 
     @property
     def label(self) -> str:
@@ -69,6 +79,7 @@ class Matrix:
     rounds: int
     configurations: list[Configuration]
     source: dict = field(repr=False)
+    workload: str = "emnist"  # every configuration's
 
 
 def _show(value: Any) -> str:
@@ -141,12 +152,16 @@ def parse_matrix(document: dict, default_name: str = "batch", rounds: int | None
     for key in document:
         if key not in TOP_KEYS:
             raise MatrixError(str(key), f"unknown matrix key (allowed: {', '.join(TOP_KEYS)})")
+    workload = check_workload(document.get("workload", "emnist"))
+    fields, _ = WORKLOADS[workload]
     fixed = _mapping(document, "fixed")
     axes = {k: (v if isinstance(v, list) else [v]) for k, v in _mapping(document, "matrix").items()}
     for section, keys in (("fixed", fixed), ("matrix", axes)):
         for key in keys:
-            if key not in FIELDS:
-                raise MatrixError(f"{section}.{key}", "unknown key (a faasgd config key)")
+            if key == "workload":
+                raise MatrixError(f"{section}.workload", "is a top-level key (one workload per matrix)")
+            if key not in fields:
+                raise MatrixError(f"{section}.{key}", f"unknown key (a {workload} config key: {', '.join(fields)})")
         for key in set(fixed) & set(axes):
             raise MatrixError(f"matrix.{key}", "is also in fixed; give it in one place")
     for key, values in axes.items():
@@ -162,10 +177,20 @@ def parse_matrix(document: dict, default_name: str = "batch", rounds: int | None
         chosen = {k: v for part in combo for k, v in part.items()}
         values = {**fixed, **chosen}
         varying = {k: chosen[k] for k in axes if len(axes[k]) > 1}
-        configuration = Configuration(config_id, varying, values)
+        configuration = Configuration(config_id, varying, values, workload)
         _check(configuration)
         configurations.append(configuration)
-    return Matrix(name, rounds, configurations, document)
+    return Matrix(name, rounds, configurations, document, workload)
+
+
+def check_workload(workload: Any) -> str:
+    """The matrix's one workload; a list (mixed workloads) is refused: one batch, one set of columns."""
+    if isinstance(workload, list):
+        raise MatrixError("workload", f"one workload per matrix (a batch's table has one set of columns), got "
+                                      f"{workload!r}; run one matrix per workload")
+    if not isinstance(workload, str) or workload not in WORKLOADS:
+        raise MatrixError("workload", f"must be one of {', '.join(WORKLOADS)}, got {workload!r}")
+    return workload
 
 
 def _mapping(document: dict, key: str) -> dict:
@@ -197,9 +222,9 @@ def _rows(group: list[str], axes: dict) -> list[dict]:
 
 
 def _check(configuration: Configuration) -> None:
-    """As the functions will read it (load_request): a store is named, never located."""
+    """As the functions will read it (load_request, load_stacking): a store is named, never located."""
     try:
-        load_request({}, configuration.overrides())
+        WORKLOADS[configuration.workload][1](configuration.overrides())
     except ConfigError as error:
         raise MatrixError(error.field, f"{str(error).split(': ', 1)[1]} (in configuration {configuration.label})") \
             from None
