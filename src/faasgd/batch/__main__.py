@@ -21,7 +21,7 @@ import numpy
 from faasgd import __version__, results_store
 from faasgd.batch.matrix import DEFAULT_MAX_RUNS, Matrix, parse_matrix_text, read_matrix_text
 from faasgd.batch.outputs import output_folder, write_matrix_copy, write_outputs
-from faasgd.batch.record import BatchRecord
+from faasgd.batch.record import KEPT_BY_WORKLOAD, BatchRecord
 from faasgd.batch.redact import Redactor
 from faasgd.batch.runs import run_batch
 from faasgd.batch.targets import ClusterTarget, LocalTarget, cap_message
@@ -79,7 +79,7 @@ def dry_run(matrix: Matrix, say) -> None:
         f"{len(matrix.configurations) * matrix.rounds} run(s)")
     for configuration in matrix.configurations:
         say(f"  [{configuration.config_id}] {configuration.label}   ({json.dumps(configuration.values)})")
-        message = cap_message(int(configuration.values.get("number_of_workers", 2)))
+        message = matrix.workload == "emnist" and cap_message(int(configuration.values.get("number_of_workers", 2)))
         if message:
             say(f"      note: {message}")
 
@@ -120,8 +120,9 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
         f"target {target.name}, output {out}")
     db_path = args.results_db or results_store.default_path()
     record = BatchRecord(None if db_path == "none" else db_path, {
-        "name": matrix.name, "target": target.name, "folder": str(out), "matrix": matrix.source,
-        "rounds": matrix.rounds, "started_at": started.isoformat(timespec="seconds")}, redactor, say)
+        "name": matrix.name, "workload": matrix.workload, "target": target.name, "folder": str(out),
+        "matrix": matrix.source, "rounds": matrix.rounds, "started_at": started.isoformat(timespec="seconds")},
+        redactor, say, KEPT_BY_WORKLOAD[matrix.workload])
     target.start()
     try:
         runs = run_batch(matrix, target, matrix.rounds, args.run_timeout, say, on_run=record.run)
@@ -129,7 +130,8 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
         target.stop()
     failures = [{"config_id": r["config_id"], "configuration": r["configuration"], "round": r["round"],
                  "error": r.get("error")} for r in runs if r.get("state") != "done"]
-    meta = {"name": matrix.name, "matrix_file": str(args.matrix), "matrix": matrix.source, "target": target.name,
+    meta = {"name": matrix.name, "workload": matrix.workload, "matrix_file": str(args.matrix), "matrix": matrix.source,
+            "target": target.name,
             "rounds": matrix.rounds, "started_at": started.isoformat(timespec="seconds"),
             "finished_at": datetime.datetime.now().isoformat(timespec="seconds"), "versions": versions(),
             "seeds": sorted({r["config"]["seed"] for r in runs}), "failures": failures}

@@ -2,6 +2,8 @@
 
 `results/<time>-<name>/` unless `--out`: matrix.yml (the matrix file's text), meta.json, runs.json,
 runs.csv, output.txt, summary.md and the plots. A store URL's password reaches none of them.
+A stacking batch (runs with workload "stacking") has its own columns and tables (stacking_report.py) and
+one plot, the time of each phase per configuration (stacking_plots.py).
 """
 
 from __future__ import annotations
@@ -10,12 +12,18 @@ import datetime
 import json
 from pathlib import Path
 
-from faasgd.batch import plots, profile_plots, report
+from faasgd.batch import plots, profile_plots, report, stacking_plots, stacking_report
 from faasgd.batch.matrix import check_name
 from faasgd.batch.redact import Redactor
 from faasgd.errors import ConfigError
 
 RESULTS_DIR = Path("results")
+KINDS = {"emnist": (report.EMNIST, plots.write_plots), "stacking": (stacking_report.STACKING, stacking_plots.write_plots)}
+
+
+def workload_of(runs: list[dict]) -> str:
+    """The batch's one workload (a matrix has one), from its run records; emnist's records carry none."""
+    return next((run["workload"] for run in runs if run.get("workload")), "emnist")
 
 
 def output_folder(out: str | None, name: str, started: datetime.datetime) -> Path:
@@ -42,10 +50,11 @@ def write_outputs(out: Path, runs: list[dict], meta: dict, redactor: Redactor) -
     runs, meta = redactor.value(runs), redactor.value(meta)
     safe = lambda value: redactor.text(str(value))  # noqa: E731 (anything JSON cannot hold, as redacted text)
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=safe))
+    kind, write_plots = KINDS[workload_of(runs)]
     runs = profile_plots.write_profile_plots(runs, out)  # profiles/run-NNN.png; the series leave the records
     (out / "runs.json").write_text(json.dumps(runs, indent=1, default=safe))
-    report.write_runs_csv(runs, out / "runs.csv")
-    report.write_output_txt(runs, meta, out / "output.txt")
-    written = plots.write_plots(runs, out)
-    report.write_summary_md(runs, meta, out / "summary.md", written)
+    report.write_runs_csv(runs, out / "runs.csv", kind.columns, kind.config_keys)
+    report.write_output_txt(runs, meta, out / "output.txt", kind)
+    written = write_plots(runs, out)
+    report.write_summary_md(runs, meta, out / "summary.md", written, kind)
     return written

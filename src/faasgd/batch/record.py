@@ -13,15 +13,18 @@ from typing import Callable
 from faasgd import results_store
 from faasgd.batch.redact import Redactor
 from faasgd.result import MEASURES
+from faasgd.stacking import flow
 
 KEPT = MEASURES + ("placement",)  # what a run row keeps beside its config
+KEPT_BY_WORKLOAD = {"emnist": KEPT, "stacking": flow.MEASURES}  # a stacking run's: the driver's answer, flat
 
 
 class BatchRecord:
     """The open database of one batch, or nothing after the first failure to write it."""
 
-    def __init__(self, path: str, meta: dict, redactor: Redactor, say: Callable[..., None]) -> None:
-        self.path, self.redactor, self.say = path, redactor, say
+    def __init__(self, path: str, meta: dict, redactor: Redactor, say: Callable[..., None],
+                 kept: tuple[str, ...] = KEPT) -> None:
+        self.path, self.redactor, self.say, self.kept = path, redactor, say, kept
         self.db: sqlite3.Connection | None = None
         self.batch_id: int | None = None
         self._guard(lambda: self._open(meta))
@@ -44,7 +47,7 @@ class BatchRecord:
 
     def run(self, index: int, run: dict) -> None:
         if self.db is not None:
-            self._guard(lambda: results_store.record_run(self.db, self.batch_id, index, self.redactor.value(run), KEPT))
+            self._guard(lambda: results_store.record_run(self.db, self.batch_id, index, self.redactor.value(run), self.kept))
 
     def finish(self, meta: dict) -> None:
         if self.db is not None:

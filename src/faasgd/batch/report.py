@@ -4,14 +4,18 @@ Every function takes run records (plain dicts, one per job run, see `CSV_COLUMNS
 returns text; nothing here runs jobs. Any numeric field of a run may be None (failed, or never
 reached the target). Means and stdevs of time to target are over the runs that reached the target;
 the other means are over the runs that finished (state "done") and have a value.
+What differs by workload (columns, tables, summary lines) is a `Kind`: EMNIST here, STACKING in
+stacking_report.py.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from faasgd.config import FIELDS
 from faasgd.result import MEASURES
@@ -25,6 +29,7 @@ PLOT_TITLES = {
     "accuracy_vs_time": "Test accuracy against time",
     "time_vs_workers": "Time to target against the number of workers",
     "time_vs_period": "Time to target against the fetch/push period",
+    "phases": "Time of each phase per configuration",
 }
 
 
@@ -32,6 +37,8 @@ def cell(value: Any) -> str:
     """One value as CSV/table text: None empty, lists comma-joined ("256,128")."""
     if value is None:
         return ""
+    if isinstance(value, dict) or isinstance(value, (list, tuple)) and any(isinstance(v, dict) for v in value):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))  # stacking's models: [{"model", "params"}]
     if isinstance(value, (list, tuple)):
         return ",".join(cell(v) for v in value)
     return str(value)
@@ -42,15 +49,16 @@ def placement_cell(placement: list | None) -> str:
     return "" if placement is None else ";".join(cell(p) for p in placement)
 
 
-def write_runs_csv(runs: list[dict], path) -> None:
+def write_runs_csv(runs: list[dict], path, columns: tuple[str, ...] = CSV_COLUMNS,
+                   config_keys: tuple[str, ...] = CONFIG_KEYS) -> None:
     """runs.csv: a header, then one row per run in the given order; None is an empty cell."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(CSV_COLUMNS)
+        writer.writerow(columns)
         for run in runs:
             config = run.get("config") or {}
-            row = [cell(config.get(c) if c in CONFIG_KEYS else run.get(c)) for c in CSV_COLUMNS[:-1]]
-            writer.writerow(row + [placement_cell(run.get("placement"))])
+            writer.writerow([placement_cell(run.get(c)) if c == "placement" else
+                             cell(config.get(c) if c in config_keys else run.get(c)) for c in columns])
 
 
 def by_configuration(runs: Iterable[dict]) -> list[list[dict]]:
@@ -150,7 +158,7 @@ def versions_text(versions: dict) -> str:
     return ", ".join(f"{name} {value}" for name, value in (versions or {}).items()) or "-"
 
 
-def write_output_txt(runs: list[dict], meta: dict, path) -> None:
+def write_output_txt(runs: list[dict], meta: dict, path, kind: "Kind | None" = None) -> None:
     """output.txt: the batch header, then "== <configuration> ==" and its table per configuration."""
     lines = [
         f"batch     {meta.get('name', '-')}",
@@ -162,8 +170,9 @@ def write_output_txt(runs: list[dict], meta: dict, path) -> None:
         f"versions  {versions_text(meta.get('versions'))}",
         "",
     ]
+    kind = kind or EMNIST
     for group in by_configuration(runs):
-        lines += [f"== {label(group[0])} ==", configuration_table(group), *table_notes(group), ""]
+        lines += [f"== {label(group[0])} ==", kind.table(group), *kind.notes(group), ""]
     Path(path).write_text("\n".join(lines), encoding="utf-8")
 
 
@@ -234,8 +243,37 @@ def results_table(summary: list[dict]) -> list[str]:
     return lines
 
 
-def write_summary_md(runs: list[dict], meta: dict, path, plots: dict[str, str]) -> None:
+def emnist_subject(fixed: dict[str, str]) -> str:
+    return (f"dataset: {fixed.get('dataset', 'varies')}, target accuracy {fixed.get('target_accuracy', 'varies')},"
+            f" at most {fixed.get('max_epochs', 'varies')} epochs")
+
+
+def emnist_results(runs: list[dict]) -> list[str]:
+    return ["Time to target: mean ± sample stdev over the rounds that reached the target; the other columns"
+            " are means over the rounds that finished. Per-run values are in `runs.csv`, per-round tables in"
+            " `output.txt`.", "", *results_table(summarize(runs))]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a workload's runs show: runs.csv's columns, output.txt's tables, summary.md's lines."""
+
+    columns: tuple[str, ...]  # runs.csv's header
+    config_keys: tuple[str, ...]  # the columns read from a run's config (the others from the run record)
+    table: Callable[[list[dict]], str]  # output.txt: one configuration's rounds
+    notes: Callable[[list[dict]], list[str]]  # output.txt: lines under that table
+    subject: Callable[[dict[str, str]], str]  # summary.md's "what" line, from the keys every run shares
+    results: Callable[[list[dict]], list[str]]  # summary.md's Results section
+    missed: Callable[[dict], bool] = lambda run: False  # a finished run listed as short of its goal
+
+
+EMNIST = Kind(CSV_COLUMNS, CONFIG_KEYS, configuration_table, table_notes, emnist_subject, emnist_results,
+              lambda run: run.get("state") == "done" and not reached(run))
+
+
+def write_summary_md(runs: list[dict], meta: dict, path, plots: dict[str, str], kind: Kind | None = None) -> None:
     """summary.md: what was run, the results table, failures, the plots, and how to repeat the batch."""
+    kind = kind or EMNIST
     name = meta.get("name", "batch")
     matrix = meta.get("matrix") or {}
     fixed = fixed_config(runs)
@@ -247,23 +285,19 @@ def write_summary_md(runs: list[dict], meta: dict, path, plots: dict[str, str]) 
         "## What was run", "",
         f"- matrix: `{meta.get('matrix_file', '-')}`, {len(labels)} configurations × {meta.get('rounds', '-')} rounds"
         f" on the `{meta.get('target', '-')}` target",
-        f"- dataset: {fixed.get('dataset', 'varies')}, target accuracy {fixed.get('target_accuracy', 'varies')},"
-        f" at most {fixed.get('max_epochs', 'varies')} epochs",
+        f"- {kind.subject(fixed)}",
         f"- started {meta.get('started_at', '-')}, finished {meta.get('finished_at', '-')}",
         f"- seeds: {', '.join(str(s) for s in meta.get('seeds') or []) or '-'}",
         f"- versions: {versions_text(meta.get('versions'))}",
         f"- fixed configuration: {', '.join(f'{k}={v}' for k, v in fixed.items()) or '-'}",
         "", "## Results", "",
-        "Time to target: mean ± sample stdev over the rounds that reached the target; the other columns"
-        " are means over the rounds that finished. Per-run values are in `runs.csv`, per-round tables in"
-        " `output.txt`.", "",
-        *results_table(summarize(runs)),
+        *kind.results(runs),
         "", "## Failures", "",
     ]
     failed = failures(runs, meta)
     lines += [f"- {md(labels.get(f.get('config_id'), f.get('config_id')))}, round {f.get('round')}:"
               f" {md(f.get('error') or 'no error recorded')}" for f in failed] or ["none"]
-    missed = [run for run in runs if run.get("state") == "done" and not reached(run)]
+    missed = [run for run in runs if kind.missed(run)]
     if missed:
         lines += ["", "Finished without reaching the target:", ""]
         lines += [f"- {md(label(run))}, round {run['round']}" for run in missed]

@@ -2,7 +2,8 @@
 
 Rounds are the outer loop, so slow drift of the machine spreads over all configurations. Round r
 uses seed = the configuration's seed + r - 1 (recorded), so rounds differ in initialisation and
-shuffling and the batch can be repeated exactly.
+shuffling and the batch can be repeated exactly. A stacking matrix's runs go through stacking-driver
+(stacking_runs.py); this file runs emnist's.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from faasgd.batch import stacking_runs
 from faasgd.batch.matrix import Configuration, Matrix
 from faasgd.batch.targets import Target, cap_message, replicas_for
 from faasgd.config import load_request
@@ -25,15 +27,17 @@ def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
     `on_run(index, record)` as each run ends (1-based index: the results database)."""
     runs = []
     total = rounds * len(matrix.configurations)
+    one, outcome = (stacking_runs.run_stacking, stacking_runs.outcome) if matrix.workload == "stacking" \
+        else (run_one, _outcome)
     for round_number in range(1, rounds + 1):
         for configuration in matrix.configurations:
             index = len(runs) + 1
             started = time.monotonic()
-            record = run_one(configuration, round_number, target, run_timeout_s, progress)
+            record = one(configuration, round_number, target, run_timeout_s, progress)
             runs.append(record)
             if on_run is not None:
                 on_run(index, record)
-            progress(f"[{index}/{total}] {configuration.label} round {round_number}: " + _outcome(record)
+            progress(f"[{index}/{total}] {configuration.label} round {round_number}: " + outcome(record)
                      + f" ({time.monotonic() - started:.1f} s)")
     return runs
 

@@ -21,6 +21,7 @@ from faasgd import results_store
 from faasgd.cli.progress import console
 from faasgd.errors import ConfigError
 from faasgd.result import MEASURES
+from faasgd.stacking import flow as stacking_flow
 
 DEFAULT_MEASURES = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "rx_bytes")
 
@@ -136,8 +137,9 @@ def show_comparison(db, args) -> int:
             raise ConfigError(name, f"no batch {batch} in the database (`faasgd results list` shows them)")
     measures = args.measure or list(DEFAULT_MEASURES)
     for measure in measures:
-        if measure not in MEASURES:
-            raise ConfigError("--measure", f"must be one of the result's measures ({', '.join(MEASURES)}), got {measure!r}")
+        if measure not in MEASURES + stacking_flow.MEASURES:  # a stacking batch's runs: the driver's measures
+            raise ConfigError("--measure", f"must be one of the result's measures "
+                                           f"({', '.join(MEASURES + stacking_flow.MEASURES)}), got {measure!r}")
     by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
     where = parse_where(args.where)
     rows = compare(results_store.runs(db, [args.a], where), results_store.runs(db, [args.b], where), measures, by)

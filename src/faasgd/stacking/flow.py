@@ -30,6 +30,7 @@ from faasgd.store import ParameterStore
 
 TRAINER, REDUCER, METATRAINER = "stacking-trainer", "stacking-reducer", "stacking-metatrainer"
 PHASES = ("upload_s", "train_s", "reduce_s", "meta_train_s")
+MEASURES = ("ensemble_score", "best_base_score", "base_scores", *PHASES, "total_s", "call_retries")  # a result, flat
 BODY_SLACK = 4096  # the JSON around the objects
 
 
