@@ -32,6 +32,18 @@ def run_test_sh(*args, timeout=600):
     return subprocess.run(["./test.sh", *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 
 
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory):
+    """One local runtime for the tests that need no runtime of their own: test.sh finds it up (`--port`,
+    `--dir`: these flags) and leaves it up; stopped at the end of the module."""
+    directory, port = tmp_path_factory.mktemp("runtime") / ".faasgd", free_port()
+    up = subprocess.run([sys_python(), "-m", "faasgd.cli", "up", "--port", str(port), "--dir", str(directory)],
+                        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert up.returncode == 0, up.stdout + up.stderr
+    yield ["--port", port, "--dir", directory]
+    subprocess.run([sys_python(), "-m", "faasgd.cli", "down", "--dir", str(directory)], cwd=ROOT, timeout=60)
+
+
 def test_dry_run_lists_the_runs():
     run = run_test_sh("bench/matrix/workers-period.yml", "--dry-run")
     assert run.returncode == 0
@@ -254,12 +266,11 @@ matrix:
 """
 
 
-def test_a_matrix_of_lambdamls_algorithms_runs_and_records_rounds_and_bytes(tmp_path):
+def test_a_matrix_of_lambdamls_algorithms_runs_and_records_rounds_and_bytes(tmp_path, runtime):
     matrix = tmp_path / "lambdaml.yml"
     matrix.write_text(LAMBDAML)
     out = tmp_path / "out"
-    run = run_test_sh(matrix, "--out", out, "--port", free_port(), "--dir", tmp_path / ".faasgd",
-                      "--results-db", "none")
+    run = run_test_sh(matrix, "--out", out, *runtime, "--results-db", "none")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     with open(out / "runs.csv") as f:
         rows = list(csv.DictReader(f))
@@ -267,3 +278,39 @@ def test_a_matrix_of_lambdamls_algorithms_runs_and_records_rounds_and_bytes(tmp_
     assert all(r["state"] == "done" and r["sync"] == "reduce_scatter" for r in rows)
     assert {r["algorithm"]: int(r["rounds"]) for r in rows} == {"admm": 8, "model_avg": 4}  # 2 epochs of 4 / 2 rounds
     assert all(int(r["round_bytes_read"]) > 0 and float(r["barrier_wait_s"]) >= 0 for r in rows)
+
+
+STACKING = """
+name: stacking-small
+workload: stacking
+rounds: 1
+fixed: {n_samples: 60, n_features: 16, trainers_num: 2, seed: 5, store: memcached}
+matrix:
+  transfer: [inline, store]
+"""
+
+
+def test_a_stacking_matrix_runs_through_the_driver_into_the_csv_and_the_results_store(tmp_path, runtime):
+    """On the runtime the LambdaML matrix ran on (its startup is most of a small batch's time)."""
+    matrix = tmp_path / "stacking.yml"
+    matrix.write_text(STACKING)
+    out = tmp_path / "out"
+    run = run_test_sh(matrix, "--out", out, *runtime, "--results-db", tmp_path / "results.sqlite")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    with open(out / "runs.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["transfer"], r["trainers_num"], r["seed"], r["state"]) for r in rows] == [
+        ("inline", "2", "5", "done"), ("store", "2", "5", "done")]
+    for row in rows:
+        scores = [float(s) for s in row["base_scores"].split(",")]
+        assert len(scores) == 2 and float(row["best_base_score"]) == max(scores)
+        assert 0 < float(row["ensemble_score"]) <= 1 and int(row["call_retries"]) == 0
+        phases = [float(row[k]) for k in ("upload_s", "train_s", "reduce_s", "meta_train_s")]
+        assert all(p > 0 for p in phases) and sum(phases) <= float(row["total_s"])
+    assert rows[0]["ensemble_score"] == rows[1]["ensemble_score"]  # the same job, whichever way objects travel
+    assert (out / "phases.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    db = results_store.open_db(tmp_path / "results.sqlite", create=False)
+    stored = results_store.runs(db)
+    assert [(r["job_id"], r["state"], r["transfer"]) for r in stored] == [
+        (row["job_id"], "done", row["transfer"]) for row in rows]
+    assert all(r["job_id"].startswith("s") and r["total_s"] > 0 for r in stored)
