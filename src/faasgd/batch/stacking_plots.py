@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from faasgd.batch.plots import DPI, colour, save
+from matplotlib.figure import Figure
+
+from faasgd.batch.plots import colour, save
 from faasgd.batch.report import by_configuration, finished_values, label, mean
 from faasgd.stacking.flow import PHASES
-
-from matplotlib.figure import Figure
 
 NAMES = {"upload_s": "upload", "train_s": "train", "reduce_s": "reduce", "meta_train_s": "meta-train"}
 
