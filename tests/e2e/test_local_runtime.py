@@ -18,6 +18,7 @@ from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.openfaas import wait_for_job
 from faasgd.store import open_store
+from support import stacks
 from support.asgi_server import serve
 from support.fake_replicas import CallbackRecorder
 
@@ -250,7 +251,8 @@ def test_conflicts_are_counted_per_worker_when_workers_share_a_replica(tmp_path)
     its store client): each worker reports the races its own pushes lost, and they add up to the
     store's own count of the job's conflicts."""
     directory = tmp_path / ".faasgd"
-    started = faasgd("up", "--port", str(free_port()), "--dir", str(directory), "--queue-workers", "3")
+    started = faasgd("up", "--port", str(free_port()), "--dir", str(directory), "--queue-workers", "3",
+                     "-f", stacks.stack_copy(tmp_path / "stack"))
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         state = json.loads((directory / "state.json").read_text())
@@ -274,8 +276,8 @@ def test_kill_9_of_the_runtime_mid_queue_then_up_delivers_the_queued_calls(tmp_p
     """Community Edition delivery, one queue worker: one call in flight and two queued when the daemon
     is killed; `faasgd up` stops the replicas it left, keeps its stores and nats-server (the same
     processes, their data intact), and delivers all three."""
-    directory, port = tmp_path / ".faasgd", free_port()
-    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--queue-workers", "1")
+    directory, port, stack = tmp_path / ".faasgd", free_port(), stacks.stack_copy(tmp_path / "stack")
+    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--queue-workers", "1", "-f", stack)
     assert started.returncode == 0, started.stdout + started.stderr
     first = json.loads((directory / "state.json").read_text())
     gateway = Gateway(first)
@@ -290,7 +292,7 @@ def test_kill_9_of_the_runtime_mid_queue_then_up_delivers_the_queued_calls(tmp_p
                 assert time.monotonic() < deadline, "no call went in flight"
                 time.sleep(0.05)
             os.kill(first["pid"], signal.SIGKILL)
-            again = faasgd("up", "--port", str(port), "--dir", str(directory), "--queue-workers", "1")
+            again = faasgd("up", "--port", str(port), "--dir", str(directory), "--queue-workers", "1", "-f", stack)
             assert again.returncode == 0 and "started" in again.stdout, again.stdout + again.stderr
             deadline = time.monotonic() + 120
             while {h["x-call-id"] for h, _ in callback.received} != ids:

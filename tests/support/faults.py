@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 import psutil
-import yaml
+from support import stacks
 
 from faasgd.data import validation_rows
 from faasgd.errors import FaasgdError
@@ -357,20 +357,12 @@ def nothing(runtime: Runtime, queries: list[dict]) -> None:
 
 
 def stack_copy(directory: Path, exec_timeout_s: int | None = None, drain_s: int = 1) -> str:
-    """stack.yml for a fault study: the replicas drain for `drain_s` after SIGTERM (healthcheck_interval; 5 s
-    in stack.yml, which would make every `faasgd down` here take that long) and, when given, emnist-train's
+    """stack.yml for a fault study (support/stacks.py: replicas drain for `drain_s`); when given, emnist-train's
     exec_timeout (with its read/write timeouts) is `exec_timeout_s`."""
-    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
-    for name, spec in stack["functions"].items():
-        spec["handler"] = str((ROOT / spec["handler"]).resolve())
-        env = {**spec["environment"], "healthcheck_interval": f"{drain_s}s"}
-        if name == "emnist-train" and exec_timeout_s:
-            env.update({key: f"{exec_timeout_s}s" for key in ("exec_timeout", "read_timeout", "write_timeout")})
-        spec["environment"] = env
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "stack.yml"
-    path.write_text(yaml.safe_dump(stack))
-    return str(path)
+    def cut(stack: dict) -> None:
+        env = stack["functions"]["emnist-train"]["environment"]
+        env.update({key: f"{exec_timeout_s}s" for key in ("exec_timeout", "read_timeout", "write_timeout")})
+    return stacks.stack_copy(directory, drain_s, cut if exec_timeout_s else None)
 
 
 def fresh_runtime(directory: Path, *flags: str, stack: str | None = None) -> Runtime:

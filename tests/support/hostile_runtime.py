@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import redis
 from pymemcache.client.base import Client as Memcached
+from support import stacks
 
 from faasgd.local import credentials
 from faasgd.local.stores import free_port
@@ -78,8 +79,10 @@ class Runtime:
 
 @contextmanager
 def runtime_up(directory: Path, stack: Path | None = None):
-    """`faasgd up` on a free port in `directory`; `faasgd down` afterwards, every process checked gone."""
-    started = faasgd("up", "--port", free_port(), "--dir", directory, *(["-f", stack] if stack else []))
+    """`faasgd up` on a free port in `directory` (the repository's stack, replicas draining for 1 s, unless `stack`);
+    `faasgd down` afterwards, every process checked gone."""
+    stack = stack or stacks.stack_copy(Path(directory).parent / "stack")
+    started = faasgd("up", "--port", free_port(), "--dir", directory, "-f", stack)
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
     runtime = Runtime(directory, state, GatewayClient(state["gateway_url"], 30,
