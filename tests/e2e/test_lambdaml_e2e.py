@@ -10,8 +10,11 @@ import hashlib
 import io
 import itertools
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -103,3 +106,38 @@ def test_every_combination_ends_done_with_rounds_bytes_and_equal_parameters(runt
 def test_bad_combinations_are_400_naming_the_field(runtime, body, field):
     answer = runtime.invoke("emnist-setup", {**BASE, **body})
     assert answer.status == 400 and answer.json()["field"] == field, answer.body
+
+
+def model_digest(gateway, query) -> str:
+    with np.load(io.BytesIO(gateway.job_model(query)), allow_pickle=False) as npz:
+        return hashlib.sha256(npz["params"].astype("<f4").tobytes()).hexdigest()
+
+
+@pytest.mark.parametrize("mode", ["loop", "per-iteration"])
+def test_a_replica_killed_mid_round_is_re_invoked_from_its_checkpoint_to_the_same_bits(runtime, mode):
+    """A fault as a fault: every emnist-train replica SIGKILLed while a grad_avg job is between epochs 1 and 3.
+    Supervision re-invokes the lost workers from their checkpoints; the peers wait at the barrier meanwhile;
+    the job ends done with the rounds and the model bit for bit of the same job run without the fault."""
+    body = {**BASE, "algorithm": "grad_avg", "model": "lr", "sync": "reduce", "channel": "store", "store": "redis",
+            "invocation_mode": mode, "train_samples": 2400, "max_epochs": 4, "lease_s": 2, "start_timeout_s": 4,
+            "round_timeout_s": 60}
+    clean, clean_query = run_job(runtime, body)
+    assert clean["state"] == "done", clean["result"]
+    answer = runtime.invoke("emnist-setup", body)
+    assert answer.status == 202, answer.body
+    query = answer.json()["status_query"]
+    status, deadline = None, time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait for the first epoch's end, then kill
+        status = runtime.job_status(query)
+        if status["state"] != "running" or any(w and w.get("epoch", 0) >= 1 for w in status["workers"]):
+            break
+        time.sleep(0.05)
+    assert status["state"] == "running", "the job ended before the fault: make it longer"
+    pids = runtime.request("GET", "/system/function/emnist-train").json()["pids"]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    status = wait_for_job(lambda: runtime.job_status(query), 90, poll_s=0.2)
+    assert status["state"] == "done", status["result"]
+    assert status["result"]["rounds"] == clean["result"]["rounds"]
+    assert sum(w["invocations"] for w in status["workers"]) > sum(w["invocations"] for w in clean["workers"])
+    assert model_digest(runtime, query) == model_digest(runtime, clean_query)  # every round applied exactly once
