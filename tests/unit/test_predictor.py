@@ -13,7 +13,7 @@ from faasgd import results_store
 from faasgd.batch.record import BatchRecord
 from faasgd.batch.redact import Redactor
 from faasgd.cli.main import main
-from faasgd.cli.predictor import TARGETS, Predictor, features, transfer_curve, validate
+from faasgd.cli.predictor import TARGETS, Predictor, features, round_spread, target_value, transfer_curve, validate
 from faasgd.config import TrainConfig
 
 
@@ -56,6 +56,47 @@ def test_a_failed_run_or_a_missing_figure_is_left_out_of_the_fit():
     runs[0]["state"], runs[1]["cpu_idle_s"] = "failed", None
     model = Predictor.fit(runs)
     assert model.runs_used["cpu_burst_s"] == 35 and model.runs_used["cpu_idle_s"] == 34
+
+
+def test_an_interaction_of_workers_and_period_is_learnt():
+    """On 2 cores four workers are not twice two: a figure whose exponent in the workers moves with the period
+    (log-quadratic) is predicted for held-out configurations; a model linear in the logs misses it by ~40%."""
+    runs = study("redis", 1.0, rounds=1)
+    for run in runs:
+        w, p = np.log(run["number_of_workers"]), np.log(run["n_push"])
+        run["cpu_s"] = float(np.exp(0.5 * w * p - 0.3 * w * w + 0.2 * p))
+    found = validate(runs)
+    assert found["cpu_s"]["mape"] < 3.0, found["cpu_s"]
+
+
+def test_a_time_shorter_than_ten_ticks_of_the_stores_clock_is_left_out():
+    """Memcached's clock counts whole seconds: its 0.4 s reads 0 or 1 s; Redis's counts microseconds."""
+    base = {**TrainConfig(dataset="synthetic").to_dict(), "state": "done"}
+    assert target_value({**base, "store": "memcached", "time_to_target_s": 1.0}, "time_to_target_s") is None
+    assert target_value({**base, "store": "memcached", "time_to_target_s": 12.0}, "time_to_target_s") == 12.0
+    assert target_value({**base, "store": "redis", "time_to_target_s": 0.4}, "time_to_target_s") == 0.4
+    assert target_value({**base, "store": "memcached", "cpu_s": 0.4}, "cpu_s") == 0.4  # not on the store's clock
+
+
+def test_round_spread_is_the_error_of_predicting_a_run_by_its_other_rounds():
+    runs = study("redis", 1.0, rounds=2)
+    for i, run in enumerate(runs):
+        run["cpu_s"] = 1.0 if i % 2 == 0 else 2.0  # round 1 reads 1, round 2 reads 2: |2-1|/1 and |1-2|/2
+    spread = round_spread(runs)
+    assert spread["cpu_s"] == pytest.approx(75.0)
+    assert spread[TARGETS[0]] < 6.0  # 3% noise on each round
+
+
+def test_transfer_with_a_few_runs_does_not_spoil_a_setting_the_source_already_predicts():
+    """A few noisy runs cannot fit twenty weights: they rescale the source (shrunk towards no change). Fitting
+    every weight towards the source's with a weak pull (ridge 3) made this 11 points worse with 3 runs."""
+    source = study("redis", 1.0, seed=1)
+    target = study("memcached", 1.0, rounds=1, seed=2)
+    for run in target:  # 20% noise on the target setting's runs
+        run.update({t: run[t] * float(np.exp(np.random.default_rng(run["batch_size"] + run["n_push"]).normal(0, 0.2)))
+                    for t in TARGETS})
+    curve = transfer_curve(source, target, [0, 1, 3], draws=5)
+    assert all(curve[n][t] < curve[0][t] + 3 for t in TARGETS for n in (1, 3)), curve
 
 
 def test_transfer_to_a_second_setting_needs_a_few_runs_there():

@@ -1,10 +1,12 @@
 """`faasgd predict`: a configuration's Driple figures and time to target, from the runs in the results database.
 
     faasgd predict [--db PATH] [--batch ID ...] [--where KEY=VALUE ...] [--set KEY=VALUE ...] [--json]
-    faasgd predict --validate [...]                       leave-one-configuration-out MAPE per target
+    faasgd predict --validate [...]                       leave-one-configuration-out MAPE per target, beside
+                                                          the rounds' own spread (the noise floor)
     faasgd predict --transfer-to KEY=VALUE [--transfer-runs 5 ...] [...]
                                                           fitted on the runs not matching KEY=VALUE, adapted with
                                                           N runs that match it; MAPE on the others, per N
+                                                          (the mean over DRAWS random choices of the N runs)
 
 `--set` gives the configuration to predict (config keys; the rest are TrainConfig's defaults; `store` names
 redis or memcached). `--batch` and `--where` choose the runs learnt from. The model: cli/predictor.py.
@@ -17,11 +19,13 @@ import json
 from rich.table import Table
 
 from faasgd import results_store
-from faasgd.cli.predictor import TARGETS, Predictor, transfer_curve, validate
+from faasgd.cli.predictor import TARGETS, Predictor, round_spread, transfer_curve, validate
 from faasgd.cli.progress import console
 from faasgd.cli.results import fmt, parse_where
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
+
+DRAWS = 10  # random choices of the target runs a transfer figure is averaged over
 
 
 def add_parser(sub) -> None:
@@ -55,9 +59,9 @@ def run(args) -> int:
     if args.transfer_to:
         return show(transfer(runs, args), args.json, "runs used", "MAPE % on the target setting's other runs")
     if args.validate:
-        found = validate(runs)
-        return show({t: {"MAPE %": v["mape"], "held-out runs": v["predictions"]} for t, v in found.items()},
-                    args.json, None, f"leave one configuration out, {len(runs)} runs")
+        found, spread = validate(runs), round_spread(runs)
+        return show({t: {"MAPE %": v["mape"], "held-out runs": v["predictions"], "rounds' spread %": spread[t]}
+                     for t, v in found.items()}, args.json, None, f"leave one configuration out, {len(runs)} runs")
     config = load_config({}, parse_where(args.set))  # every key checked, as a request's
     values = config.to_dict()
     predicted = Predictor.fit(runs).predict(values)
@@ -75,7 +79,7 @@ def transfer(runs: list[dict], args) -> dict:
     if any(n < 0 or n >= len(target) for n in counts):
         raise ConfigError("--transfer-runs", f"each must be in [0, {len(target) - 1}] (the target setting has "
                                              f"{len(target)} runs), got {counts}")
-    curve = transfer_curve(source, target, counts)
+    curve = transfer_curve(source, target, counts, draws=DRAWS)
     return {t: {str(n): curve[n][t] for n in counts} for t in TARGETS}
 
 

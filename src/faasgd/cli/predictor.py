@@ -4,22 +4,29 @@ Driple predicts these figures from the training job's graph with a GNN; our grap
 is summarised by what drives the figures (features below), and each target is a ridge regression on the log
 of the target (the figures are products of rates and sizes: log-linear in them):
     log y = w . features(config),   features: 1, log parameters (the model's graph), log batch_size,
-    log workers, log n_fetch, log n_push, log (1/n_fetch + 1/n_push), and one-hots of the store, the update
-    rule, communication and invocation mode.
+    log workers, log n_fetch, log n_push, log (1/n_fetch + 1/n_push), one-hots of the store, the update
+    rule, communication and invocation mode, and the second-order terms of log workers, log period (the mean of
+    log n_fetch and log n_push) and log batch_size: w^2, w p, p^2, b p, w b (a response surface: on a 2-core
+    machine four workers are not twice two, and the bytes per sample fall with batch x period).
 FLOPs per step (6 x batch x parameters), bytes per push (4 x parameters) and store bytes per step
 (4 x parameters x (1/n_fetch + 1/n_push)) are products of these, so their logs are sums of the features:
 a model log-linear in them is one in the features (listing them too would only make the fit singular).
-Targets: the 12 Driple figures of profile/figures.py and time_to_target_s (runs that reached it); a run
-without a value for a target is left out of that target's fit.
+Targets: the 12 Driple figures of profile/figures.py, the totals cpu_s, tx_bytes, rx_bytes and time_to_target_s
+(runs that reached it); a run without a value for a target is left out of that target's fit, and so is a time
+measured on a clock too coarse for it: every duration of a job is on the store's clock, Memcached's in whole
+seconds, so a time under MIN_CLOCK_TICKS of its store's tick is no measurement (a 0.4 s run reads 0 or 1 s).
 
 Validation (`validate`): leave one configuration out (every round of it), predict it from the others; the
 error is the mean absolute percentage error (MAPE) per target over the held-out runs.
 
 Transfer (Driple's transfer learning, here for a linear model): a predictor fitted on one setting (a store,
-a machine, a model family: any filter of runs) is adapted to another with a few runs there by ridge
-regression *towards the source weights*: min |y - X w|^2 + lam |w - w_source|^2, so with no runs it is the
-source predictor and with many it is the target's own. `transfer_curve` says how the error falls with the
-number of target runs used.
+a machine, a model family: any filter of runs) is adapted to another with a few runs there. A few runs cannot
+fit twenty weights (each run is ~30% noise: `round_spread`), but they can say by how much the new setting
+scales a figure: first the intercept moves by the mean log residual of the target runs, shrunk as if one more
+run had residual 0 (TRANSFER_PRIOR_RUNS); then every weight is fitted by ridge regression *towards those
+weights*, min |y - X w|^2 + lam |w - w_shifted|^2 with a strong lam (TRANSFER_RIDGE), so with no runs it is the
+source predictor, with a few the source rescaled, and with many the target's own. `transfer_curve` says how
+the error falls with the number of target runs used (averaged over random draws of them).
 """
 
 from __future__ import annotations
@@ -31,15 +38,19 @@ import numpy as np
 
 from faasgd import job
 from faasgd.config import FIELDS, config_from_record
-from faasgd.profile.figures import DRIPLE
+from faasgd.profile.figures import DRIPLE, TOTALS
 
-TARGETS: tuple[str, ...] = DRIPLE + ("time_to_target_s",)
+TARGETS: tuple[str, ...] = DRIPLE + TOTALS + ("time_to_target_s",)
+TIMES = ("time_to_target_s",)  # measured on the store's clock (result.py)
 STORES = ("redis", "memcached")
 RULES = ("sum", "average", "adagrad")
 COMMUNICATIONS = ("background", "blocking")
 MODES = ("loop", "per-iteration", "single")
-RIDGE = 1e-3  # the fit's own regularisation (features are logs of order 1-20)
-TRANSFER_RIDGE = 3.0  # pull towards the source weights when adapting
+RIDGE = 0.1  # the fit's own regularisation (features are logs and their products, of order 1-100)
+TRANSFER_RIDGE = 1000.0  # pull towards the rescaled source weights when adapting (a prior worth tens of runs)
+TRANSFER_PRIOR_RUNS = 1.0  # the rescaling is shrunk as if this many more runs had a residual of 0
+CLOCK_TICK_S = {"redis": 1e-6, "memcached": 1.0}  # the store's server_time resolution (store/base.py)
+MIN_CLOCK_TICKS = 10  # a time is learnt from (and scored on) only when it spans at least this many ticks
 
 
 def parameter_count(sizes: Iterable[int]) -> int:
@@ -63,18 +74,22 @@ def features(run: dict) -> np.ndarray:
     config = config_from_record({k: run[k] for k in CONFIG_KEYS if k in run})
     params = parameter_count(job.network_sizes(config))
     log = math.log
+    w, p, b = log(config.number_of_workers), (log(config.n_fetch) + log(config.n_push)) / 2, log(config.batch_size)
     onehot = lambda value, choices: [1.0 if value == c else 0.0 for c in choices[1:]]  # noqa: E731
     return np.array([
         1.0, log(params), log(config.batch_size), log(config.number_of_workers), log(config.n_fetch),
         log(config.n_push), log(1.0 / config.n_fetch + 1.0 / config.n_push),
         *onehot(store_kind(run), STORES), *onehot(config.update_rule, RULES),
         *onehot(config.communication, COMMUNICATIONS), *onehot(config.invocation_mode, MODES),
+        w * w, w * p, p * p, b * p, w * b,
     ])
 
 
 def target_value(run: dict, target: str) -> float | None:
     value = run.get(target)
     if run.get("state") not in (None, "done") or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    if target in TIMES and value < MIN_CLOCK_TICKS * CLOCK_TICK_S[store_kind(run)]:
         return None
     return float(value)
 
@@ -94,10 +109,11 @@ class Predictor:
 
     @classmethod
     def fit(cls, runs: list[dict], prior: "Predictor | None" = None, lam: float | None = None) -> "Predictor":
-        """Fit each target on the runs that have it; with `prior`, ridge towards its weights (transfer)."""
+        """Fit each target on the runs that have it; with `prior`, adapt its weights to them (transfer)."""
         weights, used = {}, {}
+        xs = [features(r) for r in runs]
         for target in TARGETS:
-            rows = [(features(r), target_value(r, target)) for r in runs]
+            rows = [(f, target_value(r, target)) for f, r in zip(xs, runs)]
             rows = [(f, v) for f, v in rows if v is not None]
             base = None if prior is None else prior.weights.get(target)
             if not rows:
@@ -106,7 +122,12 @@ class Predictor:
                 continue
             x = np.array([f for f, _ in rows])
             y = np.log([v for _, v in rows])
-            weights[target] = ridge(x, y, (TRANSFER_RIDGE if lam is None else lam) if base is not None else RIDGE, base)
+            if base is None:
+                weights[target] = ridge(x, y, RIDGE)
+            else:
+                shifted = base.copy()
+                shifted[0] += float(np.sum(y - x @ base)) / (len(y) + TRANSFER_PRIOR_RUNS)
+                weights[target] = ridge(x, y, TRANSFER_RIDGE if lam is None else lam, shifted)
             used[target] = len(rows)
         return cls(weights, used)
 
@@ -144,16 +165,43 @@ def validate(runs: list[dict]) -> dict[str, Any]:
     return {t: {"mape": mape(pairs[t]), "predictions": len(pairs[t])} for t in TARGETS}
 
 
-def transfer_curve(source: list[dict], target: list[dict], counts: Iterable[int], seed: int = 0) -> dict[int, dict]:
+def transfer_curve(source: list[dict], target: list[dict], counts: Iterable[int], seed: int = 0,
+                   draws: int = 1) -> dict[int, dict]:
     """MAPE per target on the target setting's runs not used, adapting the source predictor with n of them
-    (n = 0: the source predictor as it is), drawn at random (seeded), for each n of `counts`."""
+    (n = 0: the source predictor as it is), drawn at random (seeded), for each n of `counts`; with `draws` > 1
+    the mean over that many draws (one draw of 5 runs can be lucky or not)."""
     base = Predictor.fit(source)
     rng = np.random.default_rng(seed)
-    order = list(rng.permutation(len(target)))
+    orders = [list(rng.permutation(len(target))) for _ in range(draws)]
     out = {}
     for n in counts:
-        used, held = [target[i] for i in order[:n]], [target[i] for i in order[n:]]
-        model = Predictor.fit(used, prior=base) if n else base
-        out[n] = {t: mape([(model.predict(r)[t], target_value(r, t)) for r in held if target_value(r, t)])
-                  for t in TARGETS}
+        found: dict[str, list[float]] = {t: [] for t in TARGETS}
+        for order in orders:
+            used, held = [target[i] for i in order[:n]], [target[i] for i in order[n:]]
+            model = Predictor.fit(used, prior=base) if n else base
+            predicted = [model.predict(r) for r in held]
+            for t in TARGETS:
+                error = mape([(p[t], target_value(r, t)) for p, r in zip(predicted, held) if target_value(r, t)])
+                if error is not None:
+                    found[t].append(error)
+        out[n] = {t: (float(np.mean(v)) if v else None) for t, v in found.items()}
+    return out
+
+
+def round_spread(runs: list[dict]) -> dict[str, float | None]:
+    """The noise floor: MAPE per target of predicting each run by the geometric mean of the other rounds of its
+    configuration (no model can do much better on held-out configurations than the runs repeat themselves)."""
+    groups: dict[str, list[dict]] = {}
+    for run in runs:
+        groups.setdefault(configuration_of(run), []).append(run)
+    out = {}
+    for t in TARGETS:
+        pairs = []
+        for group in groups.values():
+            for run in group:
+                others = [v for v in (target_value(r, t) for r in group if r is not run) if v is not None]
+                actual = target_value(run, t)
+                if others and actual is not None:
+                    pairs.append((float(np.exp(np.mean(np.log(others)))), actual))
+        out[t] = mape(pairs)
     return out
