@@ -38,6 +38,10 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def verdict(value: float | None, goal: float) -> str:
+    return f"{'met' if value is not None and value <= goal else 'not met'}, goal <= {goal:.0f}"
+
+
 def wall_s(batch: dict) -> float | None:
     if not batch.get("finished_at"):
         return None
@@ -75,11 +79,8 @@ def main() -> int:
     for goal, figures in GOALS.items():
         for figure in figures:
             found, moved = held[figure]["mape"], curve.get(TRANSFER_RUNS, {}).get(figure)
-            print(f"{goal:15s} {figure:17s} held out {pct(found):>6s} % "
-                  f"({'met' if found is not None and found <= HELD_OUT_GOAL else 'not met'}, goal <= {HELD_OUT_GOAL:.0f})"
-                  f"   transfer {TRANSFER_RUNS} runs {pct(moved):>6s} % "
-                  f"({'met' if moved is not None and moved <= TRANSFER_GOAL else 'not met'}, goal <= "
-                  f"{TRANSFER_GOAL:.0f})")
+            print(f"{goal:15s} {figure:17s} held out {pct(found):>5s} % ({verdict(found, HELD_OUT_GOAL)})   "
+                  f"transfer, {TRANSFER_RUNS} runs {pct(moved):>5s} % ({verdict(moved, TRANSFER_GOAL)})")
     return 0
 
 

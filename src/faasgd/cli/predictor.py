@@ -17,7 +17,8 @@ measured on a clock too coarse for it: every duration of a job is on the store's
 seconds, so a time under MIN_CLOCK_TICKS of its store's tick is no measurement (a 0.4 s run reads 0 or 1 s).
 
 Validation (`validate`): leave one configuration out (every round of it), predict it from the others; the
-error is the mean absolute percentage error (MAPE) per target over the held-out runs.
+error is the mean absolute percentage error (MAPE) per target over the held-out runs. `round_spread` is the
+noise floor beside it: each run predicted by the other rounds of its own configuration.
 
 Transfer (Driple's transfer learning, here for a linear model): a predictor fitted on one setting (a store,
 a machine, a model family: any filter of runs) is adapted to another with a few runs there. A few runs cannot
