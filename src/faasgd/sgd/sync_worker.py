@@ -46,13 +46,14 @@ from faasgd.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, Ro
 from faasgd.rounds import grad_avg_round, model_avg_round
 from faasgd.rounds.convex_rounds import admm_round, kmeans_round
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
+from faasgd.sgd.liveness import ENDED_CHECK_EVERY_S, Liveness
 from faasgd.sgd.progress import WorkerProgress
 from faasgd.sgd.sync_checkpoint import cluster_accuracy, decode_state, encode_state, state_name
 from faasgd.store import ParameterStore
 
 log = logging.getLogger("faasgd.worker")
-HEARTBEAT_EVERY_S = 1.0
-ENDED_CHECK_EVERY_S = 0.25
+
+
 class JobFailed(Exception):
     """Raised when the job failed (its result or `lost` is written) while this worker waited at a barrier."""
 
@@ -66,7 +67,7 @@ class NoChannel:
         pass
 
 
-class SyncWorker:
+class SyncWorker(Liveness):
     """One worker's synchronous training over its shard; `progress` holds what must survive it."""
 
     sleep = staticmethod(time.sleep)
@@ -100,7 +101,7 @@ class SyncWorker:
         self.on_heartbeat: Callable[[], None] | None = None
         self.period_s = self.eval_s = 0.0  # seconds a round / an evaluation takes: what a hand-off leaves room for
         self._last_push_at: float | None = None  # the last round's end (invocation.train: no hand-off before one)
-        self._last_heartbeat = self._last_ended_check = self._last_failed_check = -math.inf
+        self._last_failed_check = -math.inf
         self._orders: dict[int, np.ndarray] = {}
         self.state = RoundState(self.load_state(), progress.rounds)
 
@@ -143,24 +144,6 @@ class SyncWorker:
 
     def fetch(self, wait: bool = False) -> None:
         """Nothing to fetch between rounds: the parameters come out of each round (invocation.start calls it)."""
-
-    def heartbeat(self, force: bool = False) -> None:
-        now = self.clock()
-        if not force and now - self._last_heartbeat < HEARTBEAT_EVERY_S:
-            return
-        self._last_heartbeat = now
-        value = {"owner": self.progress.owner, "pushes": self.progress.pushes, "at": time.time()}
-        self._retry(lambda: self.store.put_record(self.job_id, f"heartbeat:{self.me}", value,
-                                                  ttl_s=self.config.lease_s))
-        if self.on_heartbeat is not None:
-            self.on_heartbeat()
-
-    def job_ended(self) -> bool:
-        now = self.clock()
-        if now - self._last_ended_check < ENDED_CHECK_EVERY_S:
-            return False
-        self._last_ended_check = now
-        return self._retry(lambda: job.has_ended(self.store, self.job_id))
 
     def barrier_sleep(self, seconds: float) -> None:
         """A pause of a barrier's wait: the worker stays alive meanwhile (heartbeat, lease, looking after its

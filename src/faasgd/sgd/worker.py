@@ -18,7 +18,6 @@ at once. Either way a push's record is the snapshot of the worker right after th
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from typing import Callable
@@ -30,20 +29,13 @@ from faasgd.config import TrainConfig
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.sgd import comm
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
+from faasgd.sgd.liveness import Liveness
 from faasgd.sgd.progress import WorkerProgress
 from faasgd.store import ParameterStore, PushId
 
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
-HEARTBEAT_EVERY_S = 1.0  # how often a worker says it is alive (and renews its lease) between pushes
-ENDED_CHECK_EVERY_S = 0.25  # how often (at a fetch) a worker checks whether the job has ended
-
-
-def heartbeat_name(worker_id: int) -> str:
-    return f"heartbeat:{worker_id}"
-
-
-class DownpourWorker:
+class DownpourWorker(Liveness):
     """One worker's training over its shard; `progress` holds everything that must survive it."""
 
     sleep = staticmethod(time.sleep)  # how store retries wait (tests replace both with a fake clock)
@@ -82,8 +74,6 @@ class DownpourWorker:
         self.period_s = 0.0  # seconds between pushes, smoothed: what the budget must leave room for
         self.eval_s = 0.0  # seconds the last evaluation took
         self._last_push_at: float | None = None
-        self._last_heartbeat = -math.inf
-        self._last_ended_check = -math.inf
         self.on_heartbeat: Callable[[], None] | None = None  # also called at each heartbeat (lease, supervision)
         self._count_lock = threading.Lock()
 
@@ -235,26 +225,6 @@ class DownpourWorker:
         record = self.snapshot()
         if not self._retry(lambda: self.store.update_worker(self.job_id, self.progress.worker_id, record)):
             raise Superseded(f"worker {self.progress.worker_id}: another invocation wrote a newer record")
-
-    def heartbeat(self, force: bool = False) -> None:
-        """Say this worker is alive (a record expiring after lease_s); supervision re-invokes silent ones."""
-        now = self.clock()
-        if not force and now - self._last_heartbeat < HEARTBEAT_EVERY_S:
-            return
-        self._last_heartbeat = now
-        value = {"owner": self.progress.owner, "pushes": self.progress.pushes, "at": time.time()}
-        self._retry(lambda: self.store.put_record(self.job_id, heartbeat_name(self.progress.worker_id), value,
-                                                  ttl_s=self.config.lease_s))
-        if self.on_heartbeat is not None:
-            self.on_heartbeat()
-
-    def job_ended(self) -> bool:
-        """Whether the job has ended (another worker reached the target, or it failed); checked now and then."""
-        now = self.clock()
-        if now - self._last_ended_check < ENDED_CHECK_EVERY_S:
-            return False
-        self._last_ended_check = now
-        return self._retry(lambda: job.has_ended(self.store, self.job_id))
 
     # -- training --------------------------------------------------------------------------
     def step(self, x: np.ndarray, y: np.ndarray) -> float:

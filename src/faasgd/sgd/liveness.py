@@ -1,0 +1,42 @@
+"""What every worker does to stay visibly alive, whatever its algorithm (Downpour's or the synchronous one).
+
+A heartbeat is a record `heartbeat:<worker>` expiring after lease_s (job.heartbeat_name), written at most every
+HEARTBEAT_EVERY_S; supervision re-invokes a worker whose heartbeat is gone, and `on_heartbeat` renews the
+call's lease. Whether the job has ended is asked at most every ENDED_CHECK_EVERY_S.
+The class using the mixin provides: store, job_id, config, progress, clock, _retry, on_heartbeat.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from faasgd import job
+
+HEARTBEAT_EVERY_S = 1.0  # how often a worker says it is alive (and renews its lease) between store operations
+ENDED_CHECK_EVERY_S = 0.25  # how often a worker checks whether the job has ended
+
+
+class Liveness:
+    _last_heartbeat = -math.inf
+    _last_ended_check = -math.inf
+
+    def heartbeat(self, force: bool = False) -> None:
+        """Say this worker is alive (a record expiring after lease_s); supervision re-invokes silent ones."""
+        now = self.clock()
+        if not force and now - self._last_heartbeat < HEARTBEAT_EVERY_S:
+            return
+        self._last_heartbeat = now
+        value = {"owner": self.progress.owner, "pushes": self.progress.pushes, "at": time.time()}
+        self._retry(lambda: self.store.put_record(self.job_id, job.heartbeat_name(self.progress.worker_id), value,
+                                                  ttl_s=self.config.lease_s))
+        if self.on_heartbeat is not None:
+            self.on_heartbeat()
+
+    def job_ended(self) -> bool:
+        """Whether the job has ended (another worker reached the target, or it failed); checked now and then."""
+        now = self.clock()
+        if now - self._last_ended_check < ENDED_CHECK_EVERY_S:
+            return False
+        self._last_ended_check = now
+        return self._retry(lambda: job.has_ended(self.store, self.job_id))
