@@ -6,12 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from faasgd import data, job
 from faasgd.channels import configured
-from faasgd.sgd import invocation, sync_worker
-from faasgd.sgd.budget import UNLIMITED
-from faasgd.store import open_store
-from support.sync_drive import Killed, config_of, killing_first_space, in_threads, train_job
+from faasgd.sgd import sync_worker
+from support.sync_drive import config_of, killing_first_space, train_job, train_with_worker_1_killed
 
 pytestmark = pytest.mark.integration
 
@@ -44,20 +41,7 @@ def test_a_worker_killed_mid_round_on_a_real_channel_resumes_to_the_same_bits(ch
     url, where = channel
     config = config_of(f"killed-{where}", url, channel=where, max_epochs=1, sync="reduce_scatter")
     whole_store, whole = train_job(config_of(f"whole-{where}", sync="reduce_scatter", max_epochs=1))
-    store = open_store(config.store_url)
-    job_id = job.create_job(store, config)
     monkeypatch.setattr(sync_worker, "channel_space", killing_first_space(sync_worker.channel_space, 9))
-
-    def worker(w):
-        if w == 0:
-            invocation.run_worker(config, store, job_id, 0)
-            return
-        progress = invocation.resume(store, job_id, config, 1, "first")
-        trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, None)
-        with pytest.raises(Killed):
-            invocation.train(trainer)
-        invocation.run_worker(config, store, job_id, 1, "second")
-
-    in_threads(worker, 2)
+    store, job_id = train_with_worker_1_killed(config)
     np.testing.assert_array_equal(store.get_weights(job_id)[0], whole_store.get_weights(whole)[0])
     assert store.get_record(job_id, "result")["state"] == "done"

@@ -88,3 +88,30 @@ class KillingSpace:
         return self.space.get_blob(job_id, name)
 
 
+
+
+def train_with_worker_1_killed(config):
+    """Create the job; worker 0 trains to its stop rule; worker 1's first call dies mid-round (the test arms
+    killing_first_space), then a second call re-invokes it, resuming from its record. The store and the job."""
+    from faasgd.sgd.budget import UNLIMITED
+
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+
+    def worker(w):
+        if w == 0:
+            invocation.run_worker(config, store, job_id, 0)
+            return
+        progress = invocation.resume(store, job_id, config, 1, "first")
+        trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, None)
+        try:
+            invocation.train(trainer)
+        except Killed:
+            pass
+        else:
+            raise AssertionError("worker 1 was not killed")
+        assert 0 < store.worker_record(job_id, 1)["rounds"]  # it had checkpointed rounds before it died
+        invocation.run_worker(config, store, job_id, 1, "second")  # re-invoked: resumes from its record
+
+    in_threads(worker, 2)
+    return store, job_id

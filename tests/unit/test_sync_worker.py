@@ -10,7 +10,7 @@ from faasgd.errors import ConfigError
 from faasgd.sgd import invocation, sync_checkpoint, sync_worker
 from faasgd.sgd.budget import UNLIMITED, CallBudget
 from faasgd.store import open_store
-from support.sync_drive import Killed, config_of, killing_first_space, in_threads, train_job
+from support.sync_drive import config_of, in_threads, killing_first_space, train_job, train_with_worker_1_killed
 
 
 def final_states(store, job_id, config):
@@ -88,22 +88,8 @@ def test_a_worker_killed_mid_round_resumes_from_its_record_to_the_same_bits(monk
     kwargs = {"algorithm": algorithm, "sync": sync, "local_steps": 2}
     whole_store, whole = train_job(config_of(f"whole-{algorithm}", **kwargs))
     config = config_of(f"killed-{algorithm}", **kwargs)
-    store = open_store(config.store_url)
-    job_id = job.create_job(store, config)
     monkeypatch.setattr(sync_worker, "channel_space", killing_first_space(sync_worker.channel_space, at))
-
-    def worker(w):
-        if w == 0:
-            invocation.run_worker(config, store, job_id, 0)
-            return
-        progress = invocation.resume(store, job_id, config, 1, "first")
-        trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, None)
-        with pytest.raises(Killed):
-            invocation.train(trainer)
-        assert 0 < store.worker_record(job_id, 1)["rounds"]  # it had checkpointed rounds before it died
-        invocation.run_worker(config, store, job_id, 1, "second")  # re-invoked: resumes from its record
-
-    in_threads(worker, 2)
+    store, job_id = train_with_worker_1_killed(config)
     np.testing.assert_array_equal(store.get_weights(job_id)[0], whole_store.get_weights(whole)[0])
     assert store.get_record(job_id, "result")["state"] == "done"
     assert store.worker_record(job_id, 1)["invocations"] == 2
