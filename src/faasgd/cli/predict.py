@@ -21,7 +21,7 @@ from rich.table import Table
 from faasgd import results_store
 from faasgd.cli.predictor import TARGETS, Predictor, round_spread, transfer_curve, validate
 from faasgd.cli.progress import console
-from faasgd.cli.results import fmt, parse_where
+from faasgd.cli.results import fmt, open_results, parse_where
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
 
@@ -42,12 +42,7 @@ def add_parser(sub) -> None:
 
 
 def learning_runs(args) -> list[dict]:
-    path = args.db or results_store.default_path()
-    try:
-        db = results_store.open_db(path, create=False)
-    except FileNotFoundError:
-        raise ConfigError("--db", f"no results database at {path} (test.sh writes it; --db names another)") from None
-    with db:
+    with open_results(args) as db:
         runs = results_store.runs(db, args.batch, parse_where(args.where))
     if not runs:
         raise ConfigError("--where", "no runs in the results database match; nothing to learn from")

@@ -56,13 +56,17 @@ def parse_where(items: list[str]) -> dict[str, str]:
     return where
 
 
-def run(args) -> int:
+def open_results(args):
+    """The results database `--db` names (default: results/faasgd.sqlite); ConfigError('--db') when absent."""
     path = args.db or results_store.default_path()
     try:
-        db = results_store.open_db(path, create=False)
+        return results_store.open_db(path, create=False)
     except FileNotFoundError:
         raise ConfigError("--db", f"no results database at {path} (test.sh writes it; --db names another)") from None
-    with db:
+
+
+def run(args) -> int:
+    with open_results(args) as db:
         if args.verb == "list":
             return show_batches(results_store.batches(db))
         if args.verb == "runs":
