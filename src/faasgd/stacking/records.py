@@ -7,7 +7,8 @@
 Jobs that always end: the job gets a deadline when it is created (the store server's clock, as every
 time here), long enough for every phase's calls with their retries (`deadline_s`). A job still
 running past it (its driver was killed, its replica lost) is failed by the next status read, with the
-reason; a driver that finishes afterwards does not overwrite that (`finish`), so a job ends once.
+reason; a driver that finishes afterwards does not overwrite that (`finish`), so a job ends once
+(`finish` reads, then writes: a deadline failure landing in that one round trip would be overwritten).
 Objects (transfer store) are blobs beside them: dataset, model:<i>, pred:<i>, models, meta-features,
 full-model (store/blobs.py).
 """
