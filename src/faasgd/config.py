@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from faasgd.data.catalog import N_CLASSES, check_dataset_name, is_tabular
 from faasgd.data.tabular import GENERATED_CLASSES
 from faasgd.errors import ConfigError
+from faasgd.store.push_codec import parse_codec
 from faasgd.store.update_rule import RULES
 from faasgd.store.url import mask_url, parse_store_url
 
@@ -47,6 +48,8 @@ class TrainConfig:
     # background: fetches and pushes overlap training, a push every n_push steps exactly; coalesce: never
     # wait for the store, a push or fetch due while one is in flight joins the next (n_fetch and n_push
     # become the shortest periods); blocking: wait for each round trip
+    push_codec: str = "f32"  # how pushes travel (store/push_codec.py, README "Compressed pushes"): f32 | f16 |
+    # topk:FRACTION (0 < FRACTION < 1: the largest entries only); f16 and topk keep the rest as a residual for later pushes
     invocation_mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
     max_epochs: int = 20  # upper bound on passes over each worker's shard
     target_accuracy: float = 0.85  # validation accuracy that ends the job (1.0: run all max_epochs)
@@ -182,6 +185,8 @@ def _parse(field: str, value: Any) -> Any:
         return _choice(field, value, TOPOLOGIES)
     if field == "communication":
         return _choice(field, value, COMMUNICATIONS)
+    if field == "push_codec":
+        return str(parse_codec(value))
     if field == "local_refresh_s":
         return _float(field, value, 0.0, 3600.0, low_open=True)
     if field == "lease_s":
@@ -289,6 +294,9 @@ def check_combination(config: TrainConfig) -> TrainConfig:
                                        f"and counts: must be model_avg, got {config.algorithm!r}")
     if config.model == "mlp" and is_tabular(config.dataset):
         raise ConfigError("dataset", f"the mlp trains on the image data sets; {config.dataset} is for lr and svm")
+    if synchronous and config.push_codec != "f32":
+        raise ConfigError("push_codec", f"{config.algorithm} exchanges whole objects in rounds, not pushes: must be "
+                                        f"f32, got {config.push_codec!r} (f16 and topk are for downpour)")
     if synchronous and config.invocation_mode == "single":
         raise ConfigError("invocation_mode", f"{config.algorithm} needs every worker in its rounds: loop or per-iteration")
     return config

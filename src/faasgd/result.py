@@ -34,6 +34,9 @@ MEASURES: tuple[str, ...] = (
     "epochs", "samples", "wall_s",  # totals: training after the crossing (until workers stop) included
     "samples_per_s", "pushes", "fetches", "conflicts", "retries", "staleness_p50", "staleness_p99",
     "max_concurrent_workers",  # the most workers that trained at the same time (intervals_peak)
+    # downpour's updates as pushed (config push_codec: f32, f16, topk) and parameters fetched, all workers' and per
+    # worker (their mean): the bytes of what was handed over, not the wire's (that is tx_bytes / rx_bytes)
+    "push_bytes", "fetch_bytes", "push_bytes_per_worker", "fetch_bytes_per_worker",
     # synchronous algorithms (sgd/sync_worker.py; 0 for downpour): rounds run (every worker runs the same), the
     # rounds' object bytes written and read by all workers, their mean per worker, seconds waited at barriers (sum)
     "rounds", "round_bytes_written", "round_bytes_read", "round_bytes_per_worker", "barrier_wait_s",
@@ -126,6 +129,10 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "staleness_p50": percentile_from_hist(hist, 50),
         "staleness_p99": percentile_from_hist(hist, 99),
         "max_concurrent_workers": intervals_peak(progress),
+        "push_bytes": sum(int(r.get("push_bytes") or 0) for r in records),
+        "fetch_bytes": sum(int(r.get("fetch_bytes") or 0) for r in records),
+        "push_bytes_per_worker": sum(int(r.get("push_bytes") or 0) for r in records) / max(1, len(records)),
+        "fetch_bytes_per_worker": sum(int(r.get("fetch_bytes") or 0) for r in records) / max(1, len(records)),
         "rounds": max((int(r.get("rounds") or 0) for r in records), default=0),
         "round_bytes_written": sum(int(r.get("round_bytes_written") or 0) for r in records),
         "round_bytes_read": sum(int(r.get("round_bytes_read") or 0) for r in records),

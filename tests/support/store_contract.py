@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreError, StoreTimeout
-from faasgd.store import PushId, Snapshot, UpdateRule, keys, memcached_push
+from faasgd.store import PushId, Snapshot, UpdateRule, keys, memcached_push, push_codec
 from faasgd.store.blobs import BLOB_CHUNK_BYTES
 from faasgd.store.update_rule import ADAGRAD_EPS, ADAGRAD_G0
 
@@ -410,6 +410,72 @@ def check_update_rules_match_the_oracle(store):
         np.testing.assert_array_equal(got[:5], start[:5])
 
 
+def compressed_pushes(length: int, count: int, seed: int) -> list:
+    """`count` pushes of a worker with error feedback, alternating f16 and top-k (a few entries in every chunk
+    and some chunks untouched), from updates of very different sizes."""
+    codecs = [push_codec.parse_codec("f16"), push_codec.parse_codec("topk:0.01")]
+    residual, out = np.zeros(length, np.float32), []
+    for i, g in enumerate(gradients(length, count, seed)):
+        out.append(codecs[i % 2].encode((g * np.float32(-LR)).astype(np.float32), residual))
+    return out
+
+
+def check_compressed_pushes_keep_the_exact_sum(store):
+    """f16 and sparse pushes with ids are each applied once, as the float32 delta they stand for, by every rule:
+    the weights equal one process adding the decoded pushes (bit for bit, adagrad to an ulp); a resend and a
+    superseded push add nothing; the version is the sum of the workers' pushes."""
+    length = 2 * CHUNK + 501
+    for name, rule in RULE_CASES.items():
+        job, start = new_job(), weights(length, seed=3)
+        store.set_weights(job, start, writers=2, rule=rule)
+        oracle, out, expected = Oracle(rule, start), np.zeros(length, np.float32), start.copy()
+        for seq, payload in enumerate(compressed_pushes(length, 6, seed=7), start=1):
+            delta = push_codec.as_delta(payload, length)
+            oracle.push(delta / np.float32(-LR))  # adagrad's: the gradient the delta stands for
+            expected += delta / np.float32(rule.workers if rule.name == "average" else 1)  # the exact sum
+            push = store.push_update(job, payload, out, push_id=PushId(seq % 2, (seq + 1) // 2),
+                                     record=record((seq + 1) // 2, f"call-{seq % 2}"))
+            assert push.applied and push.version == seq, name
+            again = store.push_update(job, payload, out, push_id=PushId(seq % 2, (seq + 1) // 2),
+                                      record=record((seq + 1) // 2, f"call-{seq % 2}"))  # a resend: not added again
+            assert again.applied and again.version == seq, name
+            other = store.push_update(job, payload, out, push_id=PushId(seq % 2, (seq + 1) // 2),
+                                      record=record((seq + 1) // 2, "call-x"))  # another invocation: superseded
+            assert not other.applied and other.version == seq, name
+        got, version = store.get_weights(job)
+        assert version == 6 == sum(store.worker_record(job, w)["pushes"] for w in (0, 1)), name
+        if rule.name == "adagrad":
+            assert_rule_matches(rule, got, oracle)
+        else:  # the exact sum: start plus every decoded push (by the rule), in float32, in order: bit for bit
+            np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(got, out)
+
+
+def check_compressed_push_rejects_bad_payloads(store):
+    """A malformed sparse or half push is refused naming `delta`, before anything is written."""
+    job, length = new_job(), CHUNK + 5
+    store.set_weights(job, np.zeros(length, np.float32))
+    u32, f32 = np.uint32, np.float32
+    bad = {
+        "index past the end": push_codec.Sparse(length, np.array([length], u32), np.ones(1, f32)),
+        "unsorted": push_codec.Sparse(length, np.array([5, 2], u32), np.ones(2, f32)),
+        "duplicate": push_codec.Sparse(length, np.array([2, 2], u32), np.ones(2, f32)),
+        "other length": push_codec.Sparse(length + 1, np.array([1], u32), np.ones(1, f32)),
+        "values and indices": push_codec.Sparse(length, np.array([1, 2], u32), np.ones(1, f32)),
+        "NaN": push_codec.Sparse(length, np.array([1], u32), np.array([np.nan], f32)),
+        "half NaN": push_codec.Half(np.full(length, np.nan, np.float16)),
+        "half too short": push_codec.Half(np.zeros(length - 1, np.float16)),
+    }
+    for why, payload in bad.items():
+        with pytest.raises(ConfigError) as e:
+            store.push_update(job, payload)
+        assert e.value.field == "delta", why
+    assert store.get_weights(job)[1] == 0  # nothing was written
+    store.push_update(job, push_codec.Sparse(length, np.array([0, length - 1], u32), np.array([1, -2], f32)))
+    got = store.get_weights(job)[0]
+    assert (got[0], got[-1], np.count_nonzero(got)) == (1.0, -2.0, 2)
+
+
 def check_adagrad_state_stored_with_the_weights(store):
     """An adagrad chunk is [w | G] float32 (on Memcached after its header), half as many weights per chunk."""
     job, flat = new_job(), weights(2 * CHUNK + 7, seed=5)
@@ -554,6 +620,8 @@ SINGLE_CLIENT_CHECKS = [
     check_wire_format,
     check_update_rules_match_the_oracle,
     check_adagrad_state_stored_with_the_weights,
+    check_compressed_pushes_keep_the_exact_sum,
+    check_compressed_push_rejects_bad_payloads,
     check_update_rule_validated,
     check_server_time,
     check_kept_copy,

@@ -42,6 +42,7 @@ class Op:
     own_steps: int = 0  # the worker's pushed steps the result holds (a fetch: as submitted; a push: with it)
     seq: int = 0  # a push's number
     base_others: int = 0  # a push: other workers' steps in the parameters its oldest step was computed from
+    payload_bytes: int = 0  # a push: bytes of the update it hands over (store/push_codec.py)
 
 
 class Channel:

@@ -39,6 +39,8 @@ class WorkerProgress:
     last_staleness: int | None = None
     train_s: float = 0.0  # seconds spent in training epochs (excludes loading and evaluation)
     comm_wait_s: float = 0.0  # seconds the worker waited on fetches and pushes (all of them when blocking)
+    push_bytes: int = 0  # bytes of the updates its applied pushes handed over, as encoded (config push_codec)
+    fetch_bytes: int = 0  # bytes of parameters its fetches and pushes brought back (float32, 4 per parameter)
     pushed_steps: int = 0  # minibatches in this worker's applied pushes (the store sums them: steps the weights hold)
     started_at: float | None = None
     finished_at: float | None = None

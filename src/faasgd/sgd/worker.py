@@ -31,7 +31,7 @@ from faasgd.sgd import comm
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.liveness import Liveness
 from faasgd.sgd.progress import WorkerProgress
-from faasgd.store import ParameterStore, PushId
+from faasgd.store import ParameterStore, PushId, push_codec
 
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
@@ -50,6 +50,10 @@ class DownpourWorker(Liveness):
         self.fetched = np.empty(size, np.float32)  # last global parameters read (or written by our push)
         self.pending = np.zeros(size, np.float32)  # accumulated update not yet handed to a push
         self.sending = np.zeros(size, np.float32)  # the update a push in flight sends
+        self.codec = push_codec.parse_codec(config.push_codec)  # how pushes travel (f32, f16, topk:F)
+        # error feedback: what compressed pushes left out, sent with later ones (lives as long as this call). As
+        # in deep gradient compression it is not in the local copy: a fetch makes that global + pending again
+        self.residual = np.zeros(size, np.float32) if self.codec.compresses else None
         self.grad = np.empty(size, np.float32)
         # the shard stays as stored (raw uint8 pixels: a quarter of float32's memory); a minibatch is
         # gathered into `batch_raw` and scaled into `batch_x` (float32 in [0, 1]) as it is trained
@@ -137,8 +141,11 @@ class DownpourWorker(Liveness):
         self.pending[:] = 0.0
         self.pushed_snapshot, self.unpushed_steps = True, 0
         delta, push_id = self.sending, PushId(progress.worker_id, seq)
+        if self.residual is not None:  # sending += residual; the push carries part, the residual keeps the rest
+            delta = self.codec.encode(self.sending, self.residual)
         merge, self.fetch_wanted = self.fetch_wanted, False
-        self._submit(comm.Op(comm.PUSH, merge=merge, own_steps=progress.step, seq=seq, base_others=self.base_others),
+        self._submit(comm.Op(comm.PUSH, merge=merge, own_steps=progress.step, seq=seq, base_others=self.base_others,
+                             payload_bytes=push_codec.payload_bytes(delta)),
                      lambda: self.store.push_update(self.job_id, delta, out=self.fetched, push_id=push_id,
                                                     record=record))
 
@@ -159,9 +166,11 @@ class DownpourWorker(Liveness):
             self.progress.comm_wait_s += self.channel.take_wait()
         if op.kind == comm.PUSH:
             self._pushed(op, outcome)
-        elif op.merge:
-            others = None if outcome.steps is None else outcome.steps - op.own_steps
-            self._merge(outcome.version, others)
+        else:
+            self.progress.fetch_bytes += self.fetched.nbytes
+            if op.merge:
+                others = None if outcome.steps is None else outcome.steps - op.own_steps
+                self._merge(outcome.version, others)
 
     def take_in_landed(self) -> None:
         """coalesce: an operation that has landed is taken in before the next step (no waiting), so the
@@ -183,6 +192,8 @@ class DownpourWorker(Liveness):
             raise Superseded(f"worker {progress.worker_id}: push {op.seq} was applied by another invocation")
         progress.pushes, progress.pushed_steps = op.seq, op.own_steps
         progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
+        progress.push_bytes += op.payload_bytes  # the update handed over (push_codec); the weights come back with it
+        progress.fetch_bytes += self.fetched.nbytes
         if push.steps is not None:  # staleness: other workers' steps applied since our oldest step's parameters
             self.known_others = push.steps - op.own_steps
             progress.record_staleness(self.known_others - op.base_others)

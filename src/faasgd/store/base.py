@@ -25,7 +25,7 @@ import numpy as np
 
 from faasgd.errors import ConfigError, FaasgdError, JobNotFound, StateLost, StoreConflict, StoreError
 from faasgd.retry import PUSH_CONFLICT, retry_call
-from faasgd.store import codec, keys
+from faasgd.store import codec, keys, push_codec
 from faasgd.store.blobs import BlobsMixin
 from faasgd.store.push import LostRace, Push, PushId, Snapshot, check_record, may_replace, steps_of
 from faasgd.store.records import RecordsMixin
@@ -123,9 +123,12 @@ class ParameterStore(RecordsMixin, BlobsMixin, abc.ABC):
         push is applied exactly once and the record is written with it (store/push.py). With `out`
         (float32, the job's length) the weights as the push left them are decoded into it: a fetch
         of the new version without another round trip (untouched when the push was not applied).
+        `delta` may be compressed (store/push_codec.py: half precision, or sparse index/value pairs): it is
+        decoded into the float32 delta it stands for and applied as that, by every rule and backend alike.
         """
         meta = self._weights_meta(job_id)
-        data = codec.as_vector(delta, "delta", meta.length)
+        data = push_codec.as_delta(delta, meta.length) if push_codec.is_encoded(delta) else \
+            codec.as_vector(delta, "delta", meta.length)
         target = None if out is None else codec.check_out(out, meta.length)
         if push_id is not None:
             check_record(push_id, record)
