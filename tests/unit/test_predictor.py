@@ -13,7 +13,8 @@ from faasgd import results_store
 from faasgd.batch.record import BatchRecord
 from faasgd.batch.redact import Redactor
 from faasgd.cli.main import main
-from faasgd.cli.predictor import TARGETS, Predictor, features, round_spread, target_value, transfer_curve, validate
+from faasgd.cli.predictor import (PARTS, TARGETS, Predictor, features, ridge, round_spread, target_value,
+                                  transfer_curve, validate)
 from faasgd.config import TrainConfig
 
 
@@ -22,6 +23,22 @@ def law(config: dict, target_index: int, factor: float) -> float:
     a, b, c = 0.3 + 0.05 * target_index, -0.4 + 0.03 * target_index, 0.6 - 0.04 * target_index
     return factor * (1 + target_index) * config["number_of_workers"] ** a * config["n_push"] ** b \
         * config["batch_size"] ** c
+
+
+def time_parts(run: dict, factor: float, start_s: float = 12.0) -> None:
+    """The time to target as a job spends it: start_s, then samples_to_target at samples_per_s (power laws; the
+    run goes on 20% past the target, its wall time and samples say the start); all scale with the factor."""
+    workers, period, batch = run["number_of_workers"], run["n_push"], run["batch_size"]
+    run["samples_to_target"] = factor * 2000.0 * workers ** 0.4 * period ** 0.2 * batch ** 0.3
+    run["samples_per_s"] = 100.0 * workers ** 0.7 * period ** 0.3 * batch ** 0.5
+    start = factor * start_s * workers ** 0.2 * period ** -0.05
+    compose_time(run, start)
+
+
+def compose_time(run: dict, start: float) -> None:
+    run["samples"] = 1.2 * run["samples_to_target"]
+    run["wall_s"] = start + run["samples"] / run["samples_per_s"]
+    run["time_to_target_s"] = start + run["samples_to_target"] / run["samples_per_s"]
 
 
 def study(store: str, factor: float, rounds: int = 2, seed: int = 0) -> list[dict]:
@@ -35,6 +52,7 @@ def study(store: str, factor: float, rounds: int = 2, seed: int = 0) -> list[dic
                    "round": round_ + 1, "varying": {}}
             for i, target in enumerate(TARGETS):
                 run[target] = law(config, i, factor) * float(np.exp(rng.normal(0, 0.03)))  # 3% noise
+            time_parts(run, factor)
             runs.append(run)
     return runs
 
@@ -78,6 +96,40 @@ def test_a_time_shorter_than_ten_ticks_of_the_stores_clock_is_left_out():
     assert target_value({**base, "store": "memcached", "cpu_s": 0.4}, "cpu_s") == 0.4  # not on the store's clock
 
 
+def test_the_time_to_target_is_a_start_plus_samples_over_a_rate_each_learnt_from_every_run_that_has_it():
+    """A short run's time is mostly its start (0.3 s of 0.6 s): a sum, which the parts (each log-linear) recover
+    exactly and a log-linear fit of the time only roughly; a run that missed the target still teaches the rate
+    and the start."""
+    runs = study("redis", 1.0, rounds=1)
+    for run in runs:
+        time_parts(run, 1.0, start_s=0.3)
+        run["samples_per_s"] *= 20.0  # seconds of training, beside 0.3-0.4 s of start
+        compose_time(run, 0.3 * run["number_of_workers"] ** 0.2 * run["n_push"] ** -0.05)
+    for run in runs[::4]:  # every fourth run missed the target: no time, no samples to target
+        run["time_to_target_s"] = run["samples_to_target"] = None
+    found = validate(runs)["time_to_target_s"]
+    assert found["predictions"] == 27 and found["mape"] < 2.0, found
+    model = Predictor.fit(runs)
+    assert model.runs_used["samples_per_s"] == model.runs_used["start_s"] == 36
+    assert model.runs_used["samples_to_target"] == 27
+    timed = [(features(r), r["time_to_target_s"]) for r in runs if r["time_to_target_s"]]
+    errors = []  # the time alone, log-linear, each run held out (one round: a run is its configuration)
+    for i, (f, t) in enumerate(timed):
+        rest = timed[:i] + timed[i + 1:]
+        w = ridge(np.array([g for g, _ in rest]), np.log([u for _, u in rest]), 0.1)
+        errors.append(abs(np.exp(f @ w) - t) / t)
+    assert 100 * np.mean(errors) > 2 * found["mape"], (errors, found)
+
+
+def test_start_and_rate_are_timed_on_the_whole_run_and_only_when_the_stores_clock_can():
+    run = {**TrainConfig(dataset="synthetic").to_dict(), "state": "done", "samples": 1000, "samples_per_s": 100.0}
+    assert target_value({**run, "store": "redis", "wall_s": 10.5}, "start_s") == pytest.approx(0.5)
+    assert target_value({**run, "store": "redis", "wall_s": 10.5}, "samples_per_s") == 100.0
+    assert target_value({**run, "store": "memcached", "wall_s": 9.0}, "samples_per_s") is None  # 9 ticks
+    assert target_value({**run, "store": "redis", "wall_s": 9.0}, "start_s") is None  # no time left to start in
+    assert target_value({**run, "store": "redis", "wall_s": 12.0, "state": "failed"}, "samples_per_s") is None
+
+
 def test_round_spread_is_the_error_of_predicting_a_run_by_its_other_rounds():
     runs = study("redis", 1.0, rounds=2)
     for i, run in enumerate(runs):
@@ -92,9 +144,11 @@ def test_transfer_with_a_few_runs_does_not_spoil_a_setting_the_source_already_pr
     every weight towards the source's with a weak pull (ridge 3) made this 11 points worse with 3 runs."""
     source = study("redis", 1.0, seed=1)
     target = study("memcached", 1.0, rounds=1, seed=2)
-    for run in target:  # 20% noise on the target setting's runs
+    for run in target:  # 20% noise on the target setting's runs (the time's on its parts)
+        start = target_value(run, "start_s")
         run.update({t: run[t] * float(np.exp(np.random.default_rng(run["batch_size"] + run["n_push"]).normal(0, 0.2)))
-                    for t in TARGETS})
+                    for t in TARGETS + PARTS if t not in ("time_to_target_s", "start_s")})
+        compose_time(run, start)
     curve = transfer_curve(source, target, [0, 1, 3], draws=5)
     assert all(curve[n][t] < curve[0][t] + 3 for t in TARGETS for n in (1, 3)), curve
 

@@ -11,10 +11,19 @@ of the target (the figures are products of rates and sizes: log-linear in them):
 FLOPs per step (6 x batch x parameters), bytes per push (4 x parameters) and store bytes per step
 (4 x parameters x (1/n_fetch + 1/n_push)) are products of these, so their logs are sums of the features:
 a model log-linear in them is one in the features (listing them too would only make the fit singular).
-Targets: the 12 Driple figures of profile/figures.py, the totals cpu_s, tx_bytes, rx_bytes and time_to_target_s
-(runs that reached it); a run without a value for a target is left out of that target's fit, and so is a time
-measured on a clock too coarse for it: every duration of a job is on the store's clock, Memcached's in whole
-seconds, so a time under MIN_CLOCK_TICKS of its store's tick is no measurement (a 0.4 s run reads 0 or 1 s).
+Targets: the 12 Driple figures of profile/figures.py, the totals cpu_s, tx_bytes, rx_bytes and time_to_target_s;
+a run without a value for a target is left out of that target's fit, and so is a time measured on a clock too
+coarse for it: every duration of a job is on the store's clock, Memcached's in whole seconds, so a time under
+MIN_CLOCK_TICKS of its store's tick is no measurement (a 0.4 s run reads 0 or 1 s).
+
+The time to target is not fitted as one log-linear figure: it is a sum, and a log-linear model of a sum is off
+where one term dominates. A job spends start_s before its first worker trains (invocations, loading the data:
+0.2-0.5 s, most of a short run) and then trains at samples_per_s until samples_to_target:
+    time_to_target_s = start_s + samples_to_target / samples_per_s,
+and each of the three PARTS is a log-linear figure of its own (a product of rates and sizes, as above), fitted
+on every run that measures it: samples_to_target (a count, on no clock) on every run that reached the target,
+whatever its store; samples_per_s and start_s (wall_s - samples / samples_per_s) on every run long enough for
+its store's clock, reached or not (a run that missed the target still says how fast that configuration trains).
 
 Validation (`validate`): leave one configuration out (every round of it), predict it from the others; the
 error is the mean absolute percentage error (MAPE) per target over the held-out runs. `round_spread` is the
@@ -42,7 +51,9 @@ from faasgd.config import FIELDS, config_from_record
 from faasgd.profile.figures import DRIPLE, TOTALS
 
 TARGETS: tuple[str, ...] = DRIPLE + TOTALS + ("time_to_target_s",)
-TIMES = ("time_to_target_s",)  # measured on the store's clock (result.py)
+PARTS = ("start_s", "samples_to_target", "samples_per_s")  # time_to_target_s = start + samples / rate, each fitted
+FITTED: tuple[str, ...] = DRIPLE + TOTALS + PARTS  # what has weights of its own
+TIMES = ("time_to_target_s", "start_s", "samples_per_s")  # measured on the store's clock (result.py)
 STORES = ("redis", "memcached")
 RULES = ("sum", "average", "adagrad")
 COMMUNICATIONS = ("background", "blocking")
@@ -86,13 +97,23 @@ def features(run: dict) -> np.ndarray:
     ])
 
 
+def number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
 def target_value(run: dict, target: str) -> float | None:
-    value = run.get(target)
-    if run.get("state") not in (None, "done") or not isinstance(value, (int, float)) or not value > 0:
+    """The run's measured value of a target or a part, or None when it has none worth learning from."""
+    if run.get("state") not in (None, "done"):
         return None
-    if target in TIMES and value < MIN_CLOCK_TICKS * CLOCK_TICK_S[store_kind(run)]:
+    if target in ("start_s", "samples_per_s"):  # over the whole run: its wall time must be long enough to time
+        wall, samples, rate = number(run.get("wall_s")), number(run.get("samples")), number(run.get("samples_per_s"))
+        if wall is None or rate is None or samples is None or wall < MIN_CLOCK_TICKS * CLOCK_TICK_S[store_kind(run)]:
+            return None
+        return rate if target == "samples_per_s" else number(wall - samples / rate)
+    value = number(run.get(target))
+    if value is not None and target in TIMES and value < MIN_CLOCK_TICKS * CLOCK_TICK_S[store_kind(run)]:
         return None
-    return float(value)
+    return value
 
 
 def ridge(x: np.ndarray, y: np.ndarray, lam: float, prior: np.ndarray | None = None) -> np.ndarray:
@@ -103,7 +124,8 @@ def ridge(x: np.ndarray, y: np.ndarray, lam: float, prior: np.ndarray | None = N
 
 
 class Predictor:
-    """One log-linear model per target, fitted on runs (or adapted from another predictor's weights)."""
+    """One log-linear model per fitted figure (FITTED), fitted on runs (or adapted from another predictor's
+    weights); the time to target is composed from its parts."""
 
     def __init__(self, weights: dict[str, np.ndarray], runs_used: dict[str, int]) -> None:
         self.weights, self.runs_used = weights, runs_used
@@ -113,7 +135,7 @@ class Predictor:
         """Fit each target on the runs that have it; with `prior`, adapt its weights to them (transfer)."""
         weights, used = {}, {}
         xs = [features(r) for r in runs]
-        for target in TARGETS:
+        for target in FITTED:
             rows = [(f, target_value(r, target)) for f, r in zip(xs, runs)]
             rows = [(f, v) for f, v in rows if v is not None]
             base = None if prior is None else prior.weights.get(target)
@@ -130,11 +152,17 @@ class Predictor:
                 shifted[0] += float(np.sum(y - x @ base)) / (len(y) + TRANSFER_PRIOR_RUNS)
                 weights[target] = ridge(x, y, TRANSFER_RIDGE if lam is None else lam, shifted)
             used[target] = len(rows)
+        if all(p in used for p in PARTS):
+            used["time_to_target_s"] = min(used[p] for p in PARTS)
         return cls(weights, used)
 
     def predict(self, run: dict) -> dict[str, float | None]:
+        """Every target (and part) predicted for a run record's configuration; None where nothing was learnt."""
         f = features(run)
-        return {t: (float(np.exp(f @ self.weights[t])) if t in self.weights else None) for t in TARGETS}
+        out = {t: (float(np.exp(f @ self.weights[t])) if t in self.weights else None) for t in FITTED}
+        start, samples, rate = (out[p] for p in PARTS)
+        out["time_to_target_s"] = None if None in (start, samples, rate) else start + samples / rate
+        return out
 
 
 def mape(pairs: list[tuple[float, float]]) -> float | None:
@@ -149,21 +177,25 @@ def configuration_of(run: dict) -> str:
 
 
 def validate(runs: list[dict]) -> dict[str, Any]:
-    """Leave one configuration out: {target: MAPE %}, with the number of held-out predictions."""
+    """Leave one configuration out: {target: MAPE %}, with the number of held-out predictions. `mape` is per
+    held-out run; `mape_of_means` scores the same predictions against the mean of each held-out configuration's
+    rounds (the predictor predicts an expected figure, and one round is a noisier yardstick than their mean)."""
     groups: dict[str, list[dict]] = {}
     for run in runs:
         groups.setdefault(configuration_of(run), []).append(run)
     pairs: dict[str, list] = {t: [] for t in TARGETS}
+    means: dict[str, list] = {t: [] for t in TARGETS}
     for key, held in groups.items():
         rest = [r for k, g in groups.items() if k != key for r in g]
         model = Predictor.fit(rest)
-        for run in held:
-            predicted = model.predict(run)
-            for target in TARGETS:
-                actual = target_value(run, target)
-                if actual is not None and predicted[target] is not None:
-                    pairs[target].append((predicted[target], actual))
-    return {t: {"mape": mape(pairs[t]), "predictions": len(pairs[t])} for t in TARGETS}
+        for target in TARGETS:
+            found = [(model.predict(run)[target], target_value(run, target)) for run in held]
+            found = [(p, a) for p, a in found if p is not None and a is not None]
+            pairs[target] += found
+            if found:  # the rounds differ by their seed alone: one configuration, one prediction
+                means[target].append((found[0][0], float(np.mean([a for _, a in found]))))
+    return {t: {"mape": mape(pairs[t]), "predictions": len(pairs[t]), "mape_of_means": mape(means[t]),
+                "configurations": len(means[t])} for t in TARGETS}
 
 
 def transfer_curve(source: list[dict], target: list[dict], counts: Iterable[int], seed: int = 0,
