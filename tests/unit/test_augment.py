@@ -22,7 +22,8 @@ def blobs(rng: np.random.Generator, n: int) -> np.ndarray:
     """n images of one bright Gaussian blob each, near the centre (so a shift or rotation keeps it inside)."""
     grid = np.arange(28)
     centres = rng.uniform(10, 17, (n, 2))
-    dist2 = (grid[None, :, None] - centres[:, 0, None, None]) ** 2 + (grid[None, None, :] - centres[:, 1, None, None]) ** 2
+    dist2 = ((grid[None, :, None] - centres[:, 0, None, None]) ** 2
+             + (grid[None, None, :] - centres[:, 1, None, None]) ** 2)
     return np.rint(255 * np.exp(-dist2 / (2 * 3.0 ** 2))).astype(np.uint8)
 
 

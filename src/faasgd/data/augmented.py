@@ -26,7 +26,7 @@ SEED = 0  # the data set's own seed: every job sees the same rows
 MAX_DEGREES = 12.0  # rotation, uniform in [-12, 12] degrees
 MAX_SHIFT = 3.0  # translation, uniform in [-3, 3] pixels each way (sub-pixel: bilinear)
 NOISE_SIGMA = 8.0  # Gaussian pixel noise, in 0..255 units
-CHUNK_ROWS = 1024  # augmented rows made at a time (about 40 bytes of temporaries per pixel: ~32 MB)
+CHUNK_ROWS = 256  # augmented rows made at a time (about 40 bytes of temporaries per pixel: ~8 MB)
 SIDE, PAD = 28, 2  # image side; zero border so that every bilinear tap outside the image reads 0
 
 
