@@ -35,6 +35,7 @@ class TrainConfig:
     """Everything that defines a training job; stored with the job so every worker reads the same."""
 
     dataset: str = "fashion-mnist"  # fashion-mnist, emnist-{balanced,bymerge,byclass,digits,letters,mnist}, synthetic
+    #   or fashion-mnist-x{2,4,8,16,21}: Fashion-MNIST augmented F-fold, made per worker shard (data/augmented.py)
     hidden_sizes: tuple[int, ...] = (100,)  # units per hidden layer; "256,128" in env/flags
     activation: str = "tanh"  # hidden-layer non-linearity: tanh or relu
     dropout: float = 0.0  # inverted-dropout drop probability on hidden layers, in [0, 1)

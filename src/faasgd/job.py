@@ -54,7 +54,8 @@ def holdout(config: TrainConfig) -> tuple[int, int]:
     """(training rows, validation rows) of the job: the validation rows are held out of the training split's
     end (data/shard.py). ConfigError naming validation_samples when too few training rows are left."""
     rows = data.count_rows(config.dataset, "train", config.train_samples)
-    held = data.validation_rows(rows, config.validation_samples, config.number_of_workers)
+    held = data.validation_rows(rows, config.validation_samples, config.number_of_workers,
+                                data.row_group(config.dataset))  # an augmented set: whole source images
     return rows - held, held
 
 

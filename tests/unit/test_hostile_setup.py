@@ -100,7 +100,7 @@ JSON_BODIES = {
     "start timeout -5": ({"start_timeout_s": -5}, 400, "start_timeout_s", "number"),
     "refresh 0": ({"local_refresh_s": 0}, 400, "local_refresh_s", "number"),
     "store timeout words": ({"store_timeout_s": "forever"}, 400, "store_timeout_s", "number"),
-    "a 14 GiB shard": ({"train_samples": 5_000_000, "number_of_workers": 1}, 413, "number_of_workers", "memory_limit=1Gi"),
+    "a 3.6 GiB shard": ({"train_samples": 5_000_000, "number_of_workers": 1}, 413, "number_of_workers", "memory_limit=1Gi"),
     "64 M parameters": ({"hidden_sizes": "8000,8000"}, 413, "hidden_sizes", "memory_limit=1Gi"),
     "a huge minibatch": ({"batch_size": 60000, "hidden_sizes": 4000, "train_samples": 60000}, 413, "batch_size",
                          "memory_limit"),

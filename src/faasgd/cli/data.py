@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from faasgd.cli import download
 from faasgd.cli.download import DownloadError
-from faasgd.data import emnist_source, fashion
+from faasgd.data import augmented, emnist_source, fashion
 from faasgd.errors import ConfigError, DataMissing, FaasgdError
 from faasgd.store.url import mask_url
 
@@ -156,7 +156,7 @@ def data_rows() -> list[dict]:
     for name in (name for pair in fashion.FILES.values() for name in pair):
         with suppress(DataMissing):
             found.append(Path(fashion.find_file(directory, name)))
-    rows.append({"source": "fashion-mnist", "datasets": ["fashion-mnist"], "present": len(found) == 4,
+    rows.append({"source": "fashion-mnist", "datasets": ["fashion-mnist", *augmented.NAMES], "present": len(found) == 4,
                  "where": directory, "bytes": sum(f.stat().st_size for f in found),
                  "get": "apt-get install dataset-fashion-mnist"})
     archive = emnist_source.archive_location()

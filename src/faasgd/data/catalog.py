@@ -1,6 +1,6 @@
 """The data sets faasgd knows, their shapes, and where each one's rows come from."""
 
-from faasgd.data import emnist_source, fashion, synthetic, tabular
+from faasgd.data import augmented, emnist_source, fashion, synthetic, tabular
 from faasgd.errors import ConfigError
 
 DATASETS: tuple[str, ...] = (
@@ -12,6 +12,7 @@ DATASETS: tuple[str, ...] = (
     "emnist-letters",
     "emnist-mnist",
     "synthetic",
+    *augmented.NAMES,  # fashion-mnist-x{2,4,8,16,21}: Fashion-MNIST augmented F-fold per shard (data/augmented.py)
 )
 TABULAR: tuple[str, ...] = tuple(tabular.GENERATED) + ("libsvm:PATH",)  # lr/svm only (data/tabular.py)
 is_tabular = tabular.is_tabular
@@ -26,6 +27,7 @@ N_CLASSES = {
     "emnist-letters": 27,  # labels 1..26; class 0 is never used
     "emnist-mnist": 10,
     "synthetic": synthetic.N_CLASSES,
+    **{name: 10 for name in augmented.NAMES},
 }
 
 
@@ -64,6 +66,8 @@ def count_rows(dataset: str, split: str, limit: int = 0, data_dir: str | None = 
         return synthetic.count_rows(split, limit)
     if is_tabular(dataset):
         return tabular.count_rows(dataset, split, limit)
+    if dataset in augmented.NAMES:
+        return augmented_rows(row_group(dataset, split), fashion.count_rows(split, data_dir), limit)
     if dataset == "fashion-mnist":
         total = fashion.count_rows(split, data_dir)
     else:
@@ -77,9 +81,24 @@ def iter_rows(dataset: str, split: str, start: int, stop: int, data_dir: str | N
         return synthetic.iter_split_rows(split, start, stop)
     if dataset == "fashion-mnist":
         return fashion.iter_split_rows(split, start, stop, data_dir)
+    if dataset in augmented.NAMES:
+        return augmented.iter_split_rows(augmented.factor(dataset), split, start, stop, data_dir)
     return emnist_source.iter_split_rows(emnist_variant(dataset), split, start, stop)
 
 
 def emnist_variant(dataset: str) -> str:
     """Return the `emnist` package's name of an EMNIST data set, e.g. "digits" for "emnist-digits"."""
     return dataset.removeprefix("emnist-")
+
+
+def row_group(dataset: str, split: str = "train") -> int:
+    """Rows that come from one source image (an augmented set's factor; else 1): the split's rows after `limit`
+    and its held-out validation rows are whole groups, so no copy of a validation image trains."""
+    return augmented.factor(dataset) if split == "train" else 1
+
+
+def augmented_rows(group: int, sources: int, limit: int) -> int:
+    """Rows of an augmented split: `group` per source; `limit` counts rows, rounded down to whole sources (one
+    source at least)."""
+    total = group * sources
+    return min(total, max(group, limit - limit % group)) if limit > 0 else total

@@ -4,7 +4,8 @@ The validation rows are held out from the training split: the last `holdout` row
 rows (after `limit`), part "validation"; part "train" is the rows before them, shared out among the
 workers. So no worker ever trains on a validation row, whatever the number of workers, and each
 part is read alone (memory grows with the part, not the split). `validation_rows` says how many rows
-a job holds out.
+a job holds out: whole groups of `row_group` rows, so that an augmented set (data/augmented.py) holds out
+whole source images and no copy of a validation image trains.
 """
 
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from faasgd.data import tabular
-from faasgd.data.catalog import check_dataset, check_split, count_rows, dataset_info, iter_rows
+from faasgd.data.catalog import check_dataset, check_split, count_rows, dataset_info, iter_rows, row_group
 from faasgd.errors import ConfigError, DataError
 
 PARTS = ("train", "validation", "test")  # "validation": the held-out end of the training split
@@ -39,16 +40,18 @@ def shard_range(total: int, worker_id: int, number_of_workers: int) -> tuple[int
     return worker_id * total // number_of_workers, (worker_id + 1) * total // number_of_workers
 
 
-def validation_rows(training_rows: int, validation_samples: int, number_of_workers: int = 1) -> int:
+def validation_rows(training_rows: int, validation_samples: int, number_of_workers: int = 1, group: int = 1) -> int:
     """Rows held out of `training_rows` (the training split after train_samples) for validation.
 
-    `validation_samples` 0 means a tenth of them, at most 5000, at least 1. ConfigError naming
+    `validation_samples` 0 means a tenth of them, at most 5000, at least 1; rounded up to whole groups of
+    `group` rows (catalog.row_group: an augmented set's copies of one image). ConfigError naming
     validation_samples when what is held out leaves fewer training rows than workers.
     """
     if isinstance(validation_samples, bool) or not isinstance(validation_samples, int) or validation_samples < 0:
         raise ConfigError("validation_samples",
                           f"must be 0 (automatic) or a positive integer, got {validation_samples!r}")
     held = validation_samples or max(1, min(AUTO_VALIDATION_MAX, training_rows // AUTO_VALIDATION_SHARE))
+    held = -(-held // group) * group
     if training_rows - held < number_of_workers:
         raise ConfigError("validation_samples",
                           f"holding out {held} of the {training_rows} training rows leaves "
@@ -91,6 +94,9 @@ def load_shard(
     held = holdout if file_split == "train" else 0
     if held > rows:
         raise ConfigError("validation_samples", f"cannot hold out {held} of the {rows} training rows of {dataset}")
+    if held % row_group(dataset, file_split):
+        raise ConfigError("validation_samples", f"{dataset} holds out whole source images, groups of "
+                                                f"{row_group(dataset, file_split)} rows; got {held} rows")
     first, total = (rows - held, held) if split == "validation" else (0, rows - held)
     if total < number_of_workers:
         raise ConfigError(

@@ -6,9 +6,10 @@ From the config alone (and the data's headers), emnist-setup computes:
     environment: emnist-train's scale.max x calls per replica; absent, no check): 400 on number_of_workers.
     Only a declared bound refuses: how many calls a cluster runs at once is not something setup can see.
     Below it, workers whose calls wait (too few replicas now) are shown in the job's status (job.waiting);
-  * a worker's memory: its shard (float32 rows), the evaluation rows (raw uint8), the parameters four
-    times (its copy, the last fetch, the pending update, the gradient), a minibatch's activations both
-    ways, plus the interpreter with its libraries; over the function's `memory_limit` -> 413;
+  * a worker's memory: its shard (downpour: raw uint8 rows; the synchronous rounds: float32), the evaluation
+    rows (raw uint8), the parameters four times (its copy, the last fetch, the pending update, the gradient),
+    a minibatch's activations both ways, plus the interpreter with its libraries; over the function's
+    `memory_limit` -> 413;
   * the job's bytes in the store: the weights (adagrad: with G beside them) and the job's model, plus on
     Memcached a push copy per worker (roll-forward, store/memcached_push.py); over `store_budget` -> 413.
 The 413 names the setting to change (the one that weighs most) and the limit. `memory_limit` and
@@ -57,7 +58,8 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
         raise ConfigError("number_of_workers", f"{config.number_of_workers} workers for {train_rows} training rows "
                                                f"of {config.dataset}: each worker needs at least one row")
     check_slots(config, env)
-    held = data.validation_rows(train_rows, config.validation_samples, config.number_of_workers)
+    held = data.validation_rows(train_rows, config.validation_samples, config.number_of_workers,
+                                data.row_group(config.dataset))
     train_rows -= held  # the validation rows are held out of the training rows
     if config.model == "kmeans" and job.network_sizes(config)[1] > held:
         raise ConfigError("n_clusters", f"kmeans draws its {job.network_sizes(config)[1]} initial centroids from the "
@@ -68,7 +70,7 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
     sizes = job.network_sizes(config)
     params = model.param_count(sizes)
     parts = {
-        "number_of_workers": -(-train_rows // config.number_of_workers) * (row if tab else row * 4),  # the shard
+        "number_of_workers": -(-train_rows // config.number_of_workers) * shard_row_bytes(config, row),  # the shard
         "test_samples": test_rows * row,  # evaluation rows, raw
         "validation_samples": held * row,  # the stop rule's rows, raw
         "hidden_sizes": 4 * params * 4,  # parameters, four buffers
@@ -93,6 +95,12 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
             raise TooLarge("hidden_sizes", f"the network's {params:,} parameters need {mib(stored)} in the store, "
                                            f"over the function's store_budget={env['store_budget']}")
     return {"worker_bytes": worker, "store_bytes": stored, "params": params}
+
+
+def shard_row_bytes(config: TrainConfig, row: int) -> int:
+    """Bytes a shard keeps per row: downpour keeps images raw (uint8, scaled per minibatch: sgd/worker.py); the
+    synchronous rounds keep them float32 (sgd/sync_worker.py); tabular rows are float32 already (`row`)."""
+    return row if tabular.is_tabular(config.dataset) or config.algorithm == "downpour" else row * 4
 
 
 def check_slots(config: TrainConfig, env: Mapping[str, str]) -> None:
