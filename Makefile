@@ -38,6 +38,9 @@ bench: deps
 	$(PY) bench/scaling.py
 	$(PY) bench/faults.py
 	$(PY) bench/stacking.py
+	$(PY) bench/codecs.py
+	$(PY) bench/big_dataset.py
+	$(PY) bench/memcached_protocol.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info
