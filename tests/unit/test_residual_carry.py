@@ -15,6 +15,7 @@ from faasgd.sgd import UNLIMITED, CallBudget, Superseded, invocation, run_iterat
 from faasgd.sgd import residual as feedback
 from faasgd.sgd.worker import load_worker
 from faasgd.store import open_store, push_codec
+from faasgd.store.push import Push
 from faasgd.store.push_codec import PushCodec, parse_codec
 
 CODEC = "topk:0.01"
@@ -41,6 +42,12 @@ def final_residual(store, job_id, length):
     name = store.worker_record(job_id, 0).get("residual")
     data = store.get_blob(job_id, name) if name else None
     return np.zeros(length, np.float32) if data is None else np.frombuffer(data, "<f4").copy()
+
+
+def residual_blobs(store):
+    """Names of the residual blobs in a memory store."""
+    return [k.split(":b:", 1)[1][:-len(":meta")] for k in list(store.client._values)
+            if ":b:residual:" in k and k.endswith(":meta")]
 
 
 class Ledger:
@@ -117,7 +124,7 @@ def test_a_handed_off_worker_loses_no_mass_bit_for_bit_across_three_calls(monkey
         pushed += ledger.applied[seq]
     np.testing.assert_array_equal(pushed + final, total)
     assert np.count_nonzero(final) > 0
-    assert store.get_blob(job_id, record["residual"].replace(":12:", ":11:")) is None  # one residual kept, not all
+    assert residual_blobs(store) == [record["residual"]]  # one residual kept per worker, not one per push
 
 
 @pytest.mark.parametrize("mode", ["loop", "per-iteration"])
@@ -203,3 +210,42 @@ def test_a_residual_gone_is_superseded_when_another_call_pushed_else_lost_state(
     store.put_blob(job_id, "residual:0:3:b", np.arange(4, dtype="<f4").tobytes())
     feedback.load(store, job_id, 0, "residual:0:3:b", out)
     np.testing.assert_array_equal(out, np.arange(4, dtype=np.float32))
+
+
+def test_a_stale_call_superseded_at_its_push_adds_nothing_and_leaves_the_winners_residual(monkeypatch):
+    """A stalls past its lease after 5 pushes; B takes the worker over, pushes once and hands off; A's 6th push is
+    refused and its residual deleted; C finishes from B's checkpoint: one chain, as if uninterrupted."""
+    expected, expected_residual = uninterrupted(max_epochs=2)
+    config, store, job_id = new_job(max_epochs=2)
+    ledger, takeover = Ledger(store, monkeypatch), {}
+
+    def draining():
+        if store.get_weights(job_id)[1] >= 5 and not takeover:
+            store.delete_record(job_id, "lease:0:loop")  # A's lease expired while it stalled
+            takeover["b"] = run_loop_call(config, store, job_id, 0, "call-b", load_shard,
+                                          CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 6), lambda i: None)
+        return False
+
+    a = run_loop_call(config, store, job_id, 0, "call-a", load_shard, CallBudget(draining=draining), lambda i: None)
+    assert a["duplicate"] and takeover["b"]["handed_off"]
+    record = store.worker_record(job_id, 0)
+    assert record["pushes"] == 6 and store.get_blob(job_id, record["residual"]) is not None
+    assert residual_blobs(store) == [record["residual"]]  # B's alone: A's refused one and the older ones deleted
+    assert run_loop_call(config, store, job_id, 0, "call-c", load_shard)["state"] == "finished"
+    final = final_residual(store, job_id, expected.size)
+    np.testing.assert_array_equal(store.get_weights(job_id)[0], expected)
+    np.testing.assert_array_equal(final, expected_residual)
+    ledger.check_one_chain(final)
+
+
+def test_a_refused_push_keeps_its_residual_when_the_record_names_it():
+    """An earlier attempt of this push got through, then another invocation took over (which resumed from its
+    residual): the refused resend must not delete it. Otherwise the refused push's residual is deleted."""
+    config, store, job_id = new_job()
+    refused = lambda: Push(version=3, conflicts=0, retries=0, applied=False)  # noqa: E731
+    for named in (True, False):
+        name = feedback.blob_name(0, 3, f"a{named}")
+        store.update_worker(job_id, 0, {"pushes": 3 + (not named), "owner": "b",
+                                        "residual": name if named else "residual:0:4:b"})
+        feedback.push_with(store, job_id, 0, refused, name, b"\0" * 8, "")
+        assert (store.get_blob(job_id, name) is not None) == named

@@ -62,13 +62,16 @@ def load(store: ParameterStore, job_id: str, worker_id: int, name: str, out: np.
     out[:] = np.frombuffer(data, "<f4")
 
 
-def push_with(store: ParameterStore, job_id: str, push, name: str, data: bytes, previous: str):
+def push_with(store: ParameterStore, job_id: str, worker_id: int, push, name: str, data: bytes, previous: str):
     """Write the residual blob `name`, then `push()` (whose record names it); once the push is applied, delete
-    the `previous` residual blob, or, when it was not, the one just written. What the push returned."""
+    the `previous` residual blob (no record names it again: records never go back to fewer pushes). A push not
+    applied deletes the one just written unless the stored record names it (an earlier attempt of this very
+    push got through before another invocation took over: that one resumed from it). What the push returned."""
     store.put_blob(job_id, name, data)
     outcome = push()
     if not outcome.applied:
-        store.delete_blob(job_id, name)
+        if (store.worker_record(job_id, worker_id) or {}).get("residual") != name:
+            store.delete_blob(job_id, name)
     elif previous and previous != name:
         store.delete_blob(job_id, previous)
     return outcome

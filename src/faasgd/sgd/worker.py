@@ -153,7 +153,8 @@ class DownpourWorker(Liveness):
             return self.store.push_update(self.job_id, delta, out=self.fetched, push_id=push_id, record=record)
         if kept:  # the residual written first, the push naming it, then the previous one deleted
             data, previous = feedback.to_bytes(self.residual), progress.residual
-            pushed, call = call, lambda: feedback.push_with(self.store, self.job_id, pushed, kept, data, previous)
+            pushed, call = call, lambda: feedback.push_with(self.store, self.job_id, progress.worker_id, pushed, kept,
+                                                                  data, previous)
         self._submit(comm.Op(comm.PUSH, merge=merge, own_steps=progress.step, seq=seq, base_others=self.base_others,
                              payload_bytes=push_codec.payload_bytes(delta), residual=kept), call)
 
