@@ -592,6 +592,11 @@ def check_blobs(store):
     store._put(keys.blob_chunks(job, "model:0", 1)[0], b"XXXXX", 0)  # a chunk changed under its meta
     with pytest.raises(StoreError, match="does not match"):
         store.get_blob(job, "model:0")
+    store.put_blob(job, "residual:0:3", data)
+    store.delete_blob(job, "residual:0:3")  # gone, chunks and all; deleting it again (or anything absent) is fine
+    store.delete_blob(job, "residual:0:3")
+    assert store.get_blob(job, "residual:0:3") is None and store.get_blob(job, "empty") == b""
+    assert store._get_many(keys.blob_chunks(job, "residual:0:3", 3)) == [None] * 3
     with pytest.raises(ConfigError):
         store.put_blob(job, "bad name", data)
     with pytest.raises(ConfigError):

@@ -49,6 +49,18 @@ def test_topk_sends_the_largest_entries_and_keeps_the_rest():
     assert not set(second.indices.tolist()) & set(payload.indices.tolist())
 
 
+@pytest.mark.parametrize("spec, length, k", [("topk:0.07", 100, 7), ("topk:0.29", 100, 29), ("topk:0.07", 101, 8)])
+def test_topk_sends_the_ceiling_of_the_decimal_fraction(spec, length, k):
+    payload = parse_codec(spec).encode(np.arange(1, length + 1, dtype=np.float32), np.zeros(length, np.float32))
+    assert payload.indices.size == k  # 0.07 x 100 is 7.000000000000001 in floats: ceil of that would send 8
+
+
+def test_the_canonical_codec_parses_back_to_the_same_fraction():
+    codec = parse_codec("topk:0.0123456789")
+    assert str(codec) == "topk:0.0123456789" and parse_codec(str(codec)) == codec
+    assert load_config({}, {"push_codec": "topk:0.0123456789"}).push_codec == "topk:0.0123456789"
+
+
 def test_f16_halves_the_bytes_and_keeps_the_rounding_error():
     codec, length = parse_codec("f16"), 1000
     update = np.random.default_rng(3).standard_normal(length).astype(np.float32) * 1e-3
@@ -88,14 +100,16 @@ def test_config_key_checked_and_canonical():
     assert e.value.field == "push_codec"
 
 
-@pytest.mark.parametrize("spec", ["f16", "topk:0.05"])
-def test_a_workers_compressed_pushes_land_as_exactly_their_sum(spec):
+@pytest.mark.parametrize("spec, communication", [("f16", "background"), ("topk:0.05", "background"),
+                                                  ("topk:0.05", "coalesce")])
+def test_a_workers_compressed_pushes_land_as_exactly_their_sum(spec, communication):
     """One worker training with a codec: the store's weights are the initial ones plus every decoded push (float32,
     in order), each applied once; the record counts the bytes handed over and fetched."""
     config = load_config({}, {
         "dataset": "synthetic", "train_samples": 800, "test_samples": 200, "hidden_sizes": [8], "batch_size": 40,
         "update_rule": "sum", "number_of_workers": 1, "n_fetch": 2, "n_push": 2, "max_epochs": 2,
-        "target_accuracy": 1.0, "store_url": f"memory://codec-{spec.replace(':', '-')}", "push_codec": spec})
+        "target_accuracy": 1.0, "store_url": f"memory://codec-{spec.replace(':', '-')}-{communication}", "push_codec": spec,
+        "communication": communication})
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
     start = store.get_weights(job_id)[0]

@@ -42,6 +42,7 @@ class WorkerProgress:
     push_bytes: int = 0  # bytes of the updates its applied pushes handed over, as encoded (config push_codec)
     fetch_bytes: int = 0  # bytes of parameters its fetches and pushes brought back (float32, 4 per parameter)
     pushed_steps: int = 0  # minibatches in this worker's applied pushes (the store sums them: steps the weights hold)
+    residual: str = ""  # blob of the error-feedback residual right after push `pushes` (sgd/residual.py); "": zeros
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None

@@ -28,6 +28,7 @@ from faasgd import data, job, job_model, model, result
 from faasgd.config import TrainConfig
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.sgd import comm
+from faasgd.sgd import residual as feedback
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.liveness import Liveness
 from faasgd.sgd.progress import WorkerProgress
@@ -51,8 +52,9 @@ class DownpourWorker(Liveness):
         self.pending = np.zeros(size, np.float32)  # accumulated update not yet handed to a push
         self.sending = np.zeros(size, np.float32)  # the update a push in flight sends
         self.codec = push_codec.parse_codec(config.push_codec)  # how pushes travel (f32, f16, topk:F)
-        # error feedback: what compressed pushes left out, sent with later ones (lives as long as this call). As
-        # in deep gradient compression it is not in the local copy: a fetch makes that global + pending again
+        # error feedback: what compressed pushes left out, sent with later ones (kept with the checkpoint:
+        # sgd/residual.py; load_worker reads it back). As in deep gradient compression it is not in the local
+        # copy: a fetch makes that global + pending again
         self.residual = np.zeros(size, np.float32) if self.codec.compresses else None
         self.grad = np.empty(size, np.float32)
         # the shard stays as stored (raw uint8 pixels: a quarter of float32's memory); a minibatch is
@@ -141,13 +143,20 @@ class DownpourWorker(Liveness):
         self.pending[:] = 0.0
         self.pushed_snapshot, self.unpushed_steps = True, 0
         delta, push_id = self.sending, PushId(progress.worker_id, seq)
+        kept = ""  # the blob this push's record names as the residual after it (sgd/residual.py)
         if self.residual is not None:  # sending += residual; the push carries part, the residual keeps the rest
             delta = self.codec.encode(self.sending, self.residual)
+            kept = record["residual"] = feedback.blob_name(progress.worker_id, seq, progress.owner)
         merge, self.fetch_wanted = self.fetch_wanted, False
+
+        def call():
+            return self.store.push_update(self.job_id, delta, out=self.fetched, push_id=push_id, record=record)
+        if kept:  # the residual written first, the push naming it, then the previous one deleted
+            data, previous = feedback.to_bytes(self.residual), progress.residual
+            pushed, call = call, lambda: feedback.push_with(self.store, self.job_id, progress.worker_id, pushed, kept,
+                                                                  data, previous)
         self._submit(comm.Op(comm.PUSH, merge=merge, own_steps=progress.step, seq=seq, base_others=self.base_others,
-                             payload_bytes=push_codec.payload_bytes(delta)),
-                     lambda: self.store.push_update(self.job_id, delta, out=self.fetched, push_id=push_id,
-                                                    record=record))
+                             payload_bytes=push_codec.payload_bytes(delta), residual=kept), call)
 
     def _submit(self, op: comm.Op, call: Callable) -> None:
         self.op = op
@@ -191,6 +200,7 @@ class DownpourWorker(Liveness):
         if not push.applied:
             raise Superseded(f"worker {progress.worker_id}: push {op.seq} was applied by another invocation")
         progress.pushes, progress.pushed_steps = op.seq, op.own_steps
+        progress.residual = op.residual or progress.residual  # the residual the stored record now names
         progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
         progress.push_bytes += op.payload_bytes  # the update handed over (push_codec); the weights come back with it
         progress.fetch_bytes += self.fetched.nbytes
@@ -359,6 +369,8 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progres
     progress.shard_size = len(shard.y)
     trainer = DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test, budget)
     trainer.validation = validation  # the stop rule's rows
+    if trainer.residual is not None and progress.residual:  # what the last applied push held back, as it left it
+        trainer._retry(lambda: feedback.load(store, job_id, progress.worker_id, progress.residual, trainer.residual))
     return trainer
 
 

@@ -2,6 +2,7 @@
 
     store.put_blob(job_id, "model:3", data)     chunks first, then the meta (length, chunks, sha256): a blob
     store.get_blob(job_id, "model:3")           whose meta is there is whole; None when there is none
+    store.delete_blob(job_id, "model:3")        the meta first (so it reads as absent), then the chunks
 A blob's digest catches a torn or mixed write (chunks of two writes under one meta), not a hostile one:
 whoever reads a blob checks its content (faasgd.stacking.safe_format). Nothing here decodes what it holds.
 """
@@ -49,6 +50,18 @@ class BlobsMixin:
         if len(data) != meta["length"] or hashlib.sha256(data).hexdigest() != meta["sha256"]:
             raise StateLost(self.url, f"job {job_id!r}: blob {name!r} does not match its meta (torn write?)")
         return data
+
+    def delete_blob(self, job_id: str, name: str) -> None:
+        """Remove blob `name` of a job: its meta first (it then reads as absent), then its chunks; absent is fine."""
+        with self._errors():
+            (raw,) = self._get_many([keys.blob_meta(job_id, name)])
+        if raw is None:
+            return
+        meta = self._decode(_blob_meta, raw, f"job {job_id!r} blob {name!r}")
+        with self._errors():
+            self._delete(keys.blob_meta(job_id, name))
+            for key in keys.blob_chunks(job_id, name, meta["chunks"]):
+                self._delete(key)
 
 
 def _blob_meta(raw: bytes) -> dict:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -70,7 +71,7 @@ class PushCodec:
         return self.name != "f32"
 
     def __str__(self) -> str:
-        return f"topk:{self.fraction:g}" if self.name == "topk" else self.name
+        return f"topk:{self.fraction!r}" if self.name == "topk" else self.name  # repr: parses back to the same float
 
     def encode(self, update: np.ndarray, residual: np.ndarray):
         """Error feedback: `update` += `residual` (in place); returns what the push carries, and `residual`
@@ -83,7 +84,7 @@ class PushCodec:
             np.subtract(update, half.astype(np.float32), out=residual)
             return Half(half)
         n = update.size
-        k = min(n, max(1, math.ceil(self.fraction * n)))
+        k = min(n, max(1, math.ceil(Fraction(repr(self.fraction)) * n)))  # the decimal's ceil: 0.07 x 100 is 7, not 8
         indices = np.sort(np.argpartition(np.abs(update), n - k)[n - k:]).astype(np.uint32)
         values = update[indices]  # a copy: exactly the float32 values of x
         residual[:] = update
