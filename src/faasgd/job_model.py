@@ -66,14 +66,17 @@ class ModelFile:
     test_samples: int
 
 
-def accuracy_on(shard: data.Shard, weights: np.ndarray, sizes: tuple[int, ...], activation: str) -> float:
+def accuracy_on(shard: data.Shard, weights: np.ndarray, sizes: tuple[int, ...], activation: str,
+                net: model.Network | None = None) -> float:
     """Accuracy of `weights` on a shard's rows; raw uint8 rows are scaled a chunk at a time (memory-light).
-    The one evaluation: workers, the result and `faasgd evaluate` all count the same way."""
+    The one evaluation: workers, the result and `faasgd evaluate` all count the same way.
+    `net`: the job's network (job.network); default the MLP of `sizes` and `activation`."""
+    net = net or model.MLP(tuple(sizes), activation)
     rows, correct = len(shard.y), 0.0
     for start in range(0, rows, EVAL_CHUNK):
         stop = min(rows, start + EVAL_CHUNK)
         x = data.scale_rows(shard.x, start, stop)
-        correct += (stop - start) * model.accuracy(weights, sizes, x, shard.y[start:stop], activation)
+        correct += (stop - start) * net.accuracy(weights, x, shard.y[start:stop])
     return correct / rows if rows else 0.0
 
 

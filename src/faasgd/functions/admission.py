@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from faasgd import data, job, model
+from faasgd import data, job
 from faasgd.data import tabular
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError
@@ -68,7 +68,7 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
     tab = tabular.is_tabular(config.dataset)
     row = tabular.row_bytes(config.dataset) if tab else input_dim  # bytes of one raw row (sparse stays sparse)
     sizes = job.network_sizes(config)
-    params = model.param_count(sizes)
+    params = job.network(config).param_count  # the cnn's are its architecture's, not its sizes
     parts = {
         "number_of_workers": -(-train_rows // config.number_of_workers) * shard_row_bytes(config, row),  # the shard
         "test_samples": test_rows * row,  # evaluation rows, raw

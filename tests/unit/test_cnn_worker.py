@@ -1,0 +1,40 @@
+"""The cnn trained by the same workers as the MLP, through the memory:// store: Downpour and grad_avg."""
+
+import numpy as np
+import pytest
+
+from faasgd import data, job
+from faasgd.config import load_config
+from faasgd.sgd import run_worker
+from faasgd.store import open_store
+
+pytest.importorskip("tensorflow")
+
+
+def cnn_config(name, **overrides):
+    values = {"model": "cnn", "cnn_arch": "lenet", "dataset": "synthetic", "train_samples": 660,
+              "validation_samples": 60, "test_samples": 100, "batch_size": 30, "learning_rate": 0.05,
+              "number_of_workers": 1, "n_fetch": 2, "n_push": 2, "max_epochs": 2, "target_accuracy": 1.0,
+              "store_url": f"memory://{name}", "store_timeout_s": 1.0, "profile_hz": 0}
+    values.update(overrides)
+    return load_config({}, values)
+
+
+def training_loss(config, weights):
+    shard = data.load_shard(config.dataset, "train", 0, 1, config.train_samples, holdout=job.holdout(config)[1])
+    return job.network(config).loss_and_grads(weights, shard.x, shard.y)[0]
+
+
+@pytest.mark.parametrize("algorithm, arch", [("downpour", "lenet"), ("grad_avg", "lenet")])
+def test_one_worker_trains_the_cnn_through_the_store(algorithm, arch):
+    config = cnn_config(f"cnn-{algorithm}", algorithm=algorithm, cnn_arch=arch)
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    initial = store.get_weights(job_id)[0].copy()
+    record = run_worker(config, store, job_id, 0)
+    final, version = store.get_weights(job_id)
+    result = store.get_record(job_id, "result")
+    assert record["state"] == "finished" and result["state"] == "done", result["error"]
+    assert version > 0 and final.dtype == np.float32 and final.size == initial.size
+    assert training_loss(config, final) < 0.8 * training_loss(config, initial)
+    assert result["final_validation_accuracy"] is not None and result["final_test_accuracy"] is not None
