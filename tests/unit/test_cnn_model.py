@@ -77,8 +77,9 @@ def test_init_is_seeded_and_every_job_of_a_seed_starts_from_the_same_weights(arc
     assert not np.array_equal(first, other)
 
 
-def test_lenet_has_lecuns_parameter_count():
-    assert model.CNN.of("lenet", 784, 10).param_count == 61706
+def test_parameter_counts_of_the_architectures():
+    assert model.CNN.of("lenet", 784, 10).param_count == 416 + 12832 + 102528 + 1290
+    assert model.CNN.of("mobilenet", 784, 47).param_count == 8746 - 650 + 64 * 47 + 47
 
 
 @pytest.mark.parametrize("values, field", [

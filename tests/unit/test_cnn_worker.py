@@ -25,9 +25,11 @@ def training_loss(config, weights):
     return job.network(config).loss_and_grads(weights, shard.x, shard.y)[0]
 
 
-@pytest.mark.parametrize("algorithm, arch", [("downpour", "lenet"), ("grad_avg", "lenet")])
-def test_one_worker_trains_the_cnn_through_the_store(algorithm, arch):
-    config = cnn_config(f"cnn-{algorithm}", algorithm=algorithm, cnn_arch=arch)
+@pytest.mark.parametrize("algorithm", ["downpour", "grad_avg"])
+def test_one_worker_trains_the_cnn_through_the_store(algorithm):
+    """The lenet: the synthetic set's random-pixel prototypes are no task for the mobilenet's global pooling
+    (its gradients are checked on the tiny net of test_cnn_model.py, which has every layer kind)."""
+    config = cnn_config(f"cnn-{algorithm}", algorithm=algorithm)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
     initial = store.get_weights(job_id)[0].copy()
