@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from faasgd import data, job
+from faasgd import data, job, job_model
 from faasgd.config import load_config
+from faasgd.errors import ConfigError
 from faasgd.sgd import run_worker
 from faasgd.store import open_store
 
@@ -40,3 +41,20 @@ def test_one_worker_trains_the_cnn_through_the_store(algorithm):
     assert version > 0 and final.dtype == np.float32 and final.size == initial.size
     assert training_loss(config, final) < 0.8 * training_loss(config, initial)
     assert result["final_validation_accuracy"] is not None and result["final_test_accuracy"] is not None
+
+
+def test_a_cnn_jobs_model_file_reads_back_and_evaluates_to_the_reported_accuracy():
+    config = cnn_config("cnn-model-file", max_epochs=1, cnn_arch="mobilenet")
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    run_worker(config, store, job_id, 0)
+    found = job_model.read_model(store, job_id)
+    back = job_model.from_npz(job_model.to_npz(found))
+    assert back.cnn_arch == "mobilenet" and back.params.tobytes() == found.params.tobytes()
+    answer = job_model.evaluate_file(back)
+    assert answer["test_accuracy"] == answer["reported_test_accuracy"] == found.test_accuracy
+    mlp_file = job_model.to_npz(job_model.ModelFile(**{**vars(found), "cnn_arch": ""}))
+    with pytest.raises(ConfigError) as caught:  # the same params read as an MLP's do not fit its sizes
+        job_model.from_npz(mlp_file)
+    assert caught.value.field == "model"
+
