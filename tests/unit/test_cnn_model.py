@@ -134,3 +134,16 @@ def test_tensorflow_is_imported_only_when_a_cnn_computes():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("ok")
+
+
+def test_admission_counts_tensorflow_in_a_cnn_workers_memory():
+    from faasgd.functions.admission import TENSORFLOW_BYTES, TooLarge, check_job
+
+    mlp = check_job(load_config({}, {"dataset": "synthetic", "train_samples": 2000}), {}, "redis")
+    cnn = check_job(load_config({}, {"dataset": "synthetic", "train_samples": 2000, "model": "cnn"}), {}, "redis")
+    assert cnn["params"] == model.CNN.of("lenet", 784, 10).param_count
+    assert cnn["worker_bytes"] - mlp["worker_bytes"] >= TENSORFLOW_BYTES
+    with pytest.raises(TooLarge) as caught:  # a function too small for TensorFlow: 413 naming model
+        check_job(load_config({}, {"dataset": "synthetic", "train_samples": 2000, "model": "cnn"}),
+                  {"memory_limit": "512Mi"}, "redis")
+    assert caught.value.field == "model"

@@ -27,6 +27,7 @@ from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError
 
 INTERPRETER_BYTES = 160 << 20  # python, numpy, redis, pymemcache, httpx, flask, waitress: measured ~120 MiB
+TENSORFLOW_BYTES = 700 << 20  # model cnn: TensorFlow loaded, a model built and stepped: measured ~660 MiB over python
 UNITS = {"": 1, "k": 1000, "ki": 1 << 10, "m": 1000 ** 2, "mi": 1 << 20, "g": 1000 ** 3, "gi": 1 << 30}
 
 
@@ -76,6 +77,8 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
         "hidden_sizes": 4 * params * 4,  # parameters, four buffers
         "batch_size": config.batch_size * (input_dim + 3 * sum(sizes[1:])) * 4,  # a minibatch, both ways
     }
+    if config.model == "cnn":  # TensorFlow (model/cnn_keras.py); the feature maps of a minibatch count with it
+        parts["model"] = TENSORFLOW_BYTES
     worker = INTERPRETER_BYTES + sum(parts.values())
     width = job.update_rule(config).width  # adagrad stores G beside each weight
     # the weights, the job's model (one kept copy; more only while workers cross at once), Memcached's push copies
