@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # oneDNN and CPU-feature notices are not a worker's log
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # most of TensorFlow's C++ notices are not a worker's log
 import tensorflow as tf  # noqa: E402
 
 from faasgd.model.cnn_layout import Layer, param_count  # noqa: E402
