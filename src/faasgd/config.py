@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from faasgd.data.catalog import N_CLASSES, check_dataset_name, is_tabular
 from faasgd.data.tabular import GENERATED_CLASSES
 from faasgd.errors import ConfigError
+from faasgd.model.cnn_layout import ARCHS as CNN_ARCHS
 from faasgd.store.push_codec import parse_codec
 from faasgd.store.update_rule import RULES
 from faasgd.store.url import mask_url, parse_store_url
@@ -26,7 +27,7 @@ TOPOLOGIES = ("global", "node-local")
 COMMUNICATIONS = ("background", "coalesce", "blocking")
 ALGORITHMS = ("downpour", "grad_avg", "model_avg", "admm")  # README "LambdaML's algorithms"
 SYNCS = ("", "async", "reduce", "reduce_scatter")  # "": the algorithm's own (async for downpour, else reduce)
-MODELS = ("mlp", "lr", "svm", "kmeans")
+MODELS = ("mlp", "lr", "svm", "kmeans", "cnn")
 CHANNELS = ("store", "s3")
 
 
@@ -73,6 +74,8 @@ class TrainConfig:
     algorithm: str = "downpour"  # downpour (asynchronous pushes) | grad_avg | model_avg | admm (synchronous rounds)
     sync: str = ""  # async (downpour only) | reduce | reduce_scatter; "": the algorithm's own (async / reduce)
     model: str = "mlp"  # mlp | lr (logistic regression) | svm (linear, binary) | kmeans (model_avg); admm: lr or svm
+    #   | cnn (tf.keras, extra `tf`; images only; downpour, grad_avg, model_avg; README "Convolutional networks")
+    cnn_arch: str = "lenet"  # model cnn: lenet | mobilenet (faasgd.model.cnn_layout; ReLU, no dropout)
     n_clusters: int = 0  # kmeans: the clusters k (0: the data set's classes)
     local_steps: int = 1  # model_avg: local SGD steps between averagings; admm: local gradient steps per round
     admm_rho: float = 0.1  # admm: the penalty rho of consensus ADMM (faasgd.convex.admm)
@@ -224,6 +227,8 @@ def _parse(field: str, value: Any) -> Any:
         return _choice(field, value, MODELS)
     if field == "channel":
         return _choice(field, value, CHANNELS)
+    if field == "cnn_arch":
+        return _choice(field, value, CNN_ARCHS)
     if field == "n_clusters":
         return _int(field, value, 0, 4096)
     if field == "local_steps":
@@ -282,8 +287,8 @@ def check_combination(config: TrainConfig) -> TrainConfig:
     if not synchronous and config.channel != "store":
         raise ConfigError("channel", "downpour adds pushes atomically in the job's store: there is no atomic add on "
                                      f"S3, so it needs channel store, got {config.channel!r}")
-    if not synchronous and config.model != "mlp":
-        raise ConfigError("model", f"downpour trains the mlp; {config.model} trains with grad_avg, model_avg or admm")
+    if not synchronous and config.model not in ("mlp", "cnn"):
+        raise ConfigError("model", f"downpour trains the mlp or cnn; {config.model} trains with grad_avg, model_avg or admm")
     if config.algorithm == "admm" and config.model not in ("lr", "svm"):
         raise ConfigError("model", f"admm is consensus ADMM for the convex models: must be lr or svm, got {config.model!r}")
     classes = N_CLASSES.get(config.dataset, GENERATED_CLASSES.get(config.dataset))  # None: a libsvm file's
@@ -293,8 +298,10 @@ def check_combination(config: TrainConfig) -> TrainConfig:
     if config.model == "kmeans" and config.algorithm != "model_avg":
         raise ConfigError("algorithm", "kmeans runs LambdaML's rounds of centroids merged from every shard's sums "
                                        f"and counts: must be model_avg, got {config.algorithm!r}")
-    if config.model == "mlp" and is_tabular(config.dataset):
-        raise ConfigError("dataset", f"the mlp trains on the image data sets; {config.dataset} is for lr and svm")
+    if config.model in ("mlp", "cnn") and is_tabular(config.dataset):
+        raise ConfigError("dataset", f"the {config.model} trains on the image data sets; {config.dataset} is for lr and svm")
+    if config.model == "cnn" and config.dropout > 0:
+        raise ConfigError("dropout", f"the cnn has no dropout layer: must be 0 with model cnn, got {config.dropout}")
     if synchronous and config.push_codec != "f32":
         raise ConfigError("push_codec", f"{config.algorithm} exchanges whole objects in rounds, not pushes: must be "
                                         f"f32, got {config.push_codec!r} (f16 and topk are for downpour)")

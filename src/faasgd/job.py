@@ -40,9 +40,20 @@ def network_sizes(config: TrainConfig) -> tuple[int, ...]:
     input_dim, n_classes = data.dataset_info(config.dataset)
     if config.model == "kmeans":  # nearest-centroid assignment as a linear model (sgd/sync_worker.py)
         return (input_dim, config.n_clusters or n_classes)
+    if config.model == "cnn":  # its layers are the architecture's (network below): (pixels, classes) here
+        return (input_dim, n_classes)
     if config.model != "mlp":
         return (input_dim, 1 if n_classes == 2 else n_classes)
     return model.layer_sizes(input_dim, config.hidden_sizes, n_classes)
+
+
+def network(config: TrainConfig) -> model.Network:
+    """The job's network (faasgd.model.network): the cnn of its cnn_arch, else the MLP of its sizes (a linear
+    model's (features, k) layout is the MLP's without hidden layers)."""
+    sizes = network_sizes(config)
+    if config.model == "cnn":
+        return model.CNN.of(config.cnn_arch, *sizes)
+    return model.MLP(sizes, config.activation, config.dropout)
 
 
 def update_rule(config: TrainConfig) -> UpdateRule:
@@ -64,8 +75,9 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
     job_id = job_id or new_job_id()
     train_rows, validation_rows = holdout(config)  # refused before anything is written
     sizes = network_sizes(config)
-    weights = model.init_params(sizes, np.random.default_rng(config.seed), config.activation) \
-        if config.model == "mlp" else np.zeros(model.param_count(sizes), np.float32)  # linear: zeros, as LambdaML
+    net = network(config)
+    weights = net.init_params(np.random.default_rng(config.seed)) if config.model in ("mlp", "cnn") \
+        else np.zeros(net.param_count, np.float32)  # linear: zeros, as LambdaML
     store.set_weights(job_id, weights, writers=config.number_of_workers, rule=update_rule(config))
     meta = {
         "job_id": job_id,

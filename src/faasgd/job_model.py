@@ -44,6 +44,10 @@ FIELDS = {  # name: what it holds
     "test_accuracy": "float64 scalar: accuracy on the job's test rows (test_samples of them)",
     "test_samples": "int64 scalar: the test rows that accuracy was measured on (0: all)",
 }
+OPTIONAL = {  # present in some files only
+    "cnn_arch": "unicode scalar: a cnn job's architecture (faasgd.model.cnn_layout; params in its layout, sizes "
+                "(pixels, classes)); absent: the MLP of sizes",
+}
 
 
 def crossing_copy(worker_id: int) -> str:
@@ -64,16 +68,26 @@ class ModelFile:
     validation_accuracy: float
     test_accuracy: float
     test_samples: int
+    cnn_arch: str = ""  # a cnn job's architecture; "": the MLP of sizes
+
+    def network(self) -> model.Network:
+        """The network these params are the flat buffer of (job.network's, from the file alone)."""
+        if self.cnn_arch:
+            return model.CNN.of(self.cnn_arch, self.sizes[0], self.sizes[-1])
+        return model.MLP(self.sizes, self.activation)
 
 
-def accuracy_on(shard: data.Shard, weights: np.ndarray, sizes: tuple[int, ...], activation: str) -> float:
+def accuracy_on(shard: data.Shard, weights: np.ndarray, sizes: tuple[int, ...], activation: str,
+                net: model.Network | None = None) -> float:
     """Accuracy of `weights` on a shard's rows; raw uint8 rows are scaled a chunk at a time (memory-light).
-    The one evaluation: workers, the result and `faasgd evaluate` all count the same way."""
+    The one evaluation: workers, the result and `faasgd evaluate` all count the same way.
+    `net`: the job's network (job.network); default the MLP of `sizes` and `activation`."""
+    net = net or model.MLP(tuple(sizes), activation)
     rows, correct = len(shard.y), 0.0
     for start in range(0, rows, EVAL_CHUNK):
         stop = min(rows, start + EVAL_CHUNK)
         x = data.scale_rows(shard.x, start, stop)
-        correct += (stop - start) * model.accuracy(weights, sizes, x, shard.y[start:stop], activation)
+        correct += (stop - start) * net.accuracy(weights, x, shard.y[start:stop])
     return correct / rows if rows else 0.0
 
 
@@ -115,7 +129,8 @@ def read_model(store: ParameterStore, job_id: str) -> ModelFile:
     return ModelFile(params=params, sizes=tuple(int(s) for s in meta["sizes"]), activation=config.activation,
                      dataset=config.dataset, job_id=job_id, source=info["source"], version=int(info["version"]),
                      validation_accuracy=float(info["validation_accuracy"]),
-                     test_accuracy=float(info["test_accuracy"]), test_samples=config.test_samples)
+                     test_accuracy=float(info["test_accuracy"]), test_samples=config.test_samples,
+                     cnn_arch=config.cnn_arch if config.model == "cnn" else "")
 
 
 def to_npz(found: ModelFile) -> bytes:
@@ -125,7 +140,8 @@ def to_npz(found: ModelFile) -> bytes:
              sizes=np.asarray(found.sizes, np.int64), activation=np.array(found.activation),
              dataset=np.array(found.dataset), job_id=np.array(found.job_id), source=np.array(found.source),
              version=np.int64(found.version), validation_accuracy=np.float64(found.validation_accuracy),
-             test_accuracy=np.float64(found.test_accuracy), test_samples=np.int64(found.test_samples))
+             test_accuracy=np.float64(found.test_accuracy), test_samples=np.int64(found.test_samples),
+             **({"cnn_arch": np.array(found.cnn_arch)} if found.cnn_arch else {}))
     return buffer.getvalue()
 
 
@@ -150,13 +166,19 @@ def from_npz(raw: bytes | str) -> ModelFile:
             or len(sizes) < 2 or (sizes < 1).any():
         raise ConfigError("model", "params must be float32 (n,) and sizes int64 (layers + 1,) of positive widths")
     sizes_t = tuple(int(s) for s in sizes)
-    if params.size != model.param_count(sizes_t):
-        raise ConfigError("model", f"{params.size} params do not fit layer sizes {list(sizes_t)}")
+    arch = _scalar("cnn_arch", arrays["cnn_arch"]) if "cnn_arch" in arrays else ""
+    if arch and (arch not in model.ARCHS or len(sizes_t) != 2):
+        raise ConfigError("model", f"cnn_arch {arch!r} is not one of {', '.join(model.ARCHS)} with sizes (pixels, "
+                                   f"classes), got sizes {list(sizes_t)}")
+    expected = model.CNN.of(arch, *sizes_t).param_count if arch else model.param_count(sizes_t)
+    if params.size != expected:
+        raise ConfigError("model", f"{params.size} params do not fit layer sizes {list(sizes_t)}"
+                                   + (f" of cnn_arch {arch}" if arch else ""))
     if scalar["activation"] not in ACTIVATIONS or not known_dataset(scalar["dataset"]):
         raise ConfigError("model", f"unknown activation {scalar['activation']!r} or dataset {scalar['dataset']!r}")
     if not np.isfinite(params).all():
         raise ConfigError("model", "params hold NaN or infinite values")
-    return ModelFile(params=params, sizes=sizes_t, **{k: scalar[k] for k in (
+    return ModelFile(params=params, sizes=sizes_t, cnn_arch=arch, **{k: scalar[k] for k in (
         "activation", "dataset", "job_id", "source", "version", "validation_accuracy", "test_accuracy", "test_samples")})
 
 
@@ -191,7 +213,7 @@ def evaluate_file(found: ModelFile, dataset: str | None = None, test_samples: in
                                      f"{found.sizes[0]} and gives {found.sizes[-1]}")
     rows = found.test_samples if test_samples is None else test_samples
     test = data.load_shard(dataset, "test", 0, 1, rows, scaled=False)
-    accuracy = accuracy_on(test, found.params, found.sizes, found.activation)
+    accuracy = accuracy_on(test, found.params, found.sizes, found.activation, found.network())
     same = dataset == found.dataset and rows == found.test_samples
     return {"job_id": found.job_id, "dataset": dataset, "test_samples": rows, "rows": len(test.y),
             "test_accuracy": accuracy, "reported_test_accuracy": found.test_accuracy if same else None,

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from faasgd import data, job, model
+from faasgd import data, job
 from faasgd.data import tabular
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError
 
 INTERPRETER_BYTES = 160 << 20  # python, numpy, redis, pymemcache, httpx, flask, waitress: measured ~120 MiB
+TENSORFLOW_BYTES = 700 << 20  # model cnn: TensorFlow loaded, a model built and stepped: measured ~660 MiB over python
 UNITS = {"": 1, "k": 1000, "ki": 1 << 10, "m": 1000 ** 2, "mi": 1 << 20, "g": 1000 ** 3, "gi": 1 << 30}
 
 
@@ -68,7 +69,7 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
     tab = tabular.is_tabular(config.dataset)
     row = tabular.row_bytes(config.dataset) if tab else input_dim  # bytes of one raw row (sparse stays sparse)
     sizes = job.network_sizes(config)
-    params = model.param_count(sizes)
+    params = job.network(config).param_count  # the cnn's are its architecture's, not its sizes
     parts = {
         "number_of_workers": -(-train_rows // config.number_of_workers) * shard_row_bytes(config, row),  # the shard
         "test_samples": test_rows * row,  # evaluation rows, raw
@@ -76,6 +77,8 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
         "hidden_sizes": 4 * params * 4,  # parameters, four buffers
         "batch_size": config.batch_size * (input_dim + 3 * sum(sizes[1:])) * 4,  # a minibatch, both ways
     }
+    if config.model == "cnn":  # TensorFlow (model/cnn_keras.py); the feature maps of a minibatch count with it
+        parts["model"] = TENSORFLOW_BYTES
     worker = INTERPRETER_BYTES + sum(parts.values())
     width = job.update_rule(config).width  # adagrad stores G beside each weight
     # the weights, the job's model (one kept copy; more only while workers cross at once), Memcached's push copies

@@ -38,7 +38,7 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd import convex, data, job, job_model, model
+from faasgd import convex, data, job, job_model
 from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.retry import STORE_OUTAGE, retry_call
@@ -90,8 +90,9 @@ class SyncWorker(Liveness):
         self.rounds_per_epoch = -(-(-(-largest // self.batch)) // self.steps_per_round)
         if config.model == "kmeans":  # a round is one Lloyd iteration over the whole shard: one round an epoch
             self.steps_per_round, self.batch, self.rounds_per_epoch = 1, len(shard.y), 1
-        self.convex: ModuleType | None = None if config.model == "mlp" else convex.get_model(config.model)
-        self.length = model.param_count(sizes)  # the job's weights (kmeans: its nearest-centroid linear form)
+        self.convex: ModuleType | None = None if config.model in ("mlp", "cnn") else convex.get_model(config.model)
+        self.net = job.network(config)  # the MLP or the cnn (faasgd.model.network)
+        self.length = self.net.param_count  # the job's weights (kmeans: its nearest-centroid linear form)
         self.state_length = {"admm": 3 * self.length}.get(config.algorithm, self.length)
         if config.model == "kmeans":
             self.state_length = sizes[0] * sizes[1]  # the centroids, (k, d) flat
@@ -188,7 +189,7 @@ class SyncWorker(Liveness):
         if self.convex is not None:
             return self.convex.loss_and_grad(params, x, y)
         rng = np.random.default_rng([self.config.seed, self.me, index, 1])  # dropout: a function of the minibatch
-        loss, g = model.loss_and_grads(params, self.sizes, x, y, self.config.activation, self.config.dropout, rng)
+        loss, g = self.net.loss_and_grads(params, x, y, rng)
         return float(loss), g
 
     # -- rounds ----------------------------------------------------------------------------------
@@ -259,7 +260,7 @@ class SyncWorker(Liveness):
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
         shard = rows if rows is not None else self.validation
         if self.convex is None:
-            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation)
+            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net)
         if self.config.model == "kmeans":
             return cluster_accuracy(weights, self.validation, shard)
         return self.convex.accuracy(weights, shard.x, shard.y)

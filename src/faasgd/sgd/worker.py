@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd import data, job, job_model, model, result
+from faasgd import data, job, job_model, result
 from faasgd.config import TrainConfig
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.sgd import comm
@@ -46,7 +46,8 @@ class DownpourWorker(Liveness):
                  sizes: tuple[int, ...], shard: data.Shard, test: data.Shard, budget: CallBudget = UNLIMITED):
         self.config, self.store, self.job_id, self.progress = config, store, job_id, progress
         self.sizes, self.shard, self.test, self.budget = sizes, shard, test, budget
-        size = model.param_count(sizes)
+        self.net = job.network(config)  # the MLP or the cnn (faasgd.model.network)
+        size = self.net.param_count
         self.weights = np.empty(size, np.float32)  # local copy: global + own unpushed steps
         self.fetched = np.empty(size, np.float32)  # last global parameters read (or written by our push)
         self.pending = np.zeros(size, np.float32)  # accumulated update not yet handed to a push
@@ -249,8 +250,7 @@ class DownpourWorker(Liveness):
 
     # -- training --------------------------------------------------------------------------
     def step(self, x: np.ndarray, y: np.ndarray) -> float:
-        loss, grad = model.loss_and_grads(self.weights, self.sizes, x, y, self.config.activation,
-                                          self.config.dropout, self.rng, grad_out=self.grad)
+        loss, grad = self.net.loss_and_grads(self.weights, x, y, self.rng, grad_out=self.grad)
         np.multiply(grad, -self.config.learning_rate, out=grad)
         self.weights += grad
         self.pending += grad
@@ -313,7 +313,7 @@ class DownpourWorker(Liveness):
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
         """Accuracy of `weights` on the validation rows (or `rows`, e.g. self.test); raw uint8, scaled in chunks."""
         shard = rows if rows is not None else self.validation
-        return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation)
+        return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net)
 
     def end_of_epoch(self) -> bool:
         """Close the epoch: evaluate the global parameters on the validation rows (the stop rule); at the target
