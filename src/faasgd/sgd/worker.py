@@ -233,7 +233,8 @@ class DownpourWorker(Liveness):
         if self.residual is None or self.residual_kept:
             return
         progress = self.progress
-        name, data = feedback.blob_name(progress.worker_id, progress.pushes, progress.owner), feedback.to_bytes(self.residual)
+        name = feedback.blob_name(progress.worker_id, progress.pushes, progress.owner)
+        data = feedback.to_bytes(self.residual)
         record = self.snapshot()
         record["residual"] = name
         if not self._retry(lambda: feedback.keep(self.store, self.job_id, progress.worker_id, name, data, record)):
