@@ -37,6 +37,7 @@ MEASURES: tuple[str, ...] = (
     # downpour's updates as pushed (config push_codec: f32, f16, topk) and parameters fetched, all workers' and per
     # worker (their mean): the bytes of what was handed over, not the wire's (that is tx_bytes / rx_bytes)
     "push_bytes", "fetch_bytes", "push_bytes_per_worker", "fetch_bytes_per_worker",
+    "residual_resets",  # calls that restarted error feedback from zeros: the one before died mid-call (sgd/residual.py)
     # synchronous algorithms (sgd/sync_worker.py; 0 for downpour): rounds run (every worker runs the same), the
     # rounds' object bytes written and read by all workers, their mean per worker, seconds waited at barriers (sum)
     "rounds", "round_bytes_written", "round_bytes_read", "round_bytes_per_worker", "barrier_wait_s",
@@ -133,6 +134,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "fetch_bytes": sum(int(r.get("fetch_bytes") or 0) for r in records),
         "push_bytes_per_worker": sum(int(r.get("push_bytes") or 0) for r in records) / max(1, len(records)),
         "fetch_bytes_per_worker": sum(int(r.get("fetch_bytes") or 0) for r in records) / max(1, len(records)),
+        "residual_resets": sum(int(r.get("residual_resets") or 0) for r in records),
         "rounds": max((int(r.get("rounds") or 0) for r in records), default=0),
         "round_bytes_written": sum(int(r.get("round_bytes_written") or 0) for r in records),
         "round_bytes_read": sum(int(r.get("round_bytes_read") or 0) for r in records),

@@ -1,6 +1,7 @@
-"""The error-feedback residual outlives a call (sgd/residual.py): a hand-off, per-iteration's next epoch and a
-call re-invoked after a kill start from exactly the residual of the last applied push, so no mass is lost
-or counted twice across calls. In process, on the memory store."""
+"""The error-feedback residual outlives a call (sgd/residual.py), kept once per call at its clean end: a hand-off,
+per-iteration's next epoch and a lease handover start from exactly the residual the call before held, so no mass is
+lost or counted twice; a call that dies mid-call is re-invoked from zeros, dropping exactly the residual right after
+its last applied push, never counting it twice. In process, on the memory store."""
 
 import uuid
 
@@ -15,7 +16,6 @@ from faasgd.sgd import UNLIMITED, CallBudget, Superseded, invocation, run_iterat
 from faasgd.sgd import residual as feedback
 from faasgd.sgd.worker import load_worker
 from faasgd.store import open_store, push_codec
-from faasgd.store.push import Push
 from faasgd.store.push_codec import PushCodec, parse_codec
 
 CODEC = "topk:0.01"
@@ -50,41 +50,63 @@ def residual_blobs(store):
             if ":b:residual:" in k and k.endswith(":meta")]
 
 
+def count_residual_writes(store):
+    """Wrap the store's put_blob: the list it returns grows by one name per residual blob written."""
+    written, put = [], store.put_blob
+
+    def counting(job_id, name, *args, **kwargs):
+        if name.startswith("residual:"):
+            written.append(name)
+        return put(job_id, name, *args, **kwargs)
+
+    store.put_blob = counting
+    return written
+
+
 class Ledger:
-    """Every update a push hands over (before error feedback) and every applied push, by push number."""
+    """Every update a push hands over (before error feedback), the residual right after it and every applied
+    push, by push number (the last applied attempt of each: a push made again after a kill replaces none)."""
 
     def __init__(self, store, monkeypatch):
-        self.updates, self.applied, self.encoded = {}, {}, []
+        self.updates, self.applied, self.after, self.encoded = {}, {}, {}, []
         encode, push = PushCodec.encode, store.push_update
 
         def spy_encode(codec, update, residual):
-            self.encoded.append(update.copy())
-            return encode(codec, update, residual)
+            before = update.copy()
+            payload = encode(codec, update, residual)
+            self.encoded.append((before, residual.copy()))
+            return payload
 
         def spy_push(job_id, delta, *args, push_id=None, **kwargs):
             outcome = push(job_id, delta, *args, push_id=push_id, **kwargs)
             if outcome.applied and push_id.seq not in self.applied:
-                self.applied[push_id.seq] = push_codec.as_delta(delta, self.encoded[-1].size)
-                self.updates[push_id.seq] = self.encoded[-1]
+                self.applied[push_id.seq] = push_codec.as_delta(delta, self.encoded[-1][0].size)
+                self.updates[push_id.seq], self.after[push_id.seq] = self.encoded[-1]
             return outcome
 
         monkeypatch.setattr(PushCodec, "encode", spy_encode)
         store.push_update = spy_push
 
-    def check_one_chain(self, final):
-        """The applied pushes and `final` residual are bit for bit those of one uninterrupted error-feedback
-        chain over the updates the applied pushes handed over: nothing dropped or added between calls."""
+    def check_chain(self, final, restarts=()):
+        """The applied pushes and `final` residual are bit for bit those of one error-feedback chain over the
+        updates the applied pushes handed over, restarted from zeros before each push in `restarts` (a call
+        resumed after one that died mid-call). Returns the residuals dropped there; sum of updates = sum of
+        applied pushes + final + dropped."""
         seqs = sorted(self.applied)
         assert seqs == list(range(1, len(seqs) + 1))
-        residual, codec = np.zeros_like(final), parse_codec(CODEC)
+        residual, codec, dropped = np.zeros_like(final), parse_codec(CODEC), []
         for seq in seqs:
+            if seq in restarts:
+                dropped.append(residual)
+                residual = np.zeros_like(final)
             sent = push_codec.as_delta(codec.encode(self.updates[seq].copy(), residual), final.size)
             np.testing.assert_array_equal(sent, self.applied[seq], err_msg=f"push {seq}")
         np.testing.assert_array_equal(final, residual)
         assert np.count_nonzero(final) > 0  # something was held back at the end: the check is not vacuous
         total = np.sum([self.updates[s] for s in seqs], axis=0, dtype=np.float64)
-        carried = np.sum([self.applied[s] for s in seqs], axis=0, dtype=np.float64) + final
+        carried = np.sum([self.applied[s] for s in seqs] + [final] + dropped, axis=0, dtype=np.float64)
         np.testing.assert_allclose(carried, total, rtol=0, atol=1e-5)  # (float32 rounding of update + residual)
+        return dropped
 
 
 def uninterrupted(**overrides):
@@ -100,10 +122,11 @@ def dyadic(length, seed):
 
 
 def test_a_handed_off_worker_loses_no_mass_bit_for_bit_across_three_calls(monkeypatch):
-    """Three calls of one worker, four pushes each, of updates chosen so that float32 sums are exact:
-    sum of all applied pushes + the final residual = sum of all updates, bit for bit."""
+    """Three calls of one worker, four pushes each, each ending cleanly, of updates chosen so that float32 sums
+    are exact: sum of all applied pushes + the final residual = sum of all updates, bit for bit; one residual
+    blob written per call, not per push, and one kept per worker."""
     config, store, job_id = new_job()
-    ledger = Ledger(store, monkeypatch)
+    ledger, written = Ledger(store, monkeypatch), count_residual_writes(store)
     length = store.get_weights(job_id)[0].size
     total = np.zeros(length, np.float32)
     for call in range(3):  # each a new call resumed from the record, as after a hand-off
@@ -115,25 +138,29 @@ def test_a_handed_off_worker_loses_no_mass_bit_for_bit_across_three_calls(monkey
             trainer.unpushed_steps, progress.step = 1, progress.step + 1
             trainer.push()
             total += update
+            assert store.worker_record(job_id, 0)["residual"] == ""  # a push during the call names none
+        trainer.end_call()
         trainer.channel.close()
     record = store.worker_record(job_id, 0)
     assert record["pushes"] == 12 == len(ledger.applied) and record["invocations"] == 3
+    assert record["residual_resets"] == 0 and len(written) == 3
     final = final_residual(store, job_id, length)
     pushed = np.zeros(length, np.float32)
     for seq in sorted(ledger.applied):
         pushed += ledger.applied[seq]
     np.testing.assert_array_equal(pushed + final, total)
     assert np.count_nonzero(final) > 0
-    assert residual_blobs(store) == [record["residual"]]  # one residual kept per worker, not one per push
+    assert residual_blobs(store) == [record["residual"]]  # one residual kept per worker, not one per call
 
 
 @pytest.mark.parametrize("mode", ["loop", "per-iteration"])
 def test_hand_offs_and_epochs_carry_the_residual(mode, monkeypatch):
     """A worker cut into calls (hand-offs; per-iteration: also one call per epoch) pushes exactly what an
-    uninterrupted run pushes: the same weights and final residual, bit for bit, and one unbroken chain."""
+    uninterrupted run pushes: the same weights and final residual, bit for bit, and one unbroken chain; each
+    call writes the residual once, at its end."""
     expected, expected_residual = uninterrupted(invocation_mode=mode)
     config, store, job_id = new_job(invocation_mode=mode)
-    ledger = Ledger(store, monkeypatch)
+    ledger, written = Ledger(store, monkeypatch), count_residual_writes(store)
     calls, iteration = 0, 0
     while iteration is not None:  # each call stops after 10 more pushes; the chained call resumes it
         budget = CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 10 * (calls + 1))
@@ -144,49 +171,65 @@ def test_hand_offs_and_epochs_carry_the_residual(mode, monkeypatch):
                                    lambda i: None)
         calls, iteration = calls + 1, answer["next_iteration"]
         assert not answer["duplicate"]
-    assert calls >= 3 and store.worker_record(job_id, 0)["state"] == "finished"
+    record = store.worker_record(job_id, 0)
+    assert calls >= 3 and record["state"] == "finished" and record["residual_resets"] == 0
+    assert len(written) == calls < record["pushes"]  # once per call, not per push
     final = final_residual(store, job_id, expected.size)
     np.testing.assert_array_equal(store.get_weights(job_id)[0], expected)
     np.testing.assert_array_equal(final, expected_residual)
-    ledger.check_one_chain(final)
+    ledger.check_chain(final)
+    assert residual_blobs(store) == [record["residual"]]
 
 
 class Killed(Exception):
     """The call's process dies here (SIGKILL): nothing after it runs, not even the worker's end."""
 
 
-@pytest.mark.parametrize("where", ["residual written, push not sent", "push applied, older residual kept"])
-def test_a_call_killed_between_residual_and_push_is_re_invoked_without_losing_or_doubling_mass(where, monkeypatch):
-    expected, expected_residual = uninterrupted()
+@pytest.mark.parametrize("before", ["nothing", "a hand-off"])
+def test_a_call_killed_mid_call_is_re_invoked_from_zeros_dropping_exactly_its_residual(before, monkeypatch):
+    """The call dies as it sends its 3rd push (after "a hand-off": a call that kept its residual at push 3 came
+    first, and its blob goes once the killed call's first push is applied). The re-invoked call starts from
+    zeros: what was dropped is exactly the residual right after the killed call's last applied push, and
+    sum of updates = sum of applied pushes + final residual + that, nothing counted twice."""
     config, store, job_id = new_job()
-    ledger = Ledger(store, monkeypatch)
-    name = "push_update" if where.startswith("residual") else "delete_blob"
-    real, count = getattr(store, name), [0]
+    ledger, written = Ledger(store, monkeypatch), count_residual_writes(store)
+    first = 0
+    if before == "a hand-off":
+        answer = run_loop_call(config, store, job_id, 0, "call-first", load_shard,
+                               CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 3), lambda i: None)
+        first = store.worker_record(job_id, 0)["pushes"]
+        assert answer["handed_off"] and first == 3 and len(written) == 1
+    real, count = store.push_update, [0]
 
-    def dies_at_the_fifth(*args, **kwargs):
+    def dies_at_the_third(*args, **kwargs):
         count[0] += 1
-        if count[0] == 5:
-            raise Killed(where)
+        if count[0] == 3:
+            raise Killed("as it sends its 3rd push")
         return real(*args, **kwargs)
 
-    setattr(store, name, dies_at_the_fifth)
+    store.push_update = dies_at_the_third
     progress = invocation.resume(store, job_id, config, 0, "call-killed")
     trainer = invocation.start(config, store, job_id, progress, load_shard, UNLIMITED, None)
     with pytest.raises(Killed):
         invocation.train(trainer)
     trainer.channel.close()
-    setattr(store, name, real)
+    store.push_update = real
     record = store.worker_record(job_id, 0)
-    # the 5th push dies before it is sent; the 5th deletion follows the 6th push (the first had no older residual)
-    assert record["pushes"] == (4 if name == "push_update" else 6) and record["state"] == "running"
-    assert store.get_blob(job_id, record["residual"]) is not None  # the record names a residual that is there
+    last = first + 2  # the killed call's last applied push
+    assert record["pushes"] == last and record["residual"] == "" and record["state"] == "running"
+    assert residual_blobs(store) == []  # the hand-off's blob went with the killed call's first applied push
+    lost = ledger.after[last].copy()  # the killed call's residual right after it
+    assert np.count_nonzero(lost) > 0
 
     answer = run_loop_call(config, store, job_id, 0, "call-again", load_shard)  # the supervisor's re-invocation
     assert answer["state"] == "finished"
-    final = final_residual(store, job_id, expected.size)
-    np.testing.assert_array_equal(store.get_weights(job_id)[0], expected)
-    np.testing.assert_array_equal(final, expected_residual)
-    ledger.check_one_chain(final)
+    record = store.worker_record(job_id, 0)
+    assert record["residual_resets"] == 1 == store.get_record(job_id, "result")["residual_resets"]
+    assert len(written) == (2 if first else 1)  # the clean ends alone; the killed call wrote none
+    final = final_residual(store, job_id, store.get_weights(job_id)[0].size)
+    dropped = ledger.check_chain(final, restarts={last + 1})
+    np.testing.assert_array_equal(dropped[0], lost)
+    assert residual_blobs(store) == [record["residual"]]
 
 
 def test_f32_writes_no_residual(monkeypatch):
@@ -194,7 +237,8 @@ def test_f32_writes_no_residual(monkeypatch):
     written = []
     monkeypatch.setattr(type(store), "put_blob", lambda *args, **kwargs: written.append(args))
     run_worker(config, store, job_id, 0)
-    assert written == [] and store.worker_record(job_id, 0)["residual"] == ""
+    record = store.worker_record(job_id, 0)
+    assert written == [] and record["residual"] == "" and record["residual_resets"] == 0
 
 
 def test_a_residual_gone_is_superseded_when_another_call_pushed_else_lost_state():
@@ -212,10 +256,12 @@ def test_a_residual_gone_is_superseded_when_another_call_pushed_else_lost_state(
     np.testing.assert_array_equal(out, np.arange(4, dtype=np.float32))
 
 
-def test_a_stale_call_superseded_at_its_push_adds_nothing_and_leaves_the_winners_residual(monkeypatch):
-    """A stalls past its lease after 5 pushes; B takes the worker over, pushes once and hands off; A's 6th push is
-    refused and its residual deleted; C finishes from B's checkpoint: one chain, as if uninterrupted."""
-    expected, expected_residual = uninterrupted(max_epochs=2)
+@pytest.mark.parametrize("stale_at", ["its next push", "its hand-off"])
+def test_a_stale_call_after_a_takeover_adds_nothing_and_leaves_the_winners_residual(stale_at, monkeypatch):
+    """A stalls past its lease after 5 pushes; B takes the worker over (from zeros: A kept no residual at push
+    5), pushes once and hands off, keeping its residual; A then tries its 6th push (refused) or its own hand-off
+    (its record refused, its blob deleted). B's blob stays as B wrote it; C finishes from it: one chain,
+    restarted at push 6, dropping exactly A's residual after push 5."""
     config, store, job_id = new_job(max_epochs=2)
     ledger, takeover = Ledger(store, monkeypatch), {}
 
@@ -224,28 +270,30 @@ def test_a_stale_call_superseded_at_its_push_adds_nothing_and_leaves_the_winners
             store.delete_record(job_id, "lease:0:loop")  # A's lease expired while it stalled
             takeover["b"] = run_loop_call(config, store, job_id, 0, "call-b", load_shard,
                                           CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 6), lambda i: None)
+            takeover["blob"] = store.get_blob(job_id, store.worker_record(job_id, 0)["residual"])
+            return stale_at == "its hand-off"
         return False
 
     a = run_loop_call(config, store, job_id, 0, "call-a", load_shard, CallBudget(draining=draining), lambda i: None)
     assert a["duplicate"] and takeover["b"]["handed_off"]
     record = store.worker_record(job_id, 0)
-    assert record["pushes"] == 6 and store.get_blob(job_id, record["residual"]) is not None
-    assert residual_blobs(store) == [record["residual"]]  # B's alone: A's refused one and the older ones deleted
+    assert record["pushes"] == 6 and record["residual_resets"] == 1
+    assert store.get_blob(job_id, record["residual"]) == takeover["blob"]  # B's, as B wrote it
+    assert residual_blobs(store) == [record["residual"]]  # A's refused one deleted, none older kept
     assert run_loop_call(config, store, job_id, 0, "call-c", load_shard)["state"] == "finished"
-    final = final_residual(store, job_id, expected.size)
-    np.testing.assert_array_equal(store.get_weights(job_id)[0], expected)
-    np.testing.assert_array_equal(final, expected_residual)
-    ledger.check_one_chain(final)
+    final = final_residual(store, job_id, store.get_weights(job_id)[0].size)
+    dropped = ledger.check_chain(final, restarts={6})
+    np.testing.assert_array_equal(dropped[0], ledger.after[5])
 
 
-def test_a_refused_push_keeps_its_residual_when_the_record_names_it():
-    """An earlier attempt of this push got through, then another invocation took over (which resumed from its
-    residual): the refused resend must not delete it. Otherwise the refused push's residual is deleted."""
+def test_keeping_a_residual_the_store_refuses_deletes_its_blob():
+    """At a call's end the blob is written, then the record naming it; a record refused (the store holds more
+    pushes) leaves no blob behind."""
     config, store, job_id = new_job()
-    refused = lambda: Push(version=3, conflicts=0, retries=0, applied=False)  # noqa: E731
-    for named in (True, False):
-        name = feedback.blob_name(0, 3, f"a{named}")
-        store.update_worker(job_id, 0, {"pushes": 3 + (not named), "owner": "b",
-                                        "residual": name if named else "residual:0:4:b"})
-        feedback.push_with(store, job_id, 0, refused, name, b"\0" * 8, "")
-        assert (store.get_blob(job_id, name) is not None) == named
+    store.update_worker(job_id, 0, {"pushes": 4, "owner": "b", "residual": ""})
+    for pushes, accepted in ((3, False), (4, True)):
+        name = feedback.blob_name(0, pushes, "a")
+        assert feedback.keep(store, job_id, 0, name, b"\0" * 8, {"pushes": pushes, "owner": "a",
+                                                                  "residual": name}) is accepted
+        assert (store.get_blob(job_id, name) is not None) == accepted
+    assert store.worker_record(job_id, 0)["residual"] == name

@@ -43,7 +43,6 @@ class Op:
     seq: int = 0  # a push's number
     base_others: int = 0  # a push: other workers' steps in the parameters its oldest step was computed from
     payload_bytes: int = 0  # a push: bytes of the update it hands over (store/push_codec.py)
-    residual: str = ""  # a compressed push: the blob of the residual after it, which its record names (residual.py)
 
 
 class Channel:

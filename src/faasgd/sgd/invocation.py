@@ -68,14 +68,14 @@ def start(config: TrainConfig, store: ParameterStore, job_id: str, progress: Wor
 
 def train(trainer: DownpourWorker, epochs: int | None = None) -> bool:
     """Train whole epochs (at most `epochs`); True when the worker reached its stop rule."""
-    done = 0
-    while epochs is None or done < epochs:
+    done, stopped = 0, False
+    while not stopped and (epochs is None or done < epochs):
         if trainer.budget.draining() or trainer._last_push_at is not None:  # never hand off before any progress
             trainer.check_budget(trainer.period_s + trainer.eval_s)
-        if not trainer.run_epoch() or trainer.end_of_epoch():
-            return True
+        stopped = not trainer.run_epoch() or trainer.end_of_epoch()
         done += 1
-    return False
+    trainer.end_call()  # a clean end: what must outlive the call is kept (the residual, sgd/residual.py)
+    return stopped
 
 
 def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,

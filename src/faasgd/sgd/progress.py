@@ -43,6 +43,7 @@ class WorkerProgress:
     fetch_bytes: int = 0  # bytes of parameters its fetches and pushes brought back (float32, 4 per parameter)
     pushed_steps: int = 0  # minibatches in this worker's applied pushes (the store sums them: steps the weights hold)
     residual: str = ""  # blob of the error-feedback residual right after push `pushes` (sgd/residual.py); "": zeros
+    residual_resets: int = 0  # calls resumed from zeros: the call before died mid-call, its residual dropped
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None

@@ -1,29 +1,35 @@
-"""The error-feedback residual (store/push_codec.py) as part of a worker's checkpoint: it outlives the call.
+"""The error-feedback residual (store/push_codec.py) as part of a worker's checkpoint, kept once per call.
 
 What a compressed push held back must reach a later push whoever makes it: the same call, the call a
-hand-off chains, per-iteration's next epoch, or a call re-invoked after a kill or a lease takeover. So
-the residual travels with the checkpoint, exactly once like the pushes, tied to the push id:
+hand-off chains, per-iteration's next epoch. So each call that ends cleanly leaves it with the checkpoint:
 
-  1. before push s is sent, the residual right after it is written as a blob of its own, named for
-     the worker, s and the invocation (`blob_name`): written once, never overwritten;
-  2. push s carries the worker's record with `residual` = that name, written by the store in the same
-     transaction / per-chunk cas as the add (store/push.py): the record names the residual of exactly
-     the last applied push, whatever happened around it;
-  3. once push s is applied the blob of push s - 1 is deleted (one residual per worker in the store);
-     a push not applied (superseded) deletes its own.
+  1. pushes during a call name no residual (their record's `residual` is ""): they write nothing more
+     than the push itself, so a compressed push costs on the wire what its codec says, plus the weights;
+  2. at a clean end of the call (the drain before a hand-off, per-iteration's epoch end, the stop rule,
+     the job's end: sgd/invocation.py `train`, DownpourWorker.check_budget), once its last push has landed,
+     the residual right after that push is written as a blob of its own (`blob_name`: the worker, its
+     push count and the invocation; never overwritten), then the worker's record (`update_worker`, never
+     to fewer pushes) names it; refused (another invocation is further on), the blob is deleted;
+  3. the blob a record named is deleted once a later push of the worker is applied (that push's record
+     names none): one residual blob per worker at most, orphans only after crashes.
 
-A call resumes from the blob its record names (zeros when none: before the first push). Every crash
-point is safe: a residual written whose push never applied is not named (the record still names
-s - 1's, not yet deleted, and the steps of push s are trained again from that checkpoint); a push
-applied whose older blob was not deleted leaves an orphan, never a wrong residual. The name carries the
-invocation because two invocations of one worker (a stale call after a lease takeover) may both make
-push s: the stale one is superseded, and its blob must not overwrite the winner's.
+A call resumes from the blob its record names. A record naming none after pushes means the call that
+made them ended without a clean end (killed, its lease taken over): the residual it held back since its
+last clean end is dropped and the next call starts from zeros, counted as `residual_resets` in the worker's
+record and the result. Mass is lost only there, never counted twice: a record names a residual only
+together with the push count it was held back at, and nothing ever names a stale one (the blob named
+by an earlier record is gone once a later push is applied, and a blob written by a call that is not
+the one the store follows is refused with its record). Exactly what is dropped: the residual right after
+the last applied push of the call that died (tests/unit/test_residual_carry.py checks it to the bit).
+The invocation in the name keeps a stale call's blob (a call still running after a lease takeover) from
+overwriting the winner's.
 
-Not chosen: the residual inside the record (a dense float32 vector in JSON that every fetch reads with
-the weights, store/push.py `steps_of`) or in the push's own transaction (each backend's push path, the
-Memcached roll-forward included, would carry a second vector). The cost: each compressed push writes
-one more float32 vector on the socket (4 bytes a parameter, off the critical path on the worker's
-communication thread); `f32` has no residual and writes nothing more.
+Why once per call and not with every push (the design before): a blob per push doubled the bytes a
+compressed job sent (a float32 vector beside each push, larger than a topk or f16 push itself), which
+defeats the codec; a crash is rare, a clean end is the rule (hand-offs, epochs), and what a crash drops
+is bounded by what the codec held back, which error feedback would only have delivered later.
+Not chosen either: the residual inside the record (a dense float32 vector in JSON that every fetch
+reads with the weights, store/push.py `steps_of`). `f32` has no residual and writes nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from faasgd.store import ParameterStore
 
 
 def blob_name(worker_id: int, seq: int, owner: str) -> str:
-    """The blob holding worker `worker_id`'s residual right after its push `seq` made by invocation `owner`."""
+    """The blob holding worker `worker_id`'s residual right after its push `seq`, kept by invocation `owner`."""
     return f"residual:{int(worker_id)}:{int(seq)}:{hashlib.sha256(owner.encode()).hexdigest()[:16]}"
 
 
@@ -62,16 +68,20 @@ def load(store: ParameterStore, job_id: str, worker_id: int, name: str, out: np.
     out[:] = np.frombuffer(data, "<f4")
 
 
-def push_with(store: ParameterStore, job_id: str, worker_id: int, push, name: str, data: bytes, previous: str):
-    """Write the residual blob `name`, then `push()` (whose record names it); once the push is applied, delete
-    the `previous` residual blob (no record names it again: records never go back to fewer pushes). A push not
-    applied deletes the one just written unless the stored record names it (an earlier attempt of this very
-    push got through before another invocation took over: that one resumed from it). What the push returned."""
-    store.put_blob(job_id, name, data)
+def push_then_drop(store: ParameterStore, job_id: str, push, previous: str):
+    """`push()` (whose record names no residual); once it is applied, delete the `previous` residual blob (no
+    record names it again: records never go back to fewer pushes). What the push returned."""
     outcome = push()
-    if not outcome.applied:
-        if (store.worker_record(job_id, worker_id) or {}).get("residual") != name:
-            store.delete_blob(job_id, name)
-    elif previous and previous != name:
+    if outcome.applied and previous:
         store.delete_blob(job_id, previous)
     return outcome
+
+
+def keep(store: ParameterStore, job_id: str, worker_id: int, name: str, data: bytes, record: dict) -> bool:
+    """At a clean end of a call: write the residual blob `name`, then the worker's `record` naming it. False
+    when the store refuses the record (it holds more pushes, or a final record): the blob is deleted."""
+    store.put_blob(job_id, name, data)
+    if store.update_worker(job_id, worker_id, record):
+        return True
+    store.delete_blob(job_id, name)
+    return False

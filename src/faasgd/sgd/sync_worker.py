@@ -167,6 +167,9 @@ class SyncWorker(Liveness):
     def settle(self) -> None:
         pass
 
+    def end_call(self) -> None:
+        pass  # a round's state is its checkpoint already (sync_checkpoint.py)
+
     # -- the data -------------------------------------------------------------------------------
     def order(self, epoch: int) -> np.ndarray:
         if epoch not in self._orders:

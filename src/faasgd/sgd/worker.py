@@ -53,10 +53,11 @@ class DownpourWorker(Liveness):
         self.pending = np.zeros(size, np.float32)  # accumulated update not yet handed to a push
         self.sending = np.zeros(size, np.float32)  # the update a push in flight sends
         self.codec = push_codec.parse_codec(config.push_codec)  # how pushes travel (f32, f16, topk:F)
-        # error feedback: what compressed pushes left out, sent with later ones (kept with the checkpoint:
-        # sgd/residual.py; load_worker reads it back). As in deep gradient compression it is not in the local
-        # copy: a fetch makes that global + pending again
+        # error feedback: what compressed pushes left out, sent with later ones (kept with the checkpoint at a
+        # clean end of the call: sgd/residual.py; load_worker reads it back). As in deep gradient compression it
+        # is not in the local copy: a fetch makes that global + pending again
         self.residual = np.zeros(size, np.float32) if self.codec.compresses else None
+        self.residual_kept = True  # the stored record names the residual as it is now (or zeros before any push)
         self.grad = np.empty(size, np.float32)
         # the shard stays as stored (raw uint8 pixels: a quarter of float32's memory); a minibatch is
         # gathered into `batch_raw` and scaled into `batch_x` (float32 in [0, 1]) as it is trained
@@ -144,20 +145,18 @@ class DownpourWorker(Liveness):
         self.pending[:] = 0.0
         self.pushed_snapshot, self.unpushed_steps = True, 0
         delta, push_id = self.sending, PushId(progress.worker_id, seq)
-        kept = ""  # the blob this push's record names as the residual after it (sgd/residual.py)
         if self.residual is not None:  # sending += residual; the push carries part, the residual keeps the rest
             delta = self.codec.encode(self.sending, self.residual)
-            kept = record["residual"] = feedback.blob_name(progress.worker_id, seq, progress.owner)
+            record["residual"] = ""  # kept only at the call's clean end (keep_residual; sgd/residual.py)
         merge, self.fetch_wanted = self.fetch_wanted, False
 
         def call():
             return self.store.push_update(self.job_id, delta, out=self.fetched, push_id=push_id, record=record)
-        if kept:  # the residual written first, the push naming it, then the previous one deleted
-            data, previous = feedback.to_bytes(self.residual), progress.residual
-            pushed, call = call, lambda: feedback.push_with(self.store, self.job_id, progress.worker_id, pushed, kept,
-                                                                  data, previous)
+        if self.residual is not None:  # once applied, the blob an earlier record named is deleted
+            pushed, previous = call, progress.residual
+            call = lambda: feedback.push_then_drop(self.store, self.job_id, pushed, previous)  # noqa: E731
         self._submit(comm.Op(comm.PUSH, merge=merge, own_steps=progress.step, seq=seq, base_others=self.base_others,
-                             payload_bytes=push_codec.payload_bytes(delta), residual=kept), call)
+                             payload_bytes=push_codec.payload_bytes(delta)), call)
 
     def _submit(self, op: comm.Op, call: Callable) -> None:
         self.op = op
@@ -201,7 +200,8 @@ class DownpourWorker(Liveness):
         if not push.applied:
             raise Superseded(f"worker {progress.worker_id}: push {op.seq} was applied by another invocation")
         progress.pushes, progress.pushed_steps = op.seq, op.own_steps
-        progress.residual = op.residual or progress.residual  # the residual the stored record now names
+        if self.residual is not None:  # the stored record names no residual now (kept at the call's end)
+            progress.residual, self.residual_kept = "", False
         progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
         progress.push_bytes += op.payload_bytes  # the update handed over (push_codec); the weights come back with it
         progress.fetch_bytes += self.fetched.nbytes
@@ -222,7 +222,24 @@ class DownpourWorker(Liveness):
         reason = self.budget.stop_reason(upcoming_s)
         if reason:
             self.sync()
+            self.end_call()
             raise HandOff(reason)
+
+    def end_call(self) -> None:
+        """The call ends cleanly here (a hand-off, an epoch's end in per-iteration mode, the stop rule, the job's
+        end): keep the residual with the checkpoint (sgd/residual.py), once its last push has landed.
+        Superseded if the store refuses the record (another invocation is further on)."""
+        self.sync()
+        if self.residual is None or self.residual_kept:
+            return
+        progress = self.progress
+        name = feedback.blob_name(progress.worker_id, progress.pushes, progress.owner)
+        data = feedback.to_bytes(self.residual)
+        record = self.snapshot()
+        record["residual"] = name
+        if not self._retry(lambda: feedback.keep(self.store, self.job_id, progress.worker_id, name, data, record)):
+            raise Superseded(f"worker {progress.worker_id}: another invocation wrote a newer record")
+        progress.residual, self.residual_kept = name, True
 
     def settle(self) -> None:
         """Take in an operation still in flight as the worker ends (after a failure: its error only logged)."""
@@ -369,8 +386,13 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progres
     progress.shard_size = len(shard.y)
     trainer = DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test, budget)
     trainer.validation = validation  # the stop rule's rows
-    if trainer.residual is not None and progress.residual:  # what the last applied push held back, as it left it
+    if trainer.residual is not None and progress.residual:  # what the last call held back at its clean end
         trainer._retry(lambda: feedback.load(store, job_id, progress.worker_id, progress.residual, trainer.residual))
+    elif trainer.residual is not None and progress.pushes:  # the call that pushed last died mid-call: from zeros
+        progress.residual_resets += 1
+        trainer.residual_kept = False
+        log.warning("job %s worker %d: no residual kept after push %d (its call ended uncleanly): starting from zeros",
+                    job_id, progress.worker_id, progress.pushes)
     return trainer
 
 
