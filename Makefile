@@ -21,7 +21,7 @@ run: deps
 	$(VENV)/bin/faasgd train --workers 2 --dataset fashion-mnist --target-accuracy 0.85
 
 test: deps lint
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests
 
 lint: deps  # the wings' import rules (pyproject.toml [tool.importlinter])
 	$(VENV)/bin/lint-imports --no-cache
