@@ -76,6 +76,19 @@ class Pod:
             os.killpg(self.process.pid, 9)  # the watchdog and index.py
             self.process.wait(10)
 
+    def container_gone(self, timeout_s: float = 10) -> None:
+        """The watchdog (the container's PID 1) has exited: as the kubelet does, kill what is left in the container
+        (index.py may still be finishing its hand-off) and wait until it is gone, so the next pod's ports are free
+        (here both pods share one network namespace; on a cluster each pod has its own)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                os.killpg(self.process.pid, 9)
+            except ProcessLookupError:
+                return
+            assert time.monotonic() < deadline, "the old pod's processes outlived SIGKILL"
+            time.sleep(0.05)
+
     def healthy(self) -> bool:
         try:
             return httpx.get(WATCHDOG_URL + "/_/health", timeout=1).status_code == 200
@@ -217,6 +230,7 @@ def sigterm(args: dict) -> dict:
         time.sleep(0.05)
     pod.process.terminate()
     watchdog_exit = pod.process.wait(60)
+    pod.container_gone()
     at_sigterm = store.worker_record(job_id, 0)
     pod.start().wait_healthy()  # Kubernetes replaces the pod
     status = watch(store, gateway, job_id, 240)
