@@ -16,7 +16,7 @@ import pytest
 from support import faults
 from support.faults import COMBOS, Outcome
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]  # deadlines and kills: timed alone (make test)
 DETECTION_S = 2 + faults.SUPERVISE_EVERY_S  # lease_s + how often someone looks: a lost worker is seen by then
 
 

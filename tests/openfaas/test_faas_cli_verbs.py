@@ -16,7 +16,7 @@ from support.fake_replicas import CallbackRecorder
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.openfaas, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.openfaas, pytest.mark.serial, pytest.mark.timeout(300)]
 SMALL_JOB = json.dumps({"dataset": "synthetic", "train_samples": 2000, "test_samples": 200, "hidden_sizes": [16],
                         "max_epochs": 1, "number_of_workers": 2})
 TRAIN_IMAGE = "ghcr.io/faasgd/emnist-train:0.1.0"

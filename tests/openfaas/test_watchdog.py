@@ -20,7 +20,7 @@ import pytest
 from support import openfaas_bin
 from support.function_image import build_image
 
-pytestmark = pytest.mark.openfaas
+pytestmark = [pytest.mark.openfaas, pytest.mark.serial]  # exec_timeout and SIGTERM timed alone (make test)
 
 FWATCHDOG = openfaas_bin.find("fwatchdog")
 if FWATCHDOG is None:
