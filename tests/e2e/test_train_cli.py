@@ -108,15 +108,16 @@ def start_persistent_redis(port, workdir):
     raise RuntimeError("redis-server did not start")
 
 
-def wait_for_progress(url, proc, deadline_s=60):
-    """Wait until a job exists and a worker has pushed; returns the job id from the first output line."""
+def wait_for_progress(url, proc, deadline_s=60, workers=2):
+    """Wait until a job exists and each of its `workers` has pushed (all are mid-run, not starting: a call that
+    starts during an outage is another case); returns the job id from the first output line."""
     line = proc.stdout.readline()
     job_id = line.split()[1].rstrip(":")
     store = open_store(url)
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
-        record = store.get_record(job_id, "progress:0")
-        if record and record.get("pushes", 0) > 2:
+        records = [store.get_record(job_id, f"progress:{worker}") for worker in range(workers)]
+        if all(record and record.get("pushes", 0) > 2 for record in records):
             return job_id
         time.sleep(0.1)
     raise AssertionError("no progress")
