@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from faasgd.data.catalog import N_CLASSES, check_dataset_name, is_tabular
 from faasgd.data.tabular import GENERATED_CLASSES
@@ -167,79 +167,59 @@ def _store_url(field: str, value: Any) -> str:
     return value.strip()
 
 
+def _store_name(field: str, value: Any) -> str:
+    if not isinstance(value, str) or not (value == "" or _STORE_NAME.match(value.strip())):
+        raise ConfigError(field, f"must be the name of a configured store (like redis or memcached), got {value!r}")
+    return value.strip()
+
+
+# Each key's parser: coerce one raw value (typed JSON or an environment string) and check its range.
+PARSERS: dict[str, Callable[[str, Any], Any]] = {
+    "dataset": lambda _field, value: check_dataset_name(value),
+    "hidden_sizes": _hidden_sizes,
+    "activation": lambda field, value: _choice(field, value, ACTIVATIONS),
+    "invocation_mode": lambda field, value: _choice(field, value, MODES),
+    "update_rule": lambda field, value: _choice(field, value, RULES),
+    "store_topology": lambda field, value: _choice(field, value, TOPOLOGIES),
+    "communication": lambda field, value: _choice(field, value, COMMUNICATIONS),
+    "push_codec": lambda _field, value: str(parse_codec(value)),
+    "local_refresh_s": lambda field, value: _float(field, value, 0.0, 3600.0, low_open=True),
+    "lease_s": lambda field, value: _int(field, value, 1, 86400),
+    "start_timeout_s": lambda field, value: _float(field, value, 0.0, 86400.0, low_open=True),
+    "profile_hz": lambda field, value: _float(field, value, 0.0, 1000.0),
+    "max_reinvocations": lambda field, value: _int(field, value, 0, 100),
+    "dropout": lambda field, value: _float(field, value, 0.0, 1.0, high_open=True),
+    "learning_rate": lambda field, value: _float(field, value, 0.0, 100.0, low_open=True),
+    "target_accuracy": lambda field, value: _float(field, value, 0.0, 1.0, low_open=True),
+    "store_timeout_s": lambda field, value: _float(field, value, 0.0, 86400.0, low_open=True),
+    "batch_size": lambda field, value: _int(field, value, 1, 65536),
+    "number_of_workers": lambda field, value: _int(field, value, 1, 1024),
+    "n_fetch": lambda field, value: _int(field, value, 1, 1_000_000),
+    "n_push": lambda field, value: _int(field, value, 1, 1_000_000),
+    "max_epochs": lambda field, value: _int(field, value, 1, 100_000),
+    "seed": lambda field, value: _int(field, value, 0, 2**31 - 1),
+    "algorithm": lambda field, value: _choice(field, value, ALGORITHMS),
+    "sync": lambda field, value: "" if isinstance(value, str) and not value.strip() else _choice(field, value, SYNCS),
+    "model": lambda field, value: _choice(field, value, MODELS),
+    "channel": lambda field, value: _choice(field, value, CHANNELS),
+    "cnn_arch": lambda field, value: _choice(field, value, CNN_ARCHS),
+    "n_clusters": lambda field, value: _int(field, value, 0, 4096),
+    "local_steps": lambda field, value: _int(field, value, 1, 100_000),
+    "admm_rho": lambda field, value: _float(field, value, 0.0, 1e6, low_open=True),
+    "round_timeout_s": lambda field, value: _float(field, value, 0.0, 86400.0, low_open=True),
+    "train_samples": lambda field, value: _int(field, value, 0, 100_000_000),
+    "test_samples": lambda field, value: _int(field, value, 0, 100_000_000),
+    "validation_samples": lambda field, value: _int(field, value, 0, 100_000_000),
+    "store": _store_name,
+    **{key: _store_url for key in LOCATION_KEYS},
+}
+
+
 def _parse(field: str, value: Any) -> Any:
     """Coerce one raw value (typed JSON or an environment string) and check its range."""
-    if field == "dataset":
-        return check_dataset_name(value)
-    if field == "hidden_sizes":
-        return _hidden_sizes(field, value)
-    if field == "activation":
-        return _choice(field, value, ACTIVATIONS)
-    if field == "invocation_mode":
-        return _choice(field, value, MODES)
-    if field == "update_rule":
-        return _choice(field, value, RULES)
-    if field in LOCATION_KEYS:
-        return _store_url(field, value)
-    if field == "store":
-        if not isinstance(value, str) or not (value == "" or _STORE_NAME.match(value.strip())):
-            raise ConfigError(field, f"must be the name of a configured store (like redis or memcached), got {value!r}")
-        return value.strip()
-    if field == "store_topology":
-        return _choice(field, value, TOPOLOGIES)
-    if field == "communication":
-        return _choice(field, value, COMMUNICATIONS)
-    if field == "push_codec":
-        return str(parse_codec(value))
-    if field == "local_refresh_s":
-        return _float(field, value, 0.0, 3600.0, low_open=True)
-    if field == "lease_s":
-        return _int(field, value, 1, 86400)
-    if field == "start_timeout_s":
-        return _float(field, value, 0.0, 86400.0, low_open=True)
-    if field == "profile_hz":
-        return _float(field, value, 0.0, 1000.0)
-    if field == "max_reinvocations":
-        return _int(field, value, 0, 100)
-    if field == "dropout":
-        return _float(field, value, 0.0, 1.0, high_open=True)
-    if field == "learning_rate":
-        return _float(field, value, 0.0, 100.0, low_open=True)
-    if field == "target_accuracy":
-        return _float(field, value, 0.0, 1.0, low_open=True)
-    if field == "store_timeout_s":
-        return _float(field, value, 0.0, 86400.0, low_open=True)
-    if field == "batch_size":
-        return _int(field, value, 1, 65536)
-    if field == "number_of_workers":
-        return _int(field, value, 1, 1024)
-    if field in ("n_fetch", "n_push"):
-        return _int(field, value, 1, 1_000_000)
-    if field == "max_epochs":
-        return _int(field, value, 1, 100_000)
-    if field == "seed":
-        return _int(field, value, 0, 2**31 - 1)
-    if field == "algorithm":
-        return _choice(field, value, ALGORITHMS)
-    if field == "sync":
-        return "" if isinstance(value, str) and not value.strip() else _choice(field, value, SYNCS)
-    if field == "model":
-        return _choice(field, value, MODELS)
-    if field == "channel":
-        return _choice(field, value, CHANNELS)
-    if field == "cnn_arch":
-        return _choice(field, value, CNN_ARCHS)
-    if field == "n_clusters":
-        return _int(field, value, 0, 4096)
-    if field == "local_steps":
-        return _int(field, value, 1, 100_000)
-    if field == "admm_rho":
-        return _float(field, value, 0.0, 1e6, low_open=True)
-    if field == "round_timeout_s":
-        return _float(field, value, 0.0, 86400.0, low_open=True)
-    if field in ("train_samples", "test_samples", "validation_samples"):
-        return _int(field, value, 0, 100_000_000)
-    raise ConfigError(field, f"unknown key (known keys: {', '.join(FIELDS)})")
+    if field not in PARSERS:
+        raise ConfigError(field, f"unknown key (known keys: {', '.join(FIELDS)})")
+    return PARSERS[field](field, value)
 
 
 def check_keys(values: Mapping[str, Any]) -> None:

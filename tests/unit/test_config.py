@@ -116,3 +116,9 @@ def test_the_old_mode_key_is_refused_naming_invocation_mode_and_the_environments
     assert error.value.field == "mode" and "invocation_mode" in str(error.value)
     # the image sets mode=http for of-watchdog; the function process sees it and must ignore it
     assert load_config({"mode": "http", "invocation_mode": "per-iteration"}).invocation_mode == "per-iteration"
+
+
+def test_every_config_field_has_exactly_one_parser():
+    from faasgd import config as config_module
+
+    assert set(config_module.PARSERS) == set(config_module.FIELDS)
