@@ -9,22 +9,18 @@ at once, as rounds need)."""
 import hashlib
 import io
 import itertools
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support.hostile_runtime import runtime_up
 from support.s3_server import preload_secrets, s3_stack
 
-from faasgd.local import credentials
-from faasgd.local.stores import free_port
-from faasgd.openfaas import GatewayClient, wait_for_job
+from faasgd.openfaas import wait_for_job
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,11 +38,6 @@ def job_body(a, s, c, m):
             "channel": "s3" if channel == "s3" else "store", "store": "redis" if channel == "s3" else channel}
 
 
-def faasgd(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
-
-
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory, s3_endpoint):
     """The repository's stack, emnist-setup and emnist-train given an S3 space as a user would: s3_url in their
@@ -55,13 +46,8 @@ def runtime(tmp_path_factory, s3_endpoint):
     directory = tmp / ".faasgd"
     preload_secrets(directory, s3_endpoint)
     stack = s3_stack(ROOT, tmp / "stack", f"s3://{s3_endpoint.bucket}/lambdaml-e2e", prefixes=("emnist-",))
-    up = faasgd("up", "-f", stack, "--port", str(free_port()), "--dir", str(directory), "--ack-wait", "120")
-    assert up.returncode == 0, up.stdout + up.stderr
-    state = json.loads((directory / "state.json").read_text())
-    try:
-        yield GatewayClient(state["gateway_url"], 30, auth=credentials.read(directory / "secrets"))
-    finally:
-        assert faasgd("down", "--dir", str(directory)).returncode == 0
+    with runtime_up(directory, stack, "--ack-wait", "120") as up:
+        yield up.gateway
 
 
 def run_job(gateway, body):

@@ -2,30 +2,20 @@
 replicas serve that many calls (the result says how many did), and when they cannot, the job's status
 names the workers that wait while the others train, and its result says how many trained at once."""
 
-import json
-import subprocess
-import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from support import stacks
+from support.hostile_runtime import runtime_up
 
-from faasgd.local import credentials
-from faasgd.local.stores import free_port
-from faasgd.openfaas import GatewayClient, wait_for_job
+from faasgd.openfaas import wait_for_job
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+ACK_WAIT = ("--ack-wait", "120")  # the queue's redelivery: past any call of these jobs
 # Long enough (a few seconds) that every worker's training overlaps every other's when they all run.
 JOB = {"dataset": "synthetic", "train_samples": 6000, "test_samples": 300, "hidden_sizes": [64], "batch_size": 8,
        "max_epochs": 4, "target_accuracy": 1.0, "invocation_mode": "loop"}
-
-
-def faasgd(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
 
 
 def limited_stack(tmp_path: Path) -> str:
@@ -39,30 +29,18 @@ def limited_stack(tmp_path: Path) -> str:
     return stacks.stack_copy(tmp_path / "stack", edit=limit)
 
 
-@contextmanager
-def started(tmp_path: Path, stack_file: str):
-    directory, port = tmp_path / ".faasgd", free_port()
-    up = faasgd("up", "-f", str(stack_file), "--port", str(port), "--dir", str(directory), "--ack-wait", "120")
-    assert up.returncode == 0, up.stdout + up.stderr
-    state = json.loads((directory / "state.json").read_text())
-    try:
-        yield GatewayClient(state["gateway_url"], 30, auth=credentials.read(directory / "secrets"))
-    finally:
-        assert faasgd("down", "--dir", str(directory)).returncode == 0
-
-
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory):
     """A runtime of the repository's stack: emnist-train's 2 replicas run 4 calls each."""
     directory = tmp_path_factory.mktemp("full")
-    with started(directory, stacks.stack_copy(directory / "stack")) as gateway:  # replicas drain for 1 s
-        yield gateway
+    with runtime_up(directory / ".faasgd", stacks.stack_copy(directory / "stack"), *ACK_WAIT) as up:  # drain 1 s
+        yield up.gateway
 
 
 @pytest.fixture
 def limited_runtime(tmp_path):
-    with started(tmp_path, limited_stack(tmp_path)) as gateway:
-        yield gateway
+    with runtime_up(tmp_path / ".faasgd", limited_stack(tmp_path), *ACK_WAIT) as up:
+        yield up.gateway
 
 
 def run_job(gateway, workers, on_status=None):
