@@ -221,8 +221,7 @@ class DownpourWorker(Liveness):
         """HandOff when the budget says stop, once the push in flight has landed (its record is the checkpoint)."""
         reason = self.budget.stop_reason(upcoming_s)
         if reason:
-            self.sync()
-            self.end_call()
+            self.end_call()  # syncs first
             raise HandOff(reason)
 
     def end_call(self) -> None:
