@@ -130,6 +130,7 @@ def start_training(url, max_epochs, store_timeout_s):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.serial  # kills the store mid-run; failed twice in 4 runs two at a time (worker 1: store unavailable), never alone
 def test_store_restarted_mid_run_workers_retry_and_the_job_completes(tmp_path):
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
@@ -143,7 +144,7 @@ def test_store_restarted_mid_run_workers_retry_and_the_job_completes(tmp_path):
         server = start_persistent_redis(port, tmp_path)
         out, err = train.communicate(timeout=120)
         result = last_json(out)
-        assert train.returncode == 0, (result.get("error"), err[-1500:])
+        assert train.returncode == 0, (result.get("error"), err[-6000:])
         assert result["job_id"] == job_id and result["state"] == "done"
         assert result["samples"] == 25 * 5400  # every epoch trained: the outage cost time, not work
         assert result["retries"] >= 1
