@@ -30,8 +30,8 @@ class Liveness:
         value = {"owner": self.progress.owner, "pushes": self.progress.pushes, "at": time.time()}
         self._retry(lambda: self.store.put_record(self.job_id, job.heartbeat_name(self.progress.worker_id), value,
                                                   ttl_s=self.config.lease_s))
-        if self.on_heartbeat is not None:
-            self.on_heartbeat()
+        if self.on_heartbeat is not None:  # the lease's renewal: a store outage is ridden out here too
+            self._retry(self.on_heartbeat)
 
     def job_ended(self) -> bool:
         """Whether the job has ended (another worker reached the target, or it failed); checked now and then."""
