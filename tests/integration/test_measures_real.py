@@ -41,7 +41,8 @@ def run_job(url, **overrides):
 def test_the_store_clock_agrees_with_this_host_and_never_runs_back(server):
     store = open_store(server.url, timeout_s=2.0)
     stamps = [store.server_time() for _ in range(5)]
-    assert stamps == sorted(stamps) and abs(stamps[-1] - __import__("time").time()) < 2.0
+    # Memcached's clock is whole seconds, moved on by a once-a-second timer that lags on a busy host: 3 s slack
+    assert stamps == sorted(stamps) and abs(stamps[-1] - __import__("time").time()) < 3.0
 
 
 def test_durations_are_consistent_and_the_model_has_the_reported_accuracy(server, tmp_path, capsys):
