@@ -20,11 +20,13 @@ $(VENV)/.installed: pyproject.toml | debian
 run: deps
 	$(VENV)/bin/faasgd train --workers 2 --dataset fashion-mnist --target-accuracy 0.85
 
-# Two at a time but for the `serial` tests (deadlines, kills, the real watchdog), which then run alone: the suite
+# Unit and e2e two at a time but for the `serial` tests (deadlines, kills, the real watchdog), which then run alone
+# after the integration tests (real servers shared by a session; byte counts and clocks): the suite
 # stays within its 10-minute budget and nothing timed shares the 2 cores with another test.
 test: deps lint
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 -m "not serial" tests
-	$(PY) -m pytest -q --durations=10 -m serial tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 -m "not serial" tests/unit tests/e2e
+	$(PY) -m pytest -q --durations=10 tests/integration
+	$(PY) -m pytest -q --durations=10 -m serial tests/e2e tests/openfaas
 
 lint: deps  # the wings' import rules (pyproject.toml [tool.importlinter])
 	$(VENV)/bin/lint-imports --no-cache
