@@ -22,9 +22,8 @@ the dtype they came in (float32 to travel).
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
-from faasgd.convex.linear import as_inputs
+from faasgd.convex.linear import as_inputs, issparse
 from faasgd.errors import ConfigError
 
 
@@ -42,7 +41,7 @@ def init(X, k: int, rng: np.random.Generator) -> np.ndarray:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= X.shape[0]:
         raise ConfigError("k", f"must be an integer in 1..{X.shape[0]} (the rows given), got {k!r}")
     rows = np.sort(rng.choice(X.shape[0], size=int(k), replace=False))
-    chosen = X[rows].toarray() if sp.issparse(X) else X[rows]
+    chosen = X[rows].toarray() if issparse(X) else X[rows]
     return np.asarray(chosen, dtype=np.float32).ravel()
 
 
@@ -51,9 +50,11 @@ def partial(centroids: np.ndarray, X) -> Partial:
     X = as_inputs(X, np.float64)  # one float64 copy of the shard, shared by distances and sums
     C = as_centroids(centroids, X.shape[1])
     labels, distances = assign(C, X)
+    import scipy.sparse as sp  # lazily (convex/linear.issparse)
+
     onehot = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))), shape=(len(C), len(labels)))
     sums = onehot @ X
-    sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums)
+    sums = sums.toarray() if issparse(sums) else np.asarray(sums)
     counts = np.bincount(labels, minlength=len(C)).astype(np.float64)
     return Partial(sums.astype(np.float64, copy=False), counts, float(distances.sum()))
 
@@ -106,7 +107,7 @@ def unpack(blob: np.ndarray, k: int, n_features: int) -> Partial:
 def assign(C: np.ndarray, X) -> tuple[np.ndarray, np.ndarray]:
     """Return (the nearest centroid of each row, the squared distance to it), computed in float64."""
     C = C.astype(np.float64)
-    if sp.issparse(X):
+    if issparse(X):
         X64 = X.astype(np.float64, copy=False)
         row_sq = np.asarray(X64.multiply(X64).sum(axis=1)).ravel()
         cross = np.asarray(X64 @ C.T)
