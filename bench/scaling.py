@@ -14,7 +14,9 @@ statistical efficiency exactly; seconds and samples/s at 4 and 8 workers mostly 
 AdaGrad runs at its own learning rate (--adagrad-lr, default 0.05, the default learning_rate; README "Update rules").
 Usage: python bench/scaling.py [--workers 1,2,4,8] [--rules sum,average,adagrad] [--periods 1,10,50]
                                [--seeds 5] [--store redis] [--communication background|coalesce|blocking]
-                               [--out results/scaling]   (from the repository root)
+                               [--global-batch N] [--out results/scaling]   (from the repository root)
+--global-batch N keeps the rows of one step of all workers at N: W workers run batch_size N / W each (the
+large-batch bound, bench/batch_bound.py, is why: at 128 rows each, W workers take one W x 128 step at best).
 """
 
 from __future__ import annotations
@@ -34,8 +36,12 @@ TARGET = 0.85
 
 
 def matrix(workers: list[int], rules: list[str], periods: list[int], seeds: int, store: str, adagrad_lr: float,
-           max_epochs: int, communication: str = "background"):
+           max_epochs: int, communication: str = "background", global_batch: int = 0):
+    """The batch of configurations; `global_batch` N > 0: W workers take N / W rows a step each (N in all)."""
     rates = {"sum": 0.1, "average": 0.1, "adagrad": adagrad_lr}
+    for w in workers:
+        if global_batch and global_batch % w:
+            raise SystemExit(f"--global-batch {global_batch} is not a multiple of {w} workers")
     document = {
         "name": "scaling", "rounds": seeds,
         "fixed": {"dataset": "fashion-mnist", "target_accuracy": TARGET, "max_epochs": max_epochs, "store": store,
@@ -44,6 +50,9 @@ def matrix(workers: list[int], rules: list[str], periods: list[int], seeds: int,
                    "n_fetch": periods, "n_push": periods},
         "together": [["update_rule", "learning_rate"], ["n_fetch", "n_push"]],
     }
+    if global_batch:
+        document["matrix"]["batch_size"] = [global_batch // w for w in workers]
+        document["together"].append(["number_of_workers", "batch_size"])
     return parse_matrix(document, "scaling", max_runs=10_000)
 
 
@@ -109,7 +118,7 @@ def print_table(rows: list[dict]) -> None:
           " workers measure the sharing; samples to target the statistical efficiency.")
 
 
-def plot(rows: list[dict], path: Path) -> None:
+def plot(rows: list[dict], path: Path, batch_label: str = "batch 128") -> None:
     from matplotlib.figure import Figure
 
     periods = sorted({r["period"] for r in rows})
@@ -129,7 +138,7 @@ def plot(rows: list[dict], path: Path) -> None:
         axes.set_title(f"n_fetch = n_push = {period}")
         axes.grid(alpha=0.3)
         axes.legend()
-    figure.suptitle("Fashion-MNIST, 784-100-10 MLP, batch 128; mean ± stdev over seeds (missing: not reached)")
+    figure.suptitle(f"Fashion-MNIST, 784-100-10 MLP, {batch_label}; mean ± stdev over seeds (missing: not reached)")
     figure.tight_layout()
     figure.savefig(path)
 
@@ -144,11 +153,13 @@ def main() -> None:
     parser.add_argument("--adagrad-lr", type=float, default=0.05)
     parser.add_argument("--max-epochs", type=int, default=15)
     parser.add_argument("--communication", default="background", choices=("background", "coalesce", "blocking"))
+    parser.add_argument("--global-batch", type=int, default=0,
+                        help="N > 0: batch_size N / workers (the workers' rows a step stay N); 0: 128 per worker")
     parser.add_argument("--out", default="results/scaling")
     args = parser.parse_args()
     batch = matrix([int(w) for w in args.workers.split(",")], args.rules.split(","),
                    [int(p) for p in args.periods.split(",")], args.seeds, args.store, args.adagrad_lr, args.max_epochs,
-                   args.communication)
+                   args.communication, args.global_batch)
     target = LocalTarget("stack.yml", tempfile.mkdtemp(prefix="faasgd-scaling-"), free_port())
     target.start()
     try:
@@ -160,7 +171,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "runs.json").write_text(json.dumps(runs, indent=1))
-    plot(rows, out / "scaling.png")
+    plot(rows, out / "scaling.png",
+         f"batch {args.global_batch} / workers" if args.global_batch else "batch 128")
     print(f"wrote {out / 'scaling.png'} and {out / 'runs.json'}")
 
 
