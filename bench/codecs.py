@@ -83,6 +83,7 @@ def main() -> None:
                 results.setdefault(codec, []).append(result)
                 print(f"{codec} seed {seed}: {result.get('state')} reached={result.get('reached_target')} "
                       f"samples_to_target={result.get('samples_to_target')} push_bytes={result.get('push_bytes')} "
+                      f"residual_resets={result.get('residual_resets')} "
                       f"pushes={result.get('pushes')} t={result.get('time_to_target_s')}", flush=True)
     finally:
         server.stop()
