@@ -22,6 +22,7 @@ from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.functions import replica_cache, supervise
 from faasgd.functions.train_request import TrainRequest
+from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.sgd import UNLIMITED, CallBudget, HandOff, run_iteration, run_loop_call, run_worker
 from faasgd.store import ParameterStore
 
@@ -55,7 +56,8 @@ def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relau
     """One invocation of a worker: the whole worker (loop) or one epoch (per-iteration). `relaunch`
     invokes a worker again: the next epoch, this work handed off, a lost peer. The job's record holds no
     store password: the store and the node-local cache are this process's own (`store`, `local_store_url`)."""
-    config, meta = job.read_job(store, request.job_id)
+    # the job's config says how long to ride out an outage; until it is read, STORE_OUTAGE's default (30 s)
+    config, meta = retry_call(lambda: job.read_job(store, request.job_id), STORE_OUTAGE)
     if local_store_url is not None:
         config = replace(config, local_store_url=local_store_url)
     if request.worker_id >= config.number_of_workers:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Callable
+from typing import Callable, TypeVar
 
 from faasgd import data, job
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError, JobNotFound, StateLost
 from faasgd.profile import WorkerProfile
+from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.lease import Lease
 from faasgd.sgd.progress import WorkerProgress
@@ -31,6 +32,15 @@ from faasgd.store import ParameterStore
 
 log = logging.getLogger("faasgd.worker")
 Chain = Callable[[int], None]  # invoke the worker again, for the given iteration
+T = TypeVar("T")
+
+
+def starting(config: TrainConfig, read: Callable[[], T]) -> T:
+    """A call's first store reads (its lease, its record), ridden out over an outage like every later one
+    (within store_timeout_s): a call that starts while the store restarts waits for it instead of failing the
+    worker. Taking the lease again after a lost reply is safe: the lease then names this call id, which
+    Lease.acquire waits out like any earlier delivery of the same call."""
+    return retry_call(read, STORE_OUTAGE.within(config.store_timeout_s))
 
 
 def answer(job_id: str, worker_id: int, iteration: int, *, reason: str, duplicate: bool = False,
@@ -141,10 +151,10 @@ def run_loop_call(config: TrainConfig, store: ParameterStore, job_id: str, worke
                   on_heartbeat: Callable[[], None] | None = None) -> dict:
     """One loop-mode invocation: the worker to its stop rule, unless another call has or holds it."""
     lease = Lease(store, job_id, worker_id, "loop", call_id, config.lease_s)
-    if not lease.acquire():
+    if not starting(config, lease.acquire):
         return answer(job_id, worker_id, 0, duplicate=True, reason="another delivery holds this worker's lease")
     try:
-        progress = resume(store, job_id, config, worker_id, call_id)
+        progress = starting(config, lambda: resume(store, job_id, config, worker_id, call_id))
         if progress.state != "running":
             return answer(job_id, worker_id, 0, duplicate=True, state=progress.state,
                           reason=f"this worker already {progress.state}")
@@ -164,10 +174,10 @@ def run_iteration(config: TrainConfig, store: ParameterStore, job_id: str, worke
                   chain: Chain | None = None, on_heartbeat: Callable[[], None] | None = None) -> dict:
     """One per-iteration invocation: epoch `iteration` of the worker, once however often it is delivered."""
     lease = Lease(store, job_id, worker_id, iteration, call_id, config.lease_s)
-    if not lease.acquire():
+    if not starting(config, lease.acquire):
         return answer(job_id, worker_id, iteration, duplicate=True, reason="another delivery holds this iteration's lease")
     try:
-        progress = resume(store, job_id, config, worker_id, call_id)
+        progress = starting(config, lambda: resume(store, job_id, config, worker_id, call_id))
         if progress.state != "running" or progress.epoch > iteration:
             return answer(job_id, worker_id, iteration, duplicate=True, state=progress.state,
                           reason=f"iteration already trained (the worker is at epoch {progress.epoch}, {progress.state})")
