@@ -248,3 +248,21 @@ def test_a_tampered_object_in_the_store_fails_the_job_and_nothing_is_fitted_on_i
 def test_status_of_an_unknown_job_is_a_404():
     with pytest.raises(JobNotFound):
         records.read_status(open_store(f"memory://stack{uuid.uuid4().hex[:8]}"), "snothere")
+
+
+def test_linear_svr_fitted_in_threads_at_once_warns_nothing(small):
+    """LinearSVR at vSwarm's tol stops at its iteration limit (ConvergenceWarning, expected); trainers fit in
+    threads at once in the local runtime, where warnings.catch_warnings (not thread-safe) let it through."""
+    import threading
+    import warnings
+
+    _, data, _ = small
+    spec = models.spec("LinearSVR", max_iter=5)  # sure not to converge
+    with warnings.catch_warnings(record=True) as caught:  # entered once, around all the threads
+        warnings.simplefilter("always")
+        threads = [threading.Thread(target=lambda: [fitted(spec, data) for _ in range(3)]) for _ in range(12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert [w for w in caught if "ConvergenceWarning" in type(w.message).__name__] == []

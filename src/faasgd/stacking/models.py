@@ -102,10 +102,12 @@ def fit_base(model: ModelSpec, seed: int, cv_folds: int, x_train: np.ndarray, y_
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import cross_val_predict
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # LinearSVR at tol 1e-6, as vSwarm sets it
-        out_of_fold = cross_val_predict(build(model, seed), x_train, y_train, cv=cv_folds)
-        estimator = build(model, seed).fit(x_train, y_train)
+    # LinearSVR at tol 1e-6, as vSwarm sets it, stops at its iteration limit: expected, not news. The filter is
+    # the process's (warnings.catch_warnings swaps the module's global filter list, so trainers fitting in
+    # threads, as the local runtime's replicas do, restored each other's and let the warning through)
+    warnings.filterwarnings("ignore", category=ConvergenceWarning)
+    out_of_fold = cross_val_predict(build(model, seed), x_train, y_train, cv=cv_folds)
+    estimator = build(model, seed).fit(x_train, y_train)
     return estimator, out_of_fold.astype(np.float64)
 
 
