@@ -120,6 +120,27 @@ def test_readers_see_the_old_object_or_the_new_one(s3_endpoint):
     assert errors == [] and len(seen) == 20
 
 
+def test_a_reader_never_sees_a_new_object_without_its_metadata(monkeypatch):
+    """S3 makes an object visible with its metadata; moto stores it first and sets the metadata after, and a
+    round reader once caught it between (the test server, support/moto_atomic.py, makes the PUT atomic). Here
+    moto's gap is widened to 0.5 s and a reader asks for the object in the middle of it: it sees the whole
+    object (or none), never one without its digest."""
+    monkeypatch.setenv("FAASGD_MOTO_PUT_GAP_S", "0.5")
+    server = start_s3()
+    try:
+        settings = settings_for(server)
+        make_bucket(settings, "gap")
+        space = S3Space(parse_s3_url("s3://gap/p"), settings, timeout_s=5.0)
+        writer = threading.Thread(target=space.put_blob, args=("j", "round", b"the round's bytes"))
+        writer.start()
+        time.sleep(0.25)  # the PUT is inside moto's gap now
+        assert space.get_blob("j", "round") in (None, b"the round's bytes")
+        writer.join(10)
+        assert space.get_blob("j", "round") == b"the round's bytes"
+    finally:
+        server.stop()
+
+
 def test_settings_from_the_functions_secret_files(s3_endpoint, tmp_path):
     directory = s3_endpoint.write_secrets(tmp_path)
     space = open_s3(f"s3://{s3_endpoint.bucket}/from-secrets", {}, secrets_dir=directory)

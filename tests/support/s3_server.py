@@ -1,6 +1,6 @@
 """A real S3-compatible server for the tests: moto's server mode in its own process on 127.0.0.1.
 
-    server = start_s3()                       `python -m moto.server` on a free port; returns once it answers
+    server = start_s3()                       moto's server (moto_atomic.py: PUT atomic) on a free port; returns once it answers
     creds = enable_auth(server)               an IAM user's keys; from then on only signed requests with them pass
     make_bucket(server, creds, "b")           a bucket, with boto3 directly (the code under test never creates any)
     server.stop()                             terminates and reaps it (idempotent)
@@ -18,10 +18,12 @@ import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 
 from faasgd.channels import S3Settings
 from faasgd.local.stores import LOOPBACK, ServerProcess, spawn_server, start_server
 
+ATOMIC_MOTO = str(Path(__file__).with_name("moto_atomic.py"))  # moto's server, PUT atomic as in S3
 DUMMY = S3Settings(None, "us-east-1", "testing-access-key", "testing-secret-key")  # moto without auth takes any
 
 
@@ -30,7 +32,7 @@ def start_s3(port: int | None = None, ready_timeout: float = 20.0) -> ServerProc
 
     def launch(p: int) -> ServerProcess:
         tmp = tempfile.TemporaryDirectory(prefix="faasgd-moto-")
-        argv = [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(p)]
+        argv = [sys.executable, ATOMIC_MOTO, "-H", LOOPBACK, "-p", str(p)]  # moto with atomic PUTs
         return spawn_server("moto", f"http://{LOOPBACK}:{p}", p, argv, tmp, None)
 
     return start_server(launch, port, _answers, ready_timeout)
