@@ -13,9 +13,10 @@ from faasgd.openfaas import wait_for_job
 
 pytestmark = pytest.mark.e2e
 ACK_WAIT = ("--ack-wait", "120")  # the queue's redelivery: past any call of these jobs
-# Long enough (a few seconds) that every worker's training overlaps every other's when they all run.
+# Long enough (3-4 s alone on the 2-core VM; 4 epochs took 1 s once workers loaded faster, and a loaded run
+# then saw only 3 of 6 overlap) that every worker's training overlaps every other's when they all run.
 JOB = {"dataset": "synthetic", "train_samples": 6000, "test_samples": 300, "hidden_sizes": [64], "batch_size": 8,
-       "max_epochs": 4, "target_accuracy": 1.0, "invocation_mode": "loop"}
+       "max_epochs": 16, "target_accuracy": 1.0, "invocation_mode": "loop"}
 
 
 def limited_stack(tmp_path: Path) -> str:
