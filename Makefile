@@ -41,6 +41,7 @@ bench: deps
 	$(PY) bench/invocation.py
 	$(PY) bench/peers.py
 	$(PY) bench/scaling.py
+	$(PY) bench/scaling.py --global-batch 128 --out results/scaling-global-batch
 	$(PY) bench/batch_bound.py --product
 	$(PY) bench/faults.py
 	$(PY) bench/stacking.py

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-
 from typing import TYPE_CHECKING
 
 import numpy as np
