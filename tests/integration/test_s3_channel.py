@@ -134,7 +134,9 @@ def test_a_reader_never_sees_a_new_object_without_its_metadata(monkeypatch):
         writer = threading.Thread(target=space.put_blob, args=("j", "round", b"the round's bytes"))
         writer.start()
         time.sleep(0.25)  # the PUT is inside moto's gap now
+        asked = time.monotonic()
         assert space.get_blob("j", "round") in (None, b"the round's bytes")
+        assert time.monotonic() - asked >= 0.1  # the read did land in the gap (it waited for the PUT)
         writer.join(10)
         assert space.get_blob("j", "round") == b"the round's bytes"
     finally:

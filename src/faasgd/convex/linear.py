@@ -20,8 +20,8 @@ from faasgd.errors import ConfigError
 def issparse(X) -> bool:
     """A scipy sparse matrix? Asked without importing scipy: a process that never loaded it holds none (an
     image-set worker never does: ~20-28 MiB and 0.2 s saved; the tabular sets' readers import it)."""
-    sparse = sys.modules.get("scipy.sparse")
-    return sparse is not None and sparse.issparse(X)
+    check = getattr(sys.modules.get("scipy.sparse"), "issparse", None)  # None: not (fully) imported yet
+    return check is not None and check(X)
 
 
 def outputs(n_classes: int) -> int:

@@ -105,7 +105,7 @@ def fit_base(model: ModelSpec, seed: int, cv_folds: int, x_train: np.ndarray, y_
     # LinearSVR at tol 1e-6, as vSwarm sets it, stops at its iteration limit: expected, not news. The filter is
     # the process's (warnings.catch_warnings swaps the module's global filter list, so trainers fitting in
     # threads, as the local runtime's replicas do, restored each other's and let the warning through)
-    warnings.filterwarnings("ignore", category=ConvergenceWarning)
+    warnings.filterwarnings("ignore", message="Liblinear failed to converge", category=ConvergenceWarning)
     out_of_fold = cross_val_predict(build(model, seed), x_train, y_train, cv=cv_folds)
     estimator = build(model, seed).fit(x_train, y_train)
     return estimator, out_of_fold.astype(np.float64)
