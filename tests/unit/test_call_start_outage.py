@@ -48,7 +48,7 @@ def test_a_call_whose_first_reads_fail_waits_and_trains(mode, method, error):
     memory = open_store(config.store_url)
     job_id = job.create_job(memory, config)
     if method == "get_record":  # read when the lease is there already: held under this call's own id (an earlier
-        # delivery of it that died, or this call's own add whose reply was lost), waited out, then taken
+        # delivery of it that died), waited out, then taken
         memory.add_record(job_id, "lease:0:" + ("loop" if mode == "loop" else "0"), {"call_id": "call-1"}, ttl_s=1)
     store = StartsDown(memory, [method], 2, error)
     run = run_loop_call if mode == "loop" else (lambda *a, **k: run_iteration(*a[:4], 0, *a[4:], **k))

@@ -57,3 +57,29 @@ def test_release_frees_the_lease_for_the_next_call_and_only_the_holder_releases(
     first.release()
     assert store.get_record("j1", "lease:0:loop") is None
     assert second.acquire()
+
+
+def test_an_add_whose_reply_was_lost_is_ours_at_once_with_or_without_a_call_id():
+    """The set-if-absent was applied, the reply lost (a store outage at a call's start), the acquire retried:
+    the lease names this Lease's nonce, so it is held at once; no wait for its expiry, no 'duplicate' (a call
+    without X-Call-Id used to answer duplicate here)."""
+    from faasgd.errors import StoreTimeout
+    from faasgd.retry import STORE_OUTAGE, retry_call
+
+    for call_id in ("call-a", ""):
+        clock = StepClock()
+        store = fresh(clock)
+        add, lost = store.add_record, []
+
+        def add_then_lose_the_reply(*args, **kwargs):
+            done = add(*args, **kwargs)
+            if not lost:
+                lost.append(done)
+                raise StoreTimeout(store.url, "reply lost")
+            return done
+        store.add_record = add_then_lose_the_reply
+        mine, began = lease(store, clock, call_id, ttl_s=30), clock.now
+        assert retry_call(mine.acquire, STORE_OUTAGE, sleep=clock.sleep, clock=clock)
+        assert lost == [True] and mine.held
+        assert clock.now - began < 5  # backoff only, not the lease's 30 s
+        assert not lease(store, clock, "call-b").acquire()  # and it is held for everyone else

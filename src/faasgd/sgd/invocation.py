@@ -38,8 +38,8 @@ T = TypeVar("T")
 def starting(config: TrainConfig, read: Callable[[], T]) -> T:
     """A call's first store reads (its lease, its record), ridden out over an outage like every later one
     (within store_timeout_s): a call that starts while the store restarts waits for it instead of failing the
-    worker. Taking the lease again after a lost reply is safe: the lease then names this call id, which
-    Lease.acquire waits out like any earlier delivery of the same call."""
+    worker. Taking the lease again after a lost reply is safe: the lease then holds this Lease's nonce, and
+    Lease.acquire takes it as its own."""
     return retry_call(read, STORE_OUTAGE.within(config.store_timeout_s))
 
 

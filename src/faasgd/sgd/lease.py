@@ -6,11 +6,14 @@ write, and released when the invocation ends, whatever its outcome.
 - Another holder means a duplicate delivery: the caller trains nothing.
 - A holder with *our own* call id is an earlier delivery of this very message that died (the
   gateway redelivers with the same X-Call-Id): wait for its lease to expire, then take over.
+- A holder with our own nonce is this very Lease: its set-if-absent was applied but the reply was lost (a
+  store outage at the call's start, retried): it is ours already, with or without a call id.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Callable
 
 from faasgd.errors import StoreError
@@ -34,12 +37,16 @@ class Lease:
         self.call_id, self.ttl_s = call_id, ttl_s
         self.sleep, self.clock = sleep, clock
         self.held = False
+        self.nonce = uuid.uuid4().hex  # tells this Lease's own write from any other's
 
     def acquire(self) -> bool:
         """Take the lease; True if taken. Waits out a lease held under our own call id (a dead delivery)."""
         if self._add():
             return True
         holder = self.store.get_record(self.job_id, self.name)
+        if holder is not None and holder.get("nonce") == self.nonce:  # our own add, its reply lost
+            self.held = True
+            return True
         if holder is not None and (not self.call_id or holder.get("call_id") != self.call_id):
             return False
         deadline = self.clock() + self.ttl_s + 2 * POLL_S
@@ -67,4 +74,4 @@ class Lease:
         return self.held
 
     def _value(self) -> dict:
-        return {"call_id": self.call_id, "at": time.time()}
+        return {"call_id": self.call_id, "at": time.time(), "nonce": self.nonce}
