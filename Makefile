@@ -42,7 +42,7 @@ bench: deps
 	$(PY) bench/peers.py
 	$(PY) bench/scaling.py
 	$(PY) bench/scaling.py --global-batch 128 --out results/scaling-global-batch
-	$(PY) bench/batch_bound.py --product
+	$(PY) bench/batch_bound.py --seeds 5 --product
 	$(PY) bench/faults.py
 	$(PY) bench/stacking.py
 	$(PY) bench/codecs.py
