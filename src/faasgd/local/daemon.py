@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -157,24 +158,33 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     catalog = build_catalog(Path(args.stack).resolve(), directory / "build", os.environ)
-    stores = start_stores(directory, args.adopt)
+    from faasgd.local.gateway.server import listen  # the daemon's; not needed by `faasgd down`
+
+    # the gateway's port is taken first: a store, the broker or a replica picking a free port after it cannot
+    # pick this one (CI saw the gateway's bind fail with "Address already in use" once)
+    listener = listen("127.0.0.1", args.port)
     try:
-        broker = start_broker(directory, args.adopt.get("nats"))
-    except BaseException:
-        for server in stores.values():
-            server.stop()
-        raise
-    try:
-        serve(args, directory, catalog, stores, login, stop, broker)
+        stores = start_stores(directory, args.adopt)
+        try:
+            broker = start_broker(directory, args.adopt.get("nats"))
+        except BaseException:
+            for server in stores.values():
+                server.stop()
+            raise
+        try:
+            serve(args, directory, catalog, stores, login, stop, broker, listener)
+        finally:
+            for server in [*stores.values(), broker]:
+                server.stop()
+            (directory / STATE_FILE).unlink(missing_ok=True)
     finally:
-        for server in [*stores.values(), broker]:
-            server.stop()
-        (directory / STATE_FILE).unlink(missing_ok=True)
+        listener.close()
     return 0
 
 
 def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
-          login: credentials.Login, stop: threading.Event, broker: ServerProcess) -> None:
+          login: credentials.Login, stop: threading.Event, broker: ServerProcess,
+          listener: socket.socket | None = None) -> None:
     """Start the replicas and the gateway, keep state.json current, and run until `stop` is set."""
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
     from faasgd.local.gateway.queue_jetstream import JetStreamBroker
@@ -196,7 +206,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
             queue_workers=args.queue_workers, version=__version__, delivery=delivery, sha=source_sha(),
             basic_auth=login, secrets_dir=str(directory / "secrets")),
             broker=JetStreamBroker(broker.url))
-        gateway.start()
+        gateway.start(listener)
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
         write_state(directory, {**state, "replicas": supervisor.processes()})
         print(f"faasgd runtime ready: gateway {state['gateway_url']}, "

@@ -49,12 +49,13 @@ class LocalGateway:
         """The async queue (its stats() and deliveries() may be read from any thread)."""
         return self.app.state.queue
 
-    def start(self) -> None:
-        """Bind, then serve in a daemon thread; returns once listening and the queue-workers run."""
+    def start(self, listener: socket.socket | None = None) -> None:
+        """Bind (or take `listener`, a socket already listening on the options' address), then serve in a
+        daemon thread; returns once listening and the queue-workers run."""
         with self._lock:
             if self._server is not None or self._stopped:
                 raise RuntimeError("a LocalGateway starts once")
-            self._socket = _listen(self.options.host, self.options.port, self.options.backlog)
+            self._socket = listener or _listen(self.options.host, self.options.port, self.options.backlog)
             # h11, not httptools: it hands unknown methods (BREW) to the app, which answers 405 JSON; and what
             # h11 cannot parse gets a JSON 400 too (JsonErrorsH11).
             config = uvicorn.Config(self.app, http=JsonErrorsH11, ws="none", lifespan="on", log_config=None,
@@ -107,6 +108,11 @@ class JsonErrorsH11(H11Protocol):
         except h11.LocalProtocolError:  # an answer had already started: only closing is left
             pass
         self.transport.close()
+
+
+def listen(host: str, port: int, backlog: int = GatewayOptions.backlog) -> socket.socket:
+    """The gateway's listening socket, made before anything else of a runtime takes a port (daemon.main)."""
+    return _listen(host, port, backlog)
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
