@@ -1,0 +1,32 @@
+"""The runtime takes its gateway's port before anything of its own picks a port (stores, broker, replicas):
+none of them can then pick it, and the gateway's bind cannot fail on the runtime's own choice."""
+
+import signal
+import socket
+
+import pytest
+
+from faasgd.local import daemon
+from faasgd.local.stores import free_port
+
+
+def test_the_gateway_port_is_taken_before_the_stores_start_and_released_after(tmp_path, monkeypatch):
+    port, seen = free_port(), []
+
+    def start_stores(directory, adopt):  # what the stores would find when they pick their ports
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+                seen.append("free")
+            except OSError:
+                seen.append("taken")
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(daemon, "start_stores", start_stores)
+    monkeypatch.setattr(daemon, "build_catalog", lambda *args: None)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # main installs handlers: not in the test process
+    with pytest.raises(RuntimeError, match="stop here"):
+        daemon.main(["--stack", "stack.yml", "--dir", str(tmp_path), "--port", str(port)])
+    assert seen == ["taken"]
+    with socket.socket() as after:  # and given back when the runtime stops
+        after.bind(("127.0.0.1", port))
