@@ -184,8 +184,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
           login: credentials.Login, stop: threading.Event, broker: ServerProcess,
-          listener: socket.socket | None = None) -> None:
-    """Start the replicas and the gateway, keep state.json current, and run until `stop` is set."""
+          listener: socket.socket) -> None:
+    """Start the replicas and the gateway (on `listener`, the socket main took first), keep state.json current,
+    and run until `stop` is set."""
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
     from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 

@@ -55,7 +55,7 @@ class LocalGateway:
         with self._lock:
             if self._server is not None or self._stopped:
                 raise RuntimeError("a LocalGateway starts once")
-            self._socket = listener or _listen(self.options.host, self.options.port, self.options.backlog)
+            self._socket = listener or listen(self.options.host, self.options.port, self.options.backlog)
             # h11, not httptools: it hands unknown methods (BREW) to the app, which answers 405 JSON; and what
             # h11 cannot parse gets a JSON 400 too (JsonErrorsH11).
             config = uvicorn.Config(self.app, http=JsonErrorsH11, ws="none", lifespan="on", log_config=None,
@@ -111,10 +111,6 @@ class JsonErrorsH11(H11Protocol):
 
 
 def listen(host: str, port: int, backlog: int = GatewayOptions.backlog) -> socket.socket:
-    """The gateway's listening socket, made before anything else of a runtime takes a port (daemon.main)."""
-    return _listen(host, port, backlog)
-
-
-def _listen(host: str, port: int, backlog: int) -> socket.socket:
-    """A listening socket (SO_REUSEADDR), so the port is known and a clash raises in start()."""
+    """A listening socket (SO_REUSEADDR), so the port is known and a clash raises at once: in start(), or in
+    daemon.main, which takes the runtime's gateway port before anything else of the runtime picks one."""
     return socket.create_server((host, port), backlog=backlog)
