@@ -3,7 +3,8 @@
 Its first reads (the job, its lease, its record) used to fail at once: in function mode supervision
 re-invoked such a call, but a `faasgd train --direct` worker exited and failed the job. Real servers:
 Redis killed and started again on its append-only file (refused connections), and Redis and Memcached
-frozen with SIGSTOP (reads time out) while the call starts.
+frozen with SIGSTOP (reads time out) while the call starts; and a lease whose set-if-absent reply was lost,
+found on the real server under the Lease's own nonce.
 """
 
 import os
@@ -16,9 +17,12 @@ import pytest
 
 from faasgd import job
 from faasgd.config import load_config
+from faasgd.data import load_shard
 from faasgd.functions import orchestrate
+from faasgd.errors import StoreTimeout
 from faasgd.functions.train_request import TrainRequest
 from faasgd.local.stores import free_port, start_memcached, start_redis
+from faasgd.sgd import run_loop_call
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration
@@ -102,6 +106,31 @@ def test_a_call_started_while_its_store_is_frozen_waits_for_it_and_trains(start)
         assert_trained(server.url, job_id, thread, outcome)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("server", ["redis_server", "memcached_server"])
+def test_a_lease_taken_whose_reply_was_lost_is_the_calls_own_on_a_real_store(server, request):
+    """The store applies the lease's set-if-absent and the reply is lost (the client times out): the retried
+    acquire finds the lease under its own nonce on the real server, and trains at once (no lease_s wait)."""
+    url = request.getfixturevalue(server).url
+    job_id = create(url, "loop")
+    store, lost = open_store(url), []
+    add = store.add_record
+
+    def add_then_lose_the_reply(*args, **kwargs):
+        done = add(*args, **kwargs)
+        if not lost and args[1].startswith("lease:"):
+            lost.append(done)
+            raise StoreTimeout(url, "the reply was lost")
+        return done
+    store.add_record = add_then_lose_the_reply
+    config = job.read_job(store, job_id)[0]
+    began = time.monotonic()
+    answer = run_loop_call(config, store, job_id, 0, "", load_shard)  # no call id: a POST without X-Call-Id
+    assert lost == [True]  # the set-if-absent was applied on the server
+    assert answer["state"] == "finished" and not answer["duplicate"], answer
+    assert time.monotonic() - began < config.lease_s  # not waited out
+    assert open_store(url).get_record(job_id, "result")["state"] == "done"
 
 
 def wait_ready(url: str) -> None:
