@@ -81,7 +81,8 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
     store.set_weights(job_id, weights, writers=config.number_of_workers, rule=update_rule(config))
     meta = {
         "job_id": job_id,
-        "created_at": store.server_time(),  # every duration of a job is on the store's clock
+        "created_at": store.job_time(),  # on the job's timeline (ParameterStore.job_time)
+        "clock": store.job_clock,  # which clock that is
         "sizes": list(sizes),
         "param_count": int(weights.size),
         "train_rows": train_rows,

@@ -9,14 +9,20 @@ Honest measures: the stop rule reads validation accuracy; the final accuracies (
 are those of the job's model (job_model.py): the parameters kept at the crossing, else the final ones.
 `*_to_target` are measured at the crossing (samples: the workers' records read right after the fetch
 of the parameters that met the target; records are written with each push, so that is what the model
-was trained on), beside the totals. Every duration is on one clock, the store server's
-(ParameterStore.server_time): created_at, done.at, the workers' started/finished_at, finished_at.
+was trained on), beside the totals.
+
+Clocks (the result's `clock` names the timeline's): every stamp is on the job's timeline
+(ParameterStore.job_time: Redis TIME, 1 µs; on Memcached, whose clock has whole seconds, the hosts' own
+time.time, 1 µs), read once per call and moved on by time.monotonic (sgd/call_clock.py). A job's wall time
+is the span of its workers' calls (`intervals`: from the first call's entry to the last call's last
+record); `time_to_target_s` runs from that first entry to the crossing. `billed_s` adds up each call's
+own time.monotonic duration.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -44,7 +50,8 @@ MEASURES: tuple[str, ...] = (
 ) + profile.MEASURES  # resources: Driple's 12 figures, totals and peaks (profile/figures.py)
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
-    ("job_id", "state", "error") + MEASURES + ("target_accuracy", "number_of_workers", "model_version", "finished_at")
+    ("job_id", "state", "error") + MEASURES
+    + ("target_accuracy", "number_of_workers", "model_version", "finished_at", "clock")
 )
 
 
@@ -87,12 +94,23 @@ def intervals_peak(progress: dict[int, dict | None]) -> int:
     return peak
 
 
+def training_span(progress: dict[int, dict | None]) -> tuple[float, float] | None:
+    """(first call's entry, last call's last record) over every worker's calls, on the job's timeline; None
+    before any call began."""
+    intervals = [(float(a), float(b)) for r in progress.values() for a, b in (r or {}).get("intervals") or ()]
+    if not intervals:
+        return None
+    return min(a for a, _ in intervals), max(b for _, b in intervals)
+
+
 def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, dict | None], done: dict | None,
-                 final: dict | None, error: str | None = None, now: float | None = None) -> dict[str, Any]:
+                 final: dict | None, error: str | None = None, now: float | None = None,
+                 extra_calls: Sequence[dict] = ()) -> dict[str, Any]:
     """The job's result record from every worker's final progress (state "failed" when any error).
 
     `done`: the crossing record, whose model is the job's; else `final` {"validation", "test", "version"}: the
-    final parameters, evaluated (None when they could not be). `now`: the store's clock."""
+    final parameters, evaluated (None when they could not be). `now`: on the job's timeline. `extra_calls`: the
+    calls no worker record holds (the set-up call, duplicate deliveries: their "call" events)."""
     now = time.time() if now is None else now
     records = [r for r in progress.values() if r]
     errors = [r["error"] for r in records if r.get("error")]
@@ -101,10 +119,8 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
     if error is None and missing:
         error = f"workers {missing} ended without a final record"
     samples = sum(int(r.get("samples", 0)) for r in records)
-    started = [r["started_at"] for r in records if r.get("started_at")]
-    ended = [r["finished_at"] for r in records if r.get("finished_at")]
-    train_s = (max(ended) - min(started)) if started and ended else None
-    last = max(ended) if ended and not missing else now  # every time here is the store's
+    span = training_span(progress)
+    wall_s = (span[1] - span[0]) if span else 0.0
     hist = merge_hists(progress)
     train_size = meta.get("train_rows") or sum(int(r.get("shard_size", 0)) for r in records) or None
     model = {"validation": done["validation_accuracy"], "test": done["test_accuracy"], "version": done["version"]} \
@@ -113,7 +129,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "job_id": meta["job_id"],
         "state": "failed" if error else "done",
         "error": error,
-        "time_to_target_s": (done["at"] - meta["created_at"]) if done else None,
+        "time_to_target_s": max(0.0, done["at"] - span[0]) if done and span else None,
         "reached_target": done is not None,
         "epochs_to_target": done["epochs"] if done else None,
         "samples_to_target": done["samples"] if done else None,
@@ -121,8 +137,8 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "final_test_accuracy": model.get("test"),
         "epochs": (samples / train_size) if train_size else 0.0,
         "samples": samples,
-        "wall_s": last - meta["created_at"],
-        "samples_per_s": (samples / train_s) if train_s else 0.0,
+        "wall_s": wall_s,
+        "samples_per_s": (samples / wall_s) if wall_s > 0 else 0.0,
         "pushes": sum(int(r.get("pushes", 0)) for r in records),
         "fetches": sum(int(r.get("fetches", 0)) for r in records),
         "conflicts": sum(int(r.get("conflicts", 0)) for r in records),
@@ -146,6 +162,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "number_of_workers": config.number_of_workers,
         "model_version": model.get("version"),
         "finished_at": now,
+        "clock": meta.get("clock"),
     }
     return {key: result[key] for key in RESULT_KEYS}
 
@@ -191,7 +208,8 @@ def write_result(store: ParameterStore, job_id: str,
             final = {"validation": float(validation), "test": float(test), "version": version}
         except StoreError:
             pass
-    result = build_result(config, meta, progress, done, final, error, store.server_time())
+    calls = [e for e in store.events(job_id) if e.get("event") == "call"]  # no worker record holds these
+    result = build_result(config, meta, progress, done, final, error, store.job_time(), calls)
     store.add_record(job_id, "result", result)
     store.append_event(job_id, {"event": "result", "state": result["state"], "at": result["finished_at"]})
     return store.get_record(job_id, "result") or result

@@ -1,9 +1,11 @@
-"""Honest measures on a real redis-server and memcached: one clock for every duration, and the job's model
-(kept at the crossing, exported, loaded back) having exactly the accuracy the result reports."""
+"""Honest measures on a real redis-server and memcached: one fine clock for every duration (checked against the
+wall time this process saw around the workers), every call of a job counted, and the job's model (kept at the
+crossing, exported, loaded back) having exactly the accuracy the result reports."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -11,7 +13,8 @@ import pytest
 from faasgd import job, job_model
 from faasgd.cli.main import main
 from faasgd.config import load_config
-from faasgd.sgd import run_worker
+from faasgd.data import load_shard
+from faasgd.sgd import run_iteration, run_loop_call, run_worker
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration
@@ -36,6 +39,66 @@ def run_job(url, **overrides):
     for t in threads:
         t.join(180)
     return config, store, job_id, job.read_status(store, job_id)
+
+
+def run_timed(url, **overrides):
+    """A job whose workers run in threads here; the result, and the seconds this process saw around them."""
+    values = {"dataset": "synthetic", "train_samples": 1500, "test_samples": 300, "hidden_sizes": [16],
+              "batch_size": 50, "number_of_workers": 2, "n_fetch": 2, "n_push": 2, "max_epochs": 4,
+              "target_accuracy": 0.99, "store_url": url, "store_timeout_s": 5.0, **overrides}
+    config = load_config({}, values)
+    store = open_store(url, timeout_s=2.0)
+    job_id = job.create_job(store, config)
+    threads = [threading.Thread(target=run_worker, args=(config, open_store(url, timeout_s=2.0), job_id, i))
+               for i in range(config.number_of_workers)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    seen = time.perf_counter() - started
+    return job.read_status(store, job_id)["result"], seen
+
+
+def test_a_short_job_is_timed_within_ten_percent_of_the_wall_time_around_its_workers(server):
+    final, seen = run_timed(server.url)
+    assert final["state"] == "done", final
+    assert 0.1 < seen < 10, seen  # a short job: a one-second clock would make it 0, 1 or 2 s
+    assert abs(final["wall_s"] - seen) <= 0.1 * seen, (final["wall_s"], seen)
+    assert abs(final["samples_per_s"] - final["samples"] / seen) <= 0.1 * final["samples"] / seen
+    assert final["wall_s"] != round(final["wall_s"]) and final["samples_per_s"] > 0
+    assert final["clock"] == ("redis TIME (1 µs)" if server.url.startswith("redis") else "host time.time (1 µs)")
+
+
+def run_mode(url, mode):
+    """A 2-worker job in `mode` whose calls run here one after another, as a runtime with one slot runs them."""
+    config = load_config({}, {"dataset": "synthetic", "train_samples": 2000, "test_samples": 300, "hidden_sizes": [32],
+                              "batch_size": 50, "number_of_workers": 2, "n_fetch": 1, "n_push": 2, "max_epochs": 3,
+                              "target_accuracy": 0.999, "store_url": url, "store_timeout_s": 5.0,
+                              "invocation_mode": mode, "profile_hz": 50})
+    store = open_store(url, timeout_s=2.0)
+    job_id = job.create_job(store, config)
+    for worker in range(config.number_of_workers):
+        if mode == "loop":
+            run_loop_call(config, store, job_id, worker, f"call-{worker}", load_shard)
+            continue
+        iteration = 0
+        while iteration is not None:
+            iteration = run_iteration(config, store, job_id, worker, iteration, f"call-{worker}-{iteration}",
+                                      load_shard)["next_iteration"]
+    return job.read_status(store, job_id)["result"]
+
+
+def test_a_per_iteration_job_counts_every_call_as_the_same_job_in_loop_mode(server):
+    loop, chained = run_mode(server.url, "loop"), run_mode(server.url, "per-iteration")
+    assert loop["state"] == chained["state"] == "done", (loop, chained)
+    assert chained["samples"] == loop["samples"] > 0
+    assert chained["push_bytes"] == loop["push_bytes"] > 0 and chained["pushes"] == loop["pushes"]
+    # the sockets carried at least the pushed payload, in every call (3 calls a worker, each its own profile)
+    for figures in (loop, chained):
+        assert figures["tx_bytes"] >= figures["push_bytes"], figures
+        assert figures["rx_bytes"] >= figures["fetch_bytes"] * 0.9, figures
+    assert chained["cpu_s"] >= 0.5 * loop["cpu_s"] > 0, (chained["cpu_s"], loop["cpu_s"])
 
 
 def test_the_store_clock_agrees_with_this_host_and_never_runs_back(server):

@@ -14,6 +14,7 @@ from faasgd.data import load_shard
 from faasgd.functions import supervise
 from faasgd.local.deployments import calls_per_replica
 from faasgd.sgd import run_loop_call
+from faasgd.sgd.call_clock import CallClock
 from faasgd.sgd.progress import WorkerProgress
 from faasgd.store import open_store
 from support.fake_clock import StepClock
@@ -45,13 +46,40 @@ def test_the_sweep_finds_the_most_workers_training_at_the_same_time(intervals, p
     assert result.intervals_peak(intervals) == peak
 
 
-def test_each_call_adds_an_interval_that_its_records_close():
+class Ticks:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def call_at(ticks: Ticks, timeline: float, memory_mb: float = 1024.0, cold: bool = False) -> CallClock:
+    """A call entering now whose timeline reads `timeline` at its entry."""
+    clock = CallClock.begin(memory_mb, cold, monotonic=ticks)
+    clock.timeline, clock.anchored_at, clock.clock_name = timeline, ticks(), "test"
+    return clock
+
+
+def test_each_call_adds_an_interval_that_its_records_close_and_bills_its_own_time():
+    ticks = Ticks()
     progress = WorkerProgress.fresh(0, seed=1)
-    progress.begin_call(100.0)
-    assert progress.record(130.0)["intervals"] == [[100.0, 130.0]]
-    resumed = WorkerProgress.from_record(progress.record(140.0))
-    resumed.begin_call(200.0)
-    assert resumed.record(250.0)["intervals"] == [[100.0, 140.0], [200.0, 250.0]]
+    progress.begin_call(call_at(ticks, 100.0, memory_mb=512, cold=True))
+    ticks.t = 30.0
+    first = progress.record()
+    assert first["intervals"] == [[100.0, 130.0]] and first["started_at"] == 100.0
+    assert first["billed_s"] == 30.0 and first["billed_gb_s"] == 15.0 and first["cold_starts"] == 1
+    ticks.t = 40.0
+    resumed = WorkerProgress.from_record(progress.record())
+    ticks.t = 1000.0  # the next call enters later, on a warm replica with 2 GiB
+    resumed.begin_call(call_at(ticks, 200.0, memory_mb=2048))
+    ticks.t = 1050.0
+    second = resumed.record()
+    assert second["intervals"] == [[100.0, 140.0], [200.0, 250.0]] and second["started_at"] == 100.0
+    assert second["billed_s"] == 40.0 + 50.0 and second["billed_gb_s"] == 20.0 + 100.0
+    assert second["cold_starts"] == 1 and second["memory_mb"] == 2048
 
 
 def config_for(**overrides):

@@ -17,7 +17,7 @@ from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
 from faasgd.functions.emnist_train import relaunch_through_gateway
-from faasgd.functions.settings import FunctionEnv
+from faasgd.functions.settings import FunctionEnv, call_clock
 from faasgd.profile import profile_name
 from faasgd.sgd import UNLIMITED, CallBudget
 from faasgd.store import parse_store_url
@@ -34,6 +34,7 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
 
     Nothing is written before the request, the store, the data and the job's size have all checked out.
     """
+    clock = call_clock(env)  # the call's billed time starts at its entry
     settings = FunctionEnv.read(env)
     config = load_request(env, body)  # the one parse: environment defaults, then the body
     config = replace(config, store_url=settings.store_url_of(config.store), local_store_url=settings.local_store_url)
@@ -50,14 +51,14 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
               "store_url": store.url, "needs": needs, "status_query": query,
               "status_url": "/function/emnist-setup?" + urllib.parse.urlencode(query)}
     if config.invocation_mode == "single":
-        final = orchestrate.run_single(store, config, job_id, budget, relaunch_through_gateway(settings))
+        final = orchestrate.run_single(store, config, job_id, budget, relaunch_through_gateway(settings), clock)
         return (202 if final.get("handed_off") else 200), {**answer, "result": final}
     gateway = replica_cache.gateway_for(settings.gateway_url)
 
     def launch(request: orchestrate.TrainRequest) -> str:
         return gateway.invoke_async(settings.train_function, request.body(), callback_url)
 
-    call_ids = orchestrate.launch_workers(store, config, job_id, launch)
+    call_ids = orchestrate.launch_workers(store, config, job_id, launch, clock)
     return 202, {**answer, "call_ids": call_ids}
 
 

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from faasgd import tracing
 from faasgd.errors import GatewayError
 from faasgd.functions import orchestrate, replica_cache
-from faasgd.functions.settings import FunctionEnv
+from faasgd.functions.settings import FunctionEnv, call_clock
 from faasgd.functions.train_request import TrainRequest
 from faasgd.profile import exporter
 from faasgd.retry import GATEWAY_CALL, retry_call
@@ -20,13 +20,14 @@ log = logging.getLogger("faasgd.functions")
 def train(body: Any, env: Mapping[str, str], call_id: str = "", budget: CallBudget = UNLIMITED) -> tuple[int, dict]:
     """Run the invocation; 200 with what happened (`duplicate: true` when nothing was trained,
     `handed_off: true` when the call stopped early and re-invoked the same work)."""
+    clock = call_clock(env)  # the call's billed time starts at its entry
     request = TrainRequest.parse(body)
     settings = FunctionEnv.read(env)
     store = replica_cache.store_for(settings.store_url_of(request.store))
     with tracing.span("train", tracing.SpanKind.SERVER, job_id=request.job_id, worker_id=request.worker_id, iteration=request.iteration,
                       call_id=call_id):  # continues the caller's trace (index.py attached its traceparent)
         return 200, orchestrate.train_call(store, request, call_id, relaunch_through_gateway(settings), budget,
-                                           settings.local_store_url)
+                                           settings.local_store_url, clock)
 
 
 def metrics() -> dict:

@@ -24,6 +24,7 @@ from faasgd.functions import replica_cache, supervise
 from faasgd.functions.train_request import TrainRequest
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.sgd import UNLIMITED, CallBudget, HandOff, run_iteration, run_loop_call, run_worker
+from faasgd.sgd.call_clock import CallClock
 from faasgd.store import ParameterStore
 
 log = logging.getLogger("faasgd.orchestrate")
@@ -37,8 +38,11 @@ def create_job(store: ParameterStore, config: TrainConfig) -> str:
 
 
 def launch_workers(store: ParameterStore, config: TrainConfig, job_id: str,
-                   launch: Callable[[TrainRequest], str]) -> list[str]:
-    """Launch every worker of the job (`launch` returns a call id); the first failure fails the job."""
+                   launch: Callable[[TrainRequest], str], clock: CallClock | None = None) -> list[str]:
+    """Launch every worker of the job (`launch` returns a call id); the first failure fails the job. `clock`: the
+    launching call's (emnist-setup's), billed up to here in a "call" event (before any worker can end the job)."""
+    if clock is not None:
+        store.append_event(job_id, {"event": "call", "kind": "setup", "duplicate": False, **clock.billed()})
     call_ids: list[str] = []
     try:
         for worker_id in range(config.number_of_workers):
@@ -52,10 +56,12 @@ def launch_workers(store: ParameterStore, config: TrainConfig, job_id: str,
 
 
 def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relaunch: Relaunch | None = None,
-               budget: CallBudget = UNLIMITED, local_store_url: str | None = None) -> dict:
+               budget: CallBudget = UNLIMITED, local_store_url: str | None = None, clock: CallClock | None = None) -> dict:
     """One invocation of a worker: the whole worker (loop) or one epoch (per-iteration). `relaunch`
     invokes a worker again: the next epoch, this work handed off, a lost peer. The job's record holds no
-    store password: the store and the node-local cache are this process's own (`store`, `local_store_url`)."""
+    store password: the store and the node-local cache are this process's own (`store`, `local_store_url`).
+    `clock`: the call's, from its entry (else from here, cold when it is this process's first call)."""
+    clock = clock or CallClock.begin(cold=replica_cache.first_call())
     # the job's config says how long to ride out an outage; until it is read, STORE_OUTAGE's default (30 s)
     config, meta = retry_call(lambda: job.read_job(store, request.job_id), STORE_OUTAGE)
     if local_store_url is not None:
@@ -69,10 +75,10 @@ def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relau
     with replica_cache.training_call() as ended:
         if config.invocation_mode == "per-iteration":
             answer = run_iteration(config, worker_store, request.job_id, request.worker_id, request.iteration,
-                                   call_id, replica_cache.load_shard, budget, then, peers)
+                                   call_id, replica_cache.load_shard, budget, then, peers, clock)
         else:
             answer = run_loop_call(config, worker_store, request.job_id, request.worker_id, call_id,
-                                   replica_cache.load_shard, budget, then, peers)
+                                   replica_cache.load_shard, budget, then, peers, clock)
         ended["worker"] = answer.get("state") in result.FINAL  # its data is not needed here any more
         return answer
 
@@ -95,12 +101,12 @@ def looking_after(store: ParameterStore, request: TrainRequest, config: TrainCon
 
 
 def run_single(store: ParameterStore, config: TrainConfig, job_id: str, budget: CallBudget = UNLIMITED,
-               relaunch: Relaunch | None = None) -> dict:
+               relaunch: Relaunch | None = None, clock: CallClock | None = None) -> dict:
     """Single mode: the one worker trains here; the job's result record. A call that must stop early (its
     deadline, SIGTERM) hands the worker to `relaunch` (emnist-train resumes it) and answers at once."""
     try:
         run_worker(config, replica_cache.training_store(config, store), job_id, 0, loader=replica_cache.load_shard,
-                   budget=budget)
+                   budget=budget, clock=clock)
     except HandOff as stop:
         if relaunch is None:
             raise

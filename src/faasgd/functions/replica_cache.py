@@ -23,7 +23,14 @@ _stores: dict[str, ParameterStore] = {}
 _node_local: dict[tuple, NodeLocalStore] = {}
 _gateways: dict[str, GatewayClient] = {}
 _lock = threading.Lock()
-_calls = {"running": 0}  # training calls in this process now
+_calls = {"running": 0, "served": 0}  # training calls in this process now; calls it has served
+
+
+def first_call() -> bool:
+    """Whether this is the first call this process serves (a cold start, as FaaS platforms count one)."""
+    with _lock:
+        _calls["served"] += 1
+        return _calls["served"] == 1
 
 
 def store_for(url: str) -> ParameterStore:

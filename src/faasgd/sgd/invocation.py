@@ -14,7 +14,6 @@ Answers: {"job_id", "worker_id", "iteration", "duplicate", "handed_off", "next_i
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from typing import Callable, TypeVar
 
@@ -23,6 +22,7 @@ from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError, JobNotFound, StateLost
 from faasgd.profile import WorkerProfile
 from faasgd.retry import STORE_OUTAGE, retry_call
+from faasgd.sgd.call_clock import CallClock
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.lease import Lease
 from faasgd.sgd.progress import WorkerProgress
@@ -64,9 +64,6 @@ def start(config: TrainConfig, store: ParameterStore, job_id: str, progress: Wor
     make = load_worker if config.algorithm == "downpour" else load_sync_worker  # README "LambdaML's algorithms"
     trainer = make(config, store, job_id, progress, loader, budget)
     trainer.on_heartbeat = on_heartbeat
-    if progress.started_at is None:
-        progress.started_at = trainer._retry(store.server_time)  # the store's clock: every duration of a job is on it
-    progress.begin_call(time.time())  # an interval is on this process's clock at both ends (its records' stamps)
     trainer.heartbeat(force=True)
     if progress.step % config.n_fetch:  # resuming between fetches: the epoch's loop would not fetch first
         trainer.fetch()
@@ -90,17 +87,22 @@ def train(trainer: DownpourWorker, epochs: int | None = None) -> bool:
 
 def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
          loader: Callable[..., data.Shard], budget: CallBudget, on_heartbeat: Callable[[], None] | None,
-         epochs: int | None = None) -> bool:
+         clock: CallClock, epochs: int | None = None) -> bool:
     """Start the worker and train; a failure is recorded (it fails the job) and re-raised; at the stop rule
-    the worker ends. True when it reached its stop rule."""
+    the worker ends. True when it reached its stop rule. Every call's figures (its resources, its billed
+    time) reach the worker's record: a call that ends cleanly writes it once more after its profile's end."""
     trainer = None
+    progress.begin_call(clock)  # its interval and its billing from the call's entry (clock anchored by the caller)
     profile = WorkerProfile.start(config.profile_hz, progress, job_id)  # its resources, from before the data loads
     try:
         try:
             trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat)
             profile.watch(trainer.channel)
             stopped = train(trainer, epochs)
-        except (HandOff, Superseded):
+        except HandOff:
+            close_call(trainer, profile, store)
+            raise
+        except Superseded:
             raise
         except BaseException as error:
             progress.state, progress.error = "failed", f"worker {progress.worker_id}: {error}"
@@ -116,11 +118,32 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
             profile.finish(store)  # the final record carries the call's last figures
             end_worker(store, job_id, config, progress, trainer)
             profile.ended(store)
+        else:
+            close_call(trainer, profile, store)
         return stopped
     finally:
         if trainer is not None:
             trainer.channel.close()  # the worker's communication thread ends with the call
         profile.finish(store)  # a hand-off or an epoch's end: its series still kept
+
+
+def close_call(trainer: DownpourWorker | None, profile: WorkerProfile, store: ParameterStore) -> None:
+    """A call that ends cleanly before the worker does (an epoch in per-iteration mode, a hand-off): its profile
+    ends and the worker's record is written once more, so the next call goes on from every figure of this one
+    (its resources, its billed time up to here). Superseded if another invocation wrote a newer record."""
+    profile.finish(store)
+    if trainer is not None:
+        trainer.save()
+
+
+def note_call(store: ParameterStore, job_id: str, worker_id: int, clock: CallClock, kind: str) -> None:
+    """A call that trained nothing (a duplicate delivery): an event, so the job's result counts and bills it too
+    (best effort: a duplicate never fails)."""
+    try:
+        store.append_event(job_id, {"event": "call", "kind": kind, "duplicate": True, "worker_id": worker_id,
+                                    **clock.billed()})
+    except Exception as error:  # the store may be gone: nothing to record it in
+        log.warning("job %s worker %d: duplicate call not recorded: %s", job_id, worker_id, error)
 
 
 def lost(store: ParameterStore, job_id: str, error: BaseException) -> str:
@@ -139,26 +162,32 @@ def beats(*callbacks: Callable[[], None] | None) -> Callable[[], None]:
 
 def run_worker(config: TrainConfig, store: ParameterStore, job_id: str, worker_id: int, call_id: str = "",
                loader: Callable[..., data.Shard] = data.load_shard, budget: CallBudget = UNLIMITED,
-               on_heartbeat: Callable[[], None] | None = None) -> dict:
+               on_heartbeat: Callable[[], None] | None = None, clock: CallClock | None = None) -> dict:
     """Train worker `worker_id` to its stop rule in this process (no lease: single mode, tests); its record."""
+    clock = clock or CallClock.begin()
     progress = resume(store, job_id, config, worker_id, call_id)
-    _run(config, store, job_id, progress, loader, budget, on_heartbeat)
-    return progress.record(progress.finished_at or time.time())
+    starting(config, lambda: clock.anchor(store))
+    _run(config, store, job_id, progress, loader, budget, on_heartbeat, clock)
+    return progress.record(progress.finished_at)
 
 
 def run_loop_call(config: TrainConfig, store: ParameterStore, job_id: str, worker_id: int, call_id: str,
                   loader: Callable[..., data.Shard], budget: CallBudget = UNLIMITED, chain: Chain | None = None,
-                  on_heartbeat: Callable[[], None] | None = None) -> dict:
+                  on_heartbeat: Callable[[], None] | None = None, clock: CallClock | None = None) -> dict:
     """One loop-mode invocation: the worker to its stop rule, unless another call has or holds it."""
+    clock = clock or CallClock.begin()
     lease = Lease(store, job_id, worker_id, "loop", call_id, config.lease_s)
     if not starting(config, lease.acquire):
+        note_call(store, job_id, worker_id, clock, "duplicate")
         return answer(job_id, worker_id, 0, duplicate=True, reason="another delivery holds this worker's lease")
     try:
         progress = starting(config, lambda: resume(store, job_id, config, worker_id, call_id))
         if progress.state != "running":
+            note_call(store, job_id, worker_id, clock, "duplicate")
             return answer(job_id, worker_id, 0, duplicate=True, state=progress.state,
                           reason=f"this worker already {progress.state}")
-        _run(config, store, job_id, progress, loader, budget, beats(lease.renew, on_heartbeat))
+        starting(config, lambda: clock.anchor(store))
+        _run(config, store, job_id, progress, loader, budget, beats(lease.renew, on_heartbeat), clock)
     except HandOff as stop:
         lease.release()
         return _hand_off(job_id, worker_id, 0, str(stop), chain)
@@ -171,20 +200,26 @@ def run_loop_call(config: TrainConfig, store: ParameterStore, job_id: str, worke
 
 def run_iteration(config: TrainConfig, store: ParameterStore, job_id: str, worker_id: int, iteration: int,
                   call_id: str, loader: Callable[..., data.Shard], budget: CallBudget = UNLIMITED,
-                  chain: Chain | None = None, on_heartbeat: Callable[[], None] | None = None) -> dict:
+                  chain: Chain | None = None, on_heartbeat: Callable[[], None] | None = None,
+                  clock: CallClock | None = None) -> dict:
     """One per-iteration invocation: epoch `iteration` of the worker, once however often it is delivered."""
+    clock = clock or CallClock.begin()
     lease = Lease(store, job_id, worker_id, iteration, call_id, config.lease_s)
     if not starting(config, lease.acquire):
+        note_call(store, job_id, worker_id, clock, "duplicate")
         return answer(job_id, worker_id, iteration, duplicate=True, reason="another delivery holds this iteration's lease")
     try:
         progress = starting(config, lambda: resume(store, job_id, config, worker_id, call_id))
         if progress.state != "running" or progress.epoch > iteration:
+            note_call(store, job_id, worker_id, clock, "duplicate")
             return answer(job_id, worker_id, iteration, duplicate=True, state=progress.state,
                           reason=f"iteration already trained (the worker is at epoch {progress.epoch}, {progress.state})")
         if progress.epoch < iteration:
             raise ConfigError("iteration", f"worker {worker_id} has trained {progress.epoch} epoch(s); "
                                            f"cannot run iteration {iteration} before them")
-        stopped = _run(config, store, job_id, progress, loader, budget, beats(lease.renew, on_heartbeat), epochs=1)
+        starting(config, lambda: clock.anchor(store))
+        stopped = _run(config, store, job_id, progress, loader, budget, beats(lease.renew, on_heartbeat), clock,
+                       epochs=1)
     except HandOff as stop:
         lease.release()
         return _hand_off(job_id, worker_id, iteration, str(stop), chain)

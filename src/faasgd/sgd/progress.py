@@ -12,10 +12,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from faasgd.sgd.call_clock import CallClock
 
 
 @dataclass
@@ -61,6 +64,11 @@ class WorkerProgress:
     round_bytes_read: int = 0  # object bytes it read in them
     barrier_wait_s: float = 0.0  # seconds it waited at the rounds' barriers (RoundStats.wait_s)
     params_digest: str = ""  # sha256 of the global parameters at its last epoch end (the same on every worker)
+    # what its calls are billed for (sgd/call_clock.py): each call from its entry to its last record, on time.monotonic
+    billed_s: float = 0.0  # seconds of all its calls (the running one up to this record)
+    billed_gb_s: float = 0.0  # the same, each call's seconds times its memory limit in GB
+    memory_mb: float | None = None  # the memory limit its latest call was billed at
+    cold_starts: int = 0  # its calls that were the first call their replica process served
 
     def note_replica(self) -> None:
         """Record the replica running this worker now (HOSTNAME: the pod name on a cluster)."""
@@ -73,18 +81,37 @@ class WorkerProgress:
         rng = np.random.default_rng(seed + worker_id)
         return cls(worker_id=worker_id, rng_state=rng.bit_generator.state)
 
-    def begin_call(self, now: float) -> None:
-        """This call starts training the worker now: a new interval, closed by each record written."""
-        self.intervals.append([now, now])
+    def begin_call(self, clock: CallClock) -> None:
+        """This call (`clock`, anchored) trains the worker from now: a new interval from the call's entry, closed
+        by each record written; the call's billing is added to every record it writes."""
+        self._call = clock
+        start = clock.started_at()
+        self.intervals.append([start, start])
+        self.cold_starts += int(clock.cold)
+        self.memory_mb = clock.memory_mb
+        if self.started_at is None:
+            self.started_at = start
+
+    def now(self) -> float:
+        """Now on the job's timeline: the running call's clock (this host's wall clock outside a call)."""
+        call = getattr(self, "_call", None)
+        return call.now() if call is not None else time.time()
 
     def record_staleness(self, lag: int) -> None:
         lag = max(0, int(lag))
         self.last_staleness = lag
         self.staleness_hist[lag] = self.staleness_hist.get(lag, 0) + 1
 
-    def record(self, now: float) -> dict[str, Any]:
-        """The worker's record as stored: every field, plus samples/s and when it was written."""
+    def record(self, now: float | None = None) -> dict[str, Any]:
+        """The worker's record as stored: every field, plus samples/s and when it was written (`now`: on the job's
+        timeline, the running call's clock by default); the running call billed up to now."""
+        now = self.now() if now is None else now
         out = dataclasses.asdict(self)
+        call = getattr(self, "_call", None)
+        if call is not None:
+            billed = call.billed()
+            out["billed_s"] = self.billed_s + billed["billed_s"]
+            out["billed_gb_s"] = self.billed_gb_s + billed["billed_gb_s"]
         out["staleness_hist"] = {str(k): v for k, v in self.staleness_hist.items()}
         if self.intervals:  # the running call's training lasts until this record, as far as anyone knows
             out["intervals"][-1] = [self.intervals[-1][0], max(self.intervals[-1][0], now)]

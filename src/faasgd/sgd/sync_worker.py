@@ -139,7 +139,7 @@ class SyncWorker(Liveness):
     def save(self) -> None:
         """Write the record; Superseded if the store holds a newer one (another call is further on)."""
         self.progress.rounds = self.progress.pushes = self.state.round_no
-        record = self.progress.record(time.time())
+        record = self.progress.record()
         if not self._retry(lambda: self.store.update_worker(self.job_id, self.me, record)):
             raise Superseded(f"worker {self.me}: another invocation wrote a newer record")
 
@@ -283,7 +283,7 @@ class SyncWorker(Liveness):
         if self.me == 0:
             self._retry(lambda: self.store.set_weights(self.job_id, params, version=self.state.round_no,
                                                        writers=self.workers, rule=job.update_rule(self.config)))
-        now = self._retry(self.store.server_time)
+        now = self.progress.now()  # on the job's timeline (sgd/call_clock.py)
         self._retry(lambda: self.store.append_event(self.job_id, {
             "event": "epoch", "worker_id": self.me, "epoch": progress.epoch, "round": self.state.round_no,
             "accuracy": progress.accuracy, "test_accuracy": test_accuracy, "at": now}))

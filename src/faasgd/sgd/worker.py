@@ -252,7 +252,7 @@ class DownpourWorker(Liveness):
     def snapshot(self, pushes: int | None = None) -> dict:
         """The worker's record as of now (the RNG state after the last step), with `pushes` if given."""
         self.progress.rng_state = self.rng.bit_generator.state
-        record = self.progress.record(time.time())
+        record = self.progress.record()
         if pushes is not None:
             record["pushes"] = pushes
         return record
@@ -350,7 +350,7 @@ class DownpourWorker(Liveness):
         progress.accuracy = self.evaluate(self.weights)
         test_accuracy = self.evaluate(self.weights, self.test)  # reported only (the curve), never a stop rule
         self.eval_s = self.clock() - started
-        now = self._retry(self.store.server_time)  # the one clock of the job's durations
+        now = progress.now()  # on the job's timeline (sgd/call_clock.py)
         self._retry(lambda: self.store.append_event(self.job_id, {
             "event": "epoch", "worker_id": progress.worker_id, "epoch": progress.epoch,
             "accuracy": progress.accuracy, "test_accuracy": test_accuracy, "at": now}))
@@ -402,10 +402,7 @@ def end_worker(store: ParameterStore, job_id: str, config: TrainConfig, progress
     if trainer is not None:
         trainer.settle()  # a push still in flight lands first
         progress.rng_state = trainer.rng.bit_generator.state
-    try:  # the store's clock, as every duration of the job (the local one only when the store is gone)
-        progress.finished_at = retry_call(store.server_time, STORE_OUTAGE.within(min(5.0, config.store_timeout_s)))
-    except Exception:
-        progress.finished_at = time.time()
+    progress.finished_at = progress.now()  # the call's clock: on the job's timeline
     record = progress.record(progress.finished_at)
     log.log(logging.WARNING if progress.error else logging.INFO, "job %s worker %d: %s after %d samples%s",
             job_id, progress.worker_id, progress.state, progress.samples,

@@ -66,7 +66,8 @@ class MemcachedStore(ParameterStore):
     def _ping(self) -> None:
         self.client.version()
 
-    clock_resolution_s = 1.0  # `stats` time is truncated to the second
+    clock_resolution_s = 1.0  # `stats` time is truncated to the second: job_time uses the host's clock instead
+    server_clock = "memcached stats time (1 s)"
 
     def _server_time(self) -> float:
         """`stats` time: whole seconds, so durations on Memcached are good to about a second."""

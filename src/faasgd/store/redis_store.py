@@ -70,6 +70,9 @@ class RedisStore(ParameterStore):
     def _ping(self) -> None:
         self.client.ping()
 
+    clock_resolution_s = 1e-6  # TIME: seconds and microseconds
+    server_clock = "redis TIME (1 µs)"
+
     def _server_time(self) -> float:
         seconds, micros = self.client.time()
         return seconds + micros / 1e6
