@@ -102,8 +102,7 @@ def predict(runs: list[dict], args) -> int:
         print(json.dumps({"figures": figures, "level": args.level, "runs": len(runs), "out_of_range": notes,
                           "settings": predict_range.settings(config)}, sort_keys=True))
     else:
-        show(figures, False, None, f"learnt from {len(runs)} runs; low-high: the {args.level:.0%} prediction "
-                                   f"interval of one run; runs: those the figure was fitted on")
+        show(figures, False, None, f"low-high: {args.level:.0%} prediction interval; {len(runs)} runs")
     if args.strict and notes:
         raise predict_range.strict_error(notes)
     return 0
