@@ -138,8 +138,7 @@ def ridge(x: np.ndarray, y: np.ndarray, lam: float, prior: np.ndarray | None = N
 
 @dataclass(frozen=True)
 class Spread:
-    """What a figure's interval needs from its fit (log space): the residual variance, its degrees of freedom
-    and (X^T X + lam I)^-1."""
+    """What a figure's interval needs from its fit (log space): residual variance, its dof, (X^T X + lam I)^-1."""
 
     variance: float
     dof: float
@@ -161,7 +160,7 @@ class Predictor:
     weights), with its residuals' spread for intervals; the time to target is composed from its parts."""
 
     def __init__(self, weights: dict[str, np.ndarray], runs_used: dict[str, int],
-                 spreads: dict[str, Spread] | None = None) -> None:
+                 spreads: dict[str, Spread | None] | None = None) -> None:
         self.weights, self.runs_used, self.spreads = weights, runs_used, spreads or {}
 
     @classmethod
@@ -175,9 +174,7 @@ class Predictor:
             base = None if prior is None else prior.weights.get(target)
             if not rows:
                 if base is not None:
-                    weights[target], used[target] = base, 0
-                    if target in prior.spreads:
-                        spreads[target] = prior.spreads[target]
+                    weights[target], used[target], spreads[target] = base, 0, prior.spreads.get(target)
                 continue
             x = np.array([f for f, _ in rows])
             y = np.log([v for _, v in rows])
@@ -189,9 +186,7 @@ class Predictor:
                 shifted[0] += float(np.sum(y - x @ base)) / (len(y) + TRANSFER_PRIOR_RUNS)
                 weights[target] = ridge(x, y, strength, shifted)
             used[target] = len(rows)
-            spread = spread_of(x, y, weights[target], strength)
-            if spread is not None:
-                spreads[target] = spread
+            spreads[target] = spread_of(x, y, weights[target], strength)
         if all(p in used for p in PARTS):
             used["time_to_target_s"] = min(used[p] for p in PARTS)
         return cls(weights, used, spreads)
