@@ -1,25 +1,33 @@
 """`faasgd predict`: a configuration's Driple figures and time to target, from the runs in the results database.
 
-    faasgd predict [--db PATH] [--batch ID ...] [--where KEY=VALUE ...] [--set KEY=VALUE ...] [--json]
+    faasgd predict [--db PATH] [--batch ID ...] [--where KEY=VALUE ...] [--set KEY=VALUE ...] [--level 0.9]
+                   [--strict] [--json]
     faasgd predict --validate [...]                       leave-one-configuration-out MAPE per target, beside
-                                                          the rounds' own spread (the noise floor)
+                                                          the rounds' own spread (the noise floor), and the %
+                                                          of held-out runs inside their interval
     faasgd predict --transfer-to KEY=VALUE [--transfer-runs 5 ...] [...]
                                                           fitted on the runs not matching KEY=VALUE, adapted with
                                                           N runs that match it; MAPE on the others, per N
                                                           (the mean over DRAWS random choices of the N runs)
 
 `--set` gives the configuration to predict (config keys; the rest are TrainConfig's defaults; `store` names
-redis or memcached). `--batch` and `--where` choose the runs learnt from. The model: cli/predictor.py.
+redis or memcached). `--batch` and `--where` choose the runs learnt from. Each figure comes with its prediction
+interval at `--level` (one new run of the configuration lies inside it that often). A setting outside the
+recorded runs (cli/predict_range.py) is named on stderr and in `--json`'s "out_of_range"; `--strict` then exits
+2 after printing the prediction. With `--json` stdout holds exactly one JSON document. The model:
+cli/predictor.py.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
 from rich.table import Table
 
 from faasgd import results_store
-from faasgd.cli.predictor import TARGETS, Predictor, round_spread, transfer_curve, validate
+from faasgd.cli import predict_range
+from faasgd.cli.predictor import LEVEL, TARGETS, Predictor, round_spread, transfer_curve, validate
 from faasgd.cli.progress import console
 from faasgd.cli.results import fmt, open_results, parse_where
 from faasgd.config import load_config
@@ -38,7 +46,11 @@ def add_parser(sub) -> None:
     predict.add_argument("--transfer-to", default=None, metavar="KEY=VALUE", help="the setting to transfer to")
     predict.add_argument("--transfer-runs", type=int, action="append", default=None,
                          help="target runs used to adapt (repeatable; default 0, 1, 3, 5, 10)")
-    predict.add_argument("--json", action="store_true")
+    predict.add_argument("--level", type=float, default=LEVEL,
+                         help=f"the prediction intervals' level, in (0, 1) (default {LEVEL})")
+    predict.add_argument("--strict", action="store_true",
+                         help="exit 2 when a setting lies outside the recorded runs (after printing the prediction)")
+    predict.add_argument("--json", action="store_true", help="stdout: one JSON document")
 
 
 def learning_runs(args) -> list[dict]:
@@ -50,17 +62,50 @@ def learning_runs(args) -> list[dict]:
 
 
 def run(args) -> int:
+    check_flags(args)
     runs = learning_runs(args)
     if args.transfer_to:
         return show(transfer(runs, args), args.json, "runs used", "MAPE % on the target setting's other runs")
     if args.validate:
-        found, spread = validate(runs), round_spread(runs)
-        return show({t: {"MAPE %": v["mape"], "held-out runs": v["predictions"], "rounds' spread %": spread[t]}
-                     for t, v in found.items()}, args.json, None, f"leave one configuration out, {len(runs)} runs")
-    config = load_config({}, parse_where(args.set))  # every key checked, as a request's
-    values = config.to_dict()
-    predicted = Predictor.fit(runs).predict(values)
-    return show({t: {"predicted": predicted[t]} for t in TARGETS}, args.json, None, f"learnt from {len(runs)} runs")
+        found, spread = validate(runs, args.level), round_spread(runs)
+        return show({t: {"MAPE %": v["mape"], "held-out runs": v["predictions"], "rounds' spread %": spread[t],
+                         "inside interval %": v["inside"]} for t, v in found.items()},
+                    args.json, None, f"leave one configuration out, {len(runs)} runs; inside: held-out runs inside "
+                                     f"their {args.level:.0%} prediction interval")
+    return predict(runs, args)
+
+
+def check_flags(args) -> None:
+    if not 0.0 < args.level < 1.0:
+        raise ConfigError("--level", f"must be in (0, 1), like 0.9 for a 90% interval, got {args.level}")
+    if args.strict and (args.validate or args.transfer_to):
+        raise ConfigError("--strict", "checks the settings of a prediction: it has no meaning with --validate or "
+                                      "--transfer-to")
+    for item in args.set:
+        key, sep, _ = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError("--set", f"must be KEY=VALUE, got {item!r}")
+
+
+def predict(runs: list[dict], args) -> int:
+    """The figures, their intervals and the settings outside the recorded runs: printed (notes on stderr), then
+    with --strict a ConfigError when there are any."""
+    config = load_config({}, parse_where(args.set)).to_dict()  # every key checked, as a request's
+    notes = predict_range.outside(predict_range.recorded(runs), predict_range.settings(config))
+    model = Predictor.fit(runs)
+    predicted, bounds = model.predict(config), model.interval(config, args.level)
+    figures = {t: {"predicted": predicted[t], "low": bounds[t] and bounds[t][0], "high": bounds[t] and bounds[t][1],
+                   "runs": model.runs_used.get(t, 0)} for t in TARGETS}
+    for n in notes:
+        print(f"faasgd: note: {n['message']}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"figures": figures, "level": args.level, "runs": len(runs), "out_of_range": notes,
+                          "settings": predict_range.settings(config)}, sort_keys=True))
+    else:
+        show(figures, False, None, f"low-high: {args.level:.0%} prediction interval; {len(runs)} runs")
+    if args.strict and notes:
+        raise predict_range.strict_error(notes)
+    return 0
 
 
 def transfer(runs: list[dict], args) -> dict:

@@ -37,14 +37,26 @@ run had residual 0 (TRANSFER_PRIOR_RUNS); then every weight is fitted by ridge r
 weights*, min |y - X w|^2 + lam |w - w_shifted|^2 with a strong lam (TRANSFER_RIDGE), so with no runs it is the
 source predictor, with a few the source rescaled, and with many the target's own. `transfer_curve` says how
 the error falls with the number of target runs used (averaged over random draws of them).
+
+Intervals (`Predictor.interval`): a prediction interval for one new run, from the fit's residuals. Ridge is the
+mean of a Bayesian linear regression with the prior N(0, s^2 / lam) on the weights (N(shifted, ...) adapting), so
+in log space a run lies in x.w +- t(level, dof) s sqrt(1 + x^T (X^T X + lam I)^-1 x), s^2 the residual variance
+on dof = n - trace(hat matrix) (no interval when dof < 1). Chosen over a bootstrap of the runs: the leverage term
+grows as x leaves the runs, also along a direction they never varied (where every resample shares their blind
+spot), and it is deterministic, instant and the very model predicted with. It trusts that model, which may fail
+outside the recorded range: `faasgd predict` names such settings (cli/predict_range.py). The time to target's
+interval combines its parts', each at level 1 - (1 - level) / 3 (Bonferroni), at their worst combinations
+(start_low + samples_low / rate_high, start_high + samples_high / rate_low).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
+from scipy import stats
 
 from faasgd import job
 from faasgd.config import FIELDS, config_from_record
@@ -63,6 +75,7 @@ TRANSFER_RIDGE = 1000.0  # pull towards the rescaled source weights when adaptin
 TRANSFER_PRIOR_RUNS = 1.0  # the rescaling is shrunk as if this many more runs had a residual of 0
 CLOCK_TICK_S = {"redis": 1e-6, "memcached": 1.0}  # the store's server_time resolution (store/base.py)
 MIN_CLOCK_TICKS = 10  # a time is learnt from (and scored on) only when it spans at least this many ticks
+LEVEL = 0.9  # the prediction intervals' default level: 9 of 10 new runs of a configuration lie inside
 
 
 def parameter_count(sizes: Iterable[int]) -> int:
@@ -123,17 +136,37 @@ def ridge(x: np.ndarray, y: np.ndarray, lam: float, prior: np.ndarray | None = N
     return np.linalg.solve(a, x.T @ y + lam * prior)
 
 
+@dataclass(frozen=True)
+class Spread:
+    """What a figure's interval needs from its fit (log space): residual variance, its dof, (X^T X + lam I)^-1."""
+
+    variance: float
+    dof: float
+    inverse: np.ndarray
+
+
+def spread_of(x: np.ndarray, y: np.ndarray, weights: np.ndarray, lam: float) -> Spread | None:
+    """The fit's residual spread; None when the fit leaves less than one degree of freedom to estimate it."""
+    inverse = np.linalg.inv(x.T @ x + lam * np.eye(x.shape[1]))
+    dof = len(y) - float(np.trace(x @ inverse @ x.T))
+    if dof < 1:
+        return None
+    residuals = y - x @ weights
+    return Spread(float(residuals @ residuals) / dof, dof, inverse)
+
+
 class Predictor:
     """One log-linear model per fitted figure (FITTED), fitted on runs (or adapted from another predictor's
-    weights); the time to target is composed from its parts."""
+    weights), with its residuals' spread for intervals; the time to target is composed from its parts."""
 
-    def __init__(self, weights: dict[str, np.ndarray], runs_used: dict[str, int]) -> None:
-        self.weights, self.runs_used = weights, runs_used
+    def __init__(self, weights: dict[str, np.ndarray], runs_used: dict[str, int],
+                 spreads: dict[str, Spread | None] | None = None) -> None:
+        self.weights, self.runs_used, self.spreads = weights, runs_used, spreads or {}
 
     @classmethod
     def fit(cls, runs: list[dict], prior: "Predictor | None" = None, lam: float | None = None) -> "Predictor":
         """Fit each target on the runs that have it; with `prior`, adapt its weights to them (transfer)."""
-        weights, used = {}, {}
+        weights, used, spreads = {}, {}, {}
         xs = [features(r) for r in runs]
         for target in FITTED:
             rows = [(f, target_value(r, target)) for f, r in zip(xs, runs)]
@@ -141,20 +174,22 @@ class Predictor:
             base = None if prior is None else prior.weights.get(target)
             if not rows:
                 if base is not None:
-                    weights[target], used[target] = base, 0
+                    weights[target], used[target], spreads[target] = base, 0, prior.spreads.get(target)
                 continue
             x = np.array([f for f, _ in rows])
             y = np.log([v for _, v in rows])
+            strength = RIDGE if base is None else TRANSFER_RIDGE if lam is None else lam
             if base is None:
-                weights[target] = ridge(x, y, RIDGE)
+                weights[target] = ridge(x, y, strength)
             else:
                 shifted = base.copy()
                 shifted[0] += float(np.sum(y - x @ base)) / (len(y) + TRANSFER_PRIOR_RUNS)
-                weights[target] = ridge(x, y, TRANSFER_RIDGE if lam is None else lam, shifted)
+                weights[target] = ridge(x, y, strength, shifted)
             used[target] = len(rows)
+            spreads[target] = spread_of(x, y, weights[target], strength)
         if all(p in used for p in PARTS):
             used["time_to_target_s"] = min(used[p] for p in PARTS)
-        return cls(weights, used)
+        return cls(weights, used, spreads)
 
     def predict(self, run: dict) -> dict[str, float | None]:
         """Every target (and part) predicted for a run record's configuration; None where nothing was learnt."""
@@ -163,6 +198,27 @@ class Predictor:
         start, samples, rate = (out[p] for p in PARTS)
         out["time_to_target_s"] = None if None in (start, samples, rate) else start + samples / rate
         return out
+
+    def interval(self, run: dict, level: float = LEVEL) -> dict[str, tuple[float, float] | None]:
+        """Every target's (and part's) prediction interval (low, high) for one run of a run record's
+        configuration, at `level`; None where nothing was learnt or too few runs were to estimate the spread."""
+        f = features(run)
+        out = {t: self.bounds(f, t, level) for t in FITTED}
+        parts = [self.bounds(f, p, 1.0 - (1.0 - level) / len(PARTS)) for p in PARTS]
+        if None in parts:
+            out["time_to_target_s"] = None
+        else:
+            (start_low, start_high), (samples_low, samples_high), (rate_low, rate_high) = parts
+            out["time_to_target_s"] = (start_low + samples_low / rate_high, start_high + samples_high / rate_low)
+        return out
+
+    def bounds(self, f: np.ndarray, target: str, level: float) -> tuple[float, float] | None:
+        spread = self.spreads.get(target)
+        if spread is None or target not in self.weights:
+            return None
+        centre, quantile = float(f @ self.weights[target]), float(stats.t.ppf(0.5 + level / 2, spread.dof))
+        half = quantile * math.sqrt(spread.variance * (1.0 + f @ spread.inverse @ f))
+        return math.exp(centre - half), math.exp(centre + half)
 
 
 def mape(pairs: list[tuple[float, float]]) -> float | None:
@@ -176,26 +232,30 @@ def configuration_of(run: dict) -> str:
     return repr(sorted((k, repr(run.get(k))) for k in CONFIG_KEYS if k != "seed") + [("store", store_kind(run))])
 
 
-def validate(runs: list[dict]) -> dict[str, Any]:
+def validate(runs: list[dict], level: float = LEVEL) -> dict[str, Any]:
     """Leave one configuration out: {target: MAPE %}, with the number of held-out predictions. `mape` is per
     held-out run; `mape_of_means` scores the same predictions against the mean of each held-out configuration's
-    rounds (the predictor predicts an expected figure, and one round is a noisier yardstick than their mean)."""
+    rounds (the predictor predicts an expected figure, and one round is a noisier yardstick than their mean);
+    `inside` is the % of held-out runs inside their prediction interval at `level` (calibrated: near level)."""
     groups: dict[str, list[dict]] = {}
     for run in runs:
         groups.setdefault(configuration_of(run), []).append(run)
     pairs: dict[str, list] = {t: [] for t in TARGETS}
     means: dict[str, list] = {t: [] for t in TARGETS}
+    inside: dict[str, list] = {t: [] for t in TARGETS}
     for key, held in groups.items():
-        rest = [r for k, g in groups.items() if k != key for r in g]
-        model = Predictor.fit(rest)
+        model = Predictor.fit([r for k, g in groups.items() if k != key for r in g])
+        predicted = [(model.predict(run), model.interval(run, level), run) for run in held]
         for target in TARGETS:
-            found = [(model.predict(run)[target], target_value(run, target)) for run in held]
-            found = [(p, a) for p, a in found if p is not None and a is not None]
-            pairs[target] += found
+            found = [(p[target], i[target], target_value(run, target)) for p, i, run in predicted]
+            found = [(p, i, a) for p, i, a in found if p is not None and a is not None]
+            pairs[target] += [(p, a) for p, _, a in found]
+            inside[target] += [i[0] <= a <= i[1] for _, i, a in found if i is not None]
             if found:  # the rounds differ by their seed alone: one configuration, one prediction
-                means[target].append((found[0][0], float(np.mean([a for _, a in found]))))
+                means[target].append((found[0][0], float(np.mean([a for _, _, a in found]))))
     return {t: {"mape": mape(pairs[t]), "predictions": len(pairs[t]), "mape_of_means": mape(means[t]),
-                "configurations": len(means[t])} for t in TARGETS}
+                "configurations": len(means[t]),
+                "inside": 100.0 * float(np.mean(inside[t])) if inside[t] else None} for t in TARGETS}
 
 
 def transfer_curve(source: list[dict], target: list[dict], counts: Iterable[int], seed: int = 0,
