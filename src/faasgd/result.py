@@ -16,11 +16,11 @@ was trained on), beside the totals. Every duration is on one clock, the store se
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from faasgd import job, job_model, profile
+from faasgd import cost, job, job_model, profile
 from faasgd.config import TrainConfig
 from faasgd.errors import StoreError
 from faasgd.store import ParameterStore
@@ -41,7 +41,7 @@ MEASURES: tuple[str, ...] = (
     # synchronous algorithms (sgd/sync_worker.py; 0 for downpour): rounds run (every worker runs the same), the
     # rounds' object bytes written and read by all workers, their mean per worker, seconds waited at barriers (sum)
     "rounds", "round_bytes_written", "round_bytes_read", "round_bytes_per_worker", "barrier_wait_s",
-) + profile.MEASURES  # resources: Driple's 12 figures, totals and peaks (profile/figures.py)
+) + profile.MEASURES + cost.MEASURES  # resources: Driple's 12 figures, totals, peaks; billing and money (cost.py)
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
     ("job_id", "state", "error") + MEASURES + ("target_accuracy", "number_of_workers", "model_version", "finished_at")
@@ -88,7 +88,8 @@ def intervals_peak(progress: dict[int, dict | None]) -> int:
 
 
 def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, dict | None], done: dict | None,
-                 final: dict | None, error: str | None = None, now: float | None = None) -> dict[str, Any]:
+                 final: dict | None, error: str | None = None, now: float | None = None,
+                 extra_calls: Sequence[dict] = ()) -> dict[str, Any]:
     """The job's result record from every worker's final progress (state "failed" when any error).
 
     `done`: the crossing record, whose model is the job's; else `final` {"validation", "test", "version"}: the
@@ -147,6 +148,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "model_version": model.get("version"),
         "finished_at": now,
     }
+    result.update(cost.job_figures(progress.values(), extra_calls, result["wall_s"]))  # at the default prices
     return {key: result[key] for key in RESULT_KEYS}
 
 
