@@ -22,9 +22,9 @@ from faasgd.result import MEASURES
 
 CONFIG_KEYS = tuple(FIELDS)
 CSV_COLUMNS: tuple[str, ...] = (
-    ("config_id", "configuration", "round") + CONFIG_KEYS + ("store", "job_id", "state", "error")
+    ("config_id", "configuration", "round") + CONFIG_KEYS + ("job_id", "state", "error")
     + MEASURES + ("placement",)
-)
+)  # one column per name: `store` is the config key (schema.py documents every column)
 PLOT_TITLES = {
     "accuracy_vs_time": "Test accuracy against time",
     "time_vs_workers": "Time to target against the number of workers",
