@@ -24,9 +24,9 @@ def test_the_summary_prints_one_cost_line_with_what_was_billed():
     lines = [line for line in summary_text(result).splitlines() if line.startswith("cost ")]
     assert len(lines) == 1
     line = lines[0]
-    assert f"${faas + prices.store_hour * 36 / 3600:.6g}" in line and f"FaaS ${faas:.6g}" in line
+    assert f"${faas + prices.store_hour * 36 / 3600:,.7f}" in line and f"FaaS ${faas:,.7f}" in line
     assert "4.000 GB-s at 1,024 MB, 3 requests, 1 cold starts, 1 duplicates" in line
-    assert f"store ${prices.store_hour * 36 / 3600:.6g}" in line
+    assert f"store ${prices.store_hour * 36 / 3600:,.7f}" in line
 
 
 def test_an_unknown_memory_limit_says_so_and_a_result_without_billing_prints_no_cost_line():

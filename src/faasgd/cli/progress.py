@@ -127,9 +127,9 @@ def cost_lines(result: dict) -> list[str]:
     billed = (f"{_num(result.get('billed_gb_s'), '{:,.3f} GB-s', 'GB-s unknown (no memory_limit)')}"
               f" at {_num(result.get('memory_mb'), '{:,.0f} MB', '? MB')}, {result.get('requests')} requests,"
               f" {result.get('cold_starts')} cold starts, {result.get('duplicate_calls')} duplicates")
-    return [f"cost             {_num(result.get('cost_usd'), '${:.6g}', 'unknown')}   FaaS "
-            f"{_num(result.get('cost_faas_usd'), '${:.6g}', 'unknown')} ({billed})   store "
-            f"{_num(result.get('cost_store_usd'), '${:.6g}', 'unknown')} (default prices: AWS Lambda x86, cache.t3.micro)"]
+    return [f"cost             {_num(result.get('cost_usd'), '${:,.7f}', 'unknown')}   FaaS "
+            f"{_num(result.get('cost_faas_usd'), '${:,.7f}', 'unknown')} ({billed})   store "
+            f"{_num(result.get('cost_store_usd'), '${:,.7f}', 'unknown')} (default prices: AWS Lambda x86, cache.t3.micro)"]
 
 
 RESOURCE_ROWS = (("cpu", "cores", "cpu_s", "{:,.1f} CPU s", "cpu_peak"), ("rss", "MB", None, "", "rss_peak_mb"),
