@@ -53,7 +53,8 @@ def test_runs_csv_has_one_column_per_name_and_every_column_documented(tmp_path):
 def test_problems_names_a_duplicated_an_undocumented_and_a_missing_column():
     header = list(CSV_COLUMNS)
     assert schema.problems(header + ["store"]) == ["column 'store' appears 2 times"]
-    assert schema.problems(header + ["latency_ms"]) == ["column 'latency_ms' is not in the schema (faasgd.batch.schema)"]
+    assert schema.problems(header + ["latency_ms"]) == \
+        ["column 'latency_ms' is not in the schema (faasgd.batch.schema)"]
     assert schema.problems([c for c in header if c != "billed_gb_s"]) == \
         ["column 'billed_gb_s' is in the schema but not in the header"]
 

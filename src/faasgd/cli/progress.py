@@ -129,7 +129,8 @@ def cost_lines(result: dict) -> list[str]:
               f" {result.get('cold_starts')} cold starts, {result.get('duplicate_calls')} duplicates")
     return [f"cost             {_num(result.get('cost_usd'), '${:,.7f}', 'unknown')}   FaaS "
             f"{_num(result.get('cost_faas_usd'), '${:,.7f}', 'unknown')} ({billed})   store "
-            f"{_num(result.get('cost_store_usd'), '${:,.7f}', 'unknown')} (default prices: AWS Lambda x86, cache.t3.micro)"]
+            f"{_num(result.get('cost_store_usd'), '${:,.7f}', 'unknown')}"
+            " (default prices: AWS Lambda x86, cache.t3.micro)"]
 
 
 RESOURCE_ROWS = (("cpu", "cores", "cpu_s", "{:,.1f} CPU s", "cpu_peak"), ("rss", "MB", None, "", "rss_peak_mb"),

@@ -27,6 +27,8 @@ from faasgd.stacking import flow as stacking_flow
 
 DEFAULT_MEASURES = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "rx_bytes",
                     "cost_usd")
+RUN_COLUMNS = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "billed_gb_s",
+               "requests", "cold_starts", "cost_usd")  # `runs`' table, after the run's identity and state
 PRICE_HELP = f"price the runs' costs at this instead of their batch's: {', '.join(cost.PRICE_KEYS)} (repeatable)"
 
 
@@ -106,9 +108,7 @@ def show_runs(runs: list[dict], as_json: bool) -> int:
                   "cpu s", "tx bytes", "GB-s", "requests", "cold", "cost USD", box=None, pad_edge=False)
     for r in runs:
         table.add_row(str(r["batch_id"]), str(r["run_index"]), str(r["configuration"]), str(r["round"]),
-                      str(r["state"]), *(fmt(r.get(k)) for k in ("time_to_target_s", "samples_per_s",
-                                                                   "final_test_accuracy", "cpu_s", "tx_bytes",
-                                                                   "billed_gb_s", "requests", "cold_starts", "cost_usd")))
+                      str(r["state"]), *(fmt(r.get(k)) for k in RUN_COLUMNS))
     console().print(table)
     return 0
 
