@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from faasgd import job, job_model, profile
+from faasgd import cost, job, job_model, profile
 from faasgd.config import TrainConfig
 from faasgd.errors import StoreError
 from faasgd.store import ParameterStore
@@ -47,7 +47,7 @@ MEASURES: tuple[str, ...] = (
     # synchronous algorithms (sgd/sync_worker.py; 0 for downpour): rounds run (every worker runs the same), the
     # rounds' object bytes written and read by all workers, their mean per worker, seconds waited at barriers (sum)
     "rounds", "round_bytes_written", "round_bytes_read", "round_bytes_per_worker", "barrier_wait_s",
-) + profile.MEASURES  # resources: Driple's 12 figures, totals and peaks (profile/figures.py)
+) + profile.MEASURES + cost.MEASURES  # resources: Driple's 12 figures, totals, peaks; billing and money (cost.py)
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
     ("job_id", "state", "error") + MEASURES
@@ -164,6 +164,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "finished_at": now,
         "clock": meta.get("clock"),
     }
+    result.update(cost.job_figures(progress.values(), extra_calls, result["wall_s"]))  # at the default prices
     return {key: result[key] for key in RESULT_KEYS}
 
 

@@ -135,6 +135,8 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
             "rounds": matrix.rounds, "started_at": started.isoformat(timespec="seconds"),
             "finished_at": datetime.datetime.now().isoformat(timespec="seconds"), "versions": versions(),
             "seeds": sorted({r["config"]["seed"] for r in runs}), "failures": failures}
+    if matrix.workload == "emnist":
+        meta["prices"] = matrix.prices.to_dict()  # what runs.csv's costs are priced at
     record.finish({**meta, "folder": str(out)})
     written = write_outputs(out, runs, meta, redactor)
     say(f"wrote {out}/: runs.csv, output.txt, summary.md, {', '.join(written.values()) or 'no plots'}")

@@ -13,6 +13,7 @@ matrix:                             # crossed with each other; a scalar is one v
   n_push: [1, 10]
   store: [redis]                    # a store the functions have configured, by name (stack.yml: redis, memcached)
 together: [[n_fetch, n_push]]       # keys that vary in step (same-length lists), not crossed
+prices: {gb_s: 0.0000133334}        # US dollars the runs' costs are priced at (faasgd.cost.Prices; default AWS's)
 ```
 `workload: stacking` (default `emnist`) makes the keys stacking config keys (faasgd.stacking.config) and
 runs each configuration through stacking-driver instead of emnist-setup. One workload per matrix: a batch's
@@ -35,11 +36,12 @@ from typing import Any
 import yaml
 
 from faasgd.config import FIELDS, load_request
+from faasgd.cost import Prices
 from faasgd.errors import ConfigError
 from faasgd.stacking import config as stacking_config
 from faasgd.store.url import mask_url
 
-TOP_KEYS = ("name", "description", "workload", "rounds", "fixed", "matrix", "together")
+TOP_KEYS = ("name", "description", "workload", "rounds", "fixed", "matrix", "together", "prices")
 WORKLOADS = {  # workload: (its config keys, the parse its function makes of a request body)
     "emnist": (FIELDS, lambda values: load_request({}, values)),
     "stacking": (stacking_config.FIELDS, lambda values: stacking_config.load_stacking(None, values)),
@@ -80,6 +82,7 @@ class Matrix:
     configurations: list[Configuration]
     source: dict = field(repr=False)
     workload: str = "emnist"  # every configuration's
+    prices: Prices = field(default_factory=Prices)  # what the runs' costs are priced at (`prices:`)
 
 
 def _show(value: Any) -> str:
@@ -180,7 +183,7 @@ def parse_matrix(document: dict, default_name: str = "batch", rounds: int | None
         configuration = Configuration(config_id, varying, values, workload)
         _check(configuration)
         configurations.append(configuration)
-    return Matrix(name, rounds, configurations, document, workload)
+    return Matrix(name, rounds, configurations, document, workload, Prices.parse(document.get("prices")))
 
 
 def check_workload(workload: Any) -> str:

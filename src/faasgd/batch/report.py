@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from faasgd.config import FIELDS
+from faasgd.cost import Prices
 from faasgd.result import MEASURES
 
 CONFIG_KEYS = tuple(FIELDS)
+COST_SHOWN = ("billed_gb_s", "requests", "cold_starts", "cost_usd")  # summary.md's billing columns (faasgd.cost)
 CSV_COLUMNS: tuple[str, ...] = (
-    ("config_id", "configuration", "round") + CONFIG_KEYS + ("store", "job_id", "state", "error")
+    ("config_id", "configuration", "round") + CONFIG_KEYS + ("job_id", "state", "error")
     + MEASURES + ("placement",)
-)
+)  # one column per name: `store` is the config key (schema.py documents every column)
 PLOT_TITLES = {
     "accuracy_vs_time": "Test accuracy against time",
     "time_vs_workers": "Time to target against the number of workers",
@@ -196,6 +198,7 @@ def summarize(runs: list[dict]) -> list[dict]:
             "samples_per_s_mean": mean(finished_values(group, "samples_per_s")),
             "staleness_p50_mean": mean(finished_values(group, "staleness_p50")),
             "conflicts_mean": mean(finished_values(group, "conflicts")),
+            **{f"{key}_mean": mean(finished_values(group, key)) for key in COST_SHOWN},
         })
     return out
 
@@ -219,6 +222,14 @@ def fixed_config(runs: list[dict]) -> dict[str, str]:
     return {key: next(iter(v)) for key, v in values.items() if len(v) == 1}
 
 
+def prices_lines(meta: dict) -> list[str]:
+    """The prices the batch's costs are at (meta["prices"]; none for a workload without costs)."""
+    if not meta.get("prices"):
+        return []
+    return [f"- costs priced at {Prices.parse(meta['prices']).describe()} (the matrix's `prices:`; defaults:"
+            " AWS Lambda x86 and an ElastiCache cache.t3.micro node, README \"Cost per run\")"]
+
+
 def md(text: Any) -> str:
     """Text safe inside a Markdown table cell."""
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -227,8 +238,8 @@ def md(text: Any) -> str:
 def results_table(summary: list[dict]) -> list[str]:
     lines = [
         "| Configuration | Reached / runs | Time to target (s) | Min (s) | Epochs | Final test accuracy | Samples/s"
-        " | Staleness p50 | Conflicts |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | Staleness p50 | Conflicts | GB-s | Requests | Cold starts | Cost (USD) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in summary:
         time = num(s["time_to_target_mean"], "{:.2f}")
@@ -238,7 +249,9 @@ def results_table(summary: list[dict]) -> list[str]:
             f"| {md(s['configuration'])} | {s['reached']} / {s['runs']} | {time}"
             f" | {num(s['time_to_target_min'], '{:.2f}')} | {num(s['epochs_mean'], '{:.2f}')}"
             f" | {num(s['final_test_accuracy_mean'], '{:.4f}')} | {num(s['samples_per_s_mean'], '{:,.0f}')}"
-            f" | {num(s['staleness_p50_mean'], '{:.1f}')} | {num(s['conflicts_mean'], '{:.1f}')} |"
+            f" | {num(s['staleness_p50_mean'], '{:.1f}')} | {num(s['conflicts_mean'], '{:.1f}')}"
+            f" | {num(s['billed_gb_s_mean'], '{:.2f}')} | {num(s['requests_mean'], '{:.1f}')}"
+            f" | {num(s['cold_starts_mean'], '{:.1f}')} | {num(s['cost_usd_mean'], '{:.4g}')} |"
         )
     return lines
 
@@ -290,6 +303,7 @@ def write_summary_md(runs: list[dict], meta: dict, path, plots: dict[str, str], 
         f"- seeds: {', '.join(str(s) for s in meta.get('seeds') or []) or '-'}",
         f"- versions: {versions_text(meta.get('versions'))}",
         f"- fixed configuration: {', '.join(f'{k}={v}' for k, v in fixed.items()) or '-'}",
+        *prices_lines(meta),
         "", "## Results", "",
         *kind.results(runs),
         "", "## Failures", "",

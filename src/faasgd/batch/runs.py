@@ -3,7 +3,8 @@
 Rounds are the outer loop, so slow drift of the machine spreads over all configurations. Round r
 uses seed = the configuration's seed + r - 1 (recorded), so rounds differ in initialisation and
 shuffling and the batch can be repeated exactly. A stacking matrix's runs go through stacking-driver
-(stacking_runs.py); this file runs emnist's.
+(stacking_runs.py); this file runs emnist's, whose costs it prices at the matrix's `prices` (the job's
+result priced them at the defaults; faasgd.cost).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from faasgd import cost
 from faasgd.batch import stacking_runs
 from faasgd.batch.matrix import Configuration, Matrix
 from faasgd.batch.targets import Target, cap_message, replicas_for
@@ -34,6 +36,8 @@ def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
             index = len(runs) + 1
             started = time.monotonic()
             record = one(configuration, round_number, target, run_timeout_s, progress)
+            if matrix.workload == "emnist":
+                record.update(cost.reprice(record, matrix.prices))
             runs.append(record)
             if on_run is not None:
                 on_run(index, record)

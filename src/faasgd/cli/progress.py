@@ -116,8 +116,21 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
         f"workers          {result.get('number_of_workers')}, at most {_num(result.get('max_concurrent_workers'))} "
         f"training at once",
     ]
-    for line in lines + resource_lines(result):
+    for line in lines + cost_lines(result) + resource_lines(result):
         out.print(line, highlight=False, markup=False)
+
+
+def cost_lines(result: dict) -> list[str]:
+    """What the job was billed for and its cost at the default prices (faasgd.cost); none for an older result."""
+    if result.get("requests") is None:
+        return []
+    billed = (f"{_num(result.get('billed_gb_s'), '{:,.3f} GB-s', 'GB-s unknown (no memory_limit)')}"
+              f" at {_num(result.get('memory_mb'), '{:,.0f} MB', '? MB')}, {result.get('requests')} requests,"
+              f" {result.get('cold_starts')} cold starts, {result.get('duplicate_calls')} duplicates")
+    return [f"cost             {_num(result.get('cost_usd'), '${:,.7f}', 'unknown')}   FaaS "
+            f"{_num(result.get('cost_faas_usd'), '${:,.7f}', 'unknown')} ({billed})   store "
+            f"{_num(result.get('cost_store_usd'), '${:,.7f}', 'unknown')}"
+            " (default prices: AWS Lambda x86, cache.t3.micro)"]
 
 
 RESOURCE_ROWS = (("cpu", "cores", "cpu_s", "{:,.1f} CPU s", "cpu_peak"), ("rss", "MB", None, "", "rss_peak_mb"),

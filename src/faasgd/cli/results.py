@@ -1,12 +1,14 @@
 """`faasgd results`: the runs of every test.sh batch, from the results database (faasgd.results_store).
 
     faasgd results [--db PATH] list                                   the batches: id, name, runs, when
-    faasgd results [--db PATH] runs [--batch ID ...] [--where KEY=VALUE ...] [--json]
-    faasgd results [--db PATH] compare A B [--by KEYS] [--measure M ...] [--plot FILE] [--json]
+    faasgd results [--db PATH] runs [--batch ID ...] [--where KEY=VALUE ...] [--price KEY=USD ...] [--json]
+    faasgd results [--db PATH] compare A B [--by KEYS] [--measure M ...] [--price KEY=USD ...] [--plot FILE] [--json]
 
 `compare` puts two batches side by side: their runs grouped by the configuration's label (the matrix keys it
 varies; `--by number_of_workers,n_push` groups by those keys instead), each measure's mean over the group's
 finished runs in A and in B, and B / A; `--plot` draws the first measure as paired bars per group.
+Costs are as each batch priced them (its matrix's `prices:`); `--price gb_s=0.0000133334` (also `request`,
+`store_hour`; the rest default) prices every run's recorded usage and wall time again (faasgd.cost).
 """
 
 from __future__ import annotations
@@ -17,13 +19,17 @@ from typing import Any
 
 from rich.table import Table
 
-from faasgd import results_store
+from faasgd import cost, results_store
 from faasgd.cli.progress import console
 from faasgd.errors import ConfigError
 from faasgd.result import MEASURES
 from faasgd.stacking import flow as stacking_flow
 
-DEFAULT_MEASURES = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "rx_bytes")
+DEFAULT_MEASURES = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "rx_bytes",
+                    "cost_usd")
+RUN_COLUMNS = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "billed_gb_s",
+               "requests", "cold_starts", "cost_usd")  # `runs`' table, after the run's identity and state
+PRICE_HELP = f"price the runs' costs at this instead of their batch's: {', '.join(cost.PRICE_KEYS)} (repeatable)"
 
 
 def add_parser(sub) -> None:
@@ -35,6 +41,7 @@ def add_parser(sub) -> None:
     runs.add_argument("--batch", type=int, action="append", default=None, help="only this batch (repeatable)")
     runs.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                       help="only runs whose config key or measure has this value (repeatable)")
+    runs.add_argument("--price", action="append", default=None, metavar="KEY=USD", help=PRICE_HELP)
     runs.add_argument("--json", action="store_true")
     compare = verbs.add_parser("compare", help="two batches side by side: a table, and a plot with --plot")
     compare.add_argument("a", type=int)
@@ -42,6 +49,7 @@ def add_parser(sub) -> None:
     compare.add_argument("--by", default=None, help="group by these comma-separated keys (default: the label)")
     compare.add_argument("--measure", action="append", default=None, help=f"default {', '.join(DEFAULT_MEASURES)}")
     compare.add_argument("--where", action="append", default=[], metavar="KEY=VALUE")
+    compare.add_argument("--price", action="append", default=None, metavar="KEY=USD", help=PRICE_HELP)
     compare.add_argument("--plot", default=None, help="write the first measure's comparison as a PNG here")
     compare.add_argument("--json", action="store_true")
 
@@ -71,7 +79,7 @@ def run(args) -> int:
             return show_batches(results_store.batches(db))
         if args.verb == "runs":
             found = results_store.runs(db, args.batch, parse_where(args.where))
-            return show_runs(found, args.json)
+            return show_runs(priced(found, args.price), args.json)
         return show_comparison(db, args)
 
 
@@ -84,16 +92,23 @@ def show_batches(batches: list[dict]) -> int:
     return 0
 
 
+def priced(runs: list[dict], price_flags: list[str] | None) -> list[dict]:
+    """The runs with their costs at `--price`'s prices (ConfigError naming it), or as recorded without it."""
+    if not price_flags:
+        return runs
+    prices = cost.Prices.from_assignments(price_flags)
+    return [{**run, **cost.reprice(run, prices)} for run in runs]
+
+
 def show_runs(runs: list[dict], as_json: bool) -> int:
     if as_json:
         print(json.dumps(runs, sort_keys=True, default=str))
         return 0
     table = Table("batch", "run", "configuration", "round", "state", "time to target", "samples/s", "test acc",
-                  "cpu s", "tx bytes", box=None, pad_edge=False)
+                  "cpu s", "tx bytes", "GB-s", "requests", "cold", "cost USD", box=None, pad_edge=False)
     for r in runs:
         table.add_row(str(r["batch_id"]), str(r["run_index"]), str(r["configuration"]), str(r["round"]),
-                      str(r["state"]), *(fmt(r.get(k)) for k in ("time_to_target_s", "samples_per_s",
-                                                                   "final_test_accuracy", "cpu_s", "tx_bytes")))
+                      str(r["state"]), *(fmt(r.get(k)) for k in RUN_COLUMNS))
     console().print(table)
     return 0
 
@@ -146,7 +161,8 @@ def show_comparison(db, args) -> int:
                                            f"({', '.join(MEASURES + stacking_flow.MEASURES)}), got {measure!r}")
     by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
     where = parse_where(args.where)
-    rows = compare(results_store.runs(db, [args.a], where), results_store.runs(db, [args.b], where), measures, by)
+    runs_a, runs_b = (priced(results_store.runs(db, [batch], where), args.price) for batch in (args.a, args.b))
+    rows = compare(runs_a, runs_b, measures, by)
     if args.plot:
         plot_comparison(rows, measures[0], args.a, args.b, args.plot)
     if args.json:
