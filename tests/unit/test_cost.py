@@ -101,7 +101,7 @@ def test_a_bad_price_flag_names_the_flag(items, field):
 
 def test_the_result_has_every_cost_key_at_the_default_prices():
     config = TrainConfig(number_of_workers=2, target_accuracy=0.9)
-    progress = {i: {**r, "samples": 100, "started_at": 1000.0, "finished_at": 1010.0} for i, r in WORKERS.items()}
+    progress = {i: {**r, "samples": 100, "intervals": [[1000.0, 1010.0 - i]]} for i, r in WORKERS.items()}
     meta = {"job_id": "j", "created_at": 1000.0, "train_rows": 200}
     result = build_result(config, meta, progress, None, None, now=1020.0, extra_calls=EXTRA)
     assert set(cost.MEASURES) <= set(MEASURES) and set(cost.MEASURES) <= set(RESULT_KEYS)

@@ -17,7 +17,8 @@ from faasgd.config import FIELDS
 
 # The clocks a duration is measured on (Column.clock); "" for a figure that is not a duration.
 CLOCKS = {
-    "job": "the job's timeline: Redis TIME on Redis, the hosts' wall clock on the other stores",
+    "job": "the job's timeline (column `clock`): Redis TIME on Redis (1 µs), the hosts' time.time on the other "
+           "stores (1 µs; Memcached's own clock has whole seconds), read once a call and moved on by time.monotonic",
     "call": "time.monotonic within each call, summed over calls",
     "sampler": "the worker's resource sampler (profile/), every 1/profile_hz s within each call",
 }
@@ -48,9 +49,11 @@ OUTCOME = (
     Column("job_id", "", "", "the job's id in its store"),
     Column("state", "", "", "done or failed"),
     Column("error", "", "", "why the run failed (empty when done)"),
+    Column("clock", "", "", "the clock of the job's timeline: redis TIME (1 µs) or host time.time (1 µs)"),
 )
 MEASURED = (
-    Column("time_to_target_s", "s", "job", "job creation to the crossing of target_accuracy (empty: not reached)"),
+    Column("time_to_target_s", "s", "job", "the first call's entry to the crossing of target_accuracy (empty: not "
+           "reached)"),
     Column("reached_target", "bool", "", "whether validation accuracy met the target"),
     Column("epochs_to_target", "epochs", "", "passes over the training rows at the crossing"),
     Column("samples_to_target", "samples", "", "samples trained at the crossing"),
@@ -58,8 +61,9 @@ MEASURED = (
     Column("final_test_accuracy", "fraction", "", "test accuracy of the job's model"),
     Column("epochs", "epochs", "", "samples / training rows, every worker"),
     Column("samples", "samples", "", "samples trained, every worker"),
-    Column("wall_s", "s", "job", "the job's length, to its last worker's end"),
-    Column("samples_per_s", "samples/s", "job", "samples / (last worker end - first worker start)"),
+    Column("wall_s", "s", "job", "the span of the workers' calls: the first call's entry to the last call's last "
+           "record"),
+    Column("samples_per_s", "samples/s", "job", "samples / wall_s"),
     Column("pushes", "count", "", "pushes the store applied"),
     Column("fetches", "count", "", "fetches of the global parameters"),
     Column("conflicts", "count", "", "races the workers' own pushes lost"),
