@@ -6,17 +6,16 @@ printed per worker whenever its epoch or state changes, so logs stay readable.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from faasgd.cli.output import console, progress_console  # console: the commands' own, routed by their flags
+from faasgd.minibatch import batch_note
+
 WORKER_COLUMNS = ("worker", "epoch", "val accuracy", "loss", "samples/s", "pushes", "fetches", "conflicts", "state")
-
-
-def console() -> Console:
-    """stdout; wide enough for the tables when it is not a terminal."""
-    plain = Console()
-    return plain if plain.is_terminal else Console(width=max(plain.width, 140))
 
 
 def _num(value, fmt: str = "{:,.0f}", missing: str = "-") -> str:
@@ -53,7 +52,7 @@ class LiveProgress:
     """Feed it job statuses (as `wait_for_job`'s on_status); call close() when the job has ended."""
 
     def __init__(self, out: Console | None = None):
-        self.out = out or console()
+        self.out = out or progress_console()
         self.live: Live | None = None
         self.seen: dict = {}  # worker id -> (epoch, state) shown; "waiting" -> the waiting message shown
 
@@ -85,8 +84,10 @@ class LiveProgress:
             self.live = None
 
 
-def print_summary(result: dict, workers: list[dict | None] | None = None, out: Console | None = None) -> None:
-    """The end-of-job report: one row per worker, then the job's result."""
+def print_summary(result: dict, workers: list[dict | None] | None = None, out: Console | None = None,
+                  config: Mapping | None = None) -> None:
+    """The end-of-job report: one row per worker, then the job's result, then batch_note's line on the job's
+    `config` (its record) when its rows a step lie far above one worker's."""
     out = out or console()
     head = f"job {result.get('job_id')}: {result.get('state')}"
     out.print(head + (f" - {result['error']}" if result.get("error") else ""), highlight=False, markup=False)
@@ -116,7 +117,8 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
         f"workers          {result.get('number_of_workers')}, at most {_num(result.get('max_concurrent_workers'))} "
         f"training at once",
     ]
-    for line in lines + resource_lines(result):
+    note = batch_note(config) if config else None
+    for line in lines + resource_lines(result) + ([note] if note else []):
         out.print(line, highlight=False, markup=False)
 
 
