@@ -98,3 +98,15 @@ def test_every_flag_combination_of_the_global_batch_reaches_the_config_or_names_
     assert main(["train", "--dry-run", "--global-batch-size", "256", "--batch-size", "32"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("faasgd: error: global_batch_size: ") and "batch_size 32" in err[0]
+
+
+def test_evaluate_and_trace_json_are_one_document_each(monkeypatch, tmp_path, capsys):
+    from faasgd import job_model
+
+    answer = {"test_accuracy": 0.8, "reported_test_accuracy": 0.8, "rows": 200, "dataset": "synthetic"}
+    monkeypatch.setattr(job_model, "from_npz", lambda path: object())
+    monkeypatch.setattr(job_model, "evaluate_file", lambda found, dataset, rows: answer)
+    assert main(["evaluate", str(tmp_path / "m.npz"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == answer
+    assert main(["status", JOB, "--trace", "--trace-dir", str(tmp_path), "--json"]) == 0  # no spans: an empty list
+    assert json.loads(capsys.readouterr().out) == []

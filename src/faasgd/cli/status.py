@@ -30,7 +30,7 @@ def run(args) -> int:
     elif stacking_status.is_stacking_job(args.job_id):
         stacking_status.print_status(status, out)
     elif status["result"]:
-        print_summary(status["result"], status["workers"], out)
+        print_summary(status["result"], status["workers"], out, config=status.get("config"))
     else:
         out.print(f"job {args.job_id}: running", highlight=False, markup=False)
         if status.get("waiting"):
