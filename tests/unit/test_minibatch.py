@@ -92,3 +92,15 @@ def test_the_note_reads_a_record_and_stays_silent_where_the_measurement_does_not
     assert batch_note({**record, "model": "lr"}) is None  # convex models: not what was measured
     assert batch_note({"number_of_workers": 4}) is None  # a row without batch_size
     assert batch_note(TrainConfig()) is None  # the default: 2 x 128
+
+
+def test_a_request_to_the_deployed_stack_splits_its_global_batch_over_stack_ymls_batch_size():
+    import pathlib
+
+    import yaml
+
+    stack = yaml.safe_load((pathlib.Path(__file__).resolve().parents[2] / "stack.yml").read_text())
+    env = {k: str(v) for k, v in stack["functions"]["emnist-setup"]["environment"].items()}
+    assert load_request(env, {}).batch_size == 128 and load_request(env, {}).global_batch_size == 0
+    config = load_request(env, {"global_batch_size": 256, "number_of_workers": 4})
+    assert (config.batch_size, config.global_batch_size) == (64, 256)
