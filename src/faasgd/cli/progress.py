@@ -84,10 +84,8 @@ class LiveProgress:
             self.live = None
 
 
-def print_summary(result: dict, workers: list[dict | None] | None = None, out: Console | None = None,
-                  config: Mapping | None = None) -> None:
-    """The end-of-job report: one row per worker, then the job's result, then batch_note's line on the job's
-    `config` (its record) when its rows a step lie far above one worker's."""
+def print_summary(result: dict, workers: list[dict | None] | None = None, out: Console | None = None) -> None:
+    """The end-of-job report: one row per worker, then the job's result."""
     out = out or console()
     head = f"job {result.get('job_id')}: {result.get('state')}"
     out.print(head + (f" - {result['error']}" if result.get("error") else ""), highlight=False, markup=False)
@@ -117,8 +115,7 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
         f"workers          {result.get('number_of_workers')}, at most {_num(result.get('max_concurrent_workers'))} "
         f"training at once",
     ]
-    note = batch_note(config) if config else None
-    for line in lines + resource_lines(result) + ([note] if note else []):
+    for line in lines + resource_lines(result):
         out.print(line, highlight=False, markup=False)
 
 
@@ -138,3 +135,11 @@ def resource_lines(result: dict) -> list[str]:
                      f"{_num(result.get(f'{name}_burst_use'), '{:,.4g}'):>12} {_num(result.get(peak), '{:,.4g}'):>11} "
                      f"{unit:<6}{_num(result.get(total), total_fmt, '') if total else ''}")
     return lines
+
+
+def print_batch_note(config: Mapping | None, out: Console | None = None) -> None:
+    """The summary's last line: batch_note's on the job's config record, when its rows a step lie far above one
+    worker's (faasgd.minibatch); nothing otherwise."""
+    note = batch_note(config) if config else None
+    if note:
+        (out or console()).print(note, highlight=False, markup=False)

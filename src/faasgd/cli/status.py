@@ -10,7 +10,7 @@ from faasgd import job
 from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json
-from faasgd.cli.progress import LiveProgress, console, print_summary, worker_table
+from faasgd.cli.progress import LiveProgress, console, print_batch_note, print_summary, worker_table
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
 from faasgd.openfaas import json_answer, wait_for_job
@@ -30,7 +30,8 @@ def run(args) -> int:
     elif stacking_status.is_stacking_job(args.job_id):
         stacking_status.print_status(status, out)
     elif status["result"]:
-        print_summary(status["result"], status["workers"], out, config=status.get("config"))
+        print_summary(status["result"], status["workers"], out)
+        print_batch_note(status.get("config"), out)
     else:
         out.print(f"job {args.job_id}: running", highlight=False, markup=False)
         if status.get("waiting"):

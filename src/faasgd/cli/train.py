@@ -14,7 +14,7 @@ from faasgd import result
 from faasgd.cli import direct, flags
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json, progress_console
-from faasgd.cli.progress import LiveProgress, print_summary
+from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import orchestrate
@@ -91,7 +91,8 @@ def report(status: dict, job_id: str, args) -> int:
     """Print the summary (on stderr with --json, then the result as the one JSON document on stdout; cli/output.py);
     0 when the job is done."""
     final = status.get("result") or result.missing(job_id, f"no result after --timeout {args.timeout:g} s")
-    print_summary(final, status.get("workers"), config=status.get("config"))
+    print_summary(final, status.get("workers"))
+    print_batch_note(status.get("config"))
     if args.json:
         emit_json(final)
     return 0 if final.get("state") == "done" else 1
