@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 from faasgd.data.catalog import N_CLASSES, check_dataset_name, is_tabular
 from faasgd.data.tabular import GENERATED_CLASSES
 from faasgd.errors import ConfigError
+from faasgd.minibatch import MAX_BATCH, MAX_GLOBAL_BATCH, merge_sources, split_global_batch
 from faasgd.model.cnn_layout import ARCHS as CNN_ARCHS
 from faasgd.store.push_codec import parse_codec
 from faasgd.store.update_rule import RULES
@@ -41,7 +42,9 @@ class TrainConfig:
     activation: str = "tanh"  # hidden-layer non-linearity: tanh or relu
     dropout: float = 0.0  # inverted-dropout drop probability on hidden layers, in [0, 1)
     learning_rate: float = 0.1  # step size on the batch-averaged gradient, > 0 (adagrad: its lr, best near 0.05)
-    batch_size: int = 128  # samples per minibatch, per worker
+    batch_size: int = 128  # samples per minibatch, per worker (set by global_batch_size when that is given)
+    global_batch_size: int = 0  # rows a step across all workers, split evenly among them (minibatch.py); 0: not
+    #   set, batch_size is per worker. Refused beside batch_size in one body/flags/environment, or with a remainder
     number_of_workers: int = 2  # data-parallel workers, each with its own shard
     n_fetch: int = 10  # fetch the global parameters every n_fetch minibatches
     n_push: int = 10  # push the accumulated update every n_push minibatches
@@ -192,7 +195,8 @@ PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "learning_rate": lambda field, value: _float(field, value, 0.0, 100.0, low_open=True),
     "target_accuracy": lambda field, value: _float(field, value, 0.0, 1.0, low_open=True),
     "store_timeout_s": lambda field, value: _float(field, value, 0.0, 86400.0, low_open=True),
-    "batch_size": lambda field, value: _int(field, value, 1, 65536),
+    "batch_size": lambda field, value: _int(field, value, 1, MAX_BATCH),
+    "global_batch_size": lambda field, value: _int(field, value, 0, MAX_GLOBAL_BATCH),
     "number_of_workers": lambda field, value: _int(field, value, 1, 1024),
     "n_fetch": lambda field, value: _int(field, value, 1, 1_000_000),
     "n_push": lambda field, value: _int(field, value, 1, 1_000_000),
@@ -238,15 +242,15 @@ def load_config(env: Mapping[str, str] | None = None, overrides: Mapping[str, An
     """Defaults, then known keys from `env`, then `overrides` (unknown override keys are an error)."""
     overrides = overrides or {}
     check_keys(overrides)
-    values: dict[str, Any] = {}
-    for key in FIELDS:
-        if env is not None and key in env and str(env[key]).strip() != "":
-            values[key] = _parse(key, env[key])
-    for key, value in overrides.items():
-        if value is not None:
-            values[key] = _parse(key, value)
+    from_env = {key: _parse(key, env[key]) for key in FIELDS
+                if env is not None and key in env and str(env[key]).strip() != ""}
+    given = {key: _parse(key, value) for key, value in overrides.items() if value is not None}
+    values = merge_sources(from_env, given, ("environment", "body (or flags)"))
     if values.get("invocation_mode") == "single":
         values["number_of_workers"] = 1  # single: one function trains on the whole dataset
+    if values.get("global_batch_size"):
+        workers = values.get("number_of_workers", FIELDS["number_of_workers"].default)
+        values["batch_size"] = split_global_batch(values["global_batch_size"], workers)
     return check_combination(TrainConfig(**values))
 
 
@@ -311,5 +315,15 @@ def load_request(env: Mapping[str, str], body: Any) -> TrainConfig:
 
 
 def config_from_record(record: Mapping[str, Any]) -> TrainConfig:
-    """Rebuild the config stored with a job (strict: the record must only hold config keys)."""
-    return load_config(None, {k: v for k, v in record.items()})
+    """Rebuild the config stored with a job (strict: the record must only hold config keys). A record with a
+    global_batch_size holds the batch_size split from it too: that is recomputed, and must match."""
+    values = dict(record)
+    if values.get("global_batch_size") is None or not _parse("global_batch_size", values["global_batch_size"]):
+        return load_config(None, values)
+    per_worker = values.pop("batch_size", None)
+    config = load_config(None, values)
+    if per_worker is not None and _parse("batch_size", per_worker) != config.batch_size:
+        raise ConfigError("batch_size", f"the record's {per_worker!r} is not its global_batch_size "
+                                        f"{config.global_batch_size} split among {config.number_of_workers} workers "
+                                        f"({config.batch_size})")
+    return config

@@ -40,9 +40,23 @@ def test_two_workers_reach_085_on_fashion_mnist(backend, redis_server, memcached
     assert result["final_test_accuracy"] >= 0.80  # that model on the test rows
     assert 0 <= result["time_to_target_s"] <= result["wall_s"] and result["samples_to_target"] <= result["samples"]
     assert result["pushes"] > 0 and result["fetches"] > 0
-    assert "model accuracy" in run.stdout and "worker" in run.stdout
+    assert "model accuracy" in run.stderr and "worker" in run.stderr  # text for a person: stderr beside --json
     stored = open_store(url).get_record(result["job_id"], "result")
     assert stored == result
+
+
+def test_train_json_is_one_document_that_json_tool_reads_and_the_global_batch_reaches_the_job(redis_server):
+    run = faasgd("train", "--direct", "--workers", "2", "--global-batch-size", "64", "--max-epochs", "1",
+                 "--target-accuracy", "1.0", "--store-url", redis_server.url, "--json", *QUICK)
+    assert run.returncode == 0, run.stderr
+    tool = subprocess.run([sys.executable, "-m", "json.tool"], input=run.stdout, capture_output=True, text=True,
+                          timeout=60)  # as `faasgd train --json | python -m json.tool` reads it
+    assert tool.returncode == 0, run.stdout[:2000]
+    result = json.loads(tool.stdout)
+    assert result["state"] == "done" and result["samples"] > 0
+    assert "model accuracy" in run.stderr and "worker(s)" in run.stderr
+    config = open_store(redis_server.url).get_record(result["job_id"], "config")
+    assert (config["batch_size"], config["global_batch_size"], config["number_of_workers"]) == (32, 64, 2)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ import pytest
 
 from faasgd.batch import matrix as matrix_module
 from faasgd.batch.matrix import MatrixError, load_matrix, parse_matrix
+from faasgd.config import load_request
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
@@ -123,3 +124,28 @@ def test_a_yaml_error_is_one_line(tmp_path):
     with pytest.raises(MatrixError) as info:
         load_matrix(path)
     assert info.value.field == "matrix" and "\n" not in str(info.value) and "line" in str(info.value)
+
+
+def test_a_global_batch_holds_the_rows_a_step_while_the_workers_vary():
+    matrix = parse_matrix({"fixed": {"dataset": "synthetic", "global_batch_size": 128},
+                           "matrix": {"number_of_workers": [1, 2, 4]}})
+    split = [load_request({}, c.overrides()) for c in matrix.configurations]
+    assert [(c.number_of_workers, c.batch_size) for c in split] == [(1, 128), (2, 64), (4, 32)]
+    assert matrix.configurations[2].label == "number_of_workers=4"
+
+
+@pytest.mark.parametrize("document", [
+    {"fixed": {"batch_size": 32}, "matrix": {"global_batch_size": [128, 256]}},
+    {"matrix": {"batch_size": [32], "global_batch_size": [128]}},
+])
+def test_a_matrix_with_both_batch_keys_is_refused_naming_both(document):
+    with pytest.raises(MatrixError) as error:
+        parse_matrix(document)
+    assert error.value.field == "global_batch_size" and "batch_size (rows per worker)" in str(error.value)
+
+
+def test_a_global_batch_a_worker_count_does_not_divide_names_the_configuration():
+    with pytest.raises(MatrixError) as error:
+        parse_matrix({"fixed": {"global_batch_size": 128}, "matrix": {"number_of_workers": [1, 3]}})
+    assert error.value.field == "global_batch_size"
+    assert "number_of_workers=3" in str(error.value) and "126 or 129" in str(error.value)

@@ -42,6 +42,8 @@ def test_body_must_be_an_object():
         ("batch_size", "abc"),
         ("batch_size", True),
         ("batch_size", 1.5),
+        ("global_batch_size", -1),
+        ("global_batch_size", "many"),
         ("number_of_workers", 0),
         ("n_fetch", 0),
         ("n_push", -1),

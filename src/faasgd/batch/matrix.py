@@ -19,6 +19,9 @@ prices: {gb_s: 0.0000133334}        # US dollars the runs' costs are priced at (
 runs each configuration through stacking-driver instead of emnist-setup. One workload per matrix: a batch's
 table has one set of columns, so a list of workloads is refused (run two matrices, compare with
 `faasgd results compare`).
+`global_batch_size` (rows a step across all workers, split evenly among them) holds the rows a step fixed while
+`number_of_workers` varies, so every configuration compares like with like; a matrix giving it beside
+`batch_size` is refused naming both, and a worker count it does not divide names its configuration.
 Every configuration is checked with its workload's config parser before anything runs: a bad key or value
 is an error naming it and the configuration. The number of runs (configurations x rounds) is
 computed from the axes' lengths before any configuration is built, and refused above `max_runs`.
@@ -167,6 +170,7 @@ def parse_matrix(document: dict, default_name: str = "batch", rounds: int | None
                 raise MatrixError(f"{section}.{key}", f"unknown key (a {workload} config key: {', '.join(fields)})")
         for key in set(fixed) & set(axes):
             raise MatrixError(f"matrix.{key}", "is also in fixed; give it in one place")
+    check_one_batch_key(workload, {**fixed, **axes})
     for key, values in axes.items():
         if not values:
             raise MatrixError(f"matrix.{key}", "needs at least one value")
@@ -184,6 +188,13 @@ def parse_matrix(document: dict, default_name: str = "batch", rounds: int | None
         _check(configuration)
         configurations.append(configuration)
     return Matrix(name, rounds, configurations, document, workload, Prices.parse(document.get("prices")))
+
+
+def check_one_batch_key(workload: str, keys: dict) -> None:
+    """Rows a step are set per worker (batch_size) or across the workers (global_batch_size), never both."""
+    if workload == "emnist" and "batch_size" in keys and "global_batch_size" in keys:
+        raise MatrixError("global_batch_size", "give batch_size (rows per worker) or global_batch_size (rows a step "
+                                               "across all workers, split among them) in a matrix, not both")
 
 
 def check_workload(workload: Any) -> str:

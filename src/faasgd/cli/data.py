@@ -12,7 +12,6 @@ reads it: $FAASGD_EMNIST_ARCHIVE, else the `emnist` package's cache path.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import sys
@@ -20,7 +19,7 @@ from contextlib import suppress
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from faasgd.cli import download
+from faasgd.cli import download, output
 from faasgd.cli.download import DownloadError
 from faasgd.data import augmented, emnist_source, fashion
 from faasgd.errors import ConfigError, DataMissing, FaasgdError
@@ -39,7 +38,7 @@ def add_parser(sub) -> None:
     data = sub.add_parser("data", help="data sets on this machine: list them, fetch EMNIST on purpose")
     verbs = data.add_subparsers(dest="data_command", required=True)
     listing = verbs.add_parser("list", help="each data set: present or not, where, its size")
-    listing.add_argument("--json", action="store_true")
+    output.add_flags(listing, "print the list as one JSON document on stdout")
     fetch = verbs.add_parser("fetch", help="download and verify a data set (fashion-mnist comes from Debian)")
     fetch.add_argument("dataset", metavar="emnist", help="emnist (one archive holds every emnist-* data set)")
     fetch.add_argument("--url", default=None, help="where to download from (default: NIST, the emnist package's URL)")
@@ -183,7 +182,7 @@ def size_text(size: int) -> str:
 def list_data(args) -> int:
     rows = data_rows()
     if args.json:
-        print(json.dumps(rows, indent=1))
+        output.emit_json(rows, indent=1)
         return 0
     from rich.table import Table
 

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from faasgd import __version__
+from faasgd.cli import output
 from faasgd.config import FIELDS, RENAMED
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
 from faasgd.local import queue_rules
@@ -83,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="the runtime's functions, or a job's progress and result")
     status.add_argument("job_id", nargs="?")
     status.add_argument("--watch", action="store_true")
-    status.add_argument("--json", action="store_true")
+    output.add_flags(status, "print the status (or the functions) as one JSON document on stdout; --watch's "
+                             "progress on stderr")
     status.add_argument("--timeout", type=float, default=3600.0)
     status.add_argument("--store", default=None, help="the function's configured store holding the job, by name")
     status.add_argument("--store-url", default=None, help="with --direct: the store holding the job")
@@ -97,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_flags(train)
     train.add_argument("--direct", action="store_true",
                        help="worker processes straight against the store, no gateway or functions")
-    train.add_argument("--json", action="store_true", help="print the result record as JSON on the last line")
+    output.add_flags(train, "print the result record as the one JSON document on stdout; progress and the "
+                            "summary on stderr")
     train.add_argument("--dry-run", action="store_true", help="validate and print the config; start nothing")
     train.add_argument("--keep-up", action="store_true", help="leave a runtime this command started running")
     train.add_argument("--timeout", type=float, default=3600.0, help="stop watching after this many seconds")
@@ -122,7 +125,8 @@ def dispatch(args) -> int:
                 "logs": runtime.logs, "status": status.run, "train": train.run, "data": data.run,
                 "model": model.save, "evaluate": model.evaluate, "results": results.run,
                 "predict": predict.run}
-    return handlers[args.command](args)
+    with output.routed(args):  # with --json stdout holds the one JSON document; text for a person goes to stderr
+        return handlers[args.command](args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,13 +8,13 @@ file reads back without pickle, and places it atomically (a temporary file besid
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from contextlib import suppress
 from pathlib import Path
 
 from faasgd import job_model
+from faasgd.cli import output
 from faasgd.cli.connect import gateway
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
@@ -36,7 +36,7 @@ def add_parsers(sub, add_runtime_flags) -> None:
     evaluate.add_argument("--dataset", default=None, help="default: the one the model was trained on")
     evaluate.add_argument("--test-samples", type=int, default=None,
                           help="the first N test rows, 0 all (default: as many as the job measured)")
-    evaluate.add_argument("--json", action="store_true")
+    output.add_flags(evaluate, "print the accuracies as one JSON document on stdout")
 
 
 def output_path(path: str) -> Path:
@@ -87,7 +87,7 @@ def evaluate(args) -> int:
     found = job_model.from_npz(args.file)
     answer = job_model.evaluate_file(found, args.dataset, args.test_samples)
     if args.json:
-        print(json.dumps(answer, sort_keys=True))
+        output.emit_json(answer)
         return 0
     reported = answer["reported_test_accuracy"]
     print(f"{args.file}: test accuracy {answer['test_accuracy']:.4f} on {answer['rows']:,} rows of {answer['dataset']}"

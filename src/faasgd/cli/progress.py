@@ -6,17 +6,16 @@ printed per worker whenever its epoch or state changes, so logs stay readable.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from faasgd.cli.output import console, progress_console  # console: the commands' own, routed by their flags
+from faasgd.minibatch import batch_note
+
 WORKER_COLUMNS = ("worker", "epoch", "val accuracy", "loss", "samples/s", "pushes", "fetches", "conflicts", "state")
-
-
-def console() -> Console:
-    """stdout; wide enough for the tables when it is not a terminal."""
-    plain = Console()
-    return plain if plain.is_terminal else Console(width=max(plain.width, 140))
 
 
 def _num(value, fmt: str = "{:,.0f}", missing: str = "-") -> str:
@@ -53,7 +52,7 @@ class LiveProgress:
     """Feed it job statuses (as `wait_for_job`'s on_status); call close() when the job has ended."""
 
     def __init__(self, out: Console | None = None):
-        self.out = out or console()
+        self.out = out or progress_console()
         self.live: Live | None = None
         self.seen: dict = {}  # worker id -> (epoch, state) shown; "waiting" -> the waiting message shown
 
@@ -149,3 +148,11 @@ def resource_lines(result: dict) -> list[str]:
                      f"{_num(result.get(f'{name}_burst_use'), '{:,.4g}'):>12} {_num(result.get(peak), '{:,.4g}'):>11} "
                      f"{unit:<6}{_num(result.get(total), total_fmt, '') if total else ''}")
     return lines
+
+
+def print_batch_note(config: Mapping | None, out: Console | None = None) -> None:
+    """The summary's last line: batch_note's on the job's config record, when its rows a step lie far above one
+    worker's (faasgd.minibatch); nothing otherwise."""
+    note = batch_note(config) if config else None
+    if note:
+        (out or console()).print(note, highlight=False, markup=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from rich.table import Table
@@ -10,7 +9,8 @@ from rich.table import Table
 from faasgd import job
 from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
-from faasgd.cli.progress import LiveProgress, console, print_summary, worker_table
+from faasgd.cli.output import emit_json
+from faasgd.cli.progress import LiveProgress, console, print_batch_note, print_summary, worker_table
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
 from faasgd.openfaas import json_answer, wait_for_job
@@ -26,11 +26,12 @@ def run(args) -> int:
     status = read_job_status(args)
     out = console()
     if args.json:
-        print(json.dumps(status, sort_keys=True))
+        emit_json(status)
     elif stacking_status.is_stacking_job(args.job_id):
         stacking_status.print_status(status, out)
     elif status["result"]:
         print_summary(status["result"], status["workers"], out)
+        print_batch_note(status.get("config"), out)
     else:
         out.print(f"job {args.job_id}: running", highlight=False, markup=False)
         if status.get("waiting"):
@@ -72,7 +73,7 @@ def runtime_status(args) -> int:
     client = gateway(args)
     functions = json_answer(client.request("GET", "/system/functions"), "gateway")
     if args.json:
-        print(json.dumps(functions, sort_keys=True))
+        emit_json(functions)
         return 0
     table = Table("function", "replicas", "available", "invocations", box=None, pad_edge=False)
     for f in functions:

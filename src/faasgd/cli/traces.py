@@ -3,10 +3,10 @@ files (faasgd.tracing.tree). DIR defaults to FAASGD_TRACES_DIR, the variable the
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 
+from faasgd.cli.output import emit_json
 from faasgd.cli.progress import console
 from faasgd.errors import ConfigError
 from faasgd.store.keys import check_job_id
@@ -22,7 +22,7 @@ def run(args) -> int:
     spans = tree.read_spans(directory)
     roots = tree.job_trees(spans, args.job_id)
     if args.json:
-        print(json.dumps([node_json(r) for r in roots], sort_keys=True))
+        emit_json([node_json(r) for r in roots])
         return 0
     out = console()
     if not roots:

@@ -13,7 +13,8 @@ import os
 from faasgd import result
 from faasgd.cli import direct, flags
 from faasgd.cli.connect import gateway
-from faasgd.cli.progress import LiveProgress, console, print_summary
+from faasgd.cli.output import emit_json, progress_console
+from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import orchestrate
@@ -58,7 +59,7 @@ def run_through_gateway(args, body: dict) -> int:
     client = gateway(args)
     answer = json_answer(client.invoke(SETUP_FUNCTION, body), SETUP_FUNCTION)
     job_id = answer["job_id"]
-    out = console()
+    out = progress_console()
     out.print(f"job {job_id}: {answer['number_of_workers']} worker(s), {answer['dataset']}, mode {answer['invocation_mode']}, "
               f"store {answer['store']} ({answer['store_url']}), gateway {client.url}", highlight=False, markup=False)
     live = LiveProgress(out)
@@ -75,7 +76,7 @@ def run_direct(args, config) -> int:
         return 0
     store = open_store(config.store_url)
     job_id = orchestrate.create_job(store, config)
-    out = console()
+    out = progress_console()
     out.print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.invocation_mode}, "
               f"store {store.url}, target {config.target_accuracy}", highlight=False, markup=False)
     live = LiveProgress(out)
@@ -87,9 +88,11 @@ def run_direct(args, config) -> int:
 
 
 def report(status: dict, job_id: str, args) -> int:
-    """Print the summary (and the result as JSON on the last line with --json); 0 when the job is done."""
+    """Print the summary (on stderr with --json, then the result as the one JSON document on stdout; cli/output.py);
+    0 when the job is done."""
     final = status.get("result") or result.missing(job_id, f"no result after --timeout {args.timeout:g} s")
     print_summary(final, status.get("workers"))
+    print_batch_note(status.get("config"))
     if args.json:
-        print(json.dumps(final, sort_keys=True), flush=True)
+        emit_json(final)
     return 0 if final.get("state") == "done" else 1
