@@ -58,6 +58,9 @@ class TrainConfig:
     invocation_mode: str = "loop"  # loop: all epochs in one invocation; per-iteration: one epoch per invocation; single: one worker
     max_epochs: int = 20  # upper bound on passes over each worker's shard
     target_accuracy: float = 0.85  # validation accuracy that ends the job (1.0: run all max_epochs)
+    eval_every_samples: int = 0  # the stop rule's period in samples of all workers: the worker whose push carries
+    #   the job past a multiple of it evaluates the parameters that push returned (downpour; the epoch ends evaluate
+    #   too); 0: a quarter of the training rows. The same for 1 and W workers, so samples_to_target compare alike
     seed: int = 0  # network init uses seed; worker i shuffles and drops out with seed + i
     store: str = ""  # a store the function has configured, by name (its environment's `stores`); "": its store_url
     store_url: str = "redis://127.0.0.1:6379/0"  # redis://[:password@]host:port/db, memcached://host:port (not in requests)
@@ -197,6 +200,7 @@ PARSERS: dict[str, Callable[[str, Any], Any]] = {
     "store_timeout_s": lambda field, value: _float(field, value, 0.0, 86400.0, low_open=True),
     "batch_size": lambda field, value: _int(field, value, 1, MAX_BATCH),
     "global_batch_size": lambda field, value: _int(field, value, 0, MAX_GLOBAL_BATCH),
+    "eval_every_samples": lambda field, value: _int(field, value, 0, 10**12),
     "number_of_workers": lambda field, value: _int(field, value, 1, 1024),
     "n_fetch": lambda field, value: _int(field, value, 1, 1_000_000),
     "n_push": lambda field, value: _int(field, value, 1, 1_000_000),

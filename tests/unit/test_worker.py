@@ -194,3 +194,29 @@ def test_a_fetch_right_after_a_push_uses_the_weights_the_push_wrote():
     steps = -(-(1200 - 120) // 40)  # the training rows: a tenth is held out for validation
     assert final["fetches"] == steps + 1 and final["pushes"] == steps  # every step fetched, plus the evaluation
     assert store.reads <= 2  # the first fetch (and the final evaluation): the rest came with the pushes
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_stop_rule_is_checked_every_period_of_samples_for_one_worker_and_for_several(workers):
+    period = 200  # samples of all workers; an epoch is 1080 training rows
+    config = small_config(f"period-{workers}", number_of_workers=workers, n_fetch=1, n_push=1, batch_size=20,
+                          max_epochs=4, target_accuracy=0.8, eval_every_samples=period)
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    threads = [threading.Thread(target=run_worker, args=(config, store, job_id, i)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    checks = [e for e in store.events(job_id) if e["event"] == "check"]
+    result = job.read_status(store, job_id)["result"]
+    assert result["reached_target"], result
+    # one check per period crossed by a push: each at the samples its push's parameters hold, within a push of
+    # the multiple it passed (a push carries one minibatch of one worker: 20 samples)
+    assert checks and all(c["samples"] % period < 20 for c in checks), [c["samples"] for c in checks]
+    assert len({c["samples"] // period for c in checks}) == len(checks)
+    assert [c for c in checks if c["accuracy"] >= 0.8]
+    # the crossing is found within a period of the first check that met the target, not at an epoch's end
+    first = min(c["samples"] for c in checks if c["accuracy"] >= 0.8)
+    assert result["samples_to_target"] < first + period, (result["samples_to_target"], first)
+    assert [c["samples"] // period for c in checks] == list(range(1, len(checks) + 1))  # every period, in order

@@ -10,6 +10,11 @@ with the add: after any push the record is a checkpoint, and a worker resumed fr
 invocation, a hand-off, a redelivery) trains exactly the steps that were not yet applied. A push or
 record the store refuses (another invocation holds newer ones) ends this invocation: Superseded.
 
+The stop rule is checked every `eval_every_samples` samples of all workers (stop_rule_period), not only at
+epoch ends: the worker whose push carries the job's steps past a multiple of it evaluates the parameters that
+push returned and, at the target, keeps exactly them as the job's model. So the crossing is found within one
+period whatever the number of workers, and samples_to_target compare like with like.
+
 Fetches and pushes go through a Channel (comm.py): in the background (the default) they overlap the
 next steps and their results are taken in at the next synchronisation point (`sync`); blocking,
 at once. Either way a push's record is the snapshot of the worker right after the steps it hands over.
@@ -83,6 +88,9 @@ class DownpourWorker(Liveness):
         self.eval_s = 0.0  # seconds the last evaluation took
         self._last_push_at: float | None = None
         self.on_heartbeat: Callable[[], None] | None = None  # also called at each heartbeat (lease, supervision)
+        self.check_every = stop_rule_period(config, shard.total)  # samples of all workers between stop-rule checks
+        self.check: tuple[int, int, np.ndarray] | None = None  # (version, samples, parameters) a push asks to check
+        self.crossed = False  # this worker found the target mid-epoch: it stops at its next fetch point
         self._count_lock = threading.Lock()
 
     # -- store round trips, each retried across outages up to the config's deadline ----------
@@ -199,7 +207,10 @@ class DownpourWorker(Liveness):
         progress = self.progress
         if not push.applied:
             raise Superseded(f"worker {progress.worker_id}: push {op.seq} was applied by another invocation")
+        pushed_now = op.own_steps - progress.pushed_steps  # minibatches this push carried
         progress.pushes, progress.pushed_steps = op.seq, op.own_steps
+        if push.steps is not None:
+            self.note_check(push.version, push.steps, pushed_now)
         if self.residual is not None:  # the stored record names no residual now (kept at the call's end)
             progress.residual, self.residual_kept = "", False
         progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
@@ -216,6 +227,36 @@ class DownpourWorker(Liveness):
         self._last_push_at = now
         if op.merge:
             self._merge(push.version, self.known_others if push.steps is not None else None)
+
+    def note_check(self, version: int, steps: int, pushed_now: int) -> None:
+        """When this push carried the job's samples past a multiple of check_every, the parameters it returned
+        (in `fetched`) are to be checked against the target (check_target, on the training thread)."""
+        batch = self.config.batch_size
+        if (steps * batch) // self.check_every > ((steps - pushed_now) * batch) // self.check_every:
+            self.check = (version, steps * batch, self.fetched.copy())
+
+    def check_target(self) -> None:
+        """The stop rule between epoch ends: evaluate the parameters a push asked to check; at the target keep
+        exactly them as the job's model (job_model.keep_crossing: the first crossing wins) and stop soon."""
+        if self.check is None:
+            return
+        (version, in_params, weights), self.check = self.check, None
+        progress = self.progress
+        accuracy = self.evaluate(weights)
+        now = progress.now()
+        self._retry(lambda: self.store.append_event(self.job_id, {
+            "event": "check", "worker_id": progress.worker_id, "samples": in_params, "accuracy": accuracy, "at": now}))
+        if accuracy < self.config.target_accuracy:
+            return
+        # the samples in these parameters: their minibatch steps (a short last minibatch of an epoch counted whole),
+        # at most what the workers' records say now (those may hold pushes that landed since)
+        records = self._retry(lambda: job.read_progress(self.store, self.job_id, self.config.number_of_workers))
+        samples = min(in_params, sum(int((r or {}).get("samples", 0)) for r in records.values()))
+        crossing = {"validation_accuracy": accuracy, "at": now, "samples": samples,
+                    "epochs": samples / self.shard.total, "version": version}
+        self._retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
+                                                    lambda: self.evaluate(weights, self.test), crossing))
+        self.crossed = True
 
     def check_budget(self, upcoming_s: float) -> None:
         """HandOff when the budget says stop, once the push in flight has landed (its record is the checkpoint)."""
@@ -306,7 +347,7 @@ class DownpourWorker(Liveness):
         started = time.perf_counter()
         for index in range(progress.epoch_step, -(-len(order) // batch)):
             if progress.step % cfg.n_fetch == 0:
-                if self.job_ended():  # unpushed steps are dropped: the job's model is final
+                if self.crossed or self.job_ended():  # unpushed steps are dropped: the job's model is final
                     self.sync()
                     progress.train_s += time.perf_counter() - started
                     return False
@@ -321,6 +362,7 @@ class DownpourWorker(Liveness):
             if progress.step % cfg.n_push == 0 or self.push_due:
                 progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
                 self.push(due=True)
+                self.check_target()
                 self.check_budget(self.period_s + self.eval_s)
         progress.train_s += time.perf_counter() - started
         self.push()
@@ -336,6 +378,7 @@ class DownpourWorker(Liveness):
         keep exactly them as the job's model and mark the job done (job_model.py); save the record.
         True when this worker's training should stop."""
         self.sync()
+        self.check_target()  # the epoch's last push may have passed a period: its parameters, as any push's
         self.fetch(wait=True)  # nothing is pending after the epoch's last push: these are the global parameters
         version = self.base_version
         # Every worker's record is written with each of its pushes, so their samples, read right after the
@@ -367,6 +410,12 @@ class DownpourWorker(Liveness):
         self.save()
         self.heartbeat(force=True)
         return reached or progress.epoch >= self.config.max_epochs
+
+
+def stop_rule_period(config: TrainConfig, training_rows: int) -> int:
+    """Samples of all workers between two checks of the stop rule: eval_every_samples, else a quarter of the
+    training rows (at least one minibatch)."""
+    return max(1, config.eval_every_samples or training_rows // 4)
 
 
 def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
