@@ -10,9 +10,10 @@ README "What a job records"), the bench measures the same job independently: thi
 time.perf_counter() from sending the emnist-setup request to the first status read that shows the
 result ("outer" seconds; late by at most one status poll), and samples / outer seconds. The ratios
 job / outer show how far the job's figures are from what its caller saw: outer also holds the setup
-call, the workers' start and data loading and the last poll, so wall_s / outer stays a bit below 1
-and samples/s job / outer above 1; a ratio near 0, or far above the others, is a clock that is wrong.
-Per configuration: the median over rounds and the spread [min-max].
+call, the workers' start and data loading and the last poll, so wall_s / outer stays below 1 and
+samples/s job / outer above 1, both further from 1 the shorter the job; a ratio of 0, or a wall_s
+above outer s, is a clock that is wrong. Per configuration: the median over rounds and the spread
+[min-max]; then, per mode and worker count, Memcached's median samples/s over Redis's.
 
 More workers than cores run time-sliced (this machine has 2): samples/s at 4 workers measure the sharing.
 Usage: python bench/stores.py [--workers 1,2,4] [--modes loop,per-iteration] [--stores redis,memcached]
@@ -145,6 +146,25 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def compare(rows: list[dict]) -> list[str]:
+    """Per (mode, workers) run on both stores: Memcached's median samples/s over Redis's, job's and outer."""
+    by = {(r["invocation_mode"], r["workers"], r["store"]): r for r in rows}
+    lines = []
+    for (mode, workers, store), row in by.items():
+        redis = by.get((mode, workers, "redis"))
+        if store != "memcached" or redis is None:
+            continue
+        ratios = [ratio(row[figure], redis[figure]) for figure in ("job_samples_per_s", "outer_samples_per_s")]
+        lines.append(f"memcached / redis samples/s, {mode}, {workers} worker(s): job {ratios[0]}, outer {ratios[1]}")
+    return lines
+
+
+def ratio(values: list[float], base: list[float]) -> str:
+    if not values or not base or not statistics.median(base):
+        return "-"
+    return f"{statistics.median(values) / statistics.median(base):.2f}"
+
+
 def legend(poll_s: float) -> list[str]:
     """Which clock each column is on, and what the worker counts mean on this machine."""
     cores = os.cpu_count() or 1
@@ -216,6 +236,8 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if not 0 < args.poll_s <= 5:
         parser.error(f"--poll-s: must be in (0, 5], got {args.poll_s}")
+    if args.run_timeout <= 0:
+        parser.error(f"--run-timeout: must be above 0, got {args.run_timeout}")
     return args
 
 
@@ -233,8 +255,9 @@ def main() -> None:
         runs = run_all(matrix, target, args.run_timeout, args.poll_s)
     finally:
         target.stop()
+    rows = summarise(runs)
     lines = [f"{args.dataset}, {args.train_samples or 'all'} training rows, {args.max_epochs} epoch(s), batch 128, "
-             "n_fetch = n_push = 10", ""] + table(summarise(runs)) + [""] + legend(args.poll_s)
+             "n_fetch = n_push = 10", ""] + table(rows) + [""] + compare(rows) + [""] + legend(args.poll_s)
     print("\n" + "\n".join(lines))
     write_outputs(Path(args.out), runs, lines)
     print(f"wrote {Path(args.out) / 'runs.csv'} and {Path(args.out) / 'summary.md'}")
