@@ -48,6 +48,7 @@ bench: deps
 	$(PY) bench/codecs.py
 	$(PY) bench/big_dataset.py
 	$(PY) bench/memcached_protocol.py
+	$(PY) bench/stores.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info
