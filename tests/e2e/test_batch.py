@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pandas
 import pytest
 import yaml
 
@@ -76,6 +77,12 @@ def test_small_matrix_writes_csv_tables_and_plots(tmp_path):
     assert all(r["state"] == "done" and float(r["time_to_target_s"]) > 0 for r in rows)
     assert {r["seed"] for r in rows} == {"0", "1"}  # round r uses seed + r - 1
     assert all(r["placement"].startswith("emnist-train-") for r in rows)
+    # as a researcher reads it: every column keeps its name; each run says its clock and what it cost
+    table = pandas.read_csv(out / "runs.csv")
+    assert table.columns.is_unique and "store.1" not in table.columns
+    assert set(table["clock"]) == {"redis TIME (1 µs)"} and (table["wall_s"] > 0).all()
+    assert (table["requests"] >= table["number_of_workers"] + 1).all() and (table["cold_starts"] >= 0).all()
+    assert (table["billed_gb_s"] > 0).all() and (table["cost_usd"] > table["cost_faas_usd"]).all()
     output = (out / "output.txt").read_text()
     for label in ("number_of_workers=1", "number_of_workers=2"):
         assert f"== {label} ==" in output

@@ -68,6 +68,11 @@ def test_a_short_job_is_timed_within_ten_percent_of_the_wall_time_around_its_wor
     assert abs(final["samples_per_s"] - final["samples"] / seen) <= 0.1 * final["samples"] / seen
     assert final["wall_s"] != round(final["wall_s"]) and final["samples_per_s"] > 0
     assert final["clock"] == ("redis TIME (1 µs)" if server.url.startswith("redis") else "host time.time (1 µs)")
+    # billed: each worker's call from its entry to its last record, at the default 1 GiB: about the wall time each
+    assert final["requests"] == 2 and final["duplicate_calls"] == 0 and final["memory_mb"] == 1024
+    assert final["wall_s"] <= final["billed_s"] <= 2 * seen * 1.05, (final["billed_s"], seen)
+    assert final["billed_gb_s"] == pytest.approx(final["billed_s"])
+    assert final["cost_faas_usd"] == pytest.approx(final["billed_gb_s"] * 0.0000166667 + 2 * 0.2e-6)
 
 
 def run_mode(url, mode):
