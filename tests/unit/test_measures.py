@@ -107,8 +107,9 @@ def test_each_epoch_reports_the_test_accuracy_of_the_parameters_it_validated():
     store, job_id, status = run_job(config)
     epochs = [e for e in store.events(job_id) if e["event"] == "epoch"]
     assert len(epochs) >= config.number_of_workers and all(0 <= e["test_accuracy"] <= 1 for e in epochs)
-    done = status["done"]  # the crossing: its event's test accuracy is the kept model's
-    crossing = [e for e in epochs if e["worker_id"] == done["worker_id"] and e["accuracy"] == done["validation_accuracy"]]
+    done = status["done"]  # the crossing (an epoch's end, or a check between them): its event's test accuracy is the kept model's
+    evaluated = epochs + [e for e in store.events(job_id) if e["event"] == "check" and "test_accuracy" in e]
+    crossing = [e for e in evaluated if e["worker_id"] == done["worker_id"] and e["accuracy"] == done["validation_accuracy"]]
     assert crossing and crossing[0]["test_accuracy"] == done["test_accuracy"] == status["result"]["final_test_accuracy"]
 
 

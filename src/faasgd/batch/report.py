@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 from faasgd.config import FIELDS
 from faasgd.cost import Prices
+from faasgd.minibatch import batch_note
 from faasgd.result import MEASURES
 
 CONFIG_KEYS = tuple(FIELDS)
@@ -144,8 +145,11 @@ def configuration_table(runs_of_one_config: list[dict]) -> str:
 
 
 def table_notes(runs_of_one_config: list[dict]) -> list[str]:
-    """One line per round that failed or did not reach the target, saying which."""
-    notes = []
+    """The batch note when the configuration's rows a step are far above one worker's (minibatch.batch_note), then
+    one line per round that failed or did not reach the target, saying which."""
+    config = (runs_of_one_config[0].get("config") or {}) if runs_of_one_config else {}
+    note = batch_note(config) if config else None
+    notes = [note] if note else []
     for run in sorted(runs_of_one_config, key=lambda r: r["round"]):
         target = (run.get("config") or {}).get("target_accuracy")
         if run.get("state") != "done":

@@ -244,10 +244,12 @@ class DownpourWorker(Liveness):
         progress = self.progress
         accuracy = self.evaluate(weights)
         now = progress.now()
-        self._retry(lambda: self.store.append_event(self.job_id, {
-            "event": "check", "worker_id": progress.worker_id, "samples": in_params, "accuracy": accuracy, "at": now}))
+        event = {"event": "check", "worker_id": progress.worker_id, "samples": in_params, "accuracy": accuracy, "at": now}
         if accuracy < self.config.target_accuracy:
+            self._retry(lambda: self.store.append_event(self.job_id, event))
             return
+        test_accuracy = self.evaluate(weights, self.test)  # reported only (the kept model's), never a stop rule
+        self._retry(lambda: self.store.append_event(self.job_id, {**event, "test_accuracy": test_accuracy}))
         # the samples in these parameters: their minibatch steps (a short last minibatch of an epoch counted whole),
         # at most what the workers' records say now (those may hold pushes that landed since)
         records = self._retry(lambda: job.read_progress(self.store, self.job_id, self.config.number_of_workers))
@@ -255,7 +257,7 @@ class DownpourWorker(Liveness):
         crossing = {"validation_accuracy": accuracy, "at": now, "samples": samples,
                     "epochs": samples / self.shard.total, "version": version}
         self._retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
-                                                    lambda: self.evaluate(weights, self.test), crossing))
+                                                    lambda: test_accuracy, crossing))
         self.crossed = True
 
     def check_budget(self, upcoming_s: float) -> None:
