@@ -11,6 +11,7 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.legend import Legend
 
 from faasgd.batch import cost_plots, figure_style, plots, stacking_plots
+from faasgd.batch.report import write_summary_md
 
 
 def run(config_id, round_, ttt, wall, cost, reached=True, state="done"):
@@ -87,5 +88,7 @@ def test_write_plots_writes_the_cost_plot_when_runs_have_cost(runs, tmp_path):
     assert image.shape[1] == round(figure_style.WIDTH * figure_style.DPI) and image.std() > 0.01
     stacking = [{**r, "workload": "stacking", "total_s": r["wall_s"], **dict.fromkeys(
         ("upload_s", "train_s", "reduce_s", "meta_train_s"), 1.0)} for r in runs]
+    write_summary_md(runs, {"name": "cost", "failures": []}, tmp_path / "summary.md", written)
+    assert "![Cost against time per configuration](cost_vs_time.png)" in (tmp_path / "summary.md").read_text()
     (tmp_path / "stacking").mkdir()
     assert set(stacking_plots.write_plots(stacking, tmp_path / "stacking")) == {"phases", "cost_vs_time"}
