@@ -21,11 +21,12 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from faasgd.batch import cost_plots
 from faasgd.batch.figure_style import (
-    LegendText, add_legend, add_title, grid_columns, look, new_panels, panel_title, shared_settings, split, text_chars,
-    write,
+    AXES_HEIGHT, LegendText, add_legend, add_title, grid_columns, look, new_panels, panel_title, shared_settings, split,
+    text_chars, write,
 )
 from faasgd.batch.report import by_configuration, cell, label, mean, stdev, times_to_target
 
+STRIP_ROW = 0.13  # inches per configuration in the time-to-target strip above the accuracy axes
 Points = dict[Any, tuple[list[float], int]]  # one line's {x: (times to target reached, rounds finished)}
 
 
@@ -81,43 +82,67 @@ def reach_note(group: list[dict]) -> str:
     return f" ({len(reached)}/{len(finished)} reached)" if len(reached) < len(finished) else ""
 
 
-def draw_curves(ax, group: list[dict], style: dict, target: float | None) -> Line2D:
-    """The configuration's rounds as thin lines and, at the target, its mean time to target ± stdev;
-    the legend's handle for it."""
+def draw_curves(ax, group: list[dict], style: dict) -> Line2D:
+    """The configuration's rounds as thin lines; its legend handle."""
     for run in group:
         if run.get("curve"):
             seconds, accuracy = zip(*run["curve"])
             ax.plot(seconds, accuracy, color=style["color"], linewidth=1.0, alpha=0.6)
-    times = times_to_target(group)
-    if target is not None and times:
-        ax.errorbar([mean(times)], [target], xerr=[stdev(times) or 0.0], color=style["color"],
-                    marker=style["marker"], markersize=7, markeredgecolor="white", linewidth=1.2, zorder=3)
     return Line2D([], [], color=style["color"], marker=style["marker"], linewidth=1.5)
+
+
+def draw_time_strip(strip, panel: list[list[dict]], target: float) -> None:
+    """One row per configuration, first on top: its mean time to target ± stdev (no mark when none reached)."""
+    for row, group in enumerate(panel):
+        times = times_to_target(group)
+        if times:
+            style = look(row, len(panel))
+            strip.errorbar([mean(times)], [row], xerr=[stdev(times) or 0.0], color=style["color"],
+                           marker=style["marker"], markersize=5, linewidth=1.2)
+    strip.set_ylim(len(panel) - 0.5, -0.5)
+    strip.set_yticks([])
+    strip.grid(axis="y", visible=False)
+    strip.tick_params(labelbottom=False)
+    strip.set_ylabel(f"time to\n{target:g}", rotation=0, ha="right", va="center", fontsize="small")
+
+
+def panel_axes(sub, first, strip_rows: int):
+    """The panel's accuracy axes sharing both axes with `first`, and above it, when `strip_rows`, the
+    time-to-target strip sharing its time axis (else None)."""
+    if not strip_rows:
+        return None, sub.add_subplot(sharex=first, sharey=first)
+    grid = sub.add_gridspec(2, 1, height_ratios=[STRIP_ROW * strip_rows + 0.1, AXES_HEIGHT - 0.9])
+    strip = sub.add_subplot(grid[0], sharex=first)
+    return strip, sub.add_subplot(grid[1], sharex=strip, sharey=first)
 
 
 def draw_accuracy_vs_time(runs: list[dict]) -> Figure | None:
     """Validation accuracy against seconds since the job was created: one colour per configuration, a line per
-    round, the target dashed; None when no run has a curve."""
+    round, the target dashed, and above it (one target) each configuration's mean time to target ± stdev;
+    None when no run has a curve."""
     groups = [g for g in by_configuration(runs) if any(run.get("curve") for run in g)]
     if not groups:
         return None
     found = targets(runs)
-    target = found[0] if len(found) == 1 else None
+    target = found[0] if len(found) == 1 and times_to_target(runs) else None
     panels = split(groups)
-    key = "configuration: one line per round" + ("; marker: mean time to target ± stdev" if target else "")
+    key = "configuration: one line per round" + ("; above: mean time to target ± stdev" if target else "")
     extra = LegendText(tuple(f"target {t:g}" for t in found), key, text_chars(grid_columns(len(panels))))
     texts = [panel_texts([Series(settings(g[0]), label(g[0]), reach_note(g)) for g in panel], extra)
              for panel in panels]
-    fig, subfigures = new_panels([legend for _, legend in texts])
+    strip_rows = max(len(panel) for panel in panels) if target else 0
+    fig, subfigures = new_panels([legend for _, legend in texts], AXES_HEIGHT + STRIP_ROW * strip_rows)
     first = None
     for index, (panel, sub, (shared, legend)) in enumerate(zip(panels, subfigures, texts)):
-        ax = sub.add_subplot(sharex=first, sharey=first)
+        strip, ax = panel_axes(sub, first, strip_rows)
         first = first or ax
-        handles = [draw_curves(ax, group, look(i, len(panel)), target) for i, group in enumerate(panel)]
+        handles = [draw_curves(ax, group, look(i, len(panel))) for i, group in enumerate(panel)]
         handles += [ax.axhline(t, color="0.3", linestyle="--", linewidth=1.0) for t in found]
+        if strip:
+            draw_time_strip(strip, panel, target)
         ax.set_xlabel("time since the job was created (s)")
         ax.set_ylabel("validation accuracy")
-        ax.set_title(panel_title(index, panels, shared))
+        (strip or ax).set_title(panel_title(index, panels, shared))
         add_legend(sub, handles, legend)
     first.set_xlim(left=0)  # after every panel's data, which the shared axes scale to
     datasets = sorted({str((run.get("config") or {}).get("dataset")) for run in runs})
