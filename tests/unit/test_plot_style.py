@@ -65,3 +65,15 @@ def test_every_plot_is_written_in_the_one_style(tmp_path):
     assert sizes == [figure_style.STYLE["font.size"]]
     assert matplotlib.rcParams["axes.spines.top"] is True  # the style stays inside write: the process's is left alone
     assert figure_style.write(lambda _: None, tmp_path / "b.png", None) is None and not (tmp_path / "b.png").exists()
+
+
+def test_panel_titles_and_axis_labels_wrap_to_a_half_width_panel_without_breaking_words():
+    panels = [[1] * 6] * 4  # two wide
+    shared = "n_fetch=25 batch_size=128 n_push=25 invocation_mode=per-iteration"
+    title = figure_style.panel_title(1, panels, shared)
+    assert title.startswith("configurations 7-12 of 24\n") and "per-iteration" in title
+    assert all(len(line) <= figure_style.TITLE_WIDTH // 2 for line in title.split("\n"))
+    assert figure_style.panel_title(0, [[1, 2]], "a=1") == "a=1"  # one panel: no span
+    label = figure_style.fit("n_fetch = n_push (minibatches between fetches and pushes)", 4)
+    assert "\n" in label and all(len(line) <= figure_style.AXIS_WIDTH // 2 for line in label.split("\n"))
+    assert "\n" not in figure_style.fit("n_fetch = n_push (minibatches between fetches and pushes)", 2)

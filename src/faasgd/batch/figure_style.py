@@ -35,6 +35,7 @@ LEGEND_PAD = 0.35  # inches around a legend (its title and frame)
 PANEL_MAX = 6  # configurations (or lines) per panel; more are split over several panels
 LABEL_WIDTH = 104  # characters of legend text that fit across WIDTH at the legend's font size
 TITLE_WIDTH = 76  # characters of a figure title that fit across WIDTH at its font size
+AXIS_WIDTH = 84  # characters of an axis label that fit across WIDTH (less the axis' margin) at its font size
 MARKERS = "osD^vP*Xh<>p"  # with COLOURS: (colour, marker) pairs stay distinct up to 120 series
 
 STYLE = {
@@ -78,8 +79,8 @@ def split(items: Sequence, size: int = PANEL_MAX) -> list[list]:
 
 
 def wrap(label: str, width: int) -> str:
-    """`label` broken at spaces into lines of at most `width` characters (a longer word stays whole)."""
-    return "\n".join(textwrap.wrap(label, width, break_long_words=False)) or label
+    """`label` broken at spaces (not hyphens) into lines of at most `width` characters; a longer word stays whole."""
+    return "\n".join(textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False)) or label
 
 
 def grid_columns(panels: int) -> int:
@@ -151,14 +152,19 @@ def shared_settings(settings: Sequence[dict]) -> tuple[str, list[str]]:
     return " ".join(f"{k}={v}" for k, v in shared), own
 
 
+def fit(text: str, panels: int, chars: int = AXIS_WIDTH) -> str:
+    """`text` wrapped to the width of one panel of `panels` (`chars`: what fits across the whole figure)."""
+    return wrap(text, chars // grid_columns(panels))
+
+
 def panel_title(index: int, panels: list[list], shared: str = "", noun: str = "configurations") -> str:
-    """"configurations 7-12 of 24" for the second of four panels of 6, then the settings its series share;
-    empty for a single panel."""
+    """"configurations 7-12 of 24" for the second of four panels of 6, then the settings its series share
+    (wrapped to the panel's width); empty for a single panel."""
     if len(panels) < 2:
         return shared
     start = sum(len(p) for p in panels[:index])
     span = f"{noun} {start + 1}-{start + len(panels[index])} of {sum(len(p) for p in panels)}"
-    return span + (f"\n{shared}" if shared else "")
+    return span + (f"\n{fit(shared, len(panels), TITLE_WIDTH)}" if shared else "")
 
 
 def render(draw: Callable[..., Figure | None], *args: Any) -> Figure | None:

@@ -21,8 +21,8 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from faasgd.batch import cost_plots
 from faasgd.batch.figure_style import (
-    AXES_HEIGHT, LegendText, add_legend, add_title, grid_columns, look, new_panels, panel_title, shared_settings, split,
-    text_chars, write,
+    AXES_HEIGHT, LegendText, add_legend, add_title, fit, grid_columns, look, new_panels, panel_title, shared_settings,
+    split, text_chars, write,
 )
 from faasgd.batch.report import by_configuration, cell, label, mean, stdev, times_to_target
 
@@ -140,7 +140,7 @@ def draw_accuracy_vs_time(runs: list[dict]) -> Figure | None:
         handles += [ax.axhline(t, color="0.3", linestyle="--", linewidth=1.0) for t in found]
         if strip:
             draw_time_strip(strip, panel, target)
-        ax.set_xlabel("time since the job was created (s)")
+        ax.set_xlabel(fit("time since the job was created (s)", len(panels)))
         ax.set_ylabel("validation accuracy")
         (strip or ax).set_title(panel_title(index, panels, shared))
         add_legend(sub, handles, legend)
@@ -194,7 +194,7 @@ def draw_time_lines(runs: list[dict], x_key: str, exclude: frozenset[str], x_lab
             ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xticks(xs_all)
         ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.set_xlabel(x_label)
+        ax.set_xlabel(fit(x_label, len(panels)))
         ax.set_ylabel("time to target (s)")
         ax.set_title(panel_title(index, panels, shared, "lines"))
         add_legend(sub, handles, legend)
