@@ -93,7 +93,7 @@ def draw_cost_vs_time(runs: list[dict]) -> Figure | None:
     legend = LegendText(labels, "configuration: mean ± stdev over the rounds; hollow: some rounds missed the target")
     fig, (sub,) = new_panels([legend])
     ax = sub.add_subplot()
-    drawn = [draw_point(ax, points, look(i, len(groups))) for i, (_, points) in enumerate(groups)]
+    drawn = [draw_point(ax, points, look(i)) for i, (_, points) in enumerate(groups)]
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     formatter = ScalarFormatter(useMathText=True)

@@ -31,12 +31,12 @@ DPI = 150  # dots per inch of the written PNGs: sharp on paper, still small file
 WIDTH = 7.0  # inches: a page's text width, so a figure prints at 100%
 AXES_HEIGHT = 3.0  # inches of one panel's axes with its ticks, axis labels and title
 LEGEND_ROW = 0.19  # inches per legend row at the legend's font size
-LEGEND_PAD = 0.35  # inches around a legend (its title and frame)
+LEGEND_PAD = 0.35  # inches between a legend and the axes above it, and below it
 PANEL_MAX = 6  # configurations (or lines) per panel; more are split over several panels
 LABEL_WIDTH = 104  # characters of legend text that fit across WIDTH at the legend's font size
 TITLE_WIDTH = 76  # characters of a figure title that fit across WIDTH at its font size
 AXIS_WIDTH = 84  # characters of an axis label that fit across WIDTH (less the axis' margin) at its font size
-MARKERS = "osD^vP*Xh<>p"  # with COLOURS: (colour, marker) pairs stay distinct up to 120 series
+MARKERS = "osD^vP*Xh<>p"  # with tab10's 10 colours: (colour, marker) pairs stay distinct up to 120 series
 
 STYLE = {
     "figure.dpi": DPI,
@@ -60,15 +60,15 @@ STYLE = {
 }
 
 
-def look(index: int, count: int) -> dict[str, Any]:
-    """Colour and marker of series `index` of `count`: tab10's colours, a new marker each time they repeat."""
+def look(index: int) -> dict[str, Any]:
+    """Colour and marker of series `index`: tab10's colours, a new marker each time they repeat."""
     cmap = colormaps["tab10"]
     return {"color": cmap(index % cmap.N), "marker": MARKERS[(index // cmap.N) % len(MARKERS)]}
 
 
-def colour(index: int, count: int):
-    """The colour of series `index` of `count` (see `look`)."""
-    return look(index, count)["color"]
+def colour(index: int):
+    """The colour of series `index` (see `look`)."""
+    return look(index)["color"]
 
 
 def split(items: Sequence, size: int = PANEL_MAX) -> list[list]:

@@ -96,7 +96,7 @@ def draw_time_strip(strip, panel: list[list[dict]], target: float) -> None:
     for row, group in enumerate(panel):
         times = times_to_target(group)
         if times:
-            style = look(row, len(panel))
+            style = look(row)
             strip.errorbar([mean(times)], [row], xerr=[stdev(times) or 0.0], color=style["color"],
                            marker=style["marker"], markersize=5, linewidth=1.2)
     strip.set_ylim(len(panel) - 0.5, -0.5)
@@ -136,7 +136,7 @@ def draw_accuracy_vs_time(runs: list[dict]) -> Figure | None:
     for index, (panel, sub, (shared, legend)) in enumerate(zip(panels, subfigures, texts)):
         strip, ax = panel_axes(sub, first, strip_rows)
         first = first or ax
-        handles = [draw_curves(ax, group, look(i, len(panel))) for i, group in enumerate(panel)]
+        handles = [draw_curves(ax, group, look(i)) for i, group in enumerate(panel)]
         handles += [ax.axhline(t, color="0.3", linestyle="--", linewidth=1.0) for t in found]
         if strip:
             draw_time_strip(strip, panel, target)
@@ -188,7 +188,7 @@ def draw_time_lines(runs: list[dict], x_key: str, exclude: frozenset[str], x_lab
     for index, (panel, sub, (shared, legend)) in enumerate(zip(panels, subfigures, texts)):
         ax = sub.add_subplot(sharex=first, sharey=first)
         first = first or ax
-        handles = [draw_time_line(ax, lines[name], look(i, len(panel))) for i, name in enumerate(panel)]
+        handles = [draw_time_line(ax, lines[name], look(i)) for i, name in enumerate(panel)]
         if log_x:
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(NullFormatter())

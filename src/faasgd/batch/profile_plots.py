@@ -33,7 +33,7 @@ def draw_run_profile(run: dict) -> Figure | None:
     axes = sub.subplots(len(SERIES), 1, sharex=True)
     for ax, name in zip(axes, SERIES):
         for n, (worker, profile) in enumerate(profiles):
-            style = look(n, len(profiles))
+            style = look(n)
             ax.plot(profile["t"], profile[name], color=style["color"], linewidth=0.9,
                     marker=style["marker"] if len(profile["t"]) < 60 else None, markersize=3)  # a short run: points
         if name != "rss":
@@ -42,7 +42,7 @@ def draw_run_profile(run: dict) -> Figure | None:
         if name in ("tx", "rx"):
             ax.yaxis.set_major_formatter(EngFormatter())  # 200 k, 1.5 M: bytes/s span orders of magnitude
     axes[-1].set_xlabel("time since the worker's first call began (s)")
-    handles = [Line2D([], [], linewidth=0.9, markersize=3, **look(n, len(profiles))) for n in range(len(profiles))]
+    handles = [Line2D([], [], linewidth=0.9, markersize=3, **look(n)) for n in range(len(profiles))]
     handles.append(Line2D([], [], color="0.4", linestyle="--", linewidth=0.8))
     add_legend(sub, handles, legend)
     add_title(fig, f"Resources per worker: {run.get('configuration', '')}, round {run.get('round', '')}")

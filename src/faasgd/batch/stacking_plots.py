@@ -38,7 +38,7 @@ def draw_phases(runs: list[dict]) -> Figure | None:
     handles = []
     for i, phase in enumerate(PHASES):
         widths = [mean(finished_values(g, phase)) or 0.0 for g in groups]
-        handles.append(ax.barh(rows, widths, left=left, height=0.7, color=colour(i, len(PHASES))))
+        handles.append(ax.barh(rows, widths, left=left, height=0.7, color=colour(i)))
         left = [a + b for a, b in zip(left, widths)]
     totals = [finished_values(g, "total_s") for g in groups]
     handles.append(ax.errorbar([mean(t) for t in totals], rows, xerr=[stdev(t) or 0.0 for t in totals],
