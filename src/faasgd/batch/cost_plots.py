@@ -2,7 +2,7 @@
 cost per run on y, error bars the sample stdev over the rounds.
 
 A run's time is its time to target when it reached the target, else its wall time (a stacking run's total
-time); its cost is `cost_usd` (FaaS plus the store's host, from the price table). A configuration's point is
+time); its cost is `cost_usd`, the run's total as its result records it. A configuration's point is
 the mean over its finished rounds that have both; a hollow marker says some of them missed the target. Each
 marker is numbered, and the legend below the axes maps the numbers to the configurations. A batch whose runs
 carry no cost figures gets no plot (no file).
@@ -19,6 +19,7 @@ from matplotlib.transforms import Bbox
 from faasgd.batch.figure_style import LegendText, add_legend, add_title, look, new_panels, write
 from faasgd.batch.report import by_configuration, label, mean, reached, stdev
 
+# where a point's number may go, in points from the point, tried in order
 PLACES = ((4, 4), (4, -4), (-4, 4), (-4, -4), (10, 10), (10, -10), (-10, 10), (-10, -10), (0, 14), (0, -14))
 MARKER_PX = 5.0  # pixels from a marker's centre that a label must keep clear of
 TIME_KEYS = ("wall_s", "total_s")  # a run's time when it did not reach the target: emnist's, then stacking's
