@@ -33,6 +33,7 @@ PLOT_TITLES = {
     "time_vs_workers": "Time to target against the number of workers",
     "time_vs_period": "Time to target against the fetch/push period",
     "phases": "Time of each phase per configuration",
+    "cost_vs_time": "Cost against time per configuration",
 }
 
 
