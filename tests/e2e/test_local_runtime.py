@@ -235,7 +235,7 @@ def test_train_starts_and_stops_its_own_runtime(tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["state"] == "done" and result["samples"] == 3 * 3600
-    assert "memcached://127.0.0.1:" in run.stdout  # --store memcached picked the runtime's memcached
+    assert "memcached://127.0.0.1:" in run.stderr  # --store memcached picked the runtime's memcached (the header)
     assert not (directory / "state.json").exists()  # it stopped the runtime it started
 
 

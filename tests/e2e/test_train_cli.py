@@ -124,8 +124,11 @@ def start_persistent_redis(port, workdir):
 
 def wait_for_progress(url, proc, deadline_s=60, workers=2):
     """Wait until a job exists and each of its `workers` has pushed (all are mid-run, not starting: a call that
-    starts during an outage is another case); returns the job id from the first output line."""
-    line = proc.stdout.readline()
+    starts during an outage is another case); returns the job id from the "job J: ..." line (on stderr: stdout
+    holds only the --json document)."""
+    line = proc.stderr.readline()
+    while line and not line.startswith("job "):
+        line = proc.stderr.readline()
     job_id = line.split()[1].rstrip(":")
     store = open_store(url)
     deadline = time.monotonic() + deadline_s
