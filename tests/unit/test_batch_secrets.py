@@ -79,16 +79,17 @@ def test_plot_labels_get_the_masked_url(tmp_path):
              "store": URL, "state": "done", "reached_target": True, "time_to_target_s": 1.0 + i,
              "final_test_accuracy": 0.6, "epochs": 1.0, "curve": [[0.5, 0.4], [1.0 + i, 0.6]]} for i, w in enumerate((1, 2))]
     seen = []
-    import matplotlib.axes
+    import matplotlib.figure
+    import matplotlib.text
 
-    original = matplotlib.axes.Axes.plot
+    original = matplotlib.figure.Figure.savefig
 
-    def spy(self, *args, label=None, **kwargs):
-        seen.append(str(label))
-        return original(self, *args, label=label, **kwargs)
+    def spy(self, *args, **kwargs):  # every text a saved figure shows: titles, labels, legends, annotations
+        seen.extend(t.get_text() for t in self.findobj(matplotlib.text.Text))
+        return original(self, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(matplotlib.axes.Axes, "plot", spy)
+        patch.setattr(matplotlib.figure.Figure, "savefig", spy)
         written = write_outputs(tmp_path, runs, {"name": "p", "rounds": 1}, redactor)
     assert written and seen and any("***" in label for label in seen)
     assert_no_secret(" ".join(seen), "plot labels")
