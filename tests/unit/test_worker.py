@@ -216,7 +216,9 @@ def test_the_stop_rule_is_checked_every_period_of_samples_for_one_worker_and_for
     assert checks and all(c["samples"] % period < 20 for c in checks), [c["samples"] for c in checks]
     assert len({c["samples"] // period for c in checks}) == len(checks)
     assert [c for c in checks if c["accuracy"] >= 0.8]
-    # the crossing is found within a period of the first check that met the target, not at an epoch's end
+    # the crossing is found by the first check that met the target at the latest (an epoch's end may find it sooner);
+    # with several workers another's later check may claim it while that one evaluates (the first claim wins): at
+    # most one period per other worker. One worker checks in order: exactly that check, or an epoch end before it
     first = min(c["samples"] for c in checks if c["accuracy"] >= 0.8)
-    assert result["samples_to_target"] < first + period, (result["samples_to_target"], first)
-    assert [c["samples"] // period for c in checks] == list(range(1, len(checks) + 1))  # every period, in order
+    assert result["samples_to_target"] <= first + (workers - 1) * period, (result["samples_to_target"], first)
+    assert sorted(c["samples"] // period for c in checks) == list(range(1, len(checks) + 1))  # every period
