@@ -55,23 +55,22 @@ def docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
-def heads(tree: ast.AST) -> list[tuple[int, str, bool]]:
-    """(line, leading text, whether it is an f-string's) of every string literal and every f-string that
-    starts with text, docstrings aside."""
+def heads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, leading text) of every string literal and every f-string that starts with text, docstrings aside."""
     skip, found = docstrings(tree), []
     inner = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
-            found.append((node.lineno, str(node.values[0].value), True))
+            found.append((node.lineno, str(node.values[0].value)))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip | inner:
-            found.append((node.lineno, node.value, False))
+            found.append((node.lineno, node.value))
     return found
 
 
 def name_prefixes(source: str) -> set[str]:
     """The fixed heads of the names a names module formats: the text an f-string starts with (`progress:`,
     `crossing-`), and a literal that is only a head (`r:`)."""
-    return {text for _, text, _ in heads(ast.parse(source)) if _PREFIX.match(text)}
+    return {text for _, text in heads(ast.parse(source)) if _PREFIX.match(text)}
 
 
 def starts_like(text: str, prefix: str) -> bool:
@@ -121,7 +120,7 @@ def name_arguments(tree: ast.AST, takes: dict[str, int]) -> list[int]:
 def violations(source: str, path: str, prefixes: set[str], takes: dict[str, int]) -> list[str]:
     """file:line of every name formatted in `source` outside the names module."""
     tree = ast.parse(source)
-    found = [f"{path}:{line}: {text[:40]!r} starts like a store name" for line, text, _ in heads(tree)
+    found = [f"{path}:{line}: {text[:40]!r} starts like a store name" for line, text in heads(tree)
              if any(starts_like(text, prefix) for prefix in prefixes)]
     found += [f"{path}:{line}: a store name written out (build it in faasgd.store.keys)"
               for line in name_arguments(tree, takes)]
