@@ -30,7 +30,6 @@ Names inside the job's key space (the `{name}` above), each built by a constant 
 Callers import these; no other module formats a key or a name (tests/unit/test_store_names.py scans src for it).
 """
 
-
 from __future__ import annotations
 
 import hashlib
