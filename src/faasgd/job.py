@@ -26,7 +26,7 @@ import numpy as np
 from faasgd import data, model
 from faasgd.config import TrainConfig, config_from_record
 from faasgd.errors import FaasgdError, JobNotFound, StoreError
-from faasgd.store import ParameterStore, UpdateRule
+from faasgd.store import ParameterStore, UpdateRule, keys
 
 
 def new_job_id() -> str:
@@ -88,8 +88,8 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
         "train_rows": train_rows,
         "validation_rows": validation_rows,
     }
-    store.put_record(job_id, "job", meta)
-    if not store.add_record(job_id, "config", config.to_dict()):
+    store.put_record(job_id, keys.JOB, meta)
+    if not store.add_record(job_id, keys.CONFIG, config.to_dict()):
         raise FaasgdError(f"job_id: job {job_id!r} already exists")
     store.append_event(job_id, {"event": "created", "at": meta["created_at"]})
     return job_id
@@ -97,18 +97,18 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
 
 def read_job(store: ParameterStore, job_id: str) -> tuple[TrainConfig, dict[str, Any]]:
     """The job's config and meta records; JobNotFound when it has none (StoreError when the store lost them)."""
-    records = store.get_records(job_id, ["config", "job", "lost"])
-    if records["lost"] is not None:
-        raise StoreError(store.url, records["lost"]["error"])
-    if records["config"] is None or records["job"] is None:
+    records = store.get_records(job_id, [keys.CONFIG, keys.JOB, keys.LOST])
+    if records[keys.LOST] is not None:
+        raise StoreError(store.url, records[keys.LOST]["error"])
+    if records[keys.CONFIG] is None or records[keys.JOB] is None:
         raise JobNotFound(job_id)
-    return config_from_record(records["config"]), records["job"]
+    return config_from_record(records[keys.CONFIG]), records[keys.JOB]
 
 
 def mark_lost(store: ParameterStore, job_id: str, detail: str) -> str:
     """Record that the store lost this job's state (so it fails with that reason); returns the reason."""
     reason = f"the store lost the job's state ({detail}); the job is not restarted from scratch"
-    store.add_record(job_id, "lost", {"error": reason, "at": time.time()})  # not a duration: the local clock
+    store.add_record(job_id, keys.LOST, {"error": reason, "at": time.time()})  # not a duration: the local clock
     return reason
 
 
@@ -120,53 +120,46 @@ def public(record: dict | None) -> dict | None:
     return None if record is None else {k: v for k, v in record.items() if k not in PRIVATE}
 
 
-def progress_name(worker_id: int) -> str:
-    return f"progress:{worker_id}"
-
-
 def read_progress(store: ParameterStore, job_id: str, number_of_workers: int) -> dict[int, dict | None]:
     """Every worker's latest progress record in one round trip (None for a worker not yet started)."""
-    names = [progress_name(i) for i in range(number_of_workers)]
+    names = [keys.progress_name(i) for i in range(number_of_workers)]
     records = store.get_records(job_id, names)
-    return {i: records[progress_name(i)] for i in range(number_of_workers)}
+    return {i: records[keys.progress_name(i)] for i in range(number_of_workers)}
 
 
 def mark_done(store: ParameterStore, job_id: str, crossing: dict[str, Any]) -> bool:
     """Record that the target was reached (`crossing`: see `done` above); True only for the first worker to do so."""
-    return store.add_record(job_id, "done", crossing)
+    return store.add_record(job_id, keys.DONE, crossing)
 
 
 def has_ended(store: ParameterStore, job_id: str) -> bool:
     """Whether a worker reached the target or the job ended otherwise (its result written, its state lost)."""
-    records = store.get_records(job_id, ["done", "result", "lost"])
+    records = store.get_records(job_id, [keys.DONE, keys.RESULT, keys.LOST])
     return any(value is not None for value in records.values())
 
 
 def read_status(store: ParameterStore, job_id: str) -> dict[str, Any]:
     """What anyone wants to know about a job: state, config, per-worker progress, result."""
-    records = store.get_records(job_id, ["config", "job", "result", "done", "lost"])  # one round trip, then progress
-    if records["lost"] is not None:
-        return lost_status(job_id, records["lost"]["error"])
-    if records["config"] is None or records["job"] is None:
+    records = store.get_records(job_id, [keys.CONFIG, keys.JOB, keys.RESULT, keys.DONE, keys.LOST])  # then progress
+    if records[keys.LOST] is not None:
+        return lost_status(job_id, records[keys.LOST]["error"])
+    if records[keys.CONFIG] is None or records[keys.JOB] is None:
         raise JobNotFound(job_id)
-    config, result = config_from_record(records["config"]), records["result"]
+    config, result = config_from_record(records[keys.CONFIG]), records[keys.RESULT]
     workers = range(config.number_of_workers)
-    found = store.get_records(job_id, [progress_name(i) for i in workers] + [heartbeat_name(i) for i in workers])
-    progress = [found[progress_name(i)] for i in workers]
+    found = store.get_records(job_id, [keys.progress_name(i) for i in workers]
+                              + [keys.heartbeat_name(i) for i in workers])
+    progress = [found[keys.progress_name(i)] for i in workers]
     return {
         "job_id": job_id,
         "state": result["state"] if result else "running",
         "config": config.to_dict(),
-        "created_at": records["job"]["created_at"],
+        "created_at": records[keys.JOB]["created_at"],
         "workers": [public(record) for record in progress],
-        "done": records["done"],
+        "done": records[keys.DONE],
         "result": result,
-        "waiting": None if result else waiting(progress, [found[heartbeat_name(i)] for i in workers]),
+        "waiting": None if result else waiting(progress, [found[keys.heartbeat_name(i)] for i in workers]),
     }
-
-
-def heartbeat_name(worker_id: int) -> str:
-    return f"heartbeat:{worker_id}"
 
 
 def waiting(progress: list[dict | None], beats: list[dict | None]) -> dict | None:

@@ -26,10 +26,10 @@ import numpy as np
 from faasgd import data, job, model
 from faasgd.config import ACTIVATIONS
 from faasgd.errors import ConfigError, NoModel, StoreError
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, keys
 
 FORMAT = 1  # the file format's version (field `format`)
-FINAL = "final"  # the copy kept when the job ends below its target
+FINAL = "final"  # the source of a model kept when the job ended below its target (copy keys.FINAL_COPY)
 EVAL_CHUNK = 1024  # rows scaled to float32 at a time during evaluation
 FIELDS = {  # name: what it holds
     "format": "int64 scalar: this format's version (1)",
@@ -48,10 +48,6 @@ OPTIONAL = {  # present in some files only
     "cnn_arch": "unicode scalar: a cnn job's architecture (faasgd.model.cnn_layout; params in its layout, sizes "
                 "(pixels, classes)); absent: the MLP of sizes",
 }
-
-
-def crossing_copy(worker_id: int) -> str:
-    return f"crossing-{int(worker_id)}"
 
 
 @dataclass(frozen=True)
@@ -96,9 +92,9 @@ def keep_crossing(store: ParameterStore, job_id: str, worker_id: int, weights: n
     """At a worker's crossing: unless another came first, keep `weights` (exactly the parameters it evaluated)
     as its candidate copy, then claim `done` naming it (set-if-absent: the commit). True if this claim won.
     `crossing`: validation_accuracy, at (store clock), samples, epochs and version at the crossing."""
-    if store.get_record(job_id, "done") is not None:
+    if store.get_record(job_id, keys.DONE) is not None:
         return False  # the job's model is kept already: this crossing changes nothing
-    name = crossing_copy(worker_id)
+    name = keys.crossing_copy(worker_id)
     store.keep_copy(job_id, name, weights)
     return job.mark_done(store, job_id, {**crossing, "worker_id": worker_id, "test_accuracy": float(test_accuracy()),
                                          "model": name})
@@ -107,8 +103,8 @@ def keep_crossing(store: ParameterStore, job_id: str, worker_id: int, weights: n
 def read_model(store: ParameterStore, job_id: str) -> ModelFile:
     """The job's model from the store; JobNotFound, or NoModel saying why there is none (yet)."""
     config, meta = job.read_job(store, job_id)
-    records = store.get_records(job_id, ["done", "result"])
-    done, result = records["done"], records["result"]
+    records = store.get_records(job_id, [keys.DONE, keys.RESULT])
+    done, result = records[keys.DONE], records[keys.RESULT]
     if done is not None:
         params, info = store.read_copy(job_id, done["model"]), {
             "source": "crossing", "version": done["version"], "validation_accuracy": done["validation_accuracy"],
@@ -119,7 +115,7 @@ def read_model(store: ParameterStore, job_id: str) -> ModelFile:
         raise NoModel(job_id, "has no model yet: it is still training below its target (its model is kept when "
                               "it reaches the target, or when it ends); try again later")
     else:
-        params = store.read_copy(job_id, FINAL)
+        params = store.read_copy(job_id, keys.FINAL_COPY)
         if params is None or result.get("final_validation_accuracy") is None:
             raise NoModel(job_id, f"ended ({result.get('state')}) without a model"
                                   + (f": {result['error']}" if result.get("error") else ""))
@@ -224,6 +220,6 @@ def keep_final(store: ParameterStore, job_id: str) -> tuple[np.ndarray, int]:
     """The final global parameters and their version, kept as the model of a job that ended below its target
     (by the worker writing the result, before it)."""
     weights, version = store.authoritative().get_weights(job_id)
-    store.keep_copy(job_id, FINAL, weights)
+    store.keep_copy(job_id, keys.FINAL_COPY, weights)
     return weights, version
 

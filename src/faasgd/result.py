@@ -29,7 +29,7 @@ import numpy as np
 from faasgd import cost, job, job_model, profile
 from faasgd.config import TrainConfig
 from faasgd.errors import StoreError
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, keys
 
 FINAL = ("finished", "failed")  # a worker record in one of these states will not change again
 # What a run measured, in the order test.sh's CSV and tables show it. staleness_p50/p99: in minibatch steps of
@@ -196,12 +196,12 @@ def write_result(store: ParameterStore, job_id: str,
     """Assemble and write the result record once (an existing result is returned unchanged).
 
     Below the target, with `evaluate`, the final global parameters are kept as the job's model first."""
-    existing = store.get_record(job_id, "result")
+    existing = store.get_record(job_id, keys.RESULT)
     if existing is not None:
         return existing
     config, meta = job.read_job(store, job_id)
     progress = job.read_progress(store, job_id, config.number_of_workers)
-    done, final = store.get_record(job_id, "done"), None
+    done, final = store.get_record(job_id, keys.DONE), None
     if done is None and evaluate is not None and error is None:
         try:
             weights, version = job_model.keep_final(store, job_id)
@@ -211,6 +211,6 @@ def write_result(store: ParameterStore, job_id: str,
             pass
     calls = [e for e in store.events(job_id) if e.get("event") == "call"]  # no worker record holds these
     result = build_result(config, meta, progress, done, final, error, store.job_time(), calls)
-    store.add_record(job_id, "result", result)
+    store.add_record(job_id, keys.RESULT, result)
     store.append_event(job_id, {"event": "result", "state": result["state"], "at": result["finished_at"]})
-    return store.get_record(job_id, "result") or result
+    return store.get_record(job_id, keys.RESULT) or result

@@ -12,9 +12,10 @@ import pytest
 from faasgd import job
 from faasgd.config import load_config
 from faasgd.local.stores import start_memcached, start_redis
-from faasgd.profile import MEASURES, profile_name
+from faasgd.profile import MEASURES
 from faasgd.sgd import run_worker
 from faasgd.store import meter, open_store
+from faasgd.store.keys import profile_name
 from faasgd.store.url import parse_store_url
 
 pytestmark = pytest.mark.integration

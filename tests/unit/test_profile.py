@@ -216,7 +216,7 @@ def test_the_status_query_profile_1_returns_each_workers_series(monkeypatch):
     from faasgd.errors import ConfigError
     from faasgd.functions import replica_cache
     from faasgd.functions.emnist_setup import job_status
-    from faasgd.profile import profile_name
+    from faasgd.store.keys import profile_name
     from faasgd.store import open_store
 
     url = f"memory://profile{uuid.uuid4().hex[:8]}"

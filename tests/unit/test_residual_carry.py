@@ -15,7 +15,7 @@ from faasgd.errors import StateLost
 from faasgd.sgd import UNLIMITED, CallBudget, Superseded, invocation, run_iteration, run_loop_call, run_worker
 from faasgd.sgd import residual as feedback
 from faasgd.sgd.worker import load_worker
-from faasgd.store import open_store, push_codec
+from faasgd.store import keys, open_store, push_codec
 from faasgd.store.push_codec import PushCodec, parse_codec
 
 CODEC = "topk:0.01"
@@ -292,7 +292,7 @@ def test_keeping_a_residual_the_store_refuses_deletes_its_blob():
     config, store, job_id = new_job()
     store.update_worker(job_id, 0, {"pushes": 4, "owner": "b", "residual": ""})
     for pushes, accepted in ((3, False), (4, True)):
-        name = feedback.blob_name(0, pushes, "a")
+        name = keys.residual_name(0, pushes, "a")
         assert feedback.keep(store, job_id, 0, name, b"\0" * 8, {"pushes": pushes, "owner": "a",
                                                                   "residual": name}) is accepted
         assert (store.get_blob(job_id, name) is not None) == accepted

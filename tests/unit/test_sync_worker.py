@@ -9,7 +9,7 @@ from faasgd.config import load_config
 from faasgd.errors import ConfigError
 from faasgd.sgd import invocation, sync_checkpoint, sync_worker
 from faasgd.sgd.budget import UNLIMITED, CallBudget
-from faasgd.store import open_store
+from faasgd.store import keys, open_store
 from support.sync_drive import config_of, in_threads, killing_first_space, train_job, train_with_worker_1_killed
 
 
@@ -18,7 +18,7 @@ def final_states(store, job_id, config):
     out = []
     for w in range(config.number_of_workers):
         rounds = store.worker_record(job_id, w)["rounds"]
-        raw = store.get_blob(job_id, sync_checkpoint.state_name(w, rounds))
+        raw = store.get_blob(job_id, keys.sync_state_name(w, rounds))
         length = job.network_sizes(config)[0] + 1
         out.append(np.frombuffer(raw, "<f4", offset=sync_checkpoint._HEADER.size)[:length])
     return out
@@ -208,7 +208,7 @@ def test_kmeans_through_the_worker_is_lloyd_over_every_shard_and_its_model_assig
     for _ in range(4):  # the oracle: Lloyd over all the training rows in one process
         centroids = convex.kmeans.merge([convex.kmeans.partial(centroids, rows.x)], centroids)
     record = store.worker_record(job_id, 0)
-    state = np.frombuffer(store.get_blob(job_id, sync_checkpoint.state_name(0, record["rounds"])), "<f4",
+    state = np.frombuffer(store.get_blob(job_id, keys.sync_state_name(0, record["rounds"])), "<f4",
                           offset=sync_checkpoint._HEADER.size)
     assert record["rounds"] == 4  # one Lloyd iteration an epoch
     np.testing.assert_allclose(state, centroids, rtol=1e-5, atol=1e-5)

@@ -11,7 +11,7 @@ from faasgd.errors import StoreUnavailable
 from faasgd.result import RESULT_KEYS
 from faasgd.sgd import DownpourWorker, WorkerProgress, run_worker
 from faasgd.sgd.worker import load_worker
-from faasgd.store import open_store
+from faasgd.store import keys, open_store
 from support.fake_clock import StepClock
 
 
@@ -131,7 +131,7 @@ def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it(m
     store = FailingStore(inner, healthy=5)
     with pytest.raises(StoreUnavailable):
         run_worker(config, store, job_id, 0)
-    progress = inner.get_record(job_id, job.progress_name(0))
+    progress = inner.get_record(job_id, keys.progress_name(0))
     assert progress["state"] == "failed"
     assert "memory://gone" in progress["error"]
     assert progress["retries"] >= 1 and clock.now >= config.store_timeout_s  # retried until its deadline

@@ -18,9 +18,9 @@ from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
 from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.settings import FunctionEnv, call_clock
-from faasgd.profile import profile_name
 from faasgd.sgd import UNLIMITED, CallBudget
 from faasgd.store import parse_store_url
+from faasgd.store import keys
 from faasgd.store.keys import check_job_id
 
 STATUS_QUERY_KEYS = ("job_id", "store", "events", "model", "profile")
@@ -100,7 +100,7 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
     if query.get("events") in ("1", "true"):
         status["events"] = store.events(job_id)  # created, fanned-out, one per worker epoch, result
     if query.get("profile") in ("1", "true"):
-        names = [profile_name(i) for i in range(len(status.get("workers") or []))]
+        names = [keys.profile_name(i) for i in range(len(status.get("workers") or []))]
         found = store.get_records(job_id, names) if names else {}
         status["profiles"] = [found.get(name) for name in names]
     return 200, status

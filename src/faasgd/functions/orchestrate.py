@@ -25,7 +25,7 @@ from faasgd.functions.train_request import TrainRequest
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.sgd import UNLIMITED, CallBudget, HandOff, run_iteration, run_loop_call, run_worker
 from faasgd.sgd.call_clock import CallClock
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.orchestrate")
 Relaunch = Callable[[TrainRequest], Any]  # invoke a worker (again): the gateway's async route, or a process
@@ -112,4 +112,4 @@ def run_single(store: ParameterStore, config: TrainConfig, job_id: str, budget: 
             raise
         relaunch(TrainRequest(job_id, 0, 0, config.store))
         return {**result.missing(job_id, None), "state": "running", "handed_off": True, "reason": str(stop)}
-    return store.get_record(job_id, "result") or result.write_result(store, job_id, error="no result written")
+    return store.get_record(job_id, keys.RESULT) or result.write_result(store, job_id, error="no result written")

@@ -24,17 +24,19 @@ from typing import Any, Callable
 from faasgd import result
 from faasgd.config import TrainConfig
 from faasgd.functions.train_request import TrainRequest
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.supervise")
 SUPERVISE_EVERY_S = 5.0  # how often a running worker looks after the others
 
 
+def watched(w: int) -> tuple[str, str, str, str]:
+    """The records supervision reads of worker `w`: its progress, heartbeat, relaunch count and claim."""
+    return keys.progress_name(w), keys.heartbeat_name(w), keys.relaunch_name(w), keys.supervising_name(w)
+
+
 def watch_names(number_of_workers: int) -> list[str]:
-    return [f"{kind}:{w}" for w in range(number_of_workers) for kind in KINDS]
-
-
-KINDS = ("progress", "heartbeat", "relaunch", "supervising")
+    return [name for w in range(number_of_workers) for name in watched(w)]
 
 
 def supervise(store: ParameterStore, job_id: str, config: TrainConfig, meta: dict[str, Any],
@@ -46,7 +48,7 @@ def supervise(store: ParameterStore, job_id: str, config: TrainConfig, meta: dic
     for w in range(config.number_of_workers):
         if w == skip:
             continue
-        record, beat, launch, claimed = (records[f"{kind}:{w}"] for kind in KINDS)
+        record, beat, launch, claimed = (records[name] for name in watched(w))
         if (record and record.get("state") in result.FINAL) or beat is not None or claimed is not None:
             continue  # final, alive, or re-invoked moments ago (its new call has start_timeout_s to beat)
         since = (launch or {}).get("at") or meta["created_at"]
@@ -72,9 +74,9 @@ def _relaunch(store, job_id, config, w, record, launch, relaunch, now) -> str | 
         log.warning("job %s: %s", job_id, error)
         return f"failed: {error}"
     claim_s = max(1, math.ceil(config.start_timeout_s))
-    if not store.add_record(job_id, f"supervising:{w}", {"at": now()}, ttl_s=claim_s):
+    if not store.add_record(job_id, keys.supervising_name(w), {"at": now()}, ttl_s=claim_s):
         return None  # another supervisor is on it
-    store.put_record(job_id, f"relaunch:{w}", {"count": count + 1, "pushes": pushes, "at": now()})
+    store.put_record(job_id, keys.relaunch_name(w), {"count": count + 1, "pushes": pushes, "at": now()})
     iteration = int((record or {}).get("epoch") or 0) if config.invocation_mode == "per-iteration" else 0
     relaunch(TrainRequest(job_id, w, iteration, config.store))
     log.warning("job %s: worker %d was lost; re-invoked it (%d of %d without progress)", job_id, w, count + 1,

@@ -8,6 +8,6 @@
 
 from faasgd.profile.bursts import SERIES, THRESHOLDS
 from faasgd.profile.figures import MEASURES, job_figures
-from faasgd.profile.worker_profile import WorkerProfile, profile_name
+from faasgd.profile.worker_profile import WorkerProfile
 
-__all__ = ["MEASURES", "SERIES", "THRESHOLDS", "WorkerProfile", "job_figures", "profile_name"]
+__all__ = ["MEASURES", "SERIES", "THRESHOLDS", "WorkerProfile", "job_figures"]

@@ -24,13 +24,10 @@ from typing import Any
 from faasgd.profile import exporter
 from faasgd.profile.bursts import SERIES, merge
 from faasgd.profile.sampler import Sampler
+from faasgd.store import keys
 
 log = logging.getLogger("faasgd.worker")
 MAX_POINTS = 1200  # per worker in its profile record
-
-
-def profile_name(worker_id: int) -> str:
-    return f"profile:{worker_id}"
 
 
 def channel_threads(channel: Any) -> list[int]:
@@ -90,7 +87,7 @@ class WorkerProfile:
         if store is None or not job_id:
             return
         try:
-            name = profile_name(self.progress.worker_id)
+            name = keys.profile_name(self.progress.worker_id)
             kept = store.get_record(job_id, name)
             store.put_record(job_id, name, append(kept, self.sampler.series(), self.sampler.period))
         except Exception as error:  # the store may be what ended the call
@@ -102,7 +99,7 @@ class WorkerProfile:
         if self.sampler is None or not self.job_id:
             return
         try:
-            result = store.get_record(self.job_id, "result")
+            result = store.get_record(self.job_id, keys.RESULT)
         except Exception:  # the store may be gone
             return
         if result is not None:

@@ -1,6 +1,6 @@
 """What a round writes to the blob space: object names and the encoding of a slice of float32 values.
 
-Names (built here only, never parsed back; the header below is what a reader checks):
+Names (built by faasgd.store.keys, never parsed back; the header below is what a reader checks):
     {tag}:r{round}:p{slice}of{slices}:w{writer}   worker `writer`'s contribution to one slice
     {tag}:r{round}:m{slice}of{slices}             the merged slice, written by that slice's merger
 `reduce` is one slice (merged by worker 0); `reduce_scatter` is one slice per worker (slice i merged by worker i).
@@ -23,6 +23,7 @@ import numpy as np
 
 from faasgd.errors import ConfigError
 from faasgd.rounds.errors import RoundDataError
+from faasgd.store import keys
 
 _HEADER = struct.Struct("<4sQIIIQQQ")
 HEADER_BYTES = _HEADER.size  # 48: every object's overhead, counted in the bytes a round moves
@@ -45,8 +46,9 @@ class Piece:
     count: int  # the slice's length
 
     def name(self, tag: str) -> str:
-        where = f"{tag}:r{self.round_no}:{'p' if self.kind == PART else 'm'}{self.slice_index}of{self.slices}"
-        return f"{where}:w{self.writer}" if self.kind == PART else where
+        if self.kind == PART:
+            return keys.round_part_name(tag, self.round_no, self.slice_index, self.slices, self.writer)
+        return keys.round_merged_name(tag, self.round_no, self.slice_index, self.slices)
 
     def nbytes(self) -> int:
         return HEADER_BYTES + 4 * self.count

@@ -17,14 +17,9 @@ import uuid
 from typing import Callable
 
 from faasgd.errors import StoreError
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, keys
 
 POLL_S = 0.5  # how often a redelivery checks whether the dead holder's lease has expired
-
-
-def lease_name(worker_id: int, scope: int | str) -> str:
-    """The record holding worker `worker_id`'s lease for `scope` ("loop" or an iteration)."""
-    return f"lease:{worker_id}:{scope}"
 
 
 class Lease:
@@ -33,7 +28,7 @@ class Lease:
     def __init__(self, store: ParameterStore, job_id: str, worker_id: int, scope: int | str, call_id: str,
                  ttl_s: int, *, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic):
-        self.store, self.job_id, self.name = store, job_id, lease_name(worker_id, scope)
+        self.store, self.job_id, self.name = store, job_id, keys.lease_name(worker_id, scope)
         self.call_id, self.ttl_s = call_id, ttl_s
         self.sleep, self.clock = sleep, clock
         self.held = False

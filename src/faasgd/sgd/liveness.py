@@ -1,6 +1,6 @@
 """What every worker does to stay visibly alive, whatever its algorithm (Downpour's or the synchronous one).
 
-A heartbeat is a record `heartbeat:<worker>` expiring after lease_s (job.heartbeat_name), written at most every
+A heartbeat is a record `heartbeat:<worker>` expiring after lease_s (keys.heartbeat_name), written at most every
 HEARTBEAT_EVERY_S; supervision re-invokes a worker whose heartbeat is gone, and `on_heartbeat` renews the
 call's lease. Whether the job has ended is asked at most every ENDED_CHECK_EVERY_S.
 The class using the mixin provides: store, job_id, config, progress, clock, _retry, on_heartbeat.
@@ -12,6 +12,7 @@ import math
 import time
 
 from faasgd import job
+from faasgd.store import keys
 
 HEARTBEAT_EVERY_S = 1.0  # how often a worker says it is alive (and renews its lease) between store operations
 ENDED_CHECK_EVERY_S = 0.25  # how often a worker checks whether the job has ended
@@ -28,7 +29,7 @@ class Liveness:
             return
         self._last_heartbeat = now
         value = {"owner": self.progress.owner, "pushes": self.progress.pushes, "at": time.time()}
-        self._retry(lambda: self.store.put_record(self.job_id, job.heartbeat_name(self.progress.worker_id), value,
+        self._retry(lambda: self.store.put_record(self.job_id, keys.heartbeat_name(self.progress.worker_id), value,
                                                   ttl_s=self.config.lease_s))
         if self.on_heartbeat is not None:  # the lease's renewal: a store outage is ridden out here too
             self._retry(self.on_heartbeat)

@@ -7,7 +7,7 @@ hand-off chains, per-iteration's next epoch. So each call that ends cleanly leav
      than the push itself, so a compressed push costs on the wire what its codec says, plus the weights;
   2. at a clean end of the call (the drain before a hand-off, per-iteration's epoch end, the stop rule,
      the job's end: sgd/invocation.py `train`, DownpourWorker.check_budget), once its last push has landed,
-     the residual right after that push is written as a blob of its own (`blob_name`: the worker, its
+     the residual right after that push is written as a blob of its own (keys.residual_name: the worker, its
      push count and the invocation; never overwritten), then the worker's record (`update_worker`, never
      to fewer pushes) names it; refused (another invocation is further on), the blob is deleted;
   3. the blob a record named is deleted once a later push of the worker is applied (that push's record
@@ -34,18 +34,11 @@ reads with the weights, store/push.py `steps_of`). `f32` has no residual and wri
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 from faasgd.errors import StateLost
 from faasgd.sgd.budget import Superseded
 from faasgd.store import ParameterStore
-
-
-def blob_name(worker_id: int, seq: int, owner: str) -> str:
-    """The blob holding worker `worker_id`'s residual right after its push `seq`, kept by invocation `owner`."""
-    return f"residual:{int(worker_id)}:{int(seq)}:{hashlib.sha256(owner.encode()).hexdigest()[:16]}"
 
 
 def to_bytes(residual: np.ndarray) -> bytes:

@@ -1,8 +1,9 @@
 """A synchronous worker's checkpoint blob, and KMeans' accuracy (sync_worker.py's helpers).
 
 Checkpoint: after round r a worker writes its state (the parameters; admm [z | u_i | x_i]; kmeans the
-centroids) as blob `sync-state:<worker>:<r mod 2>` in the job's store, then its record saying r rounds. Two
-slots: a crash between the two writes leaves the record at the previous round, whose slot is untouched.
+centroids) as blob `sync-state:<worker>:<r mod 2>` (keys.sync_state_name) in the job's store, then its
+record saying r rounds. Two slots: a crash between the two writes leaves the record at the previous round,
+whose slot is untouched.
 The blob is a 20-byte header (magic, the round, the float32 count) and the raw little-endian float32 values;
 reading checks all three, so a blob of another round or length is StateLost, never values misread.
 """
@@ -18,11 +19,6 @@ from faasgd.errors import StateLost
 
 _HEADER = struct.Struct("<4sQQ")  # magic, round, float32 count
 MAGIC = b"FGSS"
-
-
-def state_name(worker_id: int, rounds: int) -> str:
-    """The blob holding worker `worker_id`'s state after `rounds` rounds (one of two slots)."""
-    return f"sync-state:{int(worker_id)}:{rounds % 2}"
 
 
 def encode_state(rounds: int, params: np.ndarray) -> bytes:

@@ -48,8 +48,8 @@ from faasgd.rounds.convex_rounds import admm_round, kmeans_round
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.liveness import ENDED_CHECK_EVERY_S, Liveness
 from faasgd.sgd.progress import WorkerProgress
-from faasgd.sgd.sync_checkpoint import cluster_accuracy, decode_state, encode_state, state_name
-from faasgd.store import ParameterStore
+from faasgd.sgd.sync_checkpoint import cluster_accuracy, decode_state, encode_state
+from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.worker")
 
@@ -125,7 +125,7 @@ class SyncWorker(Liveness):
             if self.config.algorithm == "admm":  # [z | u | x]: u = 0, x = z
                 return np.concatenate([params, np.zeros_like(params), params])
             return params.copy()
-        name = state_name(self.me, rounds)
+        name = keys.sync_state_name(self.me, rounds)
         raw = self._retry(lambda: self.store.get_blob(self.job_id, name))
         return decode_state(raw, rounds, self.state_length, self.store.url, f"job {self.job_id!r} worker {self.me}")
 
@@ -133,7 +133,7 @@ class SyncWorker(Liveness):
         """The state after the round just run (its slot), then the record naming it (see the module docstring)."""
         params, rounds = self.state.params, self.state.round_no
         blob = encode_state(rounds, params)
-        self._retry(lambda: self.store.put_blob(self.job_id, state_name(self.me, rounds), blob))
+        self._retry(lambda: self.store.put_blob(self.job_id, keys.sync_state_name(self.me, rounds), blob))
         self.save()
 
     def save(self) -> None:
@@ -153,7 +153,7 @@ class SyncWorker(Liveness):
         now = self.clock()
         if now - self._last_failed_check >= ENDED_CHECK_EVERY_S:
             self._last_failed_check = now
-            found = self._retry(lambda: self.store.get_records(self.job_id, ["result", "lost"]))
+            found = self._retry(lambda: self.store.get_records(self.job_id, [keys.RESULT, keys.LOST]))
             if any(value is not None for value in found.values()):  # not `done`: peers finishing a round still
                 raise JobFailed(f"job {self.job_id} ended while worker {self.me} waited in round "
                                 f"{self.state.round_no}")

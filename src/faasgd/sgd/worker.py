@@ -37,7 +37,7 @@ from faasgd.sgd import residual as feedback
 from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.sgd.liveness import Liveness
 from faasgd.sgd.progress import WorkerProgress
-from faasgd.store import ParameterStore, PushId, push_codec
+from faasgd.store import ParameterStore, PushId, keys, push_codec
 
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
@@ -275,7 +275,7 @@ class DownpourWorker(Liveness):
         if self.residual is None or self.residual_kept:
             return
         progress = self.progress
-        name = feedback.blob_name(progress.worker_id, progress.pushes, progress.owner)
+        name = keys.residual_name(progress.worker_id, progress.pushes, progress.owner)
         data = feedback.to_bytes(self.residual)
         record = self.snapshot()
         record["residual"] = name

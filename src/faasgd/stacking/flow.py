@@ -26,7 +26,7 @@ from faasgd.stacking.config import StackingConfig, held_out_rows
 from faasgd.stacking.dataset import accuracy, make_dataset
 from faasgd.stacking.safe_format import Shape, UnsafeObject
 from faasgd.stacking.transfer import B64_FACTOR, channel
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, keys
 
 TRAINER, REDUCER, METATRAINER = "stacking-trainer", "stacking-reducer", "stacking-metatrainer"
 PHASES = ("upload_s", "train_s", "reduce_s", "meta_train_s")
@@ -83,39 +83,43 @@ def check_inline(config: StackingConfig, limit: int) -> None:
 # ---- the functions' work ----------------------------------------------------------------------------
 def train(store: ParameterStore, job_id: str, config: StackingConfig, trainer_id: int, dataset_value: Any) -> dict:
     shape, move = shape_of(config), channel(config.transfer, store, job_id)
-    data = safe_format.load_dataset(move.get(dataset_value, "dataset"), shape)
+    data = safe_format.load_dataset(move.get(dataset_value, keys.DATASET_OBJECT), shape)
     spec = model_of(config, trainer_id)
     estimator, out_of_fold = models.fit_base(spec, config.seed, config.cv_folds, data.x_train, data.y_train)
     model = predictors.from_estimator(estimator)
     test = model.predict(data.x_test)  # from the arrays that travel: what the metatrainer will check
     return {"trainer_id": trainer_id, "model_name": spec.name,
-            "model": move.put(f"model:{trainer_id}", safe_format.dump_model(model)),
-            "predictions": move.put(f"pred:{trainer_id}", safe_format.dump_predictions(out_of_fold, test))}
+            "model": move.put(keys.trainer_model_name(trainer_id), safe_format.dump_model(model)),
+            "predictions": move.put(keys.trainer_predictions_name(trainer_id),
+                                    safe_format.dump_predictions(out_of_fold, test))}
 
 
 def reduce(store: ParameterStore, job_id: str, config: StackingConfig, trainers: list[dict]) -> dict:
     shape, move = shape_of(config), channel(config.transfer, store, job_id)
     base, train_columns, test_columns = [], [], []
     for i, answer in enumerate(trainers):
-        base.append(safe_format.load_model(move.get(answer.get("model"), f"model:{i}"), shape, f"model:{i}"))
-        oof, test = safe_format.load_predictions(move.get(answer.get("predictions"), f"pred:{i}"), shape, f"pred:{i}")
+        model_name, predictions_name = keys.trainer_model_name(i), keys.trainer_predictions_name(i)
+        base.append(safe_format.load_model(move.get(answer.get("model"), model_name), shape, model_name))
+        oof, test = safe_format.load_predictions(move.get(answer.get("predictions"), predictions_name), shape,
+                                                 predictions_name)
         train_columns.append(oof)
         test_columns.append(test)
     meta_features = safe_format.dump_meta_features(np.column_stack(train_columns), np.column_stack(test_columns))
-    return {"models": move.put("models", safe_format.dump_models(base)),
-            "meta_features": move.put("meta-features", meta_features)}
+    return {"models": move.put(keys.MODELS_OBJECT, safe_format.dump_models(base)),
+            "meta_features": move.put(keys.META_FEATURES_OBJECT, meta_features)}
 
 
 def metatrain(store: ParameterStore, job_id: str, config: StackingConfig, body: dict) -> dict:
     shape, move = shape_of(config), channel(config.transfer, store, job_id)
-    data = safe_format.load_dataset(move.get(body.get("dataset"), "dataset"), shape)
-    meta_train, meta_test = safe_format.load_meta_features(move.get(body.get("meta_features"), "meta-features"), shape)
-    base, _ = safe_format.load_models(move.get(body.get("models"), "models"), shape)
+    data = safe_format.load_dataset(move.get(body.get("dataset"), keys.DATASET_OBJECT), shape)
+    meta_train, meta_test = safe_format.load_meta_features(move.get(body.get("meta_features"),
+                                                                    keys.META_FEATURES_OBJECT), shape)
+    base, _ = safe_format.load_models(move.get(body.get("models"), keys.MODELS_OBJECT), shape)
     for i, model in enumerate(base):  # the models that travelled must give the predictions that travelled
         if not np.allclose(model.predict(data.x_test), meta_test[:, i], rtol=1e-6, atol=1e-6):
             raise UnsafeObject("models", f"model {i} does not give the held-out predictions stored with it")
     meta = predictors.from_estimator(models.fit_meta(config.seed, meta_train, data.y_train, config.meta_c))
-    full = move.put("full-model", safe_format.dump_models(base, meta))
+    full = move.put(keys.FULL_MODEL_OBJECT, safe_format.dump_models(base, meta))
     return {"base_scores": [accuracy(meta_test[:, i], data.y_test) for i in range(shape.trainers)],
             "ensemble_score": accuracy(meta.predict(meta_test), data.y_test), "full_model": full}
 
@@ -131,7 +135,7 @@ def drive(store: ParameterStore, job_id: str, config: StackingConfig, call: Call
     try:
         records.set_state(store, job_id, phase="upload")
         move = channel(config.transfer, store, job_id)
-        dataset = move.put("dataset", safe_format.dump_dataset(make_dataset(config)))
+        dataset = move.put(keys.DATASET_OBJECT, safe_format.dump_dataset(make_dataset(config)))
         phases["upload_s"] = clock() - started
 
         records.set_state(store, job_id, phase="train")

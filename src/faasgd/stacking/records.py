@@ -20,7 +20,7 @@ from typing import Any
 
 from faasgd.errors import FaasgdError, JobNotFound
 from faasgd.stacking.config import StackingConfig, config_from_record
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, keys
 
 FINAL = ("done", "failed")
 CALL_ATTEMPTS = 3  # tries of one call of a trainer, the reducer or the metatrainer (flow.py retries)
@@ -39,30 +39,30 @@ def deadline_s(config: StackingConfig) -> float:
 
 def create_job(store: ParameterStore, config: StackingConfig) -> str:
     job_id = new_job_id()
-    if not store.add_record(job_id, "config", config.to_dict()):
+    if not store.add_record(job_id, keys.CONFIG, config.to_dict()):
         raise FaasgdError(f"job_id: job {job_id!r} already exists")
     now = store.server_time()
-    store.put_record(job_id, "state", {"state": "running", "phase": "created", "created_at": now,
-                                       "deadline_at": now + deadline_s(config)})
+    store.put_record(job_id, keys.STATE, {"state": "running", "phase": "created", "created_at": now,
+                                          "deadline_at": now + deadline_s(config)})
     return job_id
 
 
 def read_config(store: ParameterStore, job_id: str) -> StackingConfig:
-    record = store.get_record(job_id, "config")
+    record = store.get_record(job_id, keys.CONFIG)
     if record is None:
         raise JobNotFound(job_id)
     return config_from_record(record)
 
 
 def set_state(store: ParameterStore, job_id: str, **fields: Any) -> dict:
-    state = {**(store.get_record(job_id, "state") or {}), **fields}
-    store.put_record(job_id, "state", state)
+    state = {**(store.get_record(job_id, keys.STATE) or {}), **fields}
+    store.put_record(job_id, keys.STATE, state)
     return state
 
 
 def finish(store: ParameterStore, job_id: str, **fields: Any) -> dict:
     """The driver's last write (done or failed), unless the job has already ended (past its deadline)."""
-    state = store.get_record(job_id, "state") or {}
+    state = store.get_record(job_id, keys.STATE) or {}
     if state.get("state") in FINAL:
         return state
     return set_state(store, job_id, **fields)
@@ -70,13 +70,13 @@ def finish(store: ParameterStore, job_id: str, **fields: Any) -> dict:
 
 def read_status(store: ParameterStore, job_id: str) -> dict:
     """The job's state and config; a job running past its deadline is failed here, with the reason."""
-    records = store.get_records(job_id, ["config", "state"])
-    if records["config"] is None:
+    records = store.get_records(job_id, [keys.CONFIG, keys.STATE])
+    if records[keys.CONFIG] is None:
         raise JobNotFound(job_id)
-    state = records["state"] or {"state": "running"}
+    state = records[keys.STATE] or {"state": "running"}
     deadline = state.get("deadline_at")
     if state.get("state") == "running" and isinstance(deadline, (int, float)) and store.server_time() > deadline:
         state = set_state(store, job_id, state="failed", error=(
             f"the job did not end by its deadline ({deadline - state.get('created_at', deadline):.0f} s after it "
             f"was created, in phase {state.get('phase')!r}): its driver was stopped or lost"))
-    return {"job_id": job_id, **state, "config": records["config"]}
+    return {"job_id": job_id, **state, "config": records[keys.CONFIG]}

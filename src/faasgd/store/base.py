@@ -32,7 +32,6 @@ from faasgd.store.records import RecordsMixin
 from faasgd.store.update_rule import SUM, UpdateRule
 
 MAX_TTL_S = 30 * 24 * 3600  # memcached reads larger expiries as unix timestamps
-CONFLICTS = "conflicts"  # the per-job counter of conflicts the store's pushes lost
 
 
 def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
@@ -190,7 +189,7 @@ class ParameterStore(RecordsMixin, BlobsMixin, abc.ABC):
 
     def worker_record(self, job_id: str, worker_id: int) -> dict | None:
         """Worker `worker_id`'s record (progress and checkpoint), or None before its first write."""
-        return self.get_record(job_id, f"progress:{int(worker_id)}")
+        return self.get_record(job_id, keys.progress_name(worker_id))
 
     def update_worker(self, job_id: str, worker_id: int, record: dict) -> bool:
         """Write a worker's record between pushes (progress, an epoch's end, the end) unless the stored one

@@ -1,6 +1,6 @@
-"""Every store key is built here, prefixed `faasgd:{job_id}:`; keys are never parsed back apart.
+"""Every store key and every record, counter, copy and blob name is built here; none is ever parsed back apart.
 
-Layout under the prefix (one letter per namespace, so names of different kinds never collide):
+Keys, prefixed `faasgd:{job_id}:` (one letter per namespace, so names of different kinds never collide):
     w:meta        weight layout (JSON: length, chunk_floats, writers, update rule)
     w:version     pushes applied since set_weights (decimal ASCII counter)
     w:{i}         weight chunk i (raw little-endian float32; adagrad: the weights, then their G)
@@ -8,7 +8,6 @@ Layout under the prefix (one letter per namespace, so names of different kinds n
     c:{name}      counter (decimal ASCII)
     events        event log (Redis list) or event count (Memcached counter)
     e:{i}         event i (Memcached, memory)
-    r:progress:{w} worker w's record: progress and checkpoint, `pushes` applied (written with each push)
     p:{w}:meta    Memcached: worker w's push under way (its number and record), for rolling it forward
     p:{w}:{i}     Memcached: chunk i of that push's delta
     m:{name}:meta a kept copy of parameters (the job's model, faasgd.job_model): JSON length and chunks
@@ -17,10 +16,23 @@ Layout under the prefix (one letter per namespace, so names of different kinds n
     b:{name}:{i}  chunk i of that blob
 Job ids may not contain ':' (that would make one job's prefix another's key); record names may.
 All keys stay below memcached's 250-byte limit: 7 + 64 + 1 + 2 + 128 < 250.
+
+Names inside the job's key space (the `{name}` above), each built by a constant or function below:
+    records   config, job, done, result, lost (faasgd.job, faasgd.result); state (a stacking job);
+              progress:{w} (worker w's progress and checkpoint, written with each push); heartbeat:{w};
+              lease:{w}:{scope}; supervising:{w}, relaunch:{w} (functions/supervise.py); profile:{w};
+              cache-refresh:{bucket} (store/node_local.py, in the node's cache)
+    counters  conflicts
+    copies    crossing-{w} (a worker's candidate model), final (the model of a job ended below its target)
+    blobs     residual:{w}:{seq}:{owner hash} (sgd/residual.py); sync-state:{w}:{slot} (sgd/sync_checkpoint.py);
+              {tag}:r{round}:p{slice}of{slices}:w{writer} and {tag}:r{round}:m{slice}of{slices} (rounds/wire.py);
+              a stacking job's objects: dataset, model:{i}, pred:{i}, models, meta-features, full-model
+Callers import these; no other module formats a key or a name (tests/unit/test_store_names.py scans src for it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from faasgd.errors import ConfigError
@@ -87,7 +99,7 @@ def event(job_id: str, index: int) -> str:
 
 def worker(job_id: str, worker_id: int) -> str:
     """Worker `worker_id`'s record (its progress and checkpoint; see store/push.py)."""
-    return record(job_id, f"progress:{int(worker_id)}")
+    return record(job_id, progress_name(worker_id))
 
 
 def pending(job_id: str, worker_id: int) -> str:
@@ -115,3 +127,95 @@ def blob_meta(job_id: str, name: str) -> str:
 def blob_chunks(job_id: str, name: str, count: int) -> list[str]:
     prefix = job_prefix(job_id) + f"b:{check_name(name)}:"
     return [f"{prefix}{i}" for i in range(count)]
+
+
+# ---- record names (r:) -------------------------------------------------------------------------------------
+CONFIG = "config"  # the job's config as a dict (TrainConfig or StackingConfig); its presence means the job exists
+JOB = "job"  # a training job's meta: created_at, layer sizes, parameter count, rows (faasgd.job)
+DONE = "done"  # the target's crossing: the first worker to reach it and the copy it kept (faasgd.job_model)
+RESULT = "result"  # the final result, written once (faasgd.result)
+LOST = "lost"  # the store lost the job's state: the reason the job failed
+STATE = "state"  # a stacking job's state and phase (faasgd.stacking.records)
+
+
+def progress_name(worker_id: int) -> str:
+    """Worker `worker_id`'s record: its progress and checkpoint, written with each of its pushes."""
+    return f"progress:{int(worker_id)}"
+
+
+def heartbeat_name(worker_id: int) -> str:
+    """Worker `worker_id` is alive: the record expires lease_s after its last beat (sgd/liveness.py)."""
+    return f"heartbeat:{int(worker_id)}"
+
+
+def lease_name(worker_id: int, scope: int | str) -> str:
+    """The record holding worker `worker_id`'s lease for `scope` ("loop" or an iteration; sgd/lease.py)."""
+    return f"lease:{int(worker_id)}:{scope}"
+
+
+def supervising_name(worker_id: int) -> str:
+    """A supervisor's claim on re-invoking worker `worker_id` (functions/supervise.py)."""
+    return f"supervising:{int(worker_id)}"
+
+
+def relaunch_name(worker_id: int) -> str:
+    """How often worker `worker_id` was re-invoked without progress (functions/supervise.py)."""
+    return f"relaunch:{int(worker_id)}"
+
+
+def profile_name(worker_id: int) -> str:
+    """Worker `worker_id`'s profile series (faasgd.profile)."""
+    return f"profile:{int(worker_id)}"
+
+
+def cache_refresh_name(bucket: int) -> str:
+    """The node cache's claim on refreshing its weights in interval `bucket` (store/node_local.py)."""
+    return f"cache-refresh:{int(bucket)}"
+
+
+# ---- counter names (c:) and copy names (m:) ------------------------------------------------------------------
+CONFLICTS = "conflicts"  # the conflicts the store's pushes lost
+FINAL_COPY = "final"  # the model of a job that ended below its target (faasgd.job_model)
+
+
+def crossing_copy(worker_id: int) -> str:
+    """Worker `worker_id`'s candidate model, kept at its crossing (faasgd.job_model)."""
+    return f"crossing-{int(worker_id)}"
+
+
+# ---- blob names (b:, or objects of a blob space) --------------------------------------------------------------
+def residual_name(worker_id: int, seq: int, owner: str) -> str:
+    """Worker `worker_id`'s residual right after its push `seq`, kept by invocation `owner` (sgd/residual.py)."""
+    return f"residual:{int(worker_id)}:{int(seq)}:{hashlib.sha256(owner.encode()).hexdigest()[:16]}"
+
+
+def sync_state_name(worker_id: int, rounds: int) -> str:
+    """Worker `worker_id`'s state after `rounds` rounds, in one of two slots (sgd/sync_checkpoint.py)."""
+    return f"sync-state:{int(worker_id)}:{rounds % 2}"
+
+
+def round_part_name(tag: str, round_no: int, slice_index: int, slices: int, writer: int) -> str:
+    """Worker `writer`'s contribution to one slice of round `round_no` (rounds/wire.py)."""
+    return f"{tag}:r{round_no}:p{slice_index}of{slices}:w{writer}"
+
+
+def round_merged_name(tag: str, round_no: int, slice_index: int, slices: int) -> str:
+    """The merged slice of round `round_no`, written by that slice's merger (rounds/wire.py)."""
+    return f"{tag}:r{round_no}:m{slice_index}of{slices}"
+
+
+# a stacking job's objects (faasgd.stacking.transfer: blobs of the job's store, objects of its S3 space, or inline)
+DATASET_OBJECT = "dataset"
+MODELS_OBJECT = "models"  # the trainers' base models, one file
+META_FEATURES_OBJECT = "meta-features"
+FULL_MODEL_OBJECT = "full-model"  # the base models and the meta-model
+
+
+def trainer_model_name(trainer_id: int) -> str:
+    """Trainer `trainer_id`'s fitted base model."""
+    return f"model:{trainer_id}"
+
+
+def trainer_predictions_name(trainer_id: int) -> str:
+    """Trainer `trainer_id`'s out-of-fold and test predictions."""
+    return f"pred:{trainer_id}"

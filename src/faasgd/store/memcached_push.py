@@ -134,7 +134,7 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
 
     _, retries = store._until_won(lambda: (attempt(),), job_id)
     if seen["conflicts"]:
-        store._incr(keys.counter(job_id, "conflicts"), seen["conflicts"])
+        store._incr(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"])
     return floats, seen["conflicts"], retries
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from faasgd.errors import JobNotFound
 from faasgd.store import codec, keys
-from faasgd.store.base import CONFLICTS, ParameterStore, writer_keys
+from faasgd.store.base import ParameterStore, writer_keys
 from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 
 _SPACES: dict[str, "MemorySpace"] = {}
@@ -144,7 +144,7 @@ class MemoryStore(ParameterStore):
                 if worker_key:
                     self.client.set(worker_key, codec.record_to_bytes(record))
                 if seen["conflicts"]:
-                    self.client.incr(keys.counter(job_id, CONFLICTS), seen["conflicts"])
+                    self.client.incr(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"])
                 return self.client.incr(version_key, 1), steps + steps_of([record]), new, APPLY
 
         (version, steps, chunks, outcome), retries = self._until_won(attempt, job_id)

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from faasgd.errors import JobNotFound, StoreError
-from faasgd.store import open_store
+from faasgd.store import keys, open_store
 from faasgd.store.base import ParameterStore
 from faasgd.store.push import Snapshot
 
@@ -82,7 +82,7 @@ class NodeLocalStore:
         """Copy the global weights into the cache unless another process did this interval."""
         bucket = int(self.clock() / self.refresh_s)  # one refresh per interval, whatever its length
         ttl = max(1, math.ceil(2 * self.refresh_s))  # the lock only has to outlive its interval
-        if not self._refresh_local.add_record(job_id, f"cache-refresh:{bucket}", {"at": self.clock()}, ttl_s=ttl):
+        if not self._refresh_local.add_record(job_id, keys.cache_refresh_name(bucket), {"at": self.clock()}, ttl_s=ttl):
             return False
         weights, version = self._refresh_global.get_weights(job_id)
         self._refresh_local.set_weights(job_id, weights, version)

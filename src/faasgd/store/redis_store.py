@@ -29,7 +29,7 @@ from redis.retry import Retry
 
 from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
 from faasgd.store import codec, keys, meter
-from faasgd.store.base import CONFLICTS, ParameterStore, writer_keys
+from faasgd.store.base import ParameterStore, writer_keys
 from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 from faasgd.store.url import StoreUrl
 
@@ -119,7 +119,7 @@ class RedisStore(ParameterStore):
                     if push_id is not None:  # the worker's record, in the same transaction as the add
                         pipe.set(worker_key[0], codec.record_to_bytes(record))
                     if seen["conflicts"]:  # the store's count, likewise
-                        pipe.incrby(keys.counter(job_id, CONFLICTS), seen["conflicts"])
+                        pipe.incrby(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"])
                     pipe.incr(version_key)
                     committing = True
                     return int(pipe.execute()[-1]), steps + steps_of([record]), new, APPLY
