@@ -6,8 +6,9 @@ A field is declared with a type from here, a default and a one-line description:
 
 Values come typed (JSON bodies, records) or as text (the environment, CLI flags); both go through the same
 validation. Every problem is a ConfigError naming the field, what it must be and what was given, e.g.
-`batch_size: must be an integer in [1, 65536], got 0`. Sources are layered by `layer_sources`: the
-defaults, then the known keys of the environment, then the body, each source checked on its own first.
+`batch_size: must be an integer in [1, 65536], got 0`. Each source is parsed and checked on its own
+(`environment_values`: the model's keys of the environment; `body_values`: a request body's or the flags'
+keys); the caller layers them over the defaults: defaults < environment < body.
 """
 
 from __future__ import annotations
