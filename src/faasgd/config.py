@@ -125,7 +125,12 @@ def read_setting(env: Mapping[str, str], key: str) -> Any:
     raw = env.get(key)
     if raw is None or str(raw).strip() == "":
         return FIELDS[key].default
-    return parse_values(TrainConfig, {key: raw})[key]
+    return parse_value(key, raw)
+
+
+def parse_value(key: str, value: Any) -> Any:
+    """One config key's value (typed or text), parsed and checked."""
+    return parse_values(TrainConfig, {key: value})[key]
 
 
 def load_request(env: Mapping[str, str], body: Any) -> TrainConfig:
@@ -140,12 +145,11 @@ def config_from_record(record: Mapping[str, Any]) -> TrainConfig:
     """Rebuild the config stored with a job (strict: the record must only hold config keys). A record with a
     global_batch_size holds the batch_size split from it too: that is recomputed, and must match."""
     values = dict(record)
-    if values.get("global_batch_size") is None or not parse_values(TrainConfig, {"global_batch_size":
-                                                                                  values["global_batch_size"]})["global_batch_size"]:
+    if values.get("global_batch_size") is None or not parse_value("global_batch_size", values["global_batch_size"]):
         return load_config(None, values)
     per_worker = values.pop("batch_size", None)
     config = load_config(None, values)
-    if per_worker is not None and parse_values(TrainConfig, {"batch_size": per_worker})["batch_size"] != config.batch_size:
+    if per_worker is not None and parse_value("batch_size", per_worker) != config.batch_size:
         raise ConfigError("batch_size", f"the record's {per_worker!r} is not its global_batch_size "
                                         f"{config.global_batch_size} split among {config.number_of_workers} workers "
                                         f"({config.batch_size})")

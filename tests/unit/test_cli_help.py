@@ -39,7 +39,8 @@ def test_every_flag_and_argument_of_every_command_has_help():
 
 
 def test_every_command_has_help():
-    missing = [name for path, parser in parsers(build_parser(), "faasgd") for name in commands_without_help(parser, path)]
+    missing = [name for path, parser in parsers(build_parser(), "faasgd")
+               for name in commands_without_help(parser, path)]
     assert missing == []
 
 

@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="start the local runtime: stores, gateway, function replicas")
-    up.add_argument("-f", "--file", default="stack.yml", help="the stack file whose functions to run (default stack.yml)")
+    up.add_argument("-f", "--file", default="stack.yml",
+                    help="the stack file whose functions to run (default stack.yml)")
     up.add_argument("--port", type=int, default=8080, help="the gateway's port (0: a free one; default 8080)")
     up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
     up.add_argument("--queue-workers", type=int, default=None, help="default: one per call the replicas run at once (replicas x waitress_threads)")
