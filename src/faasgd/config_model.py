@@ -35,6 +35,13 @@ class ConfigModel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    def __init__(self, **values: Any) -> None:
+        """Built directly (`TrainConfig(batch_size=64)`): the same checks, and a ConfigError naming the field."""
+        try:
+            super().__init__(**values)
+        except ValidationError as error:
+            raise config_error(type(self), error, values) from None
+
 
 def refuse_bool(value: Any) -> Any:
     """Numbers are never true/false (JSON `true` is not 1); text is stripped (environment values)."""

@@ -134,8 +134,11 @@ def test_the_config_is_frozen_and_unknown_keys_are_refused_even_when_built_direc
     config = TrainConfig()
     with pytest.raises(ValueError):
         config.batch_size = 3
-    with pytest.raises(ValueError, match="batchsize"):
+    with pytest.raises(ConfigError) as info:
         TrainConfig(batchsize=3)
+    assert info.value.field == "batchsize" and "unknown key" in str(info.value)
+    with pytest.raises(ConfigError, match=r"^batch_size: must be an integer in \[1, 65536\], got 0$"):
+        TrainConfig(batch_size=0)
 
 
 @pytest.mark.parametrize("field, text", [("batch_size", "0"), ("dropout", "1"), ("activation", "sigmoid"),
