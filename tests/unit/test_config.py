@@ -143,13 +143,17 @@ def test_the_config_is_frozen_and_unknown_keys_are_refused_even_when_built_direc
 
 @pytest.mark.parametrize("field, text", [("batch_size", "0"), ("dropout", "1"), ("activation", "sigmoid"),
                                          ("hidden_sizes", "10,x"), ("sync", "allreduce"), ("store", "Not A Name")])
-def test_the_environment_and_the_body_get_the_same_error(field, text):
+def test_the_environment_the_body_and_the_flags_get_the_same_error(field, text, capsys):
+    from faasgd.cli.main import main
+
     errors = []
     for env, body in (({field: text}, {}), ({}, {field: text})):
         with pytest.raises(ConfigError) as info:
             load_config(env, body)
         errors.append((info.value.field, str(info.value)))
     assert errors[0] == errors[1] and errors[0][0] == field and repr(text) in errors[0][1]
+    assert main(["train", "--dry-run", "--" + field.replace("_", "-"), text]) == 2  # validated before anything starts
+    assert capsys.readouterr().err.strip().endswith(errors[0][1])
 
 
 def test_an_error_names_the_allowed_values():
