@@ -109,10 +109,13 @@ def test_the_old_mode_key_is_refused_naming_invocation_mode_and_the_environments
     assert load_config({"mode": "http", "invocation_mode": "per-iteration"}).invocation_mode == "per-iteration"
 
 
-def test_every_field_has_a_one_line_description_and_numbers_have_both_bounds():
+@pytest.mark.parametrize("workload", ["train", "stacking"])
+def test_every_field_has_a_one_line_description_and_numbers_have_both_bounds(workload):
     from faasgd.config_model import rule
+    from faasgd.stacking import config as stacking_config
 
-    for name, field in FIELDS.items():
+    fields = FIELDS if workload == "train" else stacking_config.FIELDS
+    for name, field in fields.items():
         assert field.description and "\n" not in field.description, name
         if field.annotation in (int, float):
             assert " in [" in rule(field) or " in (" in rule(field), name
@@ -173,6 +176,14 @@ def test_the_first_bad_key_of_a_body_is_named():
     with pytest.raises(ConfigError) as info:
         load_config({}, {"seed": -1, "batch_size": 0})
     assert info.value.field == "seed"
+
+
+def test_every_stacking_default_reads_back_as_the_default():
+    from faasgd.stacking.config import StackingConfig, describe_fields, load_stacking
+
+    env = {key: "" if text == '""' else text for key, text, _ in describe_fields()}
+    assert env["models"] == "LinearSVR,Lasso,RandomForestRegressor,KNeighborsRegressor"
+    assert load_stacking(env, {}) == StackingConfig()
 
 
 def test_every_documented_default_reads_back_as_the_default():
