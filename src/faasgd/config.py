@@ -24,7 +24,7 @@ from faasgd.store.url import mask_url
 
 __all__ = ["ACTIVATIONS", "ALGORITHMS", "CHANNELS", "COMMUNICATIONS", "FIELDS", "LOCATION_KEYS", "MODELS", "MODES",
            "RENAMED", "SYNCS", "TOPOLOGIES", "TrainConfig", "check_combination", "check_keys", "config_from_record",
-           "describe_fields", "load_config", "load_request", "read_setting", "sync_pattern"]
+           "describe_fields", "load_config", "load_request", "parse_value", "read_setting", "sync_pattern"]
 
 
 class TrainConfig(AlgorithmSettings, StoreSettings, InvocationSettings, CommunicationSettings, TrainingSettings,
@@ -42,7 +42,7 @@ class TrainConfig(AlgorithmSettings, StoreSettings, InvocationSettings, Communic
         return out
 
 
-# The keys in the order records, runs.csv's columns, flags and the reference list them (as before the groups).
+# The keys in the order records, runs.csv's columns, flags and the reference list them (here, not the groups').
 ORDER = ("dataset", "hidden_sizes", "activation", "dropout", "learning_rate", "batch_size", "global_batch_size",
          "number_of_workers", "n_fetch", "n_push", "update_rule", "communication", "push_codec", "invocation_mode",
          "max_epochs", "target_accuracy", "eval_every_samples", "seed", "store", "store_url", "train_samples",

@@ -59,7 +59,7 @@ class DataSettings(ConfigModel):
 
     dataset: Dataset = Field("fashion-mnist", description=(
         "the data set: fashion-mnist, fashion-mnist-x{2,4,8,16,21} (augmented per shard), emnist-{balanced,bymerge,"
-        "byclass,digits,letters,mnist}, synthetic, higgs-like, rcv1-like or libsvm:PATH"))
+        "byclass,digits,letters,mnist}, synthetic, higgs-like, rcv1-like, blobs-like or libsvm:PATH"))
     train_samples: ROWS = Field(0, description="use only the first N training rows (0: all); for quick runs")
     test_samples: ROWS = Field(0, description="evaluate on the first N test rows (0: all)")
     validation_samples: ROWS = Field(0, description=(
