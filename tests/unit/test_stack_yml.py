@@ -1,6 +1,8 @@
 """stack.yml against faas-cli's rules (tests/stack_rules.py) and against the faasgd config."""
 
 import pathlib
+import re
+import typing
 
 import pytest
 import yaml
@@ -98,6 +100,51 @@ def test_stacking_environment_holds_every_default_and_a_body_limit_for_inline_jo
         env = stack()["functions"][name]["environment"]
         assert set(STACKING_FIELDS) <= set(env) and load_stacking(env, {}) == StackingConfig()
         check_inline(load_stacking(env, {"transfer": "inline", "trainers_num": 16}), int(env["max_request_bytes"]))
+
+
+def environment_lines(function: str) -> dict[str, tuple[str, str]]:
+    """A function's `environment` in stack.yml's text: key -> (value, trailing comment; "" when none)."""
+    lines = STACK.read_text().splitlines()
+    start = lines.index(f"  {function}:")
+    block = next(i for i in range(start, len(lines)) if lines[i].strip().startswith("environment:"))
+    out = {}
+    for line in lines[block + 1:]:
+        if not line.startswith("      ") or line.startswith("       "):
+            if line.strip().startswith("#"):
+                continue
+            break
+        match = re.match(r"\s+([\w.<]+):\s*(\"[^\"]*\"|[^#\s]*)\s*(?:#\s*(.*))?$", line)
+        if match:
+            out[match[1]] = (match[2], (match[3] or "").strip())
+    return out
+
+
+def allowed_values(field) -> tuple[str, ...]:
+    """A choice field's values ("" left out), else none."""
+    inner = typing.get_args(field.annotation)
+    return tuple(v for v in inner if v) if typing.get_origin(field.annotation) is typing.Literal else ()
+
+
+@pytest.mark.parametrize("function, fields", [("emnist-setup", FIELDS), ("stacking-driver", STACKING_FIELDS)])
+def test_every_config_key_in_stack_yml_is_a_field_with_a_comment_naming_its_values(function, fields):
+    env = environment_lines(function)
+    config_keys = [key for key in env if key in fields]
+    assert set(config_keys) == set(fields)  # every key set, none unknown (the checker refuses unknown keys too)
+    for key in config_keys:
+        comment = env[key][1]
+        assert comment, f"{function}: {key} has no comment"
+        for value in allowed_values(fields[key]):
+            assert re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", comment), \
+                f"{function}: {key}'s comment does not name {value!r}: {comment!r}"
+
+
+def test_the_comment_check_reads_values_and_comments_as_written():
+    env = environment_lines("emnist-setup")
+    assert env["activation"] == ("tanh", "tanh | relu")
+    assert env["sync"][0] == '""' and "reduce_scatter" in env["sync"][1]
+    assert env["gateway_url"] == ("http://gateway.openfaas:8080", "")
+    assert allowed_values(FIELDS["sync"]) == ("async", "reduce", "reduce_scatter")
+    assert allowed_values(FIELDS["batch_size"]) == ()
 
 
 def test_build_context_holds_template_handler_and_core(tmp_path):

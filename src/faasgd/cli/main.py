@@ -12,7 +12,8 @@ import sys
 
 from faasgd import __version__
 from faasgd.cli import output
-from faasgd.config import FIELDS, RENAMED
+from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, describe_fields
+from faasgd.config_model import rule
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
 from faasgd.local import queue_rules
 from faasgd.local.control import DEFAULT_DIR
@@ -29,13 +30,25 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per config key (dashes for underscores); values are checked by load_config."""
-    for name, field in FIELDS.items():
+    """One flag per config key (dashes for underscores), its help the key's description, the values it takes and
+    its default; values are checked by load_config."""
+    for name, default, description in describe_fields():
         flags = ["--" + name.replace("_", "-")] + ALIASES.get(name, [])
         parser.add_argument(*flags, dest=name, default=None, metavar=name.upper(),
-                            help=f"(default {field.default!r})")
+                            help=config_help(name, default, description).replace("%", "%%"))
     for old in RENAMED:  # accepted by the parser only to be refused by load_config, naming the new key
         parser.add_argument("--" + old.replace("_", "-"), dest=f"renamed_{old}", default=None, help=argparse.SUPPRESS)
+
+
+def config_help(name: str, default: str, description: str) -> str:
+    """A config flag's help: the description, then what it takes and its default. A store location is taken
+    from a flag with --direct only: through the gateway the function's own configuration holds it."""
+    takes = rule(FIELDS[name])
+    text = f"{description} ({takes + '; ' if takes else ''}default {default})"
+    if name in LOCATION_KEYS:
+        text = f"with --direct only (a function takes store locations from its own configuration: name one of its " \
+               f"stores with --store): {text}"
+    return text
 
 
 def add_runtime_flags(parser: argparse.ArgumentParser, gateway: bool = True) -> None:
@@ -51,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="start the local runtime: stores, gateway, function replicas")
-    up.add_argument("-f", "--file", default="stack.yml")
+    up.add_argument("-f", "--file", default="stack.yml",
+                    help="the stack file whose functions to run (default stack.yml)")
     up.add_argument("--port", type=int, default=8080, help="the gateway's port (0: a free one; default 8080)")
     up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
     up.add_argument("--queue-workers", type=int, default=None, help="default: one per call the replicas run at once (replicas x waitress_threads)")
@@ -62,31 +76,35 @@ def build_parser() -> argparse.ArgumentParser:
     add_runtime_flags(down, gateway=False)
 
     invoke = sub.add_parser("invoke", help="call a function through the gateway; body from stdin")
-    invoke.add_argument("name")
-    invoke.add_argument("--async", dest="async_", action="store_true")
-    invoke.add_argument("-H", "--header", action="append", default=[], metavar="KEY=VALUE")
-    invoke.add_argument("--query", action="append", default=[], metavar="KEY=VALUE")
-    invoke.add_argument("--method", default="POST")
-    invoke.add_argument("--timeout", type=float, default=300.0)
+    invoke.add_argument("name", help="the function to call")
+    invoke.add_argument("--async", dest="async_", action="store_true",
+                        help="queue the call (/async-function); an X-Callback-Url header receives the answer")
+    invoke.add_argument("-H", "--header", action="append", default=[], metavar="KEY=VALUE",
+                        help="an HTTP header to send (repeatable)")
+    invoke.add_argument("--query", action="append", default=[], metavar="KEY=VALUE",
+                        help="a query-string parameter to send (repeatable)")
+    invoke.add_argument("--method", default="POST", help="the HTTP method (default POST)")
+    invoke.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the answer (default 300)")
     add_runtime_flags(invoke)
 
     scale = sub.add_parser("scale", help="set a function's replica count (like kubectl scale)")
-    scale.add_argument("name")
-    scale.add_argument("--replicas", type=int, required=True)
+    scale.add_argument("name", help="the function to scale")
+    scale.add_argument("--replicas", type=int, required=True,
+                       help="the replica count (clamped to the function's [1, com.openfaas.scale.max])")
     scale.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the replicas")
     add_runtime_flags(scale)
 
     logs = sub.add_parser("logs", help="a function's replica logs")
-    logs.add_argument("name")
-    logs.add_argument("--follow", "-f", action="store_true")
+    logs.add_argument("name", help="the function whose replicas' logs to print")
+    logs.add_argument("--follow", "-f", action="store_true", help="keep printing new lines, like tail -f")
     add_runtime_flags(logs, gateway=False)
 
     status = sub.add_parser("status", help="the runtime's functions, or a job's progress and result")
-    status.add_argument("job_id", nargs="?")
-    status.add_argument("--watch", action="store_true")
+    status.add_argument("job_id", nargs="?", help="the job (without it: the runtime's functions)")
+    status.add_argument("--watch", action="store_true", help="follow the job's progress until it ends")
     output.add_flags(status, "print the status (or the functions) as one JSON document on stdout; --watch's "
                              "progress on stderr")
-    status.add_argument("--timeout", type=float, default=3600.0)
+    status.add_argument("--timeout", type=float, default=3600.0, help="with --watch: stop after this many seconds")
     status.add_argument("--store", default=None, help="the function's configured store holding the job, by name")
     status.add_argument("--store-url", default=None, help="with --direct: the store holding the job")
     status.add_argument("--direct", action="store_true", help="read the store directly, not through the gateway")
@@ -104,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--dry-run", action="store_true", help="validate and print the config; start nothing")
     train.add_argument("--keep-up", action="store_true", help="leave a runtime this command started running")
     train.add_argument("--timeout", type=float, default=3600.0, help="stop watching after this many seconds")
-    train.add_argument("-f", "--file", default="stack.yml")
+    train.add_argument("-f", "--file", default="stack.yml",
+                       help="the stack file if this command starts the runtime (default stack.yml)")
     train.add_argument("--port", type=int, default=None,
                        help="the gateway's port if this command starts the runtime (default: a free one)")
     add_runtime_flags(train)

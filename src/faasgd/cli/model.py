@@ -25,14 +25,14 @@ from faasgd.store.keys import check_job_id
 def add_parsers(sub, add_runtime_flags) -> None:
     """Register `faasgd model` and `faasgd evaluate` on the main parser's subcommands."""
     model = sub.add_parser("model", help="save a job's model (the parameters that met the target) as an npz file")
-    model.add_argument("job_id")
+    model.add_argument("job_id", help="the job whose model to save")
     model.add_argument("-o", "--output", required=True, help="where to write the npz file")
     model.add_argument("--store", default=None, help="the function's configured store holding the job, by name")
     model.add_argument("--store-url", default=None, help="with --direct: the store holding the job")
     model.add_argument("--direct", action="store_true", help="read the store directly, not through the gateway")
     add_runtime_flags(model)
     evaluate = sub.add_parser("evaluate", help="load a model file and report its test accuracy")
-    evaluate.add_argument("file")
+    evaluate.add_argument("file", help="the npz model file (from `faasgd model`)")
     evaluate.add_argument("--dataset", default=None, help="default: the one the model was trained on")
     evaluate.add_argument("--test-samples", type=int, default=None,
                           help="the first N test rows, 0 all (default: as many as the job measured)")

@@ -8,7 +8,6 @@ model as an npz file (application/octet-stream; format in job_model.py), after t
 from __future__ import annotations
 
 import urllib.parse
-from dataclasses import replace
 from typing import Any, Mapping
 
 from faasgd import job, job_model, tracing
@@ -37,7 +36,8 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
     clock = call_clock(env)  # the call's billed time starts at its entry
     settings = FunctionEnv.read(env)
     config = load_request(env, body)  # the one parse: environment defaults, then the body
-    config = replace(config, store_url=settings.store_url_of(config.store), local_store_url=settings.local_store_url)
+    config = config.model_copy(update={"store_url": settings.store_url_of(config.store),
+                                        "local_store_url": settings.local_store_url})
     check_callback(callback_url)
     if config.channel == "s3":  # the rounds' S3 space is the function's own: refused here when it has none,
         configured_space(env).ping()  # 503 naming it when it does not answer; nothing is written before either

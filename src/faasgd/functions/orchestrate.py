@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import logging
 import time
-
-from dataclasses import replace
 from typing import Any, Callable
 
 from faasgd import data, job, result, tracing
@@ -65,7 +63,7 @@ def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relau
     # the job's config says how long to ride out an outage; until it is read, STORE_OUTAGE's default (30 s)
     config, meta = retry_call(lambda: job.read_job(store, request.job_id), STORE_OUTAGE)
     if local_store_url is not None:
-        config = replace(config, local_store_url=local_store_url)
+        config = config.model_copy(update={"local_store_url": local_store_url})
     if request.worker_id >= config.number_of_workers:
         raise ConfigError("worker_id", f"must be below number_of_workers={config.number_of_workers}, "
                                        f"got {request.worker_id}")

@@ -1,4 +1,4 @@
-"""A stacking job's configuration: one frozen dataclass, one comment per field.
+"""A stacking job's configuration: one frozen pydantic model, a type, bounds and a description per field.
 
 Keys are the same in the stacking functions' stack.yml `environment`, JSON request bodies and the job's
 `config` record. Precedence: defaults < environment < request body. Unknown keys in a body are a 400 naming
@@ -7,57 +7,57 @@ the key; so are bad values; a store's location is never taken from a request (a 
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
 
-from faasgd.config import LOCATION_KEYS, _choice, _float, _int, read_setting
+from pydantic import Field, PlainValidator
+
+from faasgd.config_model import (LOCATION_KEYS, Choice, ConfigModel, Flag, Float, Int, StoreName, body_values,
+                                 check_body, describe, environment_values, refuse_locations, require_object)
 from faasgd.errors import ConfigError
 from faasgd.stacking.models import DEFAULT_MODELS, ModelSpec, parse_models
 
 TRANSFERS = ("inline", "store", "s3")  # vSwarm's TRANSFER_TYPE; s3: the function's S3-compatible space (faasgd.channels)
 AVAILABLE_TRANSFERS = TRANSFERS
 S3_LOCATION_KEYS = ("s3_url",)  # the function's own S3 location (faasgd.channels.configured), never a request's
-TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+Models = Annotated[tuple[ModelSpec, ...], PlainValidator(lambda value, info: parse_models(info.field_name, value))]
 
 
-@dataclass(frozen=True)
-class StackingConfig:
+class StackingConfig(ConfigModel):
     """Everything that defines a stacking job; stored with the job so every function reads the same."""
 
-    n_samples: int = 300  # rows of the generated classification set (vSwarm: 300)
-    n_features: int = 1024  # features per row (vSwarm: 1024)
-    test_fraction: float = 0.3  # share of the rows held out (stratified) for base_scores and ensemble_score
-    seed: int = 42  # the dataset's, the split's and every model's random_state (vSwarm: 42)
-    trainers_num: int = 4  # trainers; trainer i fits models[i % len(models)] (vSwarm: TrainersNum)
-    concurrent_training: bool = True  # true: all trainers are called at once; false: one after another
-    models: tuple[ModelSpec, ...] = DEFAULT_MODELS  # base regressors (vSwarm's four); names, or {"model", "params"}
-    cv_folds: int = 5  # folds of the out-of-fold predictions the meta-model is fitted on (vSwarm: 5)
-    meta_c: float = 0.0  # the meta-model's inverse L2 strength (LogisticRegression C); 0: no penalty (README: vSwarm's is 1.0)
-    transfer: str = "store"  # inline: in request/answer bodies; store: chunked blobs in the job's store; s3: objects
-    # in the function's S3-compatible space (its env `s3_url`, secret files s3-access-key, s3-secret-key)
-    store: str = ""  # a store the function has configured, by name (its `stores`); "": its store_url
-    call_timeout_s: float = 300.0  # how long the driver waits for each function it calls
+    n_samples: Int(20, 100_000) = Field(300, description="rows of the generated classification set (vSwarm: 300)")
+    n_features: Int(2, 100_000) = Field(1024, description="features per row (vSwarm: 1024)")
+    test_fraction: Float(0.0, 0.9, low_open=True) = Field(0.3, description=(
+        "share of the rows held out (stratified) for base_scores and ensemble_score"))
+    seed: Int(0, 2**31 - 1) = Field(42, description="the dataset's, the split's and every model's random_state")
+    trainers_num: Int(1, 64) = Field(4, description="trainers; trainer i fits models[i % len(models)]")
+    concurrent_training: Flag = Field(True, description="true: all trainers are called at once; false: one after "
+                                                        "another")
+    models: Models = Field(DEFAULT_MODELS, description=(
+        "base regressors (vSwarm's four): names, or {\"model\", \"params\"} objects; comma-separated names in env"))
+    cv_folds: Int(2, 20) = Field(5, description="folds of the out-of-fold predictions the meta-model is fitted on")
+    meta_c: Float(0.0, 1e6) = Field(0.0, description=(
+        "the meta-model's inverse L2 strength (LogisticRegression C); 0: no penalty (vSwarm's is 1.0)"))
+    transfer: Choice(*TRANSFERS) = Field("store", description=(
+        "inline: in request/answer bodies; store: chunked blobs in the job's store; s3: objects in the function's "
+        "S3-compatible space (its s3_url and s3-* secret files)"))
+    store: StoreName = Field("", description=(
+        "a store the function has configured, by name (its `stores`); \"\": its store_url"))
+    call_timeout_s: Float(0.0, 86400.0, low_open=True) = Field(300.0, description=(
+        "how long the driver waits for each function it calls"))
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
+        out = {key: getattr(self, key) for key in FIELDS}
         out["models"] = [m.to_dict() for m in self.models]
         return out
 
 
-FIELDS = {f.name: f for f in dataclasses.fields(StackingConfig)}
+FIELDS = dict(StackingConfig.model_fields)  # key -> pydantic FieldInfo (.default, .description)
 
 
-def _bool(field: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in TRUE + FALSE:
-        return value.strip().lower() in TRUE
-    raise ConfigError(field, f"must be true or false, got {value!r}")
-
-
-def _transfer(field: str, value: Any) -> str:
-    return _choice(field, value, TRANSFERS)
+def describe_fields() -> list[tuple[str, str, str]]:
+    """(key, default as text, description) of every stacking config key: the configuration reference."""
+    return describe(StackingConfig, FIELDS)
 
 
 def check_transfer(config: "StackingConfig", env: Mapping[str, str]) -> None:
@@ -73,44 +73,12 @@ def check_transfer(config: "StackingConfig", env: Mapping[str, str]) -> None:
                                       f"files s3-access-key, s3-secret-key, or use inline or store") from None
 
 
-PARSERS = {
-    "n_samples": lambda f, v: _int(f, v, 20, 100_000),
-    "n_features": lambda f, v: _int(f, v, 2, 100_000),
-    "test_fraction": lambda f, v: _float(f, v, 0.0, 0.9, low_open=True),
-    "seed": lambda f, v: _int(f, v, 0, 2**31 - 1),
-    "trainers_num": lambda f, v: _int(f, v, 1, 64),
-    "concurrent_training": _bool,
-    "models": parse_models,
-    "cv_folds": lambda f, v: _int(f, v, 2, 20),
-    "meta_c": lambda f, v: _float(f, v, 0.0, 1e6),
-    "transfer": _transfer,
-    "store": lambda f, v: read_setting({"store": v}, "store") if isinstance(v, str) else _bad_store(f, v),
-    "call_timeout_s": lambda f, v: _float(f, v, 0.0, 86400.0, low_open=True),
-}
-
-
-def _bad_store(field: str, value: Any):
-    raise ConfigError(field, f"must be the name of a configured store (like redis or memcached), got {value!r}")
-
-
 def load_stacking(env: Mapping[str, str] | None, body: Any) -> StackingConfig:
     """Defaults, then known keys from `env`, then the body (a JSON object of config keys): the one parse."""
-    if not isinstance(body, Mapping):
-        raise ConfigError("body", f"must be a JSON object (or a form) of config keys, got {type(body).__name__}")
-    for key in body:
-        if key in LOCATION_KEYS or key in S3_LOCATION_KEYS:
-            raise ConfigError(key, "a store's location comes from the function's configuration, never from a "
-                                   "request; name one of its stores with `store`")
-        if key not in FIELDS:
-            raise ConfigError(str(key), f"unknown key (known keys: {', '.join(FIELDS)})")
-    values: dict[str, Any] = {}
-    for key in FIELDS:
-        if env is not None and key in env and str(env[key]).strip() != "":
-            values[key] = PARSERS[key](key, env[key])
-    for key, value in body.items():
-        if value is not None:
-            values[key] = PARSERS[key](key, value)
-    config = StackingConfig(**values)
+    require_object(body)
+    refuse_locations(body, LOCATION_KEYS + S3_LOCATION_KEYS, "name one of its stores with `store`")
+    check_body(body, FIELDS)
+    config = StackingConfig(**{**environment_values(StackingConfig, env), **body_values(StackingConfig, body)})
     check_sizes(config)
     if env is not None:
         check_transfer(config, env)

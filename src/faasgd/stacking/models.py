@@ -14,20 +14,36 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from faasgd.config import _float, _int
+from faasgd.config_model import ConfigModel, Float, Int, validate
 from faasgd.errors import ConfigError
 
-# name -> {param: (parser, default)}; parsers check ranges and name the field `models`
-PARAMS: dict[str, dict[str, tuple[Any, Any]]] = {
-    "LinearSVR": {"C": ("float", 1.0), "tol": ("float", 1e-6), "max_iter": ("int", 1000)},
-    "Lasso": {"alpha": ("float", 0.1), "max_iter": ("int", 1000)},
-    "RandomForestRegressor": {"n_estimators": ("int", 2), "max_depth": ("int", 2), "min_samples_split": ("int", 2),
-                              "min_samples_leaf": ("int", 2)},
-    "KNeighborsRegressor": {"n_neighbors": ("int", 20)},
-}
-INT_RANGE = {"max_iter": (1, 100_000), "n_estimators": (1, 200), "max_depth": (1, 32), "min_samples_split": (2, 1000),
-             "min_samples_leaf": (1, 1000), "n_neighbors": (1, 10_000)}
-FLOAT_RANGE = {"C": (0.0, 1e6), "tol": (0.0, 1.0), "alpha": (0.0, 1e6)}
+
+class LinearSVRParams(ConfigModel):
+    C: Float(0.0, 1e6, low_open=True) = 1.0
+    tol: Float(0.0, 1.0, low_open=True) = 1e-6
+    max_iter: Int(1, 100_000) = 1000
+
+
+class LassoParams(ConfigModel):
+    alpha: Float(0.0, 1e6, low_open=True) = 0.1
+    max_iter: Int(1, 100_000) = 1000
+
+
+class RandomForestParams(ConfigModel):
+    n_estimators: Int(1, 200) = 2
+    max_depth: Int(1, 32) = 2
+    min_samples_split: Int(2, 1000) = 2
+    min_samples_leaf: Int(1, 1000) = 2
+
+
+class KNeighborsParams(ConfigModel):
+    n_neighbors: Int(1, 10_000) = 20
+
+
+# name -> the parameters a request may set, each with its range and default (vSwarm's settings)
+PARAMS: dict[str, type[ConfigModel]] = {"LinearSVR": LinearSVRParams, "Lasso": LassoParams,
+                                        "RandomForestRegressor": RandomForestParams,
+                                        "KNeighborsRegressor": KNeighborsParams}
 META_MODEL = "LogisticRegression"
 
 
@@ -47,7 +63,10 @@ def spec(name: str, **params: Any) -> ModelSpec:
 
 
 def parse_spec(field_name: str, value: Any) -> ModelSpec:
-    """A name ("Lasso") or {"model": name, "params": {...}}; params from the model's allowlist only."""
+    """A name ("Lasso") or {"model": name, "params": {...}}; params from the model's allowlist only. A ModelSpec
+    (already parsed) is itself."""
+    if isinstance(value, ModelSpec):
+        return value
     if isinstance(value, str):
         value = {"model": value.strip(), "params": {}}
     if not isinstance(value, Mapping) or set(value) - {"model", "params"} or not isinstance(value.get("params", {}), Mapping):
@@ -55,17 +74,15 @@ def parse_spec(field_name: str, value: Any) -> ModelSpec:
     name = value.get("model")
     if name not in PARAMS:
         raise ConfigError(field_name, f"unknown model {name!r} (allowed: {', '.join(PARAMS)})"[:300])
-    params = {}
-    for key, raw in dict(value.get("params", {})).items():
-        if key not in PARAMS[name]:
-            raise ConfigError(field_name, f"{name} takes no parameter {key!r} here (allowed: {', '.join(PARAMS[name])})"[:300])
-        kind = PARAMS[name][key][0]
-        try:
-            params[key] = _int(key, raw, *INT_RANGE[key]) if kind == "int" else \
-                _float(key, raw, *FLOAT_RANGE[key], low_open=True)
-        except ConfigError as error:
-            raise ConfigError(field_name, f"{name} {error}") from None
-    return ModelSpec(name, {k: params.get(k, default) for k, (_, default) in PARAMS[name].items()})
+    given = dict(value.get("params", {}))
+    for key in given:
+        if key not in PARAMS[name].model_fields:
+            raise ConfigError(field_name, f"{name} takes no parameter {key!r} here "
+                                          f"(allowed: {', '.join(PARAMS[name].model_fields)})"[:300])
+    try:
+        return ModelSpec(name, validate(PARAMS[name], given).model_dump())
+    except ConfigError as error:
+        raise ConfigError(field_name, f"{name} {error}"[:300]) from None
 
 
 def parse_models(field_name: str, value: Any) -> tuple[ModelSpec, ...]:
@@ -78,7 +95,7 @@ def parse_models(field_name: str, value: Any) -> tuple[ModelSpec, ...]:
     return tuple(parse_spec(field_name, v) for v in value)
 
 
-DEFAULT_MODELS = tuple(ModelSpec(name, {k: d for k, (_, d) in params.items()}) for name, params in PARAMS.items())
+DEFAULT_MODELS = tuple(ModelSpec(name, params().model_dump()) for name, params in PARAMS.items())
 
 
 def build(model: ModelSpec, seed: int):
