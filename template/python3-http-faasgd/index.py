@@ -87,7 +87,7 @@ def format_response(result):
 
 
 def json_answer(status, payload, allow=None):
-    response = jsonify({**payload, "error": http_call.cut(payload.get("error") or "")})
+    response = jsonify(payload)
     response.status_code = status
     if allow:
         response.headers["Allow"] = ", ".join(allow)
@@ -104,16 +104,23 @@ def on_error(exc):
         return json_answer(exc.code, {"error": f"{exc.name}: {exc.description}"}, getattr(exc, "valid_methods", None))
     answer = http_call.error_answer(exc)
     if answer is None or answer[0] >= 500:
-        print(f"{request.method} {request.path} [{request.headers.get('X-Call-Id', 'none')}] failed:", file=sys.stderr)
-        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-        sys.stderr.flush()
+        log_failure(exc)
     return json_answer(*(answer or http_call.internal_error(request.headers.get("X-Call-Id"))))
+
+
+def log_failure(exc):
+    """The traceback, on stderr only (the container's log), with the call's id."""
+    print(f"{request.method} {request.path} [{request.headers.get('X-Call-Id', 'none')}] failed:", file=sys.stderr)
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    sys.stderr.flush()
 
 
 @app.route("/_/ready", methods=["GET"])
 def ready():
     why_not = replica.readiness()
-    return ("OK", 200, {"Content-Type": "text/plain; charset=utf-8"}) if why_not is None else json_answer(503, {"error": why_not})
+    if why_not:
+        return json_answer(503, {"error": why_not})
+    return "OK", 200, {"Content-Type": "text/plain; charset=utf-8"}
 
 
 @app.route("/", defaults={"path": ""}, methods=METHODS)
