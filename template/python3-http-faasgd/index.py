@@ -27,7 +27,7 @@ from waitress.task import ErrorTask
 from werkzeug.exceptions import HTTPException
 
 from faasgd.functions import http_call
-from faasgd.functions.replica_life import Replica, listening_socket
+from faasgd.functions.replica_life import ReplicaLife, listening_socket
 
 logging.basicConfig(level=os.getenv("log_level", "INFO"), stream=sys.stderr,  # the container's log
                     format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -37,7 +37,7 @@ MAX_REQUEST_BYTES = int(os.getenv("max_request_bytes", "1048576"))
 
 app = Flask(__name__)
 app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES  # werkzeug raises 413 on reading a larger body
-replica = Replica(os.environ)
+replica = ReplicaLife(os.environ)
 handler = None  # function.handler, imported by load_handler while the socket already takes calls
 
 

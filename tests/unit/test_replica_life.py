@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from faasgd.functions.replica_life import (ANSWER_MARGIN_S, HANDLER_MARGIN_S, Replica, call_limit, go_seconds,
-                                           listening_address)
+from faasgd.functions.replica_life import (ANSWER_MARGIN_S, HANDLER_MARGIN_S, ReplicaLife, call_limit,
+                                           go_seconds, listening_address)
 from support.fake_clock import StepClock
 
 
@@ -38,7 +38,7 @@ def test_a_calls_limit_is_the_least_of_the_watchdogs_timeouts_and_an_x_timeout_i
 
 def test_a_call_is_answered_ahead_of_its_limit_and_its_handler_told_earlier_still():
     clock = StepClock(100.0)
-    times = Replica({"exec_timeout": "3s"}, clock=clock).deadlines({})
+    times = ReplicaLife({"exec_timeout": "3s"}, clock=clock).deadlines({})
     assert times.limit_s == 3.0
     assert times.answer_by == pytest.approx(103.0 - ANSWER_MARGIN_S)
     assert times.handler_by == pytest.approx(times.answer_by - HANDLER_MARGIN_S)
@@ -46,7 +46,7 @@ def test_a_call_is_answered_ahead_of_its_limit_and_its_handler_told_earlier_stil
 
 def test_a_handler_that_ends_in_time_hands_back_its_result_or_its_error():
     clock = StepClock()
-    replica = Replica({}, clock=clock)
+    replica = ReplicaLife({}, clock=clock)
     assert replica.run(lambda: {"statusCode": 200}, clock() + 10).result == {"statusCode": 200}
     failed = replica.run(lambda: 1 / 0, clock() + 10)
     assert isinstance(failed.error, ZeroDivisionError) and not failed.late
@@ -55,7 +55,7 @@ def test_a_handler_that_ends_in_time_hands_back_its_result_or_its_error():
 
 def test_a_handler_still_running_at_the_answer_is_late_and_counted_until_it_ends():
     clock = StepClock()
-    replica = Replica({}, clock=clock)
+    replica = ReplicaLife({}, clock=clock)
     release, started = threading.Event(), threading.Event()
 
     def slow():
@@ -76,7 +76,7 @@ def test_a_handler_still_running_at_the_answer_is_late_and_counted_until_it_ends
 
 def test_readiness_starts_off_comes_with_the_lock_and_goes_with_sigterm(tmp_path):
     lock = tmp_path / ".lock"
-    replica = Replica({}, lock_path=str(lock), clock=StepClock())
+    replica = ReplicaLife({}, lock_path=str(lock), clock=StepClock())
     assert replica.readiness() == "starting" and not lock.exists()
     replica.mark_ready()
     assert replica.readiness() is None and lock.exists()
@@ -87,7 +87,7 @@ def test_readiness_starts_off_comes_with_the_lock_and_goes_with_sigterm(tmp_path
 
 def test_draining_exits_after_the_healthcheck_window_once_no_call_runs(tmp_path):
     clock = StepClock()
-    replica = Replica({"healthcheck_interval": "2s", "write_timeout": "30s"}, lock_path=str(tmp_path / "l"),
+    replica = ReplicaLife({"healthcheck_interval": "2s", "write_timeout": "30s"}, lock_path=str(tmp_path / "l"),
                       clock=clock)
     assert not replica.may_exit()  # no SIGTERM yet
     replica.begin_drain()
@@ -98,7 +98,7 @@ def test_draining_exits_after_the_healthcheck_window_once_no_call_runs(tmp_path)
 
 def test_a_running_call_holds_the_exit_until_write_timeout_past_the_window(tmp_path):
     clock = StepClock()
-    replica = Replica({"healthcheck_interval": "1s", "write_timeout": "5s"}, lock_path=str(tmp_path / "l"),
+    replica = ReplicaLife({"healthcheck_interval": "1s", "write_timeout": "5s"}, lock_path=str(tmp_path / "l"),
                       clock=clock)
     replica.begin_drain()
     replica.running = 1  # a handler that never reaches its safe point
@@ -109,7 +109,7 @@ def test_a_running_call_holds_the_exit_until_write_timeout_past_the_window(tmp_p
 
 def test_without_a_healthcheck_interval_the_window_is_write_timeout(tmp_path):
     clock = StepClock()
-    replica = Replica({"write_timeout": "4s"}, lock_path=str(tmp_path / "l"), clock=clock)
+    replica = ReplicaLife({"write_timeout": "4s"}, lock_path=str(tmp_path / "l"), clock=clock)
     replica.begin_drain()
     clock.sleep(3.9)
     assert not replica.may_exit()

@@ -1,6 +1,6 @@
 """A replica's life behind of-watchdog (mode=http): readiness, each call's deadline, draining after SIGTERM.
 
-    replica = Replica(os.environ)
+    replica = ReplicaLife(os.environ)
     times = replica.deadlines(request_headers)  # limit_s; answer_by and handler_by, time.monotonic() values
     outcome = replica.run(lambda: handler.handle(event, context), times.answer_by)
 
@@ -92,7 +92,7 @@ class Outcome:
 
 
 @dataclass
-class Replica:
+class ReplicaLife:
     """The state of one replica's process: ready, draining, calls running; `clock` is time.monotonic."""
 
     env: Mapping[str, str]
