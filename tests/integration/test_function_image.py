@@ -33,8 +33,8 @@ from support.function_image import FUNCTIONS, build_image, run
 pytestmark = pytest.mark.integration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-OTHER_WINGS = ("yaml", "matplotlib", "starlette", "uvicorn", "prometheus_client", "psutil", "rich", "threadpoolctl",
-               "fakeredis", "pytest_timeout")
+OTHER_WINGS = ("yaml", "matplotlib", "starlette", "uvicorn", "psutil", "rich", "threadpoolctl", "fakeredis",
+               "pytest_timeout")  # prometheus_client is the core's: emnist-train's GET /metrics
 TINY = {"dataset": "synthetic", "train_samples": 600, "test_samples": 200, "hidden_sizes": [8], "batch_size": 50,
         "max_epochs": 2, "target_accuracy": 1.0}
 

@@ -21,6 +21,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 TEMPLATE = pathlib.Path(__file__).resolve().parents[2] / "template" / "python3-http-faasgd"
+CORE = TEMPLATE.parents[1] / "src"  # the faasgd core of this tree, which index.py imports
 MAX_REQUEST_BYTES = 4096
 START_DEADLINE_S = 30
 REQUEST_TIMEOUT_S = 10
@@ -102,7 +103,7 @@ def server(tmp_path_factory):
     (app / "function" / "__init__.py").write_text("")
     (app / "function" / "handler.py").write_text(TEST_HANDLER)
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(app), "upstream_url": f"http://127.0.0.1:{port}", "waitress_threads": "2",
+    env = {**os.environ, "PYTHONPATH": f"{app}{os.pathsep}{CORE}", "upstream_url": f"http://127.0.0.1:{port}", "waitress_threads": "2",
            "max_request_bytes": str(MAX_REQUEST_BYTES), "HOSTNAME": "replica-0"}
     stderr_path = app / "stderr.log"
     with open(stderr_path, "wb") as stderr:

@@ -23,6 +23,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 TEMPLATE = pathlib.Path(__file__).resolve().parents[2] / "template" / "python3-http-faasgd"
+CORE = TEMPLATE.parents[1] / "src"  # the faasgd core of this tree, which index.py imports
 HANDLER = textwrap.dedent('''
     import time
     time.sleep(float(__import__("os").environ.get("import_s", "0")))  # a heavy import
@@ -48,7 +49,7 @@ def start(tmp_path, extra_env=None, bootstrap=False):
     (tmp_path / "function" / "__init__.py").write_text("")
     (tmp_path / "function" / "handler.py").write_text(HANDLER)
     url = f"http://127.0.0.1:{free_port()}"
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "PYTHONPATH": str(tmp_path),
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "PYTHONPATH": f"{tmp_path}{os.pathsep}{CORE}",
            "exec_timeout": "30s", "write_timeout": "30s", "healthcheck_interval": "1s", "upstream_url": url,
            **(extra_env or {})}
     argv = [sys.executable, "-S", "bootstrap.py", sys.executable, "index.py"] if bootstrap else \

@@ -19,7 +19,7 @@ INDEX = ROOT / "template" / "python3-http-faasgd" / "index.py"
 
 @dataclass
 class Shim:
-    module: object  # index.py as a module (its `state`, `app`, MAX_REQUEST_BYTES)
+    module: object  # index.py as a module (its `replica`, `handler`, `app`, MAX_REQUEST_BYTES)
     client: object  # flask.testing.FlaskClient
 
     def ready(self) -> bool:
@@ -35,6 +35,6 @@ def load_shim(function: str) -> Shim:
     handlers, level = list(root.handlers), root.level
     spec.loader.exec_module(module)  # its logging.basicConfig must not change the test process's logging
     root.handlers[:], root.level = handlers, level
-    module.state["handler"] = load_handler(function)
-    module.state["ready"].set()
+    module.handler = load_handler(function)
+    module.replica.ready.set()
     return Shim(module, module.app.test_client())

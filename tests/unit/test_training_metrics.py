@@ -77,6 +77,32 @@ def test_an_ended_workers_series_stay_a_while_then_go():
     assert not samples(exporter.render(now=1000.0 + exporter.KEEP_S + 1))
 
 
+def test_label_values_and_odd_numbers_survive_the_text_format():
+    a_worker(job_id='j"1\\x\nnext')  # a quote, a backslash and a newline in a label value
+    exporter.update("j2", {"worker_id": 0, "loss": float("nan"), "epoch": "not a number", "pushes": None})
+    found = samples(exporter.render())
+    loss = {dict(labels)["job_id"]: value for (name, labels), value in found.items() if name == "faasgd_worker_loss"}
+    assert loss["j\"1\\x\nnext"] == 0.42 and loss["j2"] != loss["j2"]  # NaN stays NaN
+    epochs = {dict(labels)["job_id"] for name, labels in found if name == "faasgd_worker_epoch"}
+    assert epochs == {"j\"1\\x\nnext"}  # a value that is no number is no sample
+
+
+def test_every_family_keeps_its_help_and_type_even_without_samples():
+    text = exporter.render()
+    for name, kind, help_text, _ in exporter.WORKER_FAMILIES:
+        assert f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n" in text
+    for name, help_text, _ in exporter.BURST_FAMILIES + exporter.JOB_FAMILIES:
+        assert f"# HELP {name} {help_text}\n# TYPE {name} gauge\n" in text
+
+
+def test_the_training_families_are_not_in_the_librarys_global_registry():
+    from prometheus_client import REGISTRY, generate_latest
+
+    a_worker()
+    assert b"faasgd_worker" not in generate_latest(REGISTRY)
+    assert "faasgd_worker_loss{" in exporter.render()
+
+
 def test_emnist_train_answers_get_metrics_in_the_text_format():
     a_worker()
     answer = train_metrics()

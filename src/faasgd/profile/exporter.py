@@ -12,7 +12,8 @@ replicas that run the workers, and are scraped where the replicas are:
 Labels: `job_id`, `worker_id` and `replica` (the pod or replica: a worker handed over from one replica to
 another is two series, never a duplicate). Not `job`: Prometheus' own target label. A worker's series
 stay for KEEP_S after its call ends (so a scrape after the end still sees the last values), then go.
-Written by hand, not with prometheus-client: the core installs no metrics library (pyproject's wings).
+The text is prometheus-client's: a custom collector (`TrainingCollector`) on a registry of this module's own
+(`REGISTRY`, not the library's global one), written out by `generate_latest` in the text format 0.0.4.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from faasgd.profile.bursts import SERIES, figures
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4  # "text/plain; version=0.0.4; charset=utf-8"
 KEEP_S = 300.0  # an ended worker's (or job's) series are kept this long
 MAX_SERIES = 2000  # workers kept at most (the oldest ended ones go first)
 
@@ -112,55 +117,76 @@ def forget() -> None:
         _jobs.clear()
 
 
-def _labels(**labels: Any) -> str:
-    def escape(value: Any) -> str:
-        return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-    return "{" + ",".join(f'{k}="{escape(v)}"' for k, v in labels.items()) + "}"
-
-
-def _number(value: Any) -> str | None:
+def _number(value: Any) -> float | None:
+    """The value as a sample's float; None (no sample) for a missing or non-numeric value."""
     if value is None:
         return None
     try:
-        number = float(value)
+        return float(value)
     except (TypeError, ValueError):
         return None
-    return repr(number) if number == number else "NaN"
 
 
-def render(now: float | None = None) -> str:
-    """The exposition text of every worker and job kept (dropping those ended more than KEEP_S ago)."""
-    now = time.time() if now is None else now
+def _family(name: str, kind: str, text: str, labels: list[str]) -> Metric:
+    family = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+    return family(name, text, labels=labels)  # a counter's name loses its `_total`; its samples keep it
+
+
+def _drop_ended(now: float) -> tuple[list, list]:
+    """Drop the workers and jobs ended more than KEEP_S ago; the others, sorted."""
     with _lock:
         for key in [k for k, w in _workers.items() if w["ended_at"] and now - w["ended_at"] > KEEP_S]:
             del _workers[key]
         for key in [k for k, j in _jobs.items() if now - j["ended_at"] > KEEP_S]:
             del _jobs[key]
-        workers, jobs = sorted(_workers.items()), sorted(_jobs.items())
-    replica, lines = replica_name(), []
-    for name, kind, text, value in WORKER_FAMILIES:
-        lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
-        for (job_id, worker_id), entry in workers:
-            number = _number(value(entry))
-            if number is not None:
-                lines.append(f"{name}{_labels(job_id=job_id, worker_id=worker_id, replica=replica)} {number}")
-    for name, text, figure in BURST_FAMILIES:
-        lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
-        for (job_id, worker_id), entry in workers:
-            for series in SERIES:
-                stats = (entry["p"].get("resources") or {}).get(series)
-                number = _number(figures(stats)[figure]) if stats else None
+        return sorted(_workers.items()), sorted(_jobs.items())
+
+
+class TrainingCollector:
+    """Every family of the workers and jobs kept, as prometheus-client collects them (once per scrape)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time):
+        self.clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        workers, jobs = _drop_ended(self.clock())
+        replica = replica_name()
+        for name, kind, text, value in WORKER_FAMILIES:
+            family = _family(name, kind, text, ["job_id", "worker_id", "replica"])
+            for (job_id, worker_id), entry in workers:
+                number = _number(value(entry))
                 if number is not None:
-                    lines.append(f"{name}{_labels(job_id=job_id, worker_id=worker_id, replica=replica, series=series)}"
-                                 f" {number}")
-    for name, text, key in JOB_FAMILIES:
-        lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
-        for job_id, entry in jobs:
-            number = _number(entry["result"].get(key))
-            if number is not None:
-                lines.append(f"{name}{_labels(job_id=job_id, replica=replica)} {number}")
-    return "\n".join(lines) + "\n"
+                    family.add_metric([job_id, str(worker_id), replica], number)
+            yield family
+        for name, text, figure in BURST_FAMILIES:
+            family = GaugeMetricFamily(name, text, labels=["job_id", "worker_id", "replica", "series"])
+            for (job_id, worker_id), entry in workers:
+                for series in SERIES:
+                    stats = (entry["p"].get("resources") or {}).get(series)
+                    number = _number(figures(stats)[figure]) if stats else None
+                    if number is not None:
+                        family.add_metric([job_id, str(worker_id), replica, series], number)
+            yield family
+        for name, text, key in JOB_FAMILIES:
+            family = GaugeMetricFamily(name, text, labels=["job_id", "replica"])
+            for job_id, entry in jobs:
+                number = _number(entry["result"].get(key))
+                if number is not None:
+                    family.add_metric([job_id, replica], number)
+            yield family
+
+
+REGISTRY = CollectorRegistry(auto_describe=False)  # this module's own: the global one holds process metrics
+REGISTRY.register(TrainingCollector())
+
+
+def render(now: float | None = None) -> str:
+    """The exposition text of every worker and job kept (dropping those ended more than KEEP_S ago)."""
+    if now is None:
+        return generate_latest(REGISTRY).decode("utf-8")
+    registry = CollectorRegistry(auto_describe=False)  # the same families, at the time given
+    registry.register(TrainingCollector(clock=lambda: now))
+    return generate_latest(registry).decode("utf-8")
 
 
 def family_names() -> list[str]:

@@ -1,0 +1,137 @@
+"""An HTTP call to a function as the template's index.py reads and answers it: the body as an object, errors as JSON.
+
+    values = read_body(b"number_of_workers=2", "application/x-www-form-urlencoded")  # {"number_of_workers": "2"}
+    status, payload, allow = error_answer(exc)  # (400, {"error": "...", "field": "batch_size"}, None)
+
+Bodies (`read_body`): JSON when labelled application/json, `+json`, text/plain or nothing (`faas-cli invoke`
+sends text/plain); a form when labelled application/x-www-form-urlencoded (values are strings), unless the
+body starts with { or [ (`curl -d` and urllib label JSON a form too); {} for an empty body; any other type
+is a 415 naming Content-Type. Invalid or too deeply nested JSON is a 400 on `body`, and so is a key given
+twice (which one counts would depend on the parser) or a form field without a name.
+
+Errors (`error_answer`): an exception with an integer `http_status` in 400..599 keeps it, with its `field`
+and an `Allow` list for one with `allow`; anything else is None, which the caller answers as
+`internal_error` (a 500 naming only the call id; the traceback goes to the log). A message quoting an
+oversize value is cut at MAX_MESSAGE characters. `framing_error` and `unparsable_request` are the two
+answers the server itself gives before any route (waitress's parser, in index.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+from urllib.parse import parse_qsl
+
+from faasgd.errors import ConfigError
+
+JSON_TYPES = ("", "application/json", "text/plain")
+FORM_TYPE = "application/x-www-form-urlencoded"
+MAX_MESSAGE = 1000  # characters of an error message; the rest (an oversize value it quotes) is cut
+
+
+class ContentTypeNotServed(ConfigError):
+    """Raised when a body comes with a Content-Type the function cannot read (neither JSON nor a form)."""
+
+    http_status = 415
+
+    def __init__(self, content_type: str):
+        super().__init__("Content-Type", f"{content_type} is not served (send JSON or {FORM_TYPE})")
+
+
+def read_body(body: bytes, content_type: str) -> Any:
+    """The body as an object: JSON or a form; {} for an empty body (see the module's docstring)."""
+    if not body.strip():
+        return {}
+    content_type = content_type.lower()
+    if content_type == FORM_TYPE:
+        if not body.lstrip().startswith((b"{", b"[")):
+            return read_form(body)
+    elif content_type not in JSON_TYPES and not content_type.endswith("+json"):
+        raise ContentTypeNotServed(content_type)
+    return read_json(body)
+
+
+def read_json(body: bytes) -> Any:
+    try:
+        return json.loads(body, object_pairs_hook=lambda pairs: unique_keys(pairs, "body"))
+    except RecursionError:
+        raise ConfigError("body", "JSON nested too deeply") from None
+    except ConfigError:
+        raise
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise ConfigError("body", f"invalid JSON ({exc})") from None
+
+
+def read_form(body: bytes) -> dict[str, str]:
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError("body", f"invalid form ({exc})") from None
+    if any(not key for key, _ in pairs):
+        raise ConfigError("body", "a form field has no name")
+    return unique_keys(pairs, "form")
+
+
+def unique_keys(pairs: Iterable[tuple[str, Any]], where: str) -> dict[str, Any]:
+    """The pairs as a dict; a key given twice is a 400 naming it (parsers differ on which one wins)."""
+    values: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in values:
+            raise ConfigError(key, f"given twice in the {where}")
+        values[key] = value
+    return values
+
+
+def cut(message: str) -> str:
+    """The message, cut at MAX_MESSAGE characters (saying how many more there were)."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return f"{message[:MAX_MESSAGE]}... ({len(message) - MAX_MESSAGE} more characters)"
+
+
+def error_answer(exc: BaseException) -> tuple[int, dict, tuple[str, ...] | None] | None:
+    """(status, JSON payload, Allow) for an exception carrying its HTTP status; None for any other."""
+    status = getattr(exc, "http_status", None)
+    if not isinstance(status, int) or isinstance(status, bool) or not 400 <= status <= 599:
+        return None
+    payload: dict[str, Any] = {"error": cut(str(exc))}
+    if getattr(exc, "field", None) is not None:
+        payload["field"] = exc.field
+    allow = getattr(exc, "allow", None)
+    return status, payload, tuple(allow) if allow else None
+
+
+def internal_error(call_id: str | None) -> tuple[int, dict]:
+    """The answer to an exception nobody described: no detail, only the call id to find it in the log."""
+    return 500, {"error": "internal error", "call_id": call_id}
+
+
+def late(limit_s: float, call_id: str | None) -> tuple[int, dict]:
+    """The answer to a call still running near its limit (the watchdog's own 504 would be empty)."""
+    message = f"the call ran past its deadline ({limit_s:.1f} s); its work stops at its next safe point"
+    return 504, {"error": message, "call_id": call_id}
+
+
+def too_large(max_request_bytes: int) -> tuple[int, dict]:
+    return 413, {"error": f"body: request body larger than max_request_bytes={max_request_bytes}", "field": "body"}
+
+
+def method_not_served(method: str, allowed: Iterable[str]) -> tuple[int, dict, tuple[str, ...]]:
+    """A 405 naming the method and the methods served, with the `Allow` list."""
+    allow = tuple(sorted(allowed))
+    message = f"method: {method} is not served here (allowed: {', '.join(allow)})"
+    return 405, {"error": message, "field": "method"}, allow
+
+
+def framing_error(header_block: bytes) -> str | None:
+    """Why a request's headers frame its body ambiguously: Content-Length beside Transfer-Encoding (a server
+    taking one and a proxy the other would see different request boundaries); None when they do not."""
+    names = {line.split(b":", 1)[0].strip().lower() for line in header_block.split(b"\n")[1:]}
+    if b"content-length" in names and b"transfer-encoding" in names:
+        return "Content-Length and Transfer-Encoding given together; send one"
+    return None
+
+
+def unparsable_request(reason: str, detail: str) -> bytes:
+    """The JSON body of the server's own answer to a request it cannot parse."""
+    return json.dumps({"error": f"request: {reason}: {detail}"[:MAX_MESSAGE], "field": "request"}).encode()
