@@ -77,7 +77,9 @@ def test_an_unknown_job_through_the_gateway_names_the_store_looked_in_and_how_to
     assert "secret" not in message and "redis.test" not in message  # store names only, never their locations
     with pytest.raises(JobNotFound) as error:
         jobs.through_gateway(setup.client, {"job_id": JOB, "store": "memcached"}).model_bytes()
-    assert "the function's store 'memcached'" in str(error.value) and "`faasgd model" in str(error.value)
+    message = str(error.value)
+    assert "the function's store 'memcached'" in message and "`faasgd model" in message
+    assert "leave out --store for the default store (Python: store=None)" in message and "--store redis" in message
 
 
 def test_an_unknown_job_in_a_store_names_that_store_and_the_flag_for_another():

@@ -6,7 +6,7 @@ function has configured, and how to name one (the CLI's flag and the Python keyw
     except JobNotFound as error:     # faasgd.errors.JobNotFound, its message extended
         print(error)
     # job_id: no job 'j3f…' in the function's default store (its stores: default, redis, memcached);
-    # name the store that holds it: `faasgd status j3f… --store NAME` (Python: store='NAME')
+    # a job on another store: `faasgd status j3f… --store redis` (Python: store='redis')
 """
 
 from __future__ import annotations
@@ -46,13 +46,15 @@ def configured_stores(client: GatewayClient) -> list[str]:
 def through_gateway(job_id: str, store: str | None, stores: list[str], verb: str) -> JobNotFoundIn:
     """Not found through the gateway: in the function's default store, or in the store named `store`."""
     where = f"the function's store {store!r}" if store else "the function's default store"
-    others = [name for name in stores if name != (store or "default")]
     if stores:
         where += f" (its stores: {', '.join(stores)})"
+    others = [name for name in stores if name not in ("default", store)]
     example = others[0] if others else "NAME"
-    command = f"faasgd {verb} {job_id}"
-    return JobNotFoundIn(job_id, where, f"name the store that holds it: `{command} --store {example}` "
-                                        f"(Python: store={example!r})" + (" or check the job id" if store else ""))
+    steps = [f"`faasgd {verb} {job_id} --store {example}` (Python: store={example!r})"]
+    if store:
+        steps.insert(0, "leave out --store for the default store (Python: store=None)")
+    return JobNotFoundIn(job_id, where, f"a job on another store: {', or '.join(steps)}"
+                                        + ("; else check the job id" if store else ""))
 
 
 def in_store(job_id: str, store_url: str, verb: str) -> JobNotFoundIn:
