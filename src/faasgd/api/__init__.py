@@ -23,7 +23,8 @@ from faasgd.api.jobs import Job, job, request_body, submit, train
 from faasgd.api.local_runtime import Runtime, connect, gateway_url, runtime, start_runtime, stop_runtime
 from faasgd.api.models import evaluate, load_model, save_model
 from faasgd.api.runs import batches, compare, open_results, results
+from faasgd.errors import ConfigError, FaasgdError, JobNotFound  # what the functions raise, at hand
 
-__all__ = ["Job", "Runtime", "batches", "compare", "connect", "evaluate", "gateway_url", "job", "load_model",
+__all__ = ["ConfigError", "FaasgdError", "Job", "JobNotFound", "Runtime", "batches", "compare", "connect", "evaluate", "gateway_url", "job", "load_model",
            "open_results", "request_body", "results", "runtime", "save_model", "start_runtime", "stop_runtime",
            "submit", "train"]
