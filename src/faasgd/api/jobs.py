@@ -75,7 +75,10 @@ class Job:
         return final or result.missing(self.job_id, f"no result after {timeout_s:g} s")
 
     def model_bytes(self) -> bytes:
-        """The job's model as npz bytes: the parameters that met the target, else its final ones."""
+        """The job's model as npz bytes: the parameters that met the target, else its final ones.
+
+            >>> Path("model.npz").write_bytes(job.model_bytes())   # doctest: +SKIP
+        """
         return self._named(self._read_model, "model")
 
     def _named(self, read: Callable[[], Any], verb: str) -> Any:
@@ -88,7 +91,10 @@ class Job:
 
 
 def through_gateway(client: GatewayClient, query: Mapping[str, str], info: Mapping[str, Any] | None = None) -> Job:
-    """The job `query` names (job_id, and store when not the function's default) as emnist-setup reads it."""
+    """The job `query` names (job_id, and store when not the function's default) as emnist-setup reads it.
+
+        >>> through_gateway(api.connect(), {"job_id": "j0123456789abcdef", "store": "redis"}).status()  # doctest: +SKIP
+    """
     query, store = dict(query), query.get("store")
 
     def not_found(verb: str) -> FaasgdError:
@@ -98,7 +104,10 @@ def through_gateway(client: GatewayClient, query: Mapping[str, str], info: Mappi
 
 
 def in_store(store: ParameterStore, job_id: str) -> Job:
-    """The job as its records in `store` say, read directly (no gateway)."""
+    """The job as its records in `store` say, read directly (no gateway).
+
+        >>> in_store(open_store("redis://127.0.0.1:6379/0"), "j0123456789abcdef").wait()  # doctest: +SKIP
+    """
     return Job(job_id, lambda: records.read_status(store, job_id),
                lambda: job_model.to_npz(job_model.read_model(store, job_id)),
                lambda verb: hints.in_store(job_id, store.url, verb))
@@ -126,7 +135,11 @@ def job(job_id: str, *, store: str | None = None, store_url: str | None = None, 
 
 def request_body(config: TrainConfig | Mapping[str, Any] | None = None, **keys: Any) -> dict:
     """The config keys of a job's request: a mapping or a TrainConfig, then `keys` over it (store locations
-    left out: a function's stores are its own configuration; name one with `store`)."""
+    left out: a function's stores are its own configuration; name one with `store`).
+
+        >>> request_body({"dataset": "synthetic"}, number_of_workers=2)
+        {'dataset': 'synthetic', 'number_of_workers': 2}
+    """
     if config is None:
         base: dict = {}
     elif isinstance(config, TrainConfig):
@@ -140,7 +153,10 @@ def request_body(config: TrainConfig | Mapping[str, Any] | None = None, **keys: 
 
 
 def submit(client: GatewayClient, body: Mapping[str, Any]) -> Job:
-    """POST a checked request body to emnist-setup through `client`; the job it started."""
+    """POST a checked request body to emnist-setup through `client`; the job it started.
+
+        >>> job = submit(api.connect(gateway="http://127.0.0.1:8080"), {"dataset": "synthetic"})  # doctest: +SKIP
+    """
     answer = json_answer(client.invoke(SETUP_FUNCTION, dict(body)), SETUP_FUNCTION)
     return through_gateway(client, answer["status_query"], answer)
 

@@ -38,7 +38,11 @@ class Runtime:
     state: dict
 
     def client(self, timeout_s: float = 30.0) -> GatewayClient:
-        """A client of this runtime's gateway, logged in to /system."""
+        """A client of this runtime's gateway, logged in to /system.
+
+            >>> rt.client().function_status("emnist-train")["replicas"]   # doctest: +SKIP
+            2
+        """
         return control.client(self.state, timeout_s)
 
 

@@ -33,13 +33,21 @@ DEFAULT_MEASURES = ("time_to_target_s", "samples_per_s", "final_test_accuracy", 
 
 def database_path(db_or_dir: str | os.PathLike | None = None) -> Path:
     """The results database: `db_or_dir` (the file, or a folder holding faasgd.sqlite), else $FAASGD_RESULTS_DB,
-    else results/faasgd.sqlite."""
+    else results/faasgd.sqlite.
+
+        >>> str(database_path("results/faasgd.sqlite"))
+        'results/faasgd.sqlite'
+    """
     path = Path(results_store.default_path() if db_or_dir is None else os.fspath(db_or_dir))
     return path / DB_NAME if path.is_dir() else path
 
 
 def open_results(db_or_dir: str | os.PathLike | None = None) -> sqlite3.Connection:
-    """The results database, open (never created); ConfigError('db') naming the path and what writes it."""
+    """The results database, open (never created); ConfigError('db') naming the path and what writes it.
+
+        >>> with open_results("results/") as db:        # doctest: +SKIP
+        ...     db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    """
     path = database_path(db_or_dir)
     try:
         return results_store.open_db(path, create=False)
@@ -109,18 +117,32 @@ def shaped(rows: list[dict], as_frame: bool) -> Any:
 
 
 def group_key(run: dict, by: list[str] | None) -> str:
+    """The group a run is compared in: its configuration's label, or the values of the keys `by`.
+
+        >>> group_key({"number_of_workers": 4, "n_push": 2}, ["number_of_workers", "n_push"])
+        'number_of_workers=4 n_push=2'
+    """
     if not by:
         return str(run.get("configuration") or "all runs")
     return " ".join(f"{key}={results_store.text(run.get(key))}" for key in by)
 
 
 def mean_of(runs: list[dict], measure: str) -> float | None:
+    """The measure's mean over the finished runs that have it (None: none has).
+
+        >>> mean_of([{"state": "done", "cpu_s": 2.0}, {"state": "failed", "cpu_s": 9.0}], "cpu_s")
+        2.0
+    """
     values = [float(r[measure]) for r in runs if r.get("state") == "done" and isinstance(r.get(measure), (int, float))]
     return statistics.fmean(values) if values else None
 
 
 def compare_runs(runs_a: list[dict], runs_b: list[dict], measures: list[str], by: list[str] | None = None) -> list[dict]:
-    """One row per group found in either batch: runs in each, and per measure the means in A and B and B / A."""
+    """One row per group found in either batch: runs in each, and per measure the means in A and B and B / A.
+
+        >>> compare_runs([{"state": "done", "cpu_s": 2.0}], [{"state": "done", "cpu_s": 3.0}], ["cpu_s"])
+        [{'group': 'all runs', 'runs_a': 1, 'runs_b': 1, 'cpu_s': {'a': 2.0, 'b': 3.0, 'ratio': 1.5}}]
+    """
     groups: dict[str, tuple[list, list]] = {}
     for side, found in ((0, runs_a), (1, runs_b)):
         for run in found:
