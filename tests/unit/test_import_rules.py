@@ -5,7 +5,7 @@ import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "faasgd"
-WINGS = {"local", "cli", "batch"}
+WINGS = {"local", "cli", "batch", "api"}
 
 
 def contracts():
@@ -22,17 +22,23 @@ def core_modules():
 def test_every_core_module_is_bound_by_the_core_contract():
     core = contracts()["Wing 1"]
     assert set(core["source_modules"]) == core_modules()
-    assert {"faasgd.local", "faasgd.cli", "faasgd.batch", "flask", "waitress", "matplotlib", "yaml"} \
+    assert {"faasgd.local", "faasgd.cli", "faasgd.batch", "faasgd.api", "flask", "waitress", "matplotlib", "yaml"} \
         <= set(core["forbidden_modules"])
 
 
 def test_the_local_runtime_may_share_only_the_gateway_client_and_the_errors():
     local = contracts()["Wing 2"]
     allowed = {"faasgd.openfaas", "faasgd.errors"}
-    assert set(local["forbidden_modules"]) >= (core_modules() - allowed) | {"faasgd.cli", "faasgd.batch"}
+    assert set(local["forbidden_modules"]) >= (core_modules() - allowed) | {"faasgd.cli", "faasgd.batch", "faasgd.api"}
     assert not allowed & set(local["forbidden_modules"])
 
 
 def test_the_tools_do_not_import_each_other():
     tools = contracts()["Wing 3: the command line and test.sh's engine do not import each other"]
     assert tools["type"] == "independence" and set(tools["modules"]) == {"faasgd.cli", "faasgd.batch"}
+
+
+def test_the_python_api_imports_neither_the_command_line_nor_the_batch_engine():
+    api = contracts()["Wing 3's Python API sits under the command line: it imports neither the command line nor test.sh's engine"]
+    assert api["type"] == "forbidden" and api["source_modules"] == ["faasgd.api"]
+    assert {"faasgd.cli", "faasgd.batch", "rich"} <= set(api["forbidden_modules"])

@@ -9,11 +9,10 @@ file reads back without pickle, and places it atomically (a temporary file besid
 from __future__ import annotations
 
 import os
-import tempfile
-from contextlib import suppress
-from pathlib import Path
 
-from faasgd import job_model
+from faasgd import api
+from faasgd.api.jobs import in_store, through_gateway
+from faasgd.api.models import output_path
 from faasgd.cli import output
 from faasgd.cli.connect import gateway
 from faasgd.config import read_setting
@@ -39,53 +38,26 @@ def add_parsers(sub, add_runtime_flags) -> None:
     output.add_flags(evaluate, "print the accuracies as one JSON document on stdout")
 
 
-def output_path(path: str) -> Path:
-    """-o must name a file in an existing folder; ConfigError naming it otherwise (checked before any call)."""
-    target = Path(path)
-    if not path or target.is_dir() or not target.parent.is_dir():
-        raise ConfigError("output", f"must be a file path in an existing folder, got {path!r}")
-    return target
-
-
 def save(args) -> int:
     check_job_id(args.job_id)
     target = output_path(args.output)
     if args.store:
         read_setting({"store": args.store}, "store")  # a name, never a location
     if args.direct:
-        store = open_store(args.store_url or read_setting(os.environ, "store_url"))
-        raw = job_model.to_npz(job_model.read_model(store, args.job_id))
+        job = in_store(open_store(args.store_url or read_setting(os.environ, "store_url")), args.job_id)
     else:
         if args.store_url:
             raise ConfigError("store_url", "only with --direct; through a gateway name the function's store with --store")
-        query = {"job_id": args.job_id, **({"store": args.store} if args.store else {})}
-        raw = gateway(args).job_model(query)
-    found = job_model.from_npz(raw)  # what is placed reads back
-    place(raw, target)
+        job = through_gateway(gateway(args), {"job_id": args.job_id, **({"store": args.store} if args.store else {})})
+    found = api.save_model(job, target)
     print(f"{target}: model of job {found.job_id} ({found.source}, parameter version {found.version}, "
           f"{found.params.size:,} parameters {list(found.sizes)} {found.activation}), validation accuracy "
           f"{found.validation_accuracy:.4f}, test accuracy {found.test_accuracy:.4f} on {found.dataset}")
     return 0
 
 
-def place(raw: bytes, target: Path) -> None:
-    """Write `raw` to a temporary file beside `target`, then rename it over `target` (never a half file)."""
-    fd, part = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-        os.replace(part, target)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(part)
-        raise
-
-
 def evaluate(args) -> int:
-    if args.test_samples is not None and args.test_samples < 0:
-        raise ConfigError("test_samples", f"must be 0 (all rows) or positive, got {args.test_samples}")
-    found = job_model.from_npz(args.file)
-    answer = job_model.evaluate_file(found, args.dataset, args.test_samples)
+    answer = api.evaluate(args.file, args.dataset, args.test_samples)
     if args.json:
         output.emit_json(answer)
         return 0

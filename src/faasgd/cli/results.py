@@ -14,19 +14,16 @@ Costs are as each batch priced them (its matrix's `prices:`); `--price gb_s=0.00
 from __future__ import annotations
 
 import json
-import statistics
 from typing import Any
 
 from rich.table import Table
 
-from faasgd import cost, results_store
+from faasgd import api, cost, results_store
+from faasgd.api.runs import DEFAULT_MEASURES
+from faasgd.api.runs import compare_runs as compare  # noqa: F401  the comparison's rows (faasgd.api.runs)
 from faasgd.cli.progress import console
 from faasgd.errors import ConfigError
-from faasgd.result import MEASURES
-from faasgd.stacking import flow as stacking_flow
 
-DEFAULT_MEASURES = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "rx_bytes",
-                    "cost_usd")
 RUN_COLUMNS = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "billed_gb_s",
                "requests", "cold_starts", "cost_usd")  # `runs`' table, after the run's identity and state
 PRICE_HELP = f"price the runs' costs at this instead of their batch's: {', '.join(cost.PRICE_KEYS)} (repeatable)"
@@ -67,21 +64,36 @@ def parse_where(items: list[str]) -> dict[str, str]:
 
 def open_results(args):
     """The results database `--db` names (default: results/faasgd.sqlite); ConfigError('--db') when absent."""
-    path = args.db or results_store.default_path()
     try:
-        return results_store.open_db(path, create=False)
-    except FileNotFoundError:
-        raise ConfigError("--db", f"no results database at {path} (test.sh writes it; --db names another)") from None
+        return api.open_results(args.db)
+    except ConfigError as error:
+        raise flagged(error) from None
+
+
+def flagged(error: ConfigError) -> ConfigError:
+    """The API's error, naming the flag that set the keyword it names."""
+    if error.field not in FLAGS:
+        return error
+    return ConfigError(FLAGS[error.field], str(error).removeprefix(f"{error.field}: "))
+
+
+FLAGS = {"db": "--db", "measure": "--measure", "where": "--where"}  # the API's keyword: the flag that sets it
 
 
 def run(args) -> int:
-    with open_results(args) as db:
-        if args.verb == "list":
-            return show_batches(results_store.batches(db))
-        if args.verb == "runs":
-            found = results_store.runs(db, args.batch, parse_where(args.where))
-            return show_runs(priced(found, args.price), args.json)
-        return show_comparison(db, args)
+    try:
+        return run_verb(args)
+    except ConfigError as error:
+        raise flagged(error) from None
+
+
+def run_verb(args) -> int:
+    if args.verb == "list":
+        return show_batches(api.batches(args.db))
+    if args.verb == "runs":
+        return show_runs(api.results(args.db, batches=args.batch, where=parse_where(args.where), prices=args.price),
+                         args.json)
+    return show_comparison(args)
 
 
 def show_batches(batches: list[dict]) -> int:
@@ -91,14 +103,6 @@ def show_batches(batches: list[dict]) -> int:
                       str(b["started_at"]), str(b["finished_at"] or "running"), str(b["folder"]))
     console().print(table)
     return 0
-
-
-def priced(runs: list[dict], price_flags: list[str] | None) -> list[dict]:
-    """The runs with their costs at `--price`'s prices (ConfigError naming it), or as recorded without it."""
-    if not price_flags:
-        return runs
-    prices = cost.Prices.from_assignments(price_flags)
-    return [{**run, **cost.reprice(run, prices)} for run in runs]
 
 
 def show_runs(runs: list[dict], as_json: bool) -> int:
@@ -122,48 +126,11 @@ def fmt(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
-def group_key(run: dict, by: list[str] | None) -> str:
-    if not by:
-        return str(run.get("configuration") or "all runs")
-    return " ".join(f"{key}={results_store.text(run.get(key))}" for key in by)
-
-
-def mean_of(runs: list[dict], measure: str) -> float | None:
-    values = [float(r[measure]) for r in runs if r.get("state") == "done" and isinstance(r.get(measure), (int, float))]
-    return statistics.fmean(values) if values else None
-
-
-def compare(runs_a: list[dict], runs_b: list[dict], measures: list[str], by: list[str] | None = None) -> list[dict]:
-    """One row per group found in either batch: runs in each, and per measure the means in A and B and B / A."""
-    groups: dict[str, tuple[list, list]] = {}
-    for side, found in ((0, runs_a), (1, runs_b)):
-        for run in found:
-            groups.setdefault(group_key(run, by), ([], []))[side].append(run)
-    rows = []
-    for key, (a, b) in groups.items():
-        row: dict[str, Any] = {"group": key, "runs_a": len(a), "runs_b": len(b)}
-        for measure in measures:
-            mean_a, mean_b = mean_of(a, measure), mean_of(b, measure)
-            row[measure] = {"a": mean_a, "b": mean_b,
-                            "ratio": mean_b / mean_a if mean_a and mean_b is not None else None}
-        rows.append(row)
-    return rows
-
-
-def show_comparison(db, args) -> int:
-    known = {b["batch_id"] for b in results_store.batches(db)}
-    for name, batch in (("a", args.a), ("b", args.b)):
-        if batch not in known:
-            raise ConfigError(name, f"no batch {batch} in the database (`faasgd results list` shows them)")
+def show_comparison(args) -> int:
     measures = args.measure or list(DEFAULT_MEASURES)
-    for measure in measures:
-        if measure not in MEASURES + stacking_flow.MEASURES:  # a stacking batch's runs: the driver's measures
-            raise ConfigError("--measure", f"must be one of the result's measures "
-                                           f"({', '.join(MEASURES + stacking_flow.MEASURES)}), got {measure!r}")
     by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
-    where = parse_where(args.where)
-    runs_a, runs_b = (priced(results_store.runs(db, [batch], where), args.price) for batch in (args.a, args.b))
-    rows = compare(runs_a, runs_b, measures, by)
+    rows = api.compare(args.a, args.b, measures, by=by, where=parse_where(args.where), prices=args.price,
+                       db_or_dir=args.db)
     if args.plot:
         plot_comparison(rows, measures[0], args.a, args.b, args.plot)
     if args.json:

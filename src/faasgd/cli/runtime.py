@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from faasgd import api
 from faasgd.cli import flags
 from faasgd.cli.connect import gateway
 from faasgd.errors import ConfigError
@@ -21,8 +22,9 @@ def up(args) -> int:
     delivery = queue_rules.from_flags(args)
     flags.stack_file(args.file)
     (user, password), generated = control.login(args.dir)
-    state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
-                                delivery=delivery)
+    found = api.start_runtime(args.file, args.port, args.dir, ack_wait_s=args.ack_wait,
+                              queue_workers=args.queue_workers, delivery=delivery)
+    state, started = found.state, found.started
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
     if "broker" in state:
         print(f"  {'queue':<10} {state['broker']['url']}  (pid {state['broker']['pid']}, "
@@ -46,7 +48,7 @@ def print_login(url: str, user: str, password: str | None, secrets: Path) -> Non
 
 
 def down(args) -> int:
-    stopped = control.down(args.dir)
+    stopped = api.stop_runtime(args.dir)
     print(f"stopped {len(stopped)} process(es)" + (f": {' '.join(map(str, stopped))}" if stopped else ""))
     return 0
 

@@ -6,7 +6,7 @@ import os
 
 from rich.table import Table
 
-from faasgd import job
+from faasgd.api.jobs import in_store, through_gateway
 from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json
@@ -50,14 +50,12 @@ def read_job_status(args) -> dict:
         read = stacking_status.reader(args)
     elif args.direct:
         store_url = args.store_url or read_setting(os.environ, "store_url")
-        read = lambda: job.read_status(open_store(store_url), args.job_id)  # noqa: E731
+        read = in_store(open_store(store_url), args.job_id).status
     else:
         if args.store_url:
             raise ConfigError("store_url", "only with --direct; through a gateway name the function's store with --store")
-        client, query = gateway(args), {"job_id": args.job_id}
-        if args.store:
-            query["store"] = args.store
-        read = lambda: client.job_status(query)  # noqa: E731
+        query = {"job_id": args.job_id, **({"store": args.store} if args.store else {})}
+        read = through_gateway(gateway(args), query).status
     if not args.watch:
         return read()
     if stacking_status.is_stacking_job(args.job_id):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from faasgd import result
+from faasgd import api, result
 from faasgd.cli import direct, flags
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json, progress_console
@@ -19,7 +19,6 @@ from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_requ
 from faasgd.errors import ConfigError
 from faasgd.functions import orchestrate
 from faasgd.local import control
-from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
 from faasgd.store import open_store
 
 
@@ -46,28 +45,28 @@ def run(args) -> int:
         return 0
     if args.gateway or os.environ.get("OPENFAAS_URL"):  # a gateway the user named (a cluster): start nothing
         return run_through_gateway(args, overrides)
-    state, started = control.up(flags.stack_file(args.file), 0 if args.port is None else args.port, args.dir)
-    args.gateway = state["gateway_url"]  # the runtime this command found or started, and no other
+    found = api.start_runtime(flags.stack_file(args.file), 0 if args.port is None else args.port, args.dir)
+    args.gateway = found.gateway_url  # the runtime this command found or started, and no other
     try:
         return run_through_gateway(args, overrides)
     finally:
-        if started and not args.keep_up:
-            control.down(args.dir)
+        if found.started and not args.keep_up:
+            api.stop_runtime(args.dir)
 
 
 def run_through_gateway(args, body: dict) -> int:
     client = gateway(args)
-    answer = json_answer(client.invoke(SETUP_FUNCTION, body), SETUP_FUNCTION)
-    job_id = answer["job_id"]
+    job = api.submit(client, body)
+    info = job.info
     out = progress_console()
-    out.print(f"job {job_id}: {answer['number_of_workers']} worker(s), {answer['dataset']}, mode {answer['invocation_mode']}, "
-              f"store {answer['store']} ({answer['store_url']}), gateway {client.url}", highlight=False, markup=False)
+    out.print(f"job {job.job_id}: {info['number_of_workers']} worker(s), {info['dataset']}, mode {info['invocation_mode']}, "
+              f"store {info['store']} ({info['store_url']}), gateway {client.url}", highlight=False, markup=False)
     live = LiveProgress(out)
     try:
-        status = wait_for_job(lambda: client.job_status(answer["status_query"]), args.timeout, on_status=live)
+        status = job.wait(args.timeout, on_status=live)
     finally:
         live.close()
-    return report(status, job_id, args)
+    return report(status, job.job_id, args)
 
 
 def run_direct(args, config) -> int:

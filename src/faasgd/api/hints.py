@@ -1,0 +1,64 @@
+"""Errors that name the next step: a job not found says which store was looked in, which other stores the
+function has configured, and how to name one (the CLI's flag and the Python keyword).
+
+    try:
+        job.status()
+    except JobNotFound as error:     # faasgd.errors.JobNotFound, its message extended
+        print(error)
+    # job_id: no job 'j3f…' in the function's default store (its stores: default, redis, memcached);
+    # a job on another store: `faasgd status j3f… --store redis` (Python: store='redis')
+"""
+
+from __future__ import annotations
+
+from faasgd.errors import FaasgdError, JobNotFound
+from faasgd.openfaas import SETUP_FUNCTION, FunctionError, GatewayClient
+from faasgd.store.url import mask_url
+
+
+class JobNotFoundIn(JobNotFound):
+    """A JobNotFound whose message says where the job was looked for and how to look elsewhere."""
+
+    def __init__(self, job_id: str, where: str, next_step: str):
+        super().__init__(job_id)
+        self.where, self.next_step = where, next_step
+        FaasgdError.__init__(self, f"job_id: no job {job_id!r} in {where}; {next_step}")
+
+
+def is_not_found(error: FaasgdError) -> bool:
+    """The store has no such job: raised by the store itself, or answered 404 on job_id by emnist-setup."""
+    if isinstance(error, JobNotFound):
+        return True
+    return isinstance(error, FunctionError) and error.http_status == 404 and error.field == "job_id"
+
+
+def configured_stores(client: GatewayClient) -> list[str]:
+    """The store names emnist-setup has configured (its `stores` env, names only), when the gateway reports its
+    envVars (the local runtime does; faas-netes does not): [] when unknown."""
+    try:
+        env = client.function_status(SETUP_FUNCTION).get("envVars") or {}
+    except (FaasgdError, AttributeError):
+        return []
+    names = [part.partition("=")[0].strip() for part in str(env.get("stores") or "").split(",")]
+    return ["default", *(name for name in names if name)]
+
+
+def through_gateway(job_id: str, store: str | None, stores: list[str], verb: str) -> JobNotFoundIn:
+    """Not found through the gateway: in the function's default store, or in the store named `store`."""
+    where = f"the function's store {store!r}" if store else "the function's default store"
+    if stores:
+        where += f" (its stores: {', '.join(stores)})"
+    others = [name for name in stores if name not in ("default", store)]
+    example = others[0] if others else "NAME"
+    steps = [f"`faasgd {verb} {job_id} --store {example}` (Python: store={example!r})"]
+    if store:
+        steps.insert(0, "leave out --store for the default store (Python: store=None)")
+    return JobNotFoundIn(job_id, where, f"a job on another store: {', or '.join(steps)}"
+                                        + ("; else check the job id" if store else ""))
+
+
+def in_store(job_id: str, store_url: str, verb: str) -> JobNotFoundIn:
+    """Not found reading a store directly: name that store and how to read another."""
+    return JobNotFoundIn(job_id, f"the store {mask_url(store_url)}",
+                         f"read the store that holds it: `faasgd {verb} {job_id} --direct --store-url URL` "
+                         f"(Python: store_url='URL'), or check the job id")
