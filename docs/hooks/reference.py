@@ -98,17 +98,17 @@ def subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argpars
     return found
 
 
-def render_parser(prog: str, summary: str, parser: argparse.ArgumentParser, level: int) -> list[str]:
+def render_parser(prog: str, summary: str, parser: argparse.ArgumentParser, level: int, sub_level: int) -> list[str]:
     lines = [f"{'#' * level} `{prog}`", ""]
     if summary:
-        lines += [summary[0].upper() + summary[1:] + ".", ""]
+        lines += [summary[0].upper() + summary[1:].rstrip(".") + ".", ""]
     actions = [a for a in parser._actions if not isinstance(a, (argparse._SubParsersAction, argparse._HelpAction))]
     if actions:
         lines += ["| argument | default | what |", "|---|---|---|"]
         lines += [f"| {flag_names(a)} | {cell(flag_default(a))} | {cell(a.help or '')} |" for a in actions]
         lines.append("")
     for name, help_text, sub in subcommands(parser):
-        lines += render_parser(f"{prog} {name}", help_text, sub, min(level + 1, 6))
+        lines += render_parser(f"{prog} {name}", help_text, sub, sub_level, min(sub_level + 1, 6))
     return lines
 
 
@@ -116,10 +116,7 @@ def render_cli() -> str:
     from faasgd.cli.main import build_parser
 
     parser = build_parser()
-    lines = []
-    for name, help_text, sub in subcommands(parser):
-        lines += render_parser(f"faasgd {name}", help_text, sub, 3)
-    return "\n".join(lines).rstrip()
+    return "\n".join(render_parser("faasgd", parser.description or "", parser, 3, 3)).rstrip()
 
 
 RENDERERS = {
