@@ -4,6 +4,7 @@ holds every page, and the mkdocs hook fills the generated reference from the cod
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 import yaml
@@ -27,6 +28,13 @@ def test_no_prose_names_an_issue_number(path):
 @pytest.mark.parametrize("path", PROSE, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_backticked_repository_path_exists(path):
     assert missing_paths(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_readmes_links_reach_files():
+    """README.md is outside the site (mkdocs checks the pages' links); its own links must reach files too."""
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text(encoding="utf-8"))
+    local = [link for link in links if "://" not in link]
+    assert local and [link for link in local if not (ROOT / link).is_file()] == []
 
 
 def test_the_checks_find_what_they_look_for():
