@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: run test test-unit lint bench deps debian clean
+.PHONY: run test test-unit lint docs bench deps debian clean
 
 deps: debian $(VENV)/.installed
 
@@ -23,13 +23,19 @@ run: deps
 # Unit and e2e two at a time but for the `serial` tests (deadlines, kills, the real watchdog), which then run alone
 # after the integration tests (real servers shared by a session; byte counts and clocks): the suite
 # stays within its 10-minute budget and nothing timed shares the 2 cores with another test.
-test: deps lint
+test: deps lint docs
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 -m "not serial" tests/unit tests/e2e
 	$(PY) -m pytest -q --durations=10 tests/integration
 	$(PY) -m pytest -q --durations=10 -m serial tests/e2e tests/openfaas
 
 lint: deps  # the wings' import rules (pyproject.toml [tool.importlinter])
 	$(VENV)/bin/lint-imports --no-cache
+
+# The docs site must build: a broken link or anchor, a page missing from the nav or a configuration key without a
+# description fails it (mkdocs.yml's validation, --strict). Built into a temporary folder, removed after.
+docs: deps
+	@site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $$site; \
+	status=$$?; rm -rf $$site; exit $$status
 
 test-unit: deps
 	$(PY) -m pytest -q tests/unit

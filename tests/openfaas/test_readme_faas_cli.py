@@ -1,4 +1,7 @@
-"""Every faas-cli line of README.md, run with the real faas-cli against `faasgd up`, in README order.
+"""Every faas-cli line of the documentation, run with the real faas-cli against `faasgd up`, in reading order.
+
+The documentation is README.md, the faas-cli how-to (docs/how-to/faas-cli.md: login first), then every page of
+the site in mkdocs.yml's nav order.
 
 A line is a line of a fenced block that runs faas-cli (alone, after `VAR=value`s or a pipe), or an
 inline code span that is a faas-cli command with arguments (a bare verb in prose names a command,
@@ -20,6 +23,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = [pytest.mark.openfaas, pytest.mark.serial, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,10 +34,26 @@ _BLOCK_OR_SPAN = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```|`([^`\n]+(?:\n[^
 _RUNS_FAAS_CLI = re.compile(r"(?:^|\|\s*|&&\s*|;\s*)(?:\w+=\S*\s+)*faas-cli\s")
 _SPAN_COMMAND = re.compile(r"^(?:\w+=\S*\s+)*faas-cli\s+[a-z-]+\s+\S")
 _BUILDS = re.compile(r"faas-cli\s+(up|build)\b(?!.*--shrinkwrap)")
+HOW_TO = "how-to/faas-cli.md"
 
 
-def readme_lines(text: str) -> list[str]:
-    """The faas-cli lines of a README, in order, comments after two blanks dropped, wrapped spans joined."""
+def nav_pages(nav) -> list[str]:
+    """The pages of a mkdocs nav, in order."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [page for value in nav.values() for page in nav_pages(value)]
+    return [page for item in nav for page in nav_pages(item)]
+
+
+def documentation() -> str:
+    pages = nav_pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+    ordered = [HOW_TO] + [page for page in pages if page != HOW_TO]
+    return "\n".join([(ROOT / "README.md").read_text()] + [(ROOT / "docs" / page).read_text() for page in ordered])
+
+
+def faas_cli_lines(text: str) -> list[str]:
+    """The faas-cli lines of a Markdown text, in order, comments after two blanks dropped, wrapped spans joined."""
     lines = []
     for block, span in _BLOCK_OR_SPAN.findall(text):
         if block:
@@ -50,16 +70,16 @@ def substituted(line: str, url: str) -> str:
     return re.sub(r"(faas-cli\s+up)\b", r"\1 --skip-push", line)
 
 
-def test_the_readme_has_the_lines_this_test_runs():
-    lines = readme_lines((ROOT / "README.md").read_text())
+def test_the_documentation_has_the_lines_this_test_runs():
+    lines = faas_cli_lines(documentation())
     for verb in ("login", "deploy -f", "diff", "deploy --yaml", "remove", "invoke", "logs", "secret create",
                  "secret list", "namespace list", " up "):
-        assert any(verb in line for line in lines), f"no faas-cli {verb.strip()} line in README.md"
+        assert any(verb in line for line in lines), f"no faas-cli {verb.strip()} line in the documentation"
     assert "faas-cli login" not in lines  # a bare verb in prose is not a line
     assert substituted("echo '{\"a\": 1}' | faas-cli invoke f", "http://x") == f"echo '{SMALL_JOB}' | faas-cli invoke f"
 
 
-def test_every_faas_cli_line_of_the_readme_works(faas_cli, faas_cli_path, runtime, project):
+def test_every_faas_cli_line_of_the_documentation_works(faas_cli, faas_cli_path, runtime, project):
     link = project / ".faasgd"
     if not link.exists():
         link.symlink_to(runtime["dir"])
@@ -70,7 +90,7 @@ def test_every_faas_cli_line_of_the_readme_works(faas_cli, faas_cli_path, runtim
     env = {"HOME": str(faas_cli.home), "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
            "OPENFAAS_URL": runtime["url"]}
     failures = []
-    for line in readme_lines((ROOT / "README.md").read_text()):
+    for line in faas_cli_lines(documentation()):
         command = substituted(line, runtime["url"])
         stdin = runtime["password"] if "--password-stdin" in command and "<" not in command else ""
         done = subprocess.run(["bash", "-o", "pipefail", "-c", command], input=stdin, capture_output=True, text=True,
@@ -82,4 +102,4 @@ def test_every_faas_cli_line_of_the_readme_works(faas_cli, faas_cli_path, runtim
             passed = done.returncode == 0
         if not passed:
             failures.append(f"{line}\n  ran: {command}\n  exit {done.returncode}: {output.strip()[-600:]}")
-    assert not failures, "README faas-cli lines that fail:\n" + "\n".join(failures)
+    assert not failures, "documented faas-cli lines that fail:\n" + "\n".join(failures)

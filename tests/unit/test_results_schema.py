@@ -1,4 +1,4 @@
-"""runs.csv against its schema (faasgd.batch.schema): one column per name, every column documented, in the README."""
+"""runs.csv against its schema (faasgd.batch.schema): one column per name, every column documented, in the docs."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from faasgd import cost
 from faasgd.batch import schema
 from faasgd.batch.report import CSV_COLUMNS, write_runs_csv
 from faasgd.config import TrainConfig
+from support.docs import load_hook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -66,9 +67,9 @@ def test_every_column_has_a_known_clock_and_every_duration_a_clock():
             assert column.clock, f"{column.name} is a duration without a clock"
 
 
-def test_the_readme_shows_the_schema_as_rendered():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert schema.render_markdown() in readme, "re-render: python -m faasgd.batch.schema, into README's runs.csv table"
+def test_the_docs_show_the_schema_as_rendered():
+    page = (ROOT / "docs" / "reference" / "runs-csv.md").read_text(encoding="utf-8")
+    assert schema.render_markdown() in load_hook().fill(page), "the runs.csv page lost its placeholder"
 
 
 @pytest.mark.parametrize("name", ["store", "cost_usd", "billed_gb_s", "time_to_target_s", "cpu_s"])
