@@ -5,9 +5,8 @@ A page holds a placeholder comment on a line of its own; `on_page_markdown` repl
 - `<!-- faasgd:cli -->`: every `faasgd` command and flag, walked from `faasgd.cli.main.build_parser()`;
 - `<!-- faasgd:config -->`: every configuration key of `faasgd.config.FIELDS` with its default and description.
 
-Descriptions come from `faasgd.config.describe_fields()` (a mapping key -> one line) when the config module has
-it; until then from config_descriptions.yml beside this file (`fallback_descriptions`: delete it and the file
-once describe_fields() exists). A key without a description is a warning, which `mkdocs build --strict` fails on.
+Descriptions come from the typed config's fields (`faasgd.config.describe_fields()`: key, default, description).
+A key without a description is a warning, which `mkdocs build --strict` fails on.
 """
 from __future__ import annotations
 
@@ -16,11 +15,8 @@ import dataclasses
 import logging
 import pathlib
 
-import yaml
-
 log = logging.getLogger("mkdocs.hooks.faasgd")
 HERE = pathlib.Path(__file__).resolve().parent
-FALLBACK = HERE / "config_descriptions.yml"
 
 
 def cell(text: str) -> str:
@@ -34,15 +30,11 @@ def render_runs_csv() -> str:
     return schema.render_markdown()
 
 
-def fallback_descriptions() -> dict[str, str]:
-    return yaml.safe_load(FALLBACK.read_text(encoding="utf-8"))
-
-
 def config_descriptions() -> dict[str, str]:
+    """Each config key's one-line description, from the typed config (faasgd.config.describe_fields)."""
     from faasgd import config
 
-    describe = getattr(config, "describe_fields", None)
-    return dict(describe()) if describe is not None else fallback_descriptions()
+    return {key: description for key, _default, description in config.describe_fields()}
 
 
 def default_of(field) -> object:

@@ -13,7 +13,6 @@ looked and how to name another store (faasgd.api.hints).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -143,8 +142,7 @@ def request_body(config: TrainConfig | Mapping[str, Any] | None = None, **keys: 
     if config is None:
         base: dict = {}
     elif isinstance(config, TrainConfig):
-        base = {k: v for k, v in dataclasses.asdict(config).items() if k not in LOCATION_KEYS}
-        base["hidden_sizes"] = list(config.hidden_sizes)
+        base = {k: v for k, v in config.to_dict().items() if k not in LOCATION_KEYS}
     elif isinstance(config, Mapping):
         base = dict(config)
     else:
