@@ -46,7 +46,7 @@ def worker(args: argparse.Namespace) -> None:
     """One worker process: train, then print what it measured as one JSON line."""
     from threadpoolctl import threadpool_limits
 
-    from faasgd.sgd import run_worker
+    from faasgd.functions.workloads import run_worker
     from faasgd.store import open_store
 
     threadpool_limits(1)

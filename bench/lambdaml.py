@@ -3,7 +3,7 @@
 One table, one row per cell:
   task       higgs (Higgs-like, dense, lr), rcv1 (RCV1-like, sparse CSR, lr), blobs (KMeans)
   algorithm  grad_avg, model_avg, admm on the lr tasks; kmeans on blobs
-  sync       reduce, reduce_scatter (faasgd.rounds.Exchange)
+  sync       reduce, reduce_scatter (faasgd.lambdaml.rounds.Exchange)
   channel    redis, memcached (real servers the bench starts on free loopback ports), s3 (moto's server)
   workers    1, 2, 4: separate processes (multiprocessing, spawn), each with its own shard, its own store
              client and one BLAS thread
@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import _s3
-from faasgd.convex import kmeans, lr
+from faasgd.lambdaml.convex import kmeans, lr
 from faasgd.data import generated
 from faasgd.local.stores import start_memcached, start_redis
-from faasgd.rounds import (Exchange, ExchangeConfig, RoundState, RoundStats, admm_round, admm_state, admm_z,
+from faasgd.lambdaml.rounds import (Exchange, ExchangeConfig, RoundState, RoundStats, admm_round, admm_state, admm_z,
                            grad_avg_round, kmeans_round, model_avg_round)
 
 BUCKET = "lambdaml"

@@ -10,7 +10,7 @@ import os
 
 from faasgd.errors import MethodNotAllowed
 from faasgd.functions.emnist_setup import job_status, start_job
-from faasgd.functions.settings import call_budget
+from faasgd.functions.call_limits import call_budget
 
 
 def handle(event, context):

@@ -11,7 +11,7 @@ import os
 
 from faasgd.errors import MethodNotAllowed
 from faasgd.functions.emnist_train import metrics, train
-from faasgd.functions.settings import call_budget
+from faasgd.functions.call_limits import call_budget
 
 
 def handle(event, context):

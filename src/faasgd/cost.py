@@ -3,7 +3,7 @@
     figures = usage(progress.values(), extra_calls)      # requests, GB-seconds, cold starts, ...
     money = job_cost(figures, wall_s, Prices())          # FaaS, store host, total, in US dollars
 
-Each worker record carries its calls' billing (sgd/progress.py): `invocations`, `billed_s` (each call from
+Each worker record carries its calls' billing (worker/progress.py): `invocations`, `billed_s` (each call from
 its handler's entry to its end, on time.monotonic), `billed_gb_s` (duration x memory GB per call),
 `memory_mb` (the function's memory limit the calls were billed at) and `cold_starts` (calls that were the
 first a replica process served). Calls that trained no worker (duplicate deliveries, emnist-setup's call)

@@ -15,7 +15,7 @@ import pytest
 
 from faasgd import job
 from faasgd.config import load_config
-from faasgd.sgd import run_worker
+from faasgd.functions.workloads import run_worker
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration

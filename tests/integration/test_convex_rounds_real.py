@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from support.rounds_drive import exchanges, in_threads, memory_url, new_job, values
-from faasgd.convex import kmeans, lr
+from faasgd.lambdaml.convex import kmeans, lr
 from faasgd.data.generated import blobs, rcv1_like
-from faasgd.rounds import RoundState, admm_round, admm_state, kmeans_round
+from faasgd.lambdaml.rounds import RoundState, admm_round, admm_state, kmeans_round
 
 pytestmark = pytest.mark.integration
 

@@ -34,7 +34,7 @@ def test_the_tree_keeps_every_contract(tree):
 
 
 @pytest.mark.parametrize("module, line, contract", [
-    ("sgd/worker.py", "from faasgd.cli import progress", "Wing 1"),
+    ("downpour/worker.py", "from faasgd.cli import progress", "Wing 1"),
     ("store/base.py", "import flask", "Wing 1"),
     ("functions/emnist_setup.py", "import matplotlib", "Wing 1"),
     ("local/replicas.py", "from faasgd.sgd import worker", "Wing 2"),

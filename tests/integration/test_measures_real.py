@@ -14,7 +14,7 @@ from faasgd import job, job_model
 from faasgd.cli.main import main
 from faasgd.config import load_config
 from faasgd.data import load_shard
-from faasgd.sgd import run_iteration, run_loop_call, run_worker
+from faasgd.functions.workloads import run_iteration, run_loop_call, run_worker
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration

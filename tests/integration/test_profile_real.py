@@ -13,7 +13,7 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.local.stores import start_memcached, start_redis
 from faasgd.profile import MEASURES
-from faasgd.sgd import run_worker
+from faasgd.functions.workloads import run_worker
 from faasgd.store import meter, open_store
 from faasgd.store.keys import profile_name
 from faasgd.store.url import parse_store_url

@@ -1,6 +1,6 @@
 """The error-feedback residual through real stores: a topk worker cut into calls (hand-offs) on a real
 redis-server and memcached ends with the weights and final residual of one uninterrupted run on the memory
-store, bit for bit; the residual blob the record names is the only one left (sgd/residual.py)."""
+store, bit for bit; the residual blob the record names is the only one left (downpour/residual.py)."""
 
 import uuid
 
@@ -10,7 +10,8 @@ import pytest
 from faasgd import job
 from faasgd.config import load_config
 from faasgd.data import load_shard
-from faasgd.sgd import CallBudget, run_loop_call, run_worker
+from faasgd.functions.workloads import run_loop_call, run_worker
+from faasgd.worker.budget import CallBudget
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration

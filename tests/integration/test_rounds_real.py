@@ -7,8 +7,8 @@ import pytest
 
 from support.rounds_drive import (FAST, Killed, KillOnce, all_reduce, exchanges, expected_merge, in_threads, memory_url,
                                   new_job, values, vectors)
-from faasgd.rounds import Exchange, ExchangeConfig, RoundState, RoundTimeout, run_rounds
-from faasgd.rounds.wire import HEADER_BYTES
+from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundState, RoundTimeout, run_rounds
+from faasgd.lambdaml.rounds.wire import HEADER_BYTES
 from faasgd.store import open_store
 from faasgd.store.blobs import BLOB_CHUNK_BYTES
 

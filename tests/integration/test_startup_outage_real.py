@@ -22,7 +22,7 @@ from faasgd.functions import orchestrate
 from faasgd.errors import StoreTimeout
 from faasgd.functions.train_request import TrainRequest
 from faasgd.local.stores import free_port, start_memcached, start_redis
-from faasgd.sgd import run_loop_call
+from faasgd.functions.workloads import run_loop_call
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration

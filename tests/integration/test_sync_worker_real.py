@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from faasgd.channels import configured
-from faasgd.sgd import sync_worker
+from faasgd.lambdaml import sync_worker
 from support.sync_drive import config_of, killing_first_space, train_job, train_with_worker_1_killed
 
 pytestmark = pytest.mark.integration

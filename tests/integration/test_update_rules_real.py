@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from faasgd import job
-from faasgd.sgd import run_worker
+from faasgd.functions.workloads import run_worker
 from faasgd.store import open_store
 from support import rule_oracle
 

@@ -1,4 +1,4 @@
-"""Driving Downpour workers method by method on chosen interleavings (tests of sgd/comm.py).
+"""Driving Downpour workers method by method on chosen interleavings (tests of downpour/comm.py).
 
 A `DeferredChannel` holds each submitted store operation until the test (or the worker's next
 synchronisation point) runs it; `RecordingStore` keeps every applied push; `replay` rebuilds the
@@ -13,8 +13,10 @@ import numpy as np
 
 from faasgd import job
 from faasgd.config import load_config
-from faasgd.sgd import WorkerProgress, comm
-from faasgd.sgd.worker import load_worker
+from faasgd.downpour import comm
+from faasgd.downpour.schedule import Blocking
+from faasgd.worker.progress import WorkerProgress
+from faasgd.downpour.worker import load_worker
 from faasgd.store import UpdateRule, open_store
 
 ROWS, HELD = 1200, 200  # training rows, of which the last HELD are the validation rows
@@ -113,6 +115,8 @@ class Driven:
         self.trainer = load_worker(config, store, job_id, progress)
         if channel is not None:
             self.trainer.channel = channel
+            if not channel.background:  # an inline channel: the blocking schedule takes each operation in at once
+                self.trainer.schedule = Blocking()
         self.order = self.trainer.epoch_order()
         self.grads, self.pushed = [], []  # own steps' updates since the last hand-over; updates handed over
 

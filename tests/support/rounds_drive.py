@@ -1,4 +1,4 @@
-"""Driving synchronous rounds (faasgd.rounds) with one thread per worker, and their oracles.
+"""Driving synchronous rounds (faasgd.lambdaml.rounds) with one thread per worker, and their oracles.
 
 `in_threads` runs `work(worker_id)` for every worker at once and returns each one's value or exception;
 `exchanges` opens one store (one client) per worker, as separate function replicas would;
@@ -13,7 +13,7 @@ import uuid
 
 import numpy as np
 
-from faasgd.rounds import Exchange, ExchangeConfig
+from faasgd.lambdaml.rounds import Exchange, ExchangeConfig
 from faasgd.store import open_store
 
 FAST = dict(poll_s=0.0005, poll_max_s=0.005, round_timeout_s=10.0)  # threads meet within milliseconds

@@ -4,7 +4,8 @@ import threading
 
 from faasgd import data, job
 from faasgd.config import load_config
-from faasgd.sgd import invocation
+from faasgd.lambdaml.sync_worker import load_sync_worker
+from faasgd.worker import invocation
 from faasgd.store import open_store
 
 
@@ -43,11 +44,11 @@ def train_job(config, mode="loop"):
 
     def worker(w):
         if mode == "loop":
-            invocation.run_worker(config, store, job_id, w)
+            invocation.run_worker(config, store, job_id, w, make=load_sync_worker)
             return
         for iteration in range(config.max_epochs):
             answer = invocation.run_iteration(config, store, job_id, w, iteration, f"call-{w}-{iteration}",
-                                              data.load_shard)
+                                              data.load_shard, make=load_sync_worker)
             if answer["next_iteration"] is None:
                 break
 
@@ -93,17 +94,17 @@ class KillingSpace:
 def train_with_worker_1_killed(config):
     """Create the job; worker 0 trains to its stop rule; worker 1's first call dies mid-round (the test arms
     killing_first_space), then a second call re-invokes it, resuming from its record. The store and the job."""
-    from faasgd.sgd.budget import UNLIMITED
+    from faasgd.worker.budget import UNLIMITED
 
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
 
     def worker(w):
         if w == 0:
-            invocation.run_worker(config, store, job_id, 0)
+            invocation.run_worker(config, store, job_id, 0, make=load_sync_worker)
             return
         progress = invocation.resume(store, job_id, config, 1, "first")
-        trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, None)
+        trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, None, load_sync_worker)
         try:
             invocation.train(trainer)
         except Killed:
@@ -111,7 +112,7 @@ def train_with_worker_1_killed(config):
         else:
             raise AssertionError("worker 1 was not killed")
         assert 0 < store.worker_record(job_id, 1)["rounds"]  # it had checkpointed rounds before it died
-        invocation.run_worker(config, store, job_id, 1, "second")  # re-invoked: resumes from its record
+        invocation.run_worker(config, store, job_id, 1, "second", make=load_sync_worker)  # re-invoked: resumes from its record
 
     in_threads(worker, 2)
     return store, job_id

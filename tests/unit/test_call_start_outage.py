@@ -12,7 +12,7 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.errors import StoreTimeout, StoreUnavailable
-from faasgd.sgd import run_iteration, run_loop_call
+from faasgd.functions.workloads import run_iteration, run_loop_call
 from faasgd.store import open_store
 
 

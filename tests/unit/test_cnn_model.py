@@ -110,7 +110,7 @@ def test_tensorflow_is_imported_only_when_a_cnn_computes():
         from faasgd import job
         from faasgd.config import load_config
         from faasgd.errors import ConfigError
-        from faasgd.sgd import run_worker
+        from faasgd.functions.workloads import run_worker
         from faasgd.store import open_store
         for name, model in (("mlp", "mlp"), ("cnn", "cnn")):
             config = load_config({}, {"model": model, "dataset": "synthetic", "train_samples": 300,

@@ -6,7 +6,7 @@ import pytest
 from faasgd import data, job, job_model
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
-from faasgd.sgd import run_worker
+from faasgd.functions.workloads import run_worker
 from faasgd.store import open_store
 
 pytest.importorskip("tensorflow")

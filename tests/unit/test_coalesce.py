@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from faasgd.sgd import run_worker
+from faasgd.functions.workloads import run_worker
 from support.comm_drive import DeferredChannel, Driven, config_for, new_job, replay
 
 

@@ -1,4 +1,4 @@
-"""Background communication (sgd/comm.py) on deterministic interleavings, and staleness counted in steps.
+"""Background communication (downpour/comm.py) on deterministic interleavings, and staleness counted in steps.
 
 Workers are driven method by method (fetch, step, push, sync) against the memory store; a
 `DeferredChannel` holds each submitted store operation until the test (or the worker's next
@@ -24,9 +24,11 @@ from support.fake_clock import StepClock
 
 from faasgd import data, job, model
 from faasgd.errors import ConfigError, StoreUnavailable
-from faasgd.sgd import DownpourWorker, comm, run_worker
-from faasgd.sgd.budget import UNLIMITED, Superseded
-from faasgd.sgd.invocation import resume, start, train
+from faasgd.downpour import comm
+from faasgd.downpour.worker import DownpourWorker, load_worker
+from faasgd.functions.workloads import run_worker
+from faasgd.worker.budget import UNLIMITED, Superseded
+from faasgd.worker.invocation import resume, start, train
 from faasgd.store import open_store
 
 
@@ -154,7 +156,7 @@ def test_a_killed_background_worker_resumed_from_its_record_trains_exactly_the_m
     store, job_id, init = new_job(config)
     trained = rows_log(monkeypatch, kill_at=39)  # right after the push of step 39 was handed over
     progress = resume(store, job_id, config, 0, "call-a")
-    trainer = start(config, store, job_id, progress, data.load_shard, UNLIMITED, None)
+    trainer = start(config, store, job_id, progress, data.load_shard, UNLIMITED, None, load_worker)
     if in_flight == "lost":
         trainer.channel.close()
         trainer.channel = DeferredChannel()  # its push in flight never reaches the store
@@ -288,7 +290,8 @@ def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push
 
 
 def test_each_call_ends_its_communication_thread(monkeypatch):
-    from faasgd.sgd import invocation, run_iteration
+    from faasgd.functions.workloads import run_iteration
+    from faasgd.worker import invocation
 
     trainers, real_start = [], invocation.start
     monkeypatch.setattr(invocation, "start", lambda *a, **k: trainers.append(real_start(*a, **k)) or trainers[-1])

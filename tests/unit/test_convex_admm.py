@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from faasgd.convex import admm, lr, svm
+from faasgd.lambdaml.convex import admm, lr, svm
 from faasgd.data.generated import higgs_like
 from faasgd.errors import ConfigError
 

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
-from faasgd.convex import kmeans
+from faasgd.lambdaml.convex import kmeans
 from faasgd.data.generated import blobs, rcv1_like
 from faasgd.errors import ConfigError
 

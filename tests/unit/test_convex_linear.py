@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 
-from faasgd.convex import MODELS, get_model, lr, svm
+from faasgd.lambdaml.convex import MODELS, get_model, lr, svm
 from faasgd.data.generated import higgs_like, rcv1_like, train_test_split
 from faasgd.errors import ConfigError
 

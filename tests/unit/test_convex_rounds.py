@@ -1,5 +1,5 @@
 """ADMM and KMeans as rounds through an Exchange (memory stores, one thread per worker) against their oracles:
-faasgd.convex.admm.run_admm in process, scikit-learn's LogisticRegression optimum and its Lloyd KMeans."""
+faasgd.lambdaml.convex.admm.run_admm in process, scikit-learn's LogisticRegression optimum and its Lloyd KMeans."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from sklearn.cluster import KMeans
 from sklearn.linear_model import LogisticRegression
 
 from support.rounds_drive import FAST, Killed, KillOnce, exchanges, in_threads, memory_url, new_job, values
-from faasgd.convex import admm, kmeans, lr, svm
+from faasgd.lambdaml.convex import admm, kmeans, lr, svm
 from faasgd.data.generated import blobs, higgs_like
 from faasgd.errors import ConfigError
-from faasgd.rounds import (Exchange, ExchangeConfig, RoundState, admm_parts, admm_round, admm_state, admm_z,
+from faasgd.lambdaml.rounds import (Exchange, ExchangeConfig, RoundState, admm_parts, admm_round, admm_state, admm_z,
                            kmeans_round)
-from faasgd.rounds.wire import HEADER_BYTES
+from faasgd.lambdaml.rounds.wire import HEADER_BYTES
 from faasgd.store import open_store
 
 L2, RHO, LOCAL_STEPS, STEP = 1e-2, 0.1, 10, 0.5

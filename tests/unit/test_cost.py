@@ -11,7 +11,7 @@ from faasgd.result import MEASURES, RESULT_KEYS, build_result
 
 
 def worker(invocations, billed_s, memory_mb, cold, **more):
-    """A final worker record with the billing fields its calls wrote (sgd/progress.py)."""
+    """A final worker record with the billing fields its calls wrote (worker/progress.py)."""
     gb_s = 0.0 if memory_mb is None else billed_s * memory_mb / 1024
     return {"state": "finished", "invocations": invocations, "billed_s": billed_s, "billed_gb_s": gb_s,
             "memory_mb": memory_mb, "cold_starts": cold, **more}

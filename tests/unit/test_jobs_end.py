@@ -11,7 +11,8 @@ from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.errors import StateLost
 from faasgd.functions import orchestrate, supervise
-from faasgd.sgd import CallBudget, run_iteration, run_loop_call, run_worker
+from faasgd.functions.workloads import run_iteration, run_loop_call, run_worker
+from faasgd.worker.budget import CallBudget
 from faasgd.store import open_store
 from support.fake_clock import StepClock
 

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import scipy.sparse as sp
 
-from faasgd.convex.linear import as_inputs, issparse
+from faasgd.lambdaml.convex.linear import as_inputs, issparse
 
 
 def test_mlp_job_trains_where_scipy_cannot_be_imported():
@@ -17,7 +17,7 @@ def test_mlp_job_trains_where_scipy_cannot_be_imported():
         import faasgd.functions.emnist_setup, faasgd.functions.emnist_train  # the functions' modules
         from faasgd import job
         from faasgd.config import load_config
-        from faasgd.sgd import run_worker
+        from faasgd.functions.workloads import run_worker
         from faasgd.store import open_store
         config = load_config({}, {"dataset": "synthetic", "train_samples": 300, "test_samples": 50,
                                   "max_epochs": 1, "number_of_workers": 1, "store_url": "memory://lazy",

@@ -3,7 +3,7 @@ its lease expires, a live holder keeps it, and a release frees it. A fake clock:
 
 import uuid
 
-from faasgd.sgd.lease import POLL_S, Lease
+from faasgd.worker.lease import POLL_S, Lease
 from faasgd.store import open_store
 from support.fake_clock import StepClock
 

@@ -1,11 +1,11 @@
-"""A worker's heartbeat rides out a store outage: its record and the lease renewal `on_heartbeat` (sgd/liveness.py)
+"""A worker's heartbeat rides out a store outage: its record and the lease renewal `on_heartbeat` (worker/liveness.py)
 are both retried within store_timeout_s, so a store restart between the two does not fail the worker."""
 
 from types import SimpleNamespace
 
 from faasgd.errors import StoreUnavailable
 from faasgd.retry import STORE_OUTAGE, retry_call
-from faasgd.sgd.liveness import Liveness
+from faasgd.worker.liveness import Liveness
 from faasgd.store import open_store
 
 
@@ -16,7 +16,7 @@ class Worker(Liveness):
         self.progress = SimpleNamespace(worker_id=0, owner="call#1", pushes=3)
         self.clock, self.on_heartbeat, self.slept = (lambda: 0.0), on_heartbeat, []
 
-    def _retry(self, call):
+    def retry(self, call):
         return retry_call(call, STORE_OUTAGE.within(self.config.store_timeout_s), sleep=self.slept.append,
                           clock=self.clock)
 

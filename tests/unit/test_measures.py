@@ -12,7 +12,7 @@ from faasgd import data, job, job_model, model, result
 from faasgd.cli.main import main
 from faasgd.config import load_config
 from faasgd.errors import ConfigError, NoModel
-from faasgd.sgd import run_worker
+from faasgd.functions.workloads import run_worker
 from faasgd.store import open_store
 
 

@@ -11,7 +11,7 @@ from faasgd.profile import bursts, figures
 from faasgd.profile.bursts import Bursts, merge
 from faasgd.profile.sampler import Sampler
 from faasgd.profile.worker_profile import MAX_POINTS, WorkerProfile, append
-from faasgd.sgd.progress import WorkerProgress
+from faasgd.worker.progress import WorkerProgress
 from faasgd.store import meter
 
 

@@ -9,7 +9,7 @@ import pytest
 from faasgd import job
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
-from faasgd.sgd import run_worker
+from faasgd.functions.workloads import run_worker
 from faasgd.store import open_store, push_codec
 from faasgd.store.push_codec import parse_codec
 

@@ -1,4 +1,4 @@
-"""The error-feedback residual outlives a call (sgd/residual.py), kept once per call at its clean end: a hand-off,
+"""The error-feedback residual outlives a call (downpour/residual.py), kept once per call at its clean end: a hand-off,
 per-iteration's next epoch and a lease handover start from exactly the residual the call before held, so no mass is
 lost or counted twice; a call that dies mid-call is re-invoked from zeros, dropping exactly the residual right after
 its last applied push, never counting it twice. In process, on the memory store."""
@@ -12,9 +12,11 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.errors import StateLost
-from faasgd.sgd import UNLIMITED, CallBudget, Superseded, invocation, run_iteration, run_loop_call, run_worker
-from faasgd.sgd import residual as feedback
-from faasgd.sgd.worker import load_worker
+from faasgd.functions.workloads import run_iteration, run_loop_call, run_worker
+from faasgd.worker import invocation
+from faasgd.worker.budget import CallBudget, Superseded, UNLIMITED
+from faasgd.downpour import residual as feedback
+from faasgd.downpour.worker import load_worker
 from faasgd.store import keys, open_store, push_codec
 from faasgd.store.push_codec import PushCodec, parse_codec
 
@@ -209,7 +211,7 @@ def test_a_call_killed_mid_call_is_re_invoked_from_zeros_dropping_exactly_its_re
 
     store.push_update = dies_at_the_third
     progress = invocation.resume(store, job_id, config, 0, "call-killed")
-    trainer = invocation.start(config, store, job_id, progress, load_shard, UNLIMITED, None)
+    trainer = invocation.start(config, store, job_id, progress, load_shard, UNLIMITED, None, load_worker)
     with pytest.raises(Killed):
         invocation.train(trainer)
     trainer.channel.close()

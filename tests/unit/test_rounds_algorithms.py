@@ -8,7 +8,7 @@ import pytest
 from support.rounds_drive import FAST, Killed, KillOnce, exchanges, in_threads, memory_url, new_job, values
 from faasgd.errors import ConfigError
 from faasgd.model import mlp
-from faasgd.rounds import (Exchange, ExchangeConfig, RoundState, consensus_round, grad_avg_round, model_avg_round,
+from faasgd.lambdaml.rounds import (Exchange, ExchangeConfig, RoundState, consensus_round, grad_avg_round, model_avg_round,
                            run_rounds)
 from faasgd.store import open_store
 

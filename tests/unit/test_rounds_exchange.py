@@ -11,8 +11,8 @@ from support.fake_clock import StepClock
 from support.rounds_drive import (FAST, Killed, KillOnce, all_reduce, exchanges, expected_merge, in_threads, memory_url, new_job,
                                   values, vectors)
 from faasgd.errors import ConfigError
-from faasgd.rounds import Exchange, ExchangeConfig, RoundDataError, RoundTimeout
-from faasgd.rounds.wire import HEADER_BYTES, MERGED, PART, Piece, encode, split
+from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundDataError, RoundTimeout
+from faasgd.lambdaml.rounds.wire import HEADER_BYTES, MERGED, PART, Piece, encode, split
 from faasgd.store import open_store
 
 

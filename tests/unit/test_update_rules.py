@@ -12,7 +12,7 @@ from faasgd import job
 from faasgd.config import config_from_record, load_config
 from faasgd.errors import ConfigError
 from faasgd.functions.admission import TooLarge, check_job
-from faasgd.sgd import run_worker
+from faasgd.functions.workloads import run_worker
 from faasgd.store import UpdateRule, codec, open_store
 from faasgd.store.node_local import NodeLocalStore
 from faasgd.store.update_rule import ADAGRAD_G0

@@ -9,8 +9,10 @@ from faasgd import data, job, job_model, model
 from faasgd.config import load_config
 from faasgd.errors import StoreUnavailable
 from faasgd.result import RESULT_KEYS
-from faasgd.sgd import DownpourWorker, WorkerProgress, run_worker
-from faasgd.sgd.worker import load_worker
+from faasgd.downpour.worker import DownpourWorker
+from faasgd.functions.workloads import run_worker
+from faasgd.worker.progress import WorkerProgress
+from faasgd.downpour.worker import load_worker
 from faasgd.store import keys, open_store
 from support.fake_clock import StepClock
 

@@ -13,9 +13,9 @@ from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.functions import supervise
 from faasgd.local.deployments import calls_per_replica
-from faasgd.sgd import run_loop_call
-from faasgd.sgd.call_clock import CallClock
-from faasgd.sgd.progress import WorkerProgress
+from faasgd.functions.workloads import run_loop_call
+from faasgd.worker.call_clock import CallClock
+from faasgd.worker.progress import WorkerProgress
 from faasgd.store import open_store
 from support.fake_clock import StepClock
 from support.fake_pods import FakePods, fake_supervisor

@@ -101,8 +101,8 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
 
 
 def shard_row_bytes(config: TrainConfig, row: int) -> int:
-    """Bytes a shard keeps per row: downpour keeps images raw (uint8, scaled per minibatch: sgd/worker.py); the
-    synchronous rounds keep them float32 (sgd/sync_worker.py); tabular rows are float32 already (`row`)."""
+    """Bytes a shard keeps per row: downpour keeps images raw (uint8, scaled per minibatch: downpour/worker.py); the
+    synchronous rounds keep them float32 (lambdaml/sync_worker.py); tabular rows are float32 already (`row`)."""
     return row if tabular.is_tabular(config.dataset) or config.algorithm == "downpour" else row * 4
 
 

@@ -16,8 +16,9 @@ from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
 from faasgd.functions.emnist_train import relaunch_through_gateway
-from faasgd.functions.settings import FunctionEnv, call_clock
-from faasgd.sgd import UNLIMITED, CallBudget
+from faasgd.functions.call_limits import call_clock
+from faasgd.functions.settings import FunctionEnv
+from faasgd.worker.budget import UNLIMITED, CallBudget
 from faasgd.store import parse_store_url
 from faasgd.store import keys
 from faasgd.store.keys import check_job_id

@@ -8,11 +8,12 @@ from typing import Any, Mapping
 from faasgd import tracing
 from faasgd.errors import GatewayError
 from faasgd.functions import orchestrate, replica_cache
-from faasgd.functions.settings import FunctionEnv, call_clock
+from faasgd.functions.call_limits import call_clock
+from faasgd.functions.settings import FunctionEnv
 from faasgd.functions.train_request import TrainRequest
 from faasgd.profile import exporter
 from faasgd.retry import GATEWAY_CALL, retry_call
-from faasgd.sgd import UNLIMITED, CallBudget
+from faasgd.worker.budget import UNLIMITED, CallBudget
 
 log = logging.getLogger("faasgd.functions")
 

@@ -20,9 +20,10 @@ from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.functions import replica_cache, supervise
 from faasgd.functions.train_request import TrainRequest
+from faasgd.functions.workloads import run_iteration, run_loop_call, run_worker
 from faasgd.retry import STORE_OUTAGE, retry_call
-from faasgd.sgd import UNLIMITED, CallBudget, HandOff, run_iteration, run_loop_call, run_worker
-from faasgd.sgd.call_clock import CallClock
+from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff
+from faasgd.worker.call_clock import CallClock
 from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.orchestrate")

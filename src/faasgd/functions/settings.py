@@ -3,6 +3,7 @@
 Store locations live here and nowhere a caller reaches: `store_url` (the function's own store), `stores`
 (the others a request may name: "redis=URL,memcached=URL"), `local_store_url` (the node-local cache).
 A request names a store (`store`); the password a URL needs comes from the secret file, sent only there.
+Every function reads these (stacking's too): nothing here imports a worker (a call's clock and budget: call_limits.py).
 """
 
 from __future__ import annotations
@@ -12,11 +13,7 @@ from typing import Mapping
 
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
-from faasgd.functions import replica_cache
-from faasgd.functions.admission import quantity
 from faasgd.openfaas import DEFAULT_GATEWAY_URL, TRAIN_FUNCTION
-from faasgd.sgd import UNLIMITED, CallBudget
-from faasgd.sgd.call_clock import CallClock
 from faasgd.store.url import mask_url
 
 
@@ -55,24 +52,3 @@ def named_stores(text: str) -> dict[str, str]:
             raise ConfigError("stores", f"must be name=URL pairs separated by commas, got {mask_url(part)!r}")
         stores[read_setting({"store": name}, "store")] = read_setting({"store_url": url}, "store_url")
     return stores
-
-
-def memory_mb(env: Mapping[str, str]) -> float | None:
-    """The function's memory limit in MiB (env `memory_limit`, stack.yml keeps it equal to limits.memory): what
-    a call is billed at. None when the function states none (CallClock bills DEFAULT_MEMORY_MB)."""
-    text = env.get("memory_limit")
-    return None if not text else quantity("memory_limit", text) / float(1 << 20)
-
-
-def call_clock(env: Mapping[str, str]) -> CallClock:
-    """The clock of a call starting now: its billed memory, and whether it is this replica's first (cold)."""
-    return CallClock.begin(memory_mb(env), cold=replica_cache.first_call())
-
-
-def call_budget(context) -> CallBudget:
-    """The call's limits as the platform shim tells them: `context.deadline` (time.monotonic seconds; the
-    template's index.py sets it below the watchdog's exec_timeout) and `context.draining()` (SIGTERM)."""
-    deadline, draining = getattr(context, "deadline", None), getattr(context, "draining", None)
-    if deadline is None and draining is None:
-        return UNLIMITED
-    return CallBudget(deadline=deadline, draining=draining or (lambda: False))

@@ -2,7 +2,7 @@
 
 What is measured, every 1/`hz` seconds (config `profile_hz`, default 10):
 - cpu: the CPU time of the worker's own threads (its training thread and its communication thread,
-  sgd/comm.py) over the period, in cores. Per thread (Linux `pthread_getcpuclockid`), not per process,
+  downpour/comm.py) over the period, in cores. Per thread (Linux `pthread_getcpuclockid`), not per process,
   because a replica runs several workers' calls at once (`waitress_threads`): process CPU would charge
   each worker with all of them. A BLAS thread pool is not counted: the local runtime runs replicas with
   one BLAS thread (local/environment.py); set OPENBLAS_NUM_THREADS=1 on a cluster too;

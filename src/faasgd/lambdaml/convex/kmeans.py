@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from faasgd.convex.linear import as_inputs, issparse
+from faasgd.lambdaml.convex.linear import as_inputs, issparse
 from faasgd.errors import ConfigError
 
 

@@ -50,9 +50,9 @@ from typing import Callable, Protocol
 import numpy as np
 
 from faasgd.errors import ConfigError
-from faasgd.rounds import wire
-from faasgd.rounds.errors import RoundTimeout
-from faasgd.rounds.wire import MERGED, PART, Piece
+from faasgd.lambdaml.rounds import wire
+from faasgd.lambdaml.rounds.errors import RoundTimeout
+from faasgd.lambdaml.rounds.wire import MERGED, PART, Piece
 
 PATTERNS = ("reduce", "reduce_scatter")
 OPS = ("mean", "sum")

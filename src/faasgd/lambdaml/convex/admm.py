@@ -23,7 +23,7 @@ from types import ModuleType
 
 import numpy as np
 
-from faasgd.convex import linear
+from faasgd.lambdaml.convex import linear
 from faasgd.errors import ConfigError
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from faasgd.sgd.call_clock import CallClock
+from faasgd.worker.call_clock import CallClock
 
 
 @dataclass
@@ -38,14 +38,14 @@ class WorkerProgress:
     fetches: int = 0
     conflicts: int = 0  # races this worker's own pushes lost (each push returns its count)
     retries: int = 0  # store calls retried after an outage
-    staleness_hist: dict[int, int] = field(default_factory=dict)  # push staleness in steps (sgd/comm.py) -> count
+    staleness_hist: dict[int, int] = field(default_factory=dict)  # push staleness in steps (downpour/comm.py) -> count
     last_staleness: int | None = None
     train_s: float = 0.0  # seconds spent in training epochs (excludes loading and evaluation)
     comm_wait_s: float = 0.0  # seconds the worker waited on fetches and pushes (all of them when blocking)
     push_bytes: int = 0  # bytes of the updates its applied pushes handed over, as encoded (config push_codec)
     fetch_bytes: int = 0  # bytes of parameters its fetches and pushes brought back (float32, 4 per parameter)
     pushed_steps: int = 0  # minibatches in this worker's applied pushes (the store sums them: steps the weights hold)
-    residual: str = ""  # blob of the error-feedback residual right after push `pushes` (sgd/residual.py); "": zeros
+    residual: str = ""  # blob of the error-feedback residual right after push `pushes` (downpour/residual.py); "": zeros
     residual_resets: int = 0  # calls resumed from zeros: the call before died mid-call, its residual dropped
     started_at: float | None = None
     finished_at: float | None = None
@@ -58,13 +58,13 @@ class WorkerProgress:
     invocations: int = 0  # calls that trained this worker (more than one: resumed, handed off or re-invoked)
     intervals: list[list[float]] = field(default_factory=list)  # [start, end] of each call's training (end: its last record)
     resources: dict[str, Any] = field(default_factory=dict)  # resource stats of its calls so far (profile/worker_profile.py)
-    # synchronous algorithms (sgd/sync_worker.py): rounds done (the checkpoint) and what they cost this worker
+    # synchronous algorithms (lambdaml/sync_worker.py): rounds done (the checkpoint) and what they cost this worker
     rounds: int = 0  # rounds completed: the next round to run; its state is the checkpoint blob of this round
     round_bytes_written: int = 0  # object bytes this worker wrote in its rounds (RoundStats.bytes_written)
     round_bytes_read: int = 0  # object bytes it read in them
     barrier_wait_s: float = 0.0  # seconds it waited at the rounds' barriers (RoundStats.wait_s)
     params_digest: str = ""  # sha256 of the global parameters at its last epoch end (the same on every worker)
-    # what its calls are billed for (sgd/call_clock.py): each call from its entry to its last record, on time.monotonic
+    # what its calls are billed for (worker/call_clock.py): each call from its entry to its last record, on time.monotonic
     billed_s: float = 0.0  # seconds of all its calls (the running one up to this record)
     billed_gb_s: float = 0.0  # the same, each call's seconds times its memory limit in GB
     memory_mb: float | None = None  # the memory limit its latest call was billed at

@@ -3,7 +3,7 @@
 A heartbeat is a record `heartbeat:<worker>` expiring after lease_s (keys.heartbeat_name), written at most every
 HEARTBEAT_EVERY_S; supervision re-invokes a worker whose heartbeat is gone, and `on_heartbeat` renews the
 call's lease. Whether the job has ended is asked at most every ENDED_CHECK_EVERY_S.
-The class using the mixin provides: store, job_id, config, progress, clock, _retry, on_heartbeat.
+The class using the mixin provides: store, job_id, config, progress, clock, retry, on_heartbeat.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ class Liveness:
             return
         self._last_heartbeat = now
         value = {"owner": self.progress.owner, "pushes": self.progress.pushes, "at": time.time()}
-        self._retry(lambda: self.store.put_record(self.job_id, keys.heartbeat_name(self.progress.worker_id), value,
+        self.retry(lambda: self.store.put_record(self.job_id, keys.heartbeat_name(self.progress.worker_id), value,
                                                   ttl_s=self.config.lease_s))
         if self.on_heartbeat is not None:  # the lease's renewal: a store outage is ridden out here too
-            self._retry(self.on_heartbeat)
+            self.retry(self.on_heartbeat)
 
     def job_ended(self) -> bool:
         """Whether the job has ended (another worker reached the target, or it failed); checked now and then."""
@@ -40,4 +40,4 @@ class Liveness:
         if now - self._last_ended_check < ENDED_CHECK_EVERY_S:
             return False
         self._last_ended_check = now
-        return self._retry(lambda: job.has_ended(self.store, self.job_id))
+        return self.retry(lambda: job.has_ended(self.store, self.job_id))

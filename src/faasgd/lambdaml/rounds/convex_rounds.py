@@ -12,7 +12,7 @@ number, what a worker's checkpoint holds) through one exchange.all_reduce, retur
 round's RoundStats. A round re-run from the same state does the same float32 work and re-enters the same
 exchange round (exchange.py), so it ends in the same bits: one round per invocation equals a loop.
 
-ADMM (faasgd.convex.admm's math, consensus_round's shape). The state is [z | u_i | x_i], three vectors of
+ADMM (faasgd.lambdaml.convex.admm's math, consensus_round's shape). The state is [z | u_i | x_i], three vectors of
 the model's length: z the consensus, u_i this worker's scaled dual, x_i its local model (kept because the
 x-update starts from it, as run_admm does; it cannot be rebuilt from z and u). A round: worker_update
 (x_i, contribution x_i + u_i), the contributions averaged over the exchange (op "mean"), z' = the mean with
@@ -20,7 +20,7 @@ its weights shrunk by rho / (rho + l2) (merge_z's prox), u_i' = u_i + x_i - z'. 
 merge_z's mean are both float64 sums in worker order; the exchange rounds the mean to float32 before the
 shrink, merge_z after it, so z agrees with run_admm within float32 rounding, not bit for bit.
 
-KMeans (faasgd.convex.kmeans): the state is the centroids; each worker packs its shard's Partial (sums,
+KMeans (faasgd.lambdaml.convex.kmeans): the state is the centroids; each worker packs its shard's Partial (sums,
 counts, inertia) as float32 and the exchange SUMS them (op "sum": counts stay exact integers to 2^24 rows);
 the new centroids are kmeans.merge of the summed partial (a centroid no row chose stays). The partials are
 computed in float64 and rounded once to travel, the sum is float64 rounded once (exchange.py): the
@@ -39,10 +39,10 @@ from types import ModuleType
 
 import numpy as np
 
-from faasgd.convex import admm, kmeans, linear
+from faasgd.lambdaml.convex import admm, kmeans, linear
 from faasgd.errors import ConfigError
-from faasgd.rounds.algorithms import RoundOutcome, RoundState, check_params, consensus_round
-from faasgd.rounds.exchange import Exchange
+from faasgd.lambdaml.rounds.algorithms import RoundOutcome, RoundState, check_params, consensus_round
+from faasgd.lambdaml.rounds.exchange import Exchange
 
 Shard = tuple  # (X dense ndarray or CSR, y labels); KMeans ignores y
 

@@ -10,15 +10,13 @@ with the add: after any push the record is a checkpoint, and a worker resumed fr
 invocation, a hand-off, a redelivery) trains exactly the steps that were not yet applied. A push or
 record the store refuses (another invocation holds newer ones) ends this invocation: Superseded.
 
-The stop rule is checked every `eval_every_samples` samples of all workers (stop_rule_period), not at each
-worker's epoch ends: the worker whose push carries the job's steps past a multiple of it evaluates the
-parameters that push returned and, at the target, keeps exactly them as the job's model. So the crossing is
-found at the same points whatever the number of workers, and samples_to_target compare like with like. Epoch
-ends still evaluate (the curves), and decide only at a worker's last epoch.
+The stop rule is checked every `eval_every_samples` samples of all workers (stop_rule.py), at the parameters
+a push returned; epoch ends still evaluate (the curves), and decide only at a worker's last epoch.
 
-Fetches and pushes go through a Channel (comm.py): in the background (the default) they overlap the
-next steps and their results are taken in at the next synchronisation point (`sync`); blocking,
-at once. Either way a push's record is the snapshot of the worker right after the steps it hands over.
+Fetches and pushes (exchange.py) go through a Channel (comm.py) as the worker's schedule says (schedule.py): in
+the background (the default) they overlap the next steps and their results are taken in at the next
+synchronisation point (`sync`); blocking, at once; coalesce, never waiting for the one in flight. Either way a
+push's record is the snapshot of the worker right after the steps it hands over.
 """
 
 from __future__ import annotations
@@ -30,19 +28,23 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd import data, job, job_model, result
+from faasgd import data, job, job_model
 from faasgd.config import TrainConfig
+from faasgd.downpour import comm
+from faasgd.downpour import residual as feedback
+from faasgd.downpour.exchange import ParameterExchange
+from faasgd.downpour.schedule import schedule_for
+from faasgd.downpour.stop_rule import StopRule, stop_rule_period
 from faasgd.retry import STORE_OUTAGE, retry_call
-from faasgd.sgd import comm
-from faasgd.sgd import residual as feedback
-from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
-from faasgd.sgd.liveness import Liveness
-from faasgd.sgd.progress import WorkerProgress
-from faasgd.store import ParameterStore, PushId, keys, push_codec
+from faasgd.store import ParameterStore, keys, push_codec
+from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
+from faasgd.worker.liveness import Liveness
+from faasgd.worker.progress import WorkerProgress
 
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
-class DownpourWorker(Liveness):
+
+class DownpourWorker(ParameterExchange, StopRule, Liveness):
     """One worker's training over its shard; `progress` holds everything that must survive it."""
 
     sleep = staticmethod(time.sleep)  # how store retries wait (tests replace both with a fake clock)
@@ -60,7 +62,7 @@ class DownpourWorker(Liveness):
         self.sending = np.zeros(size, np.float32)  # the update a push in flight sends
         self.codec = push_codec.parse_codec(config.push_codec)  # how pushes travel (f32, f16, topk:F)
         # error feedback: what compressed pushes left out, sent with later ones (kept with the checkpoint at a
-        # clean end of the call: sgd/residual.py; load_worker reads it back). As in deep gradient compression it
+        # clean end of the call: downpour/residual.py; load_worker reads it back). As in deep gradient compression it
         # is not in the local copy: a fetch makes that global + pending again
         self.residual = np.zeros(size, np.float32) if self.codec.compresses else None
         self.residual_kept = True  # the stored record names the residual as it is now (or zeros before any push)
@@ -74,8 +76,8 @@ class DownpourWorker(Liveness):
         self.last_push_version = 0  # global version right after our last push
         self.unpushed_steps = 0
         self.pushed_snapshot = False  # our last push (in flight, or its result in `fetched`) and no step since
-        self.channel = comm.Channel(config.communication != "blocking")
-        self.coalesce = config.communication == "coalesce"  # a due push or fetch never waits for the one in flight
+        self.schedule = schedule_for(config.communication)  # blocking, background or coalesce (schedule.py)
+        self.channel = comm.Channel(self.schedule.background)
         self.push_due = False  # coalesce: a push point passed while an operation was in flight
         self.fetch_wanted = False  # coalesce: a fetch point left to the put-off push's result
         self.op: comm.Op | None = None  # the store operation submitted and not yet taken in (sync)
@@ -95,171 +97,18 @@ class DownpourWorker(Liveness):
         self._count_lock = threading.Lock()
 
     # -- store round trips, each retried across outages up to the config's deadline ----------
-    def _retry(self, call):
+    def retry(self, call):
+        """`call()`, retried across a store outage up to store_timeout_s; each retry counted in the record."""
         def count(_error):
             with self._count_lock:  # the channel's thread retries too
                 self.progress.retries += 1
         return retry_call(call, STORE_OUTAGE.within(self.config.store_timeout_s), on_retry=count,
                           sleep=self.sleep, clock=self.clock)
 
-    def fetch(self, wait: bool = False) -> None:
-        """Read the global parameters; the local copy becomes global + unpushed updates (when taken in).
-
-        Right after a push the weights that push wrote are the newest version we can know of
-        without asking again, so they serve the fetch (one round trip less per period). A copy
-        older than our own last push (a node-local cache not yet refreshed) would undo our own
-        applied steps, so it is ignored: reads are monotonic in the version. In the background the
-        fetch is taken in at the next synchronisation point; the first of an invocation, and one with
-        `wait`, at once.
-        """
-        self.progress.fetches += 1
-        if self.coalesce and not wait and self.fetched_once:
-            if self.channel.in_flight:
-                if self.op.kind == comm.PUSH:  # the push's result (global with our steps) serves as this fetch
-                    self.op.merge = True
-                return  # a fetch in flight serves it as it is
-            if self.push_due:  # the push about to go serves as this fetch: one round trip, not two
-                self.fetch_wanted = True
-                return
-        if self.pushed_snapshot:
-            if self.op is not None:  # that push is in flight: its result is this fetch
-                self.op.merge = True
-            else:
-                self._merge(self.last_push_version, self.known_others)
-        else:
-            self.sync()
-            own = self.progress.pushed_steps
-            self._submit(comm.Op(comm.FETCH, merge=True, own_steps=own),
-                         lambda: self.store.fetch(self.job_id, out=self.fetched))
-        if wait or not self.fetched_once:
-            self.sync()
-            self.fetched_once = True
-
-    def push(self, due: bool = False) -> None:
-        """Hand the accumulated update over to a push with the worker's next number and its record (a checkpoint).
-
-        `due`: a push point of the schedule; with `coalesce`, one reached while an operation is in flight
-        is put off (the steps go on accumulating) to the first step after that operation has landed."""
-        if self.unpushed_steps == 0:
-            return
-        if due and self.coalesce and self.channel.in_flight:
-            self.push_due = True
-            return
-        self.push_due = False
-        self.sync()  # one operation in flight at most: the previous one lands first
-        progress, seq = self.progress, self.progress.pushes + 1
-        record = self.snapshot(pushes=seq)
-        record["pushed_steps"] = progress.step  # this push holds every step so far
-        self.pending, self.sending = self.sending, self.pending
-        self.pending[:] = 0.0
-        self.pushed_snapshot, self.unpushed_steps = True, 0
-        delta, push_id = self.sending, PushId(progress.worker_id, seq)
-        if self.residual is not None:  # sending += residual; the push carries part, the residual keeps the rest
-            delta = self.codec.encode(self.sending, self.residual)
-            record["residual"] = ""  # kept only at the call's clean end (keep_residual; sgd/residual.py)
-        merge, self.fetch_wanted = self.fetch_wanted, False
-
-        def call():
-            return self.store.push_update(self.job_id, delta, out=self.fetched, push_id=push_id, record=record)
-        if self.residual is not None:  # once applied, the blob an earlier record named is deleted
-            pushed, previous = call, progress.residual
-            call = lambda: feedback.push_then_drop(self.store, self.job_id, pushed, previous)  # noqa: E731
-        self._submit(comm.Op(comm.PUSH, merge=merge, own_steps=progress.step, seq=seq, base_others=self.base_others,
-                             payload_bytes=push_codec.payload_bytes(delta)), call)
-
-    def _submit(self, op: comm.Op, call: Callable) -> None:
-        self.op = op
-        self.channel.submit(lambda: self._retry(call))
-        if not self.channel.background:
-            self.sync()
-
-    def sync(self) -> None:
-        """Wait for the operation in flight, if any, and take its result in (its error is raised here)."""
-        op, self.op = self.op, None
-        if op is None:
-            return
-        try:
-            outcome = self.channel.collect()
-        finally:
-            self.progress.comm_wait_s += self.channel.take_wait()
-        if op.kind == comm.PUSH:
-            self._pushed(op, outcome)
-        else:
-            self.progress.fetch_bytes += self.fetched.nbytes
-            if op.merge:
-                others = None if outcome.steps is None else outcome.steps - op.own_steps
-                self._merge(outcome.version, others)
-
-    def take_in_landed(self) -> None:
-        """coalesce: an operation that has landed is taken in before the next step (no waiting), so the
-        worker steps on new parameters a round trip after they were read, not a push period later."""
-        if self.op is not None and not self.channel.in_flight:
-            self.sync()
-
-    def _merge(self, version: int, others: int | None) -> None:
-        """The local copy becomes the parameters in `fetched` (of `version`) plus our steps not in them."""
-        if version < self.last_push_version:
-            return
-        self.base_version = version
-        self.snap_others = self.known_others if others is None else others  # unknown: at most our last push's
-        np.add(self.fetched, self.pending, out=self.weights)
-
-    def _pushed(self, op: comm.Op, push) -> None:
-        progress = self.progress
-        if not push.applied:
-            raise Superseded(f"worker {progress.worker_id}: push {op.seq} was applied by another invocation")
-        pushed_now = op.own_steps - progress.pushed_steps  # minibatches this push carried
-        progress.pushes, progress.pushed_steps = op.seq, op.own_steps
-        if push.steps is not None:
-            self.note_check(push.version, push.steps, pushed_now)
-        if self.residual is not None:  # the stored record names no residual now (kept at the call's end)
-            progress.residual, self.residual_kept = "", False
-        progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
-        progress.push_bytes += op.payload_bytes  # the update handed over (push_codec); the weights come back with it
-        progress.fetch_bytes += self.fetched.nbytes
-        if push.steps is not None:  # staleness: other workers' steps applied since our oldest step's parameters
-            self.known_others = push.steps - op.own_steps
-            progress.record_staleness(self.known_others - op.base_others)
-        self.last_push_version = push.version
-        now = self.clock()
-        if self._last_push_at is not None:
-            self.period_s = now - self._last_push_at if not self.period_s else 0.8 * self.period_s + 0.2 * (
-                now - self._last_push_at)
-        self._last_push_at = now
-        if op.merge:
-            self._merge(push.version, self.known_others if push.steps is not None else None)
-
-    def note_check(self, version: int, steps: int, pushed_now: int) -> None:
-        """When this push carried the job's samples past a multiple of check_every, the parameters it returned
-        (in `fetched`) are to be checked against the target (check_target, on the training thread)."""
-        batch = self.config.batch_size
-        if (steps * batch) // self.check_every > ((steps - pushed_now) * batch) // self.check_every:
-            self.check = (version, steps * batch, self.fetched.copy())
-
-    def check_target(self) -> None:
-        """The stop rule between epoch ends: evaluate the parameters a push asked to check; at the target keep
-        exactly them as the job's model (job_model.keep_crossing: the first crossing wins) and stop soon."""
-        if self.check is None:
-            return
-        (version, in_params, weights), self.check = self.check, None
-        progress = self.progress
-        accuracy = self.evaluate(weights)
-        now = progress.now()
-        event = {"event": "check", "worker_id": progress.worker_id, "samples": in_params, "accuracy": accuracy, "at": now}
-        if accuracy < self.config.target_accuracy:
-            self._retry(lambda: self.store.append_event(self.job_id, event))
-            return
-        test_accuracy = self.evaluate(weights, self.test)  # reported only (the kept model's), never a stop rule
-        self._retry(lambda: self.store.append_event(self.job_id, {**event, "test_accuracy": test_accuracy}))
-        # the samples in these parameters: their minibatch steps (a short last minibatch of an epoch counted whole),
-        # at most what the workers' records say now (those may hold pushes that landed since)
-        records = self._retry(lambda: job.read_progress(self.store, self.job_id, self.config.number_of_workers))
-        samples = min(in_params, sum(int((r or {}).get("samples", 0)) for r in records.values()))
-        crossing = {"validation_accuracy": accuracy, "at": now, "samples": samples,
-                    "epochs": samples / self.shard.total, "version": version}
-        self._retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
-                                                    lambda: test_accuracy, crossing))
-        self.crossed = True
+    @property
+    def has_pushed(self) -> bool:
+        """This call has checkpointed progress (a push landed): from then on it may hand off."""
+        return self._last_push_at is not None
 
     def check_budget(self, upcoming_s: float) -> None:
         """HandOff when the budget says stop, once the push in flight has landed (its record is the checkpoint)."""
@@ -270,7 +119,7 @@ class DownpourWorker(Liveness):
 
     def end_call(self) -> None:
         """The call ends cleanly here (a hand-off, an epoch's end in per-iteration mode, the stop rule, the job's
-        end): keep the residual with the checkpoint (sgd/residual.py), once its last push has landed.
+        end): keep the residual with the checkpoint (downpour/residual.py), once its last push has landed.
         Superseded if the store refuses the record (another invocation is further on)."""
         self.sync()
         if self.residual is None or self.residual_kept:
@@ -280,7 +129,7 @@ class DownpourWorker(Liveness):
         data = feedback.to_bytes(self.residual)
         record = self.snapshot()
         record["residual"] = name
-        if not self._retry(lambda: feedback.keep(self.store, self.job_id, progress.worker_id, name, data, record)):
+        if not self.retry(lambda: feedback.keep(self.store, self.job_id, progress.worker_id, name, data, record)):
             raise Superseded(f"worker {progress.worker_id}: another invocation wrote a newer record")
         progress.residual, self.residual_kept = name, True
 
@@ -305,7 +154,7 @@ class DownpourWorker(Liveness):
         """Write the record between pushes (an epoch's end, the end); Superseded if the store has newer."""
         self.sync()
         record = self.snapshot()
-        if not self._retry(lambda: self.store.update_worker(self.job_id, self.progress.worker_id, record)):
+        if not self.retry(lambda: self.store.update_worker(self.job_id, self.progress.worker_id, record)):
             raise Superseded(f"worker {self.progress.worker_id}: another invocation wrote a newer record")
 
     # -- training --------------------------------------------------------------------------
@@ -358,8 +207,7 @@ class DownpourWorker(Liveness):
                 self.heartbeat()
             rows = order[index * batch:(index + 1) * batch]
             x, y = self.minibatch(rows)
-            if self.coalesce:
-                self.take_in_landed()
+            self.schedule.before_step(self)
             progress.epoch_loss_sum += self.step(x, y)
             progress.step, progress.samples, progress.epoch_step = progress.step + 1, progress.samples + len(rows), index + 1
             if progress.step % cfg.n_push == 0 or self.push_due:
@@ -386,7 +234,7 @@ class DownpourWorker(Liveness):
         version = self.base_version
         # Every worker's record is written with each of its pushes, so their samples, read right after the
         # fetch, count the samples of every push in these parameters (and of any push landing in between).
-        records = self._retry(lambda: job.read_progress(self.store, self.job_id, self.config.number_of_workers))
+        records = self.retry(lambda: job.read_progress(self.store, self.job_id, self.config.number_of_workers))
         samples = sum(int((r or {}).get("samples", 0)) for r in records.values())
         progress = self.progress
         steps = max(1, progress.epoch_step)
@@ -396,8 +244,8 @@ class DownpourWorker(Liveness):
         progress.accuracy = self.evaluate(self.weights)
         test_accuracy = self.evaluate(self.weights, self.test)  # reported only (the curve), never a stop rule
         self.eval_s = self.clock() - started
-        now = progress.now()  # on the job's timeline (sgd/call_clock.py)
-        self._retry(lambda: self.store.append_event(self.job_id, {
+        now = progress.now()  # on the job's timeline (worker/call_clock.py)
+        self.retry(lambda: self.store.append_event(self.job_id, {
             "event": "epoch", "worker_id": progress.worker_id, "epoch": progress.epoch,
             "accuracy": progress.accuracy, "test_accuracy": test_accuracy, "at": now}))
         log.info("job %s worker %d: epoch %d, validation accuracy %.4f, loss %.4f, %d pushes, %d conflicts",
@@ -411,18 +259,11 @@ class DownpourWorker(Liveness):
             weights, crossing = self.weights.copy(), {
                 "validation_accuracy": progress.accuracy, "at": now, "samples": samples,
                 "epochs": samples / self.shard.total, "version": version}
-            self._retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
+            self.retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
                                                         lambda: self.evaluate(weights, self.test), crossing))
         self.save()
         self.heartbeat(force=True)
         return last or self.crossed
-
-
-def stop_rule_period(config: TrainConfig, training_rows: int) -> int:
-    """Samples of all workers between two checks of the stop rule: eval_every_samples, else a quarter of the
-    training rows. Each check evaluates the validation rows once (Fashion-MNIST's 5,000: about 14 ms here), which
-    2-worker jobs did not show beyond this machine's noise (docs: honest measures)."""
-    return max(1, config.eval_every_samples or training_rows // 4)
 
 
 def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
@@ -442,38 +283,10 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progres
     trainer = DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test, budget)
     trainer.validation = validation  # the stop rule's rows
     if trainer.residual is not None and progress.residual:  # what the last call held back at its clean end
-        trainer._retry(lambda: feedback.load(store, job_id, progress.worker_id, progress.residual, trainer.residual))
+        trainer.retry(lambda: feedback.load(store, job_id, progress.worker_id, progress.residual, trainer.residual))
     elif trainer.residual is not None and progress.pushes:  # the call that pushed last died mid-call: from zeros
         progress.residual_resets += 1
         trainer.residual_kept = False
         log.warning("job %s worker %d: no residual kept after push %d (its call ended uncleanly): starting from zeros",
                     job_id, progress.worker_id, progress.pushes)
     return trainer
-
-
-def end_worker(store: ParameterStore, job_id: str, config: TrainConfig, progress: WorkerProgress,
-               trainer: DownpourWorker | None) -> dict:
-    """Write the worker's final record; a failure fails the job; the last worker to end writes the result.
-    Best effort once the store is gone (the caller reports the cause)."""
-    if trainer is not None:
-        trainer.settle()  # a push still in flight lands first
-        progress.rng_state = trainer.rng.bit_generator.state
-    progress.finished_at = progress.now()  # the call's clock: on the job's timeline
-    record = progress.record(progress.finished_at)
-    log.log(logging.WARNING if progress.error else logging.INFO, "job %s worker %d: %s after %d samples%s",
-            job_id, progress.worker_id, progress.state, progress.samples,
-            f": {progress.error}" if progress.error else "")
-    # A worker that gave up on the store retries for as long again; one that finished waits out an outage.
-    policy = STORE_OUTAGE.within(config.store_timeout_s)
-    try:
-        if not retry_call(lambda: store.update_worker(job_id, progress.worker_id, record), policy):
-            return record  # superseded: the invocation that owns the worker now ends it
-        if progress.error:
-            retry_call(lambda: result.write_result(store, job_id, error=progress.error), policy)
-        else:
-            evaluate = None if trainer is None else (
-                lambda w: (trainer.evaluate(w), trainer.evaluate(w, trainer.test)))  # (validation, test)
-            retry_call(lambda: result.finish_worker(store, job_id, config, evaluate), policy)
-    except Exception as error:  # the store is gone: the caller reports the cause
-        log.warning("job %s worker %d: could not record its end: %s", job_id, progress.worker_id, error)
-    return record

@@ -14,7 +14,8 @@ import struct
 
 import numpy as np
 
-from faasgd import convex, data
+from faasgd import data
+from faasgd.lambdaml import convex
 from faasgd.errors import StateLost
 
 _HEADER = struct.Struct("<4sQQ")  # magic, round, float32 count

@@ -7,11 +7,11 @@
     errors.py      RoundError, RoundTimeout, RoundDataError
 """
 
-from faasgd.rounds.algorithms import (ALGORITHMS, RoundOutcome, RoundState, consensus_round, grad_avg_round,
+from faasgd.lambdaml.rounds.algorithms import (ALGORITHMS, RoundOutcome, RoundState, consensus_round, grad_avg_round,
                                       model_avg_round, run_rounds)
-from faasgd.rounds.convex_rounds import admm_parts, admm_round, admm_state, admm_z, kmeans_round
-from faasgd.rounds.errors import RoundDataError, RoundError, RoundTimeout
-from faasgd.rounds.exchange import OPS, PATTERNS, Exchange, ExchangeConfig, RoundStats
+from faasgd.lambdaml.rounds.convex_rounds import admm_parts, admm_round, admm_state, admm_z, kmeans_round
+from faasgd.lambdaml.rounds.errors import RoundDataError, RoundError, RoundTimeout
+from faasgd.lambdaml.rounds.exchange import OPS, PATTERNS, Exchange, ExchangeConfig, RoundStats
 
 __all__ = ["ALGORITHMS", "OPS", "PATTERNS", "Exchange", "ExchangeConfig", "RoundDataError", "RoundError",
            "RoundOutcome", "RoundState", "RoundStats", "RoundTimeout", "admm_parts", "admm_round", "admm_state",

@@ -9,7 +9,7 @@ No store, no function, no config here: the sync rounds and the workers call thes
 
 from types import ModuleType
 
-from faasgd.convex import admm, kmeans, lr, svm
+from faasgd.lambdaml.convex import admm, kmeans, lr, svm
 from faasgd.errors import ConfigError
 
 MODELS: dict[str, ModuleType] = {"lr": lr, "svm": svm, "kmeans": kmeans}

@@ -8,7 +8,7 @@ so a CSR input is never densified.
 
 import numpy as np
 
-from faasgd.convex import linear
+from faasgd.lambdaml.convex import linear
 
 init = linear.init
 

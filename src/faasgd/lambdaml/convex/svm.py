@@ -7,7 +7,7 @@ linear.py's with k = 1: w (d,) then b, d + 1 numbers. The hinge is not different
 
 import numpy as np
 
-from faasgd.convex import linear
+from faasgd.lambdaml.convex import linear
 from faasgd.errors import ConfigError
 
 

@@ -16,7 +16,7 @@ state in between; a round re-run from the same state re-enters the same exchange
 - model_avg (local SGD): in round r every worker takes `local_steps` plain SGD steps on its minibatches
   r*local_steps .. r*local_steps + local_steps - 1, then the parameter vectors are averaged.
 - consensus_round: the round structure both share, open to other algorithms: ADMM's z-merge is one
-  (the local solve and the z- and u-updates are the model's math, e.g. faasgd.convex.admm; see its docstring).
+  (the local solve and the z- and u-updates are the model's math, e.g. faasgd.lambdaml.convex.admm; see its docstring).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from faasgd.errors import ConfigError
-from faasgd.rounds.exchange import Exchange, RoundStats
+from faasgd.lambdaml.rounds.exchange import Exchange, RoundStats
 
 GradFn = Callable[[np.ndarray, int], tuple[float, np.ndarray]]
 

@@ -6,7 +6,7 @@ hand-off chains, per-iteration's next epoch. So each call that ends cleanly leav
   1. pushes during a call name no residual (their record's `residual` is ""): they write nothing more
      than the push itself, so a compressed push costs on the wire what its codec says, plus the weights;
   2. at a clean end of the call (the drain before a hand-off, per-iteration's epoch end, the stop rule,
-     the job's end: sgd/invocation.py `train`, DownpourWorker.check_budget), once its last push has landed,
+     the job's end: worker/invocation.py `train`, DownpourWorker.check_budget), once its last push has landed,
      the residual right after that push is written as a blob of its own (keys.residual_name: the worker, its
      push count and the invocation; never overwritten), then the worker's record (`update_worker`, never
      to fewer pushes) names it; refused (another invocation is further on), the blob is deleted;
@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from faasgd.errors import StateLost
-from faasgd.sgd.budget import Superseded
+from faasgd.worker.budget import Superseded
 from faasgd.store import ParameterStore
 
 

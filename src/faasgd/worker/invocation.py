@@ -9,6 +9,8 @@ A call ends early, at a push boundary, when its budget says so (its deadline is 
 shutting down): it releases its lease and `chain`s a call of the same work, which resumes where it
 stopped (hand-off). A call that finds another invocation owns the worker ends at once (Superseded).
 Answers: {"job_id", "worker_id", "iteration", "duplicate", "handed_off", "next_iteration", "state", "reason"}.
+Every call takes `make`, the loader of the worker's trainer (a Worker, protocol.py): the caller picks it by the
+job's `algorithm` (faasgd.functions.workloads); nothing here knows an algorithm.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError, JobNotFound, StateLost
 from faasgd.profile import WorkerProfile
 from faasgd.retry import STORE_OUTAGE, retry_call
-from faasgd.sgd.call_clock import CallClock
-from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
-from faasgd.sgd.lease import Lease
-from faasgd.sgd.progress import WorkerProgress
-from faasgd.sgd.sync_worker import load_sync_worker
-from faasgd.sgd.worker import DownpourWorker, end_worker, load_worker
+from faasgd.worker.call_clock import CallClock
+from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
+from faasgd.worker.ending import end_worker
+from faasgd.worker.lease import Lease
+from faasgd.worker.progress import WorkerProgress
+from faasgd.worker.protocol import Worker, WorkerLoader
 from faasgd.store import ParameterStore
 
 log = logging.getLogger("faasgd.worker")
@@ -60,8 +62,8 @@ def resume(store: ParameterStore, job_id: str, config: TrainConfig, worker_id: i
 
 
 def start(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
-          loader: Callable[..., data.Shard], budget: CallBudget, on_heartbeat: Callable[[], None] | None) -> DownpourWorker:
-    make = load_worker if config.algorithm == "downpour" else load_sync_worker  # README "LambdaML's algorithms"
+          loader: Callable[..., data.Shard], budget: CallBudget, on_heartbeat: Callable[[], None] | None,
+          make: WorkerLoader) -> Worker:
     trainer = make(config, store, job_id, progress, loader, budget)
     trainer.on_heartbeat = on_heartbeat
     trainer.heartbeat(force=True)
@@ -73,21 +75,21 @@ def start(config: TrainConfig, store: ParameterStore, job_id: str, progress: Wor
     return trainer
 
 
-def train(trainer: DownpourWorker, epochs: int | None = None) -> bool:
+def train(trainer: Worker, epochs: int | None = None) -> bool:
     """Train whole epochs (at most `epochs`); True when the worker reached its stop rule."""
     done, stopped = 0, False
     while not stopped and (epochs is None or done < epochs):
-        if trainer.budget.draining() or trainer._last_push_at is not None:  # never hand off before any progress
+        if trainer.budget.draining() or trainer.has_pushed:  # never hand off before any progress
             trainer.check_budget(trainer.period_s + trainer.eval_s)
         stopped = not trainer.run_epoch() or trainer.end_of_epoch()
         done += 1
-    trainer.end_call()  # a clean end: what must outlive the call is kept (the residual, sgd/residual.py)
+    trainer.end_call()  # a clean end: what must outlive the call is kept (the residual, faasgd.downpour.residual)
     return stopped
 
 
 def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
          loader: Callable[..., data.Shard], budget: CallBudget, on_heartbeat: Callable[[], None] | None,
-         clock: CallClock, epochs: int | None = None) -> bool:
+         clock: CallClock, make: WorkerLoader, epochs: int | None = None) -> bool:
     """Start the worker and train; a failure is recorded (it fails the job) and re-raised; at the stop rule
     the worker ends. True when it reached its stop rule. Every call's figures (its resources, its billed
     time) reach the worker's record: a call that ends cleanly writes it once more after its profile's end."""
@@ -96,7 +98,7 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
     profile = WorkerProfile.start(config.profile_hz, progress, job_id)  # its resources, from before the data loads
     try:
         try:
-            trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat)
+            trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat, make)
             profile.watch(trainer.channel)
             stopped = train(trainer, epochs)
         except HandOff:
@@ -127,7 +129,7 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
         profile.finish(store)  # a hand-off or an epoch's end: its series still kept
 
 
-def close_call(trainer: DownpourWorker | None, profile: WorkerProfile, store: ParameterStore) -> None:
+def close_call(trainer: Worker | None, profile: WorkerProfile, store: ParameterStore) -> None:
     """A call that ends cleanly before the worker does (an epoch in per-iteration mode, a hand-off): its profile
     ends and the worker's record is written once more, so the next call goes on from every figure of this one
     (its resources, its billed time up to here). Superseded if another invocation wrote a newer record."""
@@ -162,18 +164,20 @@ def beats(*callbacks: Callable[[], None] | None) -> Callable[[], None]:
 
 def run_worker(config: TrainConfig, store: ParameterStore, job_id: str, worker_id: int, call_id: str = "",
                loader: Callable[..., data.Shard] = data.load_shard, budget: CallBudget = UNLIMITED,
-               on_heartbeat: Callable[[], None] | None = None, clock: CallClock | None = None) -> dict:
+               on_heartbeat: Callable[[], None] | None = None, clock: CallClock | None = None, *,
+               make: WorkerLoader) -> dict:
     """Train worker `worker_id` to its stop rule in this process (no lease: single mode, tests); its record."""
     clock = clock or CallClock.begin()
     progress = resume(store, job_id, config, worker_id, call_id)
     starting(config, lambda: clock.anchor(store))
-    _run(config, store, job_id, progress, loader, budget, on_heartbeat, clock)
+    _run(config, store, job_id, progress, loader, budget, on_heartbeat, clock, make)
     return progress.record(progress.finished_at)
 
 
 def run_loop_call(config: TrainConfig, store: ParameterStore, job_id: str, worker_id: int, call_id: str,
                   loader: Callable[..., data.Shard], budget: CallBudget = UNLIMITED, chain: Chain | None = None,
-                  on_heartbeat: Callable[[], None] | None = None, clock: CallClock | None = None) -> dict:
+                  on_heartbeat: Callable[[], None] | None = None, clock: CallClock | None = None, *,
+                  make: WorkerLoader) -> dict:
     """One loop-mode invocation: the worker to its stop rule, unless another call has or holds it."""
     clock = clock or CallClock.begin()
     lease = Lease(store, job_id, worker_id, "loop", call_id, config.lease_s)
@@ -187,7 +191,7 @@ def run_loop_call(config: TrainConfig, store: ParameterStore, job_id: str, worke
             return answer(job_id, worker_id, 0, duplicate=True, state=progress.state,
                           reason=f"this worker already {progress.state}")
         starting(config, lambda: clock.anchor(store))
-        _run(config, store, job_id, progress, loader, budget, beats(lease.renew, on_heartbeat), clock)
+        _run(config, store, job_id, progress, loader, budget, beats(lease.renew, on_heartbeat), clock, make)
     except HandOff as stop:
         lease.release()
         return _hand_off(job_id, worker_id, 0, str(stop), chain)
@@ -201,7 +205,7 @@ def run_loop_call(config: TrainConfig, store: ParameterStore, job_id: str, worke
 def run_iteration(config: TrainConfig, store: ParameterStore, job_id: str, worker_id: int, iteration: int,
                   call_id: str, loader: Callable[..., data.Shard], budget: CallBudget = UNLIMITED,
                   chain: Chain | None = None, on_heartbeat: Callable[[], None] | None = None,
-                  clock: CallClock | None = None) -> dict:
+                  clock: CallClock | None = None, *, make: WorkerLoader) -> dict:
     """One per-iteration invocation: epoch `iteration` of the worker, once however often it is delivered."""
     clock = clock or CallClock.begin()
     lease = Lease(store, job_id, worker_id, iteration, call_id, config.lease_s)
@@ -219,7 +223,7 @@ def run_iteration(config: TrainConfig, store: ParameterStore, job_id: str, worke
                                            f"cannot run iteration {iteration} before them")
         starting(config, lambda: clock.anchor(store))
         stopped = _run(config, store, job_id, progress, loader, budget, beats(lease.renew, on_heartbeat), clock,
-                       epochs=1)
+                       make, epochs=1)
     except HandOff as stop:
         lease.release()
         return _hand_off(job_id, worker_id, iteration, str(stop), chain)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from faasgd.errors import ConfigError
-from faasgd.rounds.errors import RoundDataError
+from faasgd.lambdaml.rounds.errors import RoundDataError
 from faasgd.store import keys
 
 _HEADER = struct.Struct("<4sQIIIQQQ")

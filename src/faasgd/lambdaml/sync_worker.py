@@ -1,4 +1,4 @@
-"""The synchronous worker: LambdaML's grad_avg, model_avg and admm as rounds through faasgd.rounds.Exchange.
+"""The synchronous worker: LambdaML's grad_avg, model_avg and admm as rounds through faasgd.lambdaml.rounds.Exchange.
 
 It is driven by the same invocation machinery as the Downpour worker (invocation.py: leases, resume from
 the worker record, hand-off, per-iteration chaining, supervision, the job's end); load_worker picks it by
@@ -17,7 +17,7 @@ can be recomputed from its number alone (no RNG state to checkpoint).
 The checkpoint. After round r every worker holds the same parameters (the merged result of round r); admm
 workers also their own x_i and u_i. A worker writes its state (sync_checkpoint.py) to the job's store, then its
 record with rounds = r + 1 (and pushes = rounds, so a stale call's record never replaces a newer one). A resumed worker reads its slot and re-enters round r + 1 of the exchange,
-which gives the same bits on re-entry (faasgd.rounds). Round 0 starts from the job's initial weights.
+which gives the same bits on re-entry (faasgd.lambdaml.rounds). Round 0 starts from the job's initial weights.
 
 Epoch end: every worker evaluates the global parameters (admm: z) on the validation rows (all hold the same
 bits, so all reach the stop rule at the same round and no barrier is left waiting), appends its epoch event;
@@ -38,17 +38,18 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd import convex, data, job, job_model
+from faasgd import data, job, job_model
+from faasgd.lambdaml import convex
 from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.retry import STORE_OUTAGE, retry_call
-from faasgd.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
-from faasgd.rounds import grad_avg_round, model_avg_round
-from faasgd.rounds.convex_rounds import admm_round, kmeans_round
-from faasgd.sgd.budget import UNLIMITED, CallBudget, HandOff, Superseded
-from faasgd.sgd.liveness import ENDED_CHECK_EVERY_S, Liveness
-from faasgd.sgd.progress import WorkerProgress
-from faasgd.sgd.sync_checkpoint import cluster_accuracy, decode_state, encode_state
+from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
+from faasgd.lambdaml.rounds import grad_avg_round, model_avg_round
+from faasgd.lambdaml.rounds.convex_rounds import admm_round, kmeans_round
+from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
+from faasgd.worker.liveness import ENDED_CHECK_EVERY_S, Liveness
+from faasgd.worker.progress import WorkerProgress
+from faasgd.lambdaml.sync_checkpoint import cluster_accuracy, decode_state, encode_state
 from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.worker")
@@ -101,23 +102,29 @@ class SyncWorker(Liveness):
         self.rng.bit_generator.state = progress.rng_state  # kept as is: rounds draw from (seed, worker, epoch)
         self.on_heartbeat: Callable[[], None] | None = None
         self.period_s = self.eval_s = 0.0  # seconds a round / an evaluation takes: what a hand-off leaves room for
-        self._last_push_at: float | None = None  # the last round's end (invocation.train: no hand-off before one)
+        self._last_push_at: float | None = None  # the last round's end (has_pushed: no hand-off before one)
         self._last_failed_check = -math.inf
         self._orders: dict[int, np.ndarray] = {}
         self.state = RoundState(self.load_state(), progress.rounds)
 
     # -- store round trips ------------------------------------------------------------------
-    def _retry(self, call):
+    def retry(self, call):
+        """`call()`, retried across a store outage up to store_timeout_s; each retry counted in the record."""
         def count(_error):
             self.progress.retries += 1
         return retry_call(call, STORE_OUTAGE.within(self.config.store_timeout_s), on_retry=count,
                           sleep=self.sleep, clock=self.clock)
 
+    @property
+    def has_pushed(self) -> bool:
+        """This call has checkpointed progress (a round ended): from then on it may hand off."""
+        return self._last_push_at is not None
+
     def load_state(self) -> np.ndarray:
         """The state after `progress.rounds` rounds: the job's initial weights at 0, else this worker's checkpoint."""
         rounds = self.progress.rounds
         if rounds == 0:
-            params, _ = self._retry(lambda: self.store.get_weights(self.job_id))
+            params, _ = self.retry(lambda: self.store.get_weights(self.job_id))
             params = np.asarray(params, np.float32)
             if self.config.model == "kmeans":  # every worker draws the same k of the (shared) validation rows
                 rows = self.validation.x
@@ -126,21 +133,21 @@ class SyncWorker(Liveness):
                 return np.concatenate([params, np.zeros_like(params), params])
             return params.copy()
         name = keys.sync_state_name(self.me, rounds)
-        raw = self._retry(lambda: self.store.get_blob(self.job_id, name))
+        raw = self.retry(lambda: self.store.get_blob(self.job_id, name))
         return decode_state(raw, rounds, self.state_length, self.store.url, f"job {self.job_id!r} worker {self.me}")
 
     def checkpoint(self) -> None:
         """The state after the round just run (its slot), then the record naming it (see the module docstring)."""
         params, rounds = self.state.params, self.state.round_no
         blob = encode_state(rounds, params)
-        self._retry(lambda: self.store.put_blob(self.job_id, keys.sync_state_name(self.me, rounds), blob))
+        self.retry(lambda: self.store.put_blob(self.job_id, keys.sync_state_name(self.me, rounds), blob))
         self.save()
 
     def save(self) -> None:
         """Write the record; Superseded if the store holds a newer one (another call is further on)."""
         self.progress.rounds = self.progress.pushes = self.state.round_no
         record = self.progress.record()
-        if not self._retry(lambda: self.store.update_worker(self.job_id, self.me, record)):
+        if not self.retry(lambda: self.store.update_worker(self.job_id, self.me, record)):
             raise Superseded(f"worker {self.me}: another invocation wrote a newer record")
 
     def fetch(self, wait: bool = False) -> None:
@@ -153,7 +160,7 @@ class SyncWorker(Liveness):
         now = self.clock()
         if now - self._last_failed_check >= ENDED_CHECK_EVERY_S:
             self._last_failed_check = now
-            found = self._retry(lambda: self.store.get_records(self.job_id, [keys.RESULT, keys.LOST]))
+            found = self.retry(lambda: self.store.get_records(self.job_id, [keys.RESULT, keys.LOST]))
             if any(value is not None for value in found.values()):  # not `done`: peers finishing a round still
                 raise JobFailed(f"job {self.job_id} ended while worker {self.me} waited in round "
                                 f"{self.state.round_no}")
@@ -208,7 +215,7 @@ class SyncWorker(Liveness):
         return self.admm_round()
 
     def admm_round(self) -> RoundOutcome:
-        """Consensus ADMM (faasgd.rounds.convex_rounds.admm_round): `local_steps` x-update steps on this round's
+        """Consensus ADMM (faasgd.lambdaml.rounds.convex_rounds.admm_round): `local_steps` x-update steps on this round's
         minibatch, weighted by the shard's share of the rows (N n_i / n), from the state [z | u_i | x_i]."""
         cfg, r = self.config, self.state.round_no
         weight = self.workers * len(self.shard.y) / self.shard.total
@@ -281,22 +288,22 @@ class SyncWorker(Liveness):
         test_accuracy = self.evaluate(params, self.test)
         self.eval_s = self.clock() - started
         if self.me == 0:
-            self._retry(lambda: self.store.set_weights(self.job_id, params, version=self.state.round_no,
+            self.retry(lambda: self.store.set_weights(self.job_id, params, version=self.state.round_no,
                                                        writers=self.workers, rule=job.update_rule(self.config)))
-        now = self.progress.now()  # on the job's timeline (sgd/call_clock.py)
-        self._retry(lambda: self.store.append_event(self.job_id, {
+        now = self.progress.now()  # on the job's timeline (worker/call_clock.py)
+        self.retry(lambda: self.store.append_event(self.job_id, {
             "event": "epoch", "worker_id": self.me, "epoch": progress.epoch, "round": self.state.round_no,
             "accuracy": progress.accuracy, "test_accuracy": test_accuracy, "at": now}))
         log.info("job %s worker %d: epoch %d (round %d), validation accuracy %.4f, loss %.4f", self.job_id, self.me,
                  progress.epoch, self.state.round_no, progress.accuracy, progress.loss)
         reached = progress.accuracy >= self.config.target_accuracy
         if reached:
-            records = self._retry(lambda: job.read_progress(self.store, self.job_id, self.workers))
+            records = self.retry(lambda: job.read_progress(self.store, self.job_id, self.workers))
             samples = sum(int((r or {}).get("samples", 0)) for r in records.values() if r) \
                 - int((records.get(self.me) or {}).get("samples", 0)) + progress.samples
             crossing = {"validation_accuracy": progress.accuracy, "at": now, "samples": samples,
                         "epochs": samples / self.shard.total, "version": self.state.round_no}
-            self._retry(lambda: job_model.keep_crossing(self.store, self.job_id, self.me, params,
+            self.retry(lambda: job_model.keep_crossing(self.store, self.job_id, self.me, params,
                                                         lambda: test_accuracy, crossing))
         self.save()
         self.heartbeat(force=True)
