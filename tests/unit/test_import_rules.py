@@ -6,6 +6,8 @@ import tomllib
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "faasgd"
 WINGS = {"local", "cli", "batch", "api"}
+WORKLOADS = {"faasgd.downpour", "faasgd.lambdaml", "faasgd.stacking"}
+FUNCTIONS = PACKAGE / "functions"
 
 
 def contracts():
@@ -42,3 +44,23 @@ def test_the_python_api_imports_neither_the_command_line_nor_the_batch_engine():
     api = contracts()["Wing 3's Python API sits under the command line: it imports neither the command line nor test.sh's engine"]
     assert api["type"] == "forbidden" and api["source_modules"] == ["faasgd.api"]
     assert {"faasgd.cli", "faasgd.batch", "rich"} <= set(api["forbidden_modules"])
+
+
+def test_the_workloads_do_not_import_each_other():
+    workloads = contracts()["Workloads never import each other: Downpour"]
+    assert workloads["type"] == "independence" and set(workloads["modules"]) == WORKLOADS
+
+
+def test_every_shared_layer_is_bound_to_import_no_workload():
+    shared = contracts()["The shared layers import no workload"]
+    choosing = {"faasgd.functions.workloads", "faasgd.functions.orchestrate", "faasgd.functions.emnist_setup",
+                "faasgd.functions.emnist_train", "faasgd.functions.stacking"}  # the functions that run a workload
+    functions = {f"faasgd.functions.{p.stem}" for p in FUNCTIONS.glob("*.py") if p.stem != "__init__"} - choosing
+    assert set(shared["source_modules"]) == (core_modules() - WORKLOADS - {"faasgd.functions"}) | functions
+    assert set(shared["forbidden_modules"]) == WORKLOADS
+
+
+def test_the_stacking_functions_are_bound_to_load_no_other_workload():
+    stacking = contracts()["Stacking's functions load neither Downpour nor LambdaML"]
+    assert stacking["source_modules"] == ["faasgd.functions.stacking"]
+    assert {"faasgd.downpour", "faasgd.lambdaml", "faasgd.worker"} <= set(stacking["forbidden_modules"])
