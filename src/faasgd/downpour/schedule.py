@@ -1,7 +1,7 @@
 """Downpour's communication modes (config `communication`) as schedules, chosen once per worker.
 
 A schedule decides, at the points where the modes differ, what the worker (worker.py) does; the worker keeps
-the state (`push_due`, `fetch_wanted`, the operation in flight `op`):
+the state (`push_due`, `fetch_wanted`, the operation in flight `op`; Scheduled says what a schedule uses):
 - blocking: every store operation runs inline and is taken in at once (the worker waits for each round trip);
 - background: operations run on the channel's thread while the worker trains on, taken in at the next
   synchronisation point (comm.py);
@@ -13,13 +13,24 @@ the state (`push_due`, `fetch_wanted`, the operation in flight `op`):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from faasgd.downpour import comm
 from faasgd.errors import ConfigError
 
-if TYPE_CHECKING:  # the worker drives its schedule; a schedule only reads and sets the worker's state
-    from faasgd.downpour.worker import DownpourWorker
+
+class Scheduled(Protocol):
+    """What a schedule reads and sets of the worker it serves (DownpourWorker)."""
+
+    channel: comm.Channel  # the worker's store operations, one in flight at most
+    op: comm.Op | None  # the operation submitted and not yet taken in
+    fetched_once: bool  # the first fetch of the invocation has been taken in
+    push_due: bool  # coalesce: a push point passed while an operation was in flight
+    fetch_wanted: bool  # coalesce: a fetch point left to the put-off push's result
+
+    def sync(self) -> None: ...  # wait for the operation in flight and take its result in
+
+    def take_in_landed(self) -> None: ...  # take in an operation that has landed, without waiting
 
 
 class Blocking:
@@ -27,19 +38,19 @@ class Blocking:
 
     background = False  # the channel runs operations on a thread of its own
 
-    def after_submit(self, worker: "DownpourWorker") -> None:
+    def after_submit(self, worker: Scheduled) -> None:
         """An operation was submitted: take it in now (blocking) or at the next synchronisation point."""
         worker.sync()
 
-    def serves_fetch(self, worker: "DownpourWorker") -> bool:
+    def serves_fetch(self, worker: Scheduled) -> bool:
         """True when the fetch point is served otherwise (nothing to submit for it); never here."""
         return False
 
-    def puts_off_push(self, worker: "DownpourWorker") -> bool:
+    def puts_off_push(self, worker: Scheduled) -> bool:
         """True when a due push is put off (the steps go on accumulating); never here."""
         return False
 
-    def before_step(self, worker: "DownpourWorker") -> None:
+    def before_step(self, worker: Scheduled) -> None:
         """Before each minibatch step: nothing here."""
 
 
@@ -48,14 +59,14 @@ class Background(Blocking):
 
     background = True
 
-    def after_submit(self, worker: "DownpourWorker") -> None:
+    def after_submit(self, worker: Scheduled) -> None:
         pass
 
 
 class Coalesce(Background):
     """Background, and a due push or fetch never waits for the operation in flight."""
 
-    def serves_fetch(self, worker: "DownpourWorker") -> bool:
+    def serves_fetch(self, worker: Scheduled) -> bool:
         if not worker.fetched_once:  # the first fetch of an invocation waits for its result
             return False
         if worker.channel.in_flight:
@@ -67,13 +78,13 @@ class Coalesce(Background):
             return True
         return False
 
-    def puts_off_push(self, worker: "DownpourWorker") -> bool:
+    def puts_off_push(self, worker: Scheduled) -> bool:
         if worker.channel.in_flight:
             worker.push_due = True
             return True
         return False
 
-    def before_step(self, worker: "DownpourWorker") -> None:
+    def before_step(self, worker: Scheduled) -> None:
         worker.take_in_landed()
 
 

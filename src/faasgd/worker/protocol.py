@@ -6,7 +6,7 @@ Both worker kinds implement it: faasgd.downpour's DownpourWorker and faasgd.lamb
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -28,8 +28,10 @@ class Comms(Protocol):
     def close(self) -> None: ...  # its thread ends with the call
 
 
+@runtime_checkable
 class Worker(Protocol):
-    """One worker's training over its shard, as one call drives it (invocation.py) and ends it (ending.py)."""
+    """One worker's training over its shard, as one call drives it (invocation.py) and ends it (ending.py).
+    isinstance(trainer, Worker) checks that every member is there (not their types)."""
 
     budget: CallBudget  # when the call must stop
     on_heartbeat: Callable[[], None] | None  # also called at each heartbeat (the lease's renewal)
