@@ -22,7 +22,6 @@ push's record is the snapshot of the worker right after the steps it hands over.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import Callable
 
@@ -35,20 +34,17 @@ from faasgd.downpour import residual as feedback
 from faasgd.downpour.exchange import ParameterExchange
 from faasgd.downpour.schedule import schedule_for
 from faasgd.downpour.stop_rule import StopRule, stop_rule_period
-from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.store import ParameterStore, keys, push_codec
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import Liveness
 from faasgd.worker.progress import WorkerProgress
+from faasgd.worker.store_calls import StoreCalls
 
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
 
-class DownpourWorker(ParameterExchange, StopRule, Liveness):
+class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
     """One worker's training over its shard; `progress` holds everything that must survive it."""
-
-    sleep = staticmethod(time.sleep)  # how store retries wait (tests replace both with a fake clock)
-    clock = staticmethod(time.monotonic)
 
     def __init__(self, config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
                  sizes: tuple[int, ...], shard: data.Shard, test: data.Shard, budget: CallBudget = UNLIMITED):
@@ -94,21 +90,6 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness):
         self.check_every = stop_rule_period(config, shard.total)  # samples of all workers between stop-rule checks
         self.check: tuple[int, int, np.ndarray] | None = None  # (version, samples, parameters) a push asks to check
         self.crossed = False  # this worker found the target mid-epoch: it stops at its next fetch point
-        self._count_lock = threading.Lock()
-
-    # -- store round trips, each retried across outages up to the config's deadline ----------
-    def retry(self, call):
-        """`call()`, retried across a store outage up to store_timeout_s; each retry counted in the record."""
-        def count(_error):
-            with self._count_lock:  # the channel's thread retries too
-                self.progress.retries += 1
-        return retry_call(call, STORE_OUTAGE.within(self.config.store_timeout_s), on_retry=count,
-                          sleep=self.sleep, clock=self.clock)
-
-    @property
-    def has_pushed(self) -> bool:
-        """This call has checkpointed progress (a push landed): from then on it may hand off."""
-        return self._last_push_at is not None
 
     def check_budget(self, upcoming_s: float) -> None:
         """HandOff when the budget says stop, once the push in flight has landed (its record is the checkpoint)."""

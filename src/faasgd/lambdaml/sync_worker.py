@@ -42,13 +42,13 @@ from faasgd import data, job, job_model
 from faasgd.lambdaml import convex
 from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
-from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
 from faasgd.lambdaml.rounds import grad_avg_round, model_avg_round
 from faasgd.lambdaml.rounds.convex_rounds import admm_round, kmeans_round
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import ENDED_CHECK_EVERY_S, Liveness
 from faasgd.worker.progress import WorkerProgress
+from faasgd.worker.store_calls import StoreCalls
 from faasgd.lambdaml.sync_checkpoint import cluster_accuracy, decode_state, encode_state
 from faasgd.store import ParameterStore, keys
 
@@ -68,11 +68,8 @@ class NoChannel:
         pass
 
 
-class SyncWorker(Liveness):
+class SyncWorker(Liveness, StoreCalls):
     """One worker's synchronous training over its shard; `progress` holds what must survive it."""
-
-    sleep = staticmethod(time.sleep)
-    clock = staticmethod(time.monotonic)
 
     def __init__(self, config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
                  sizes: tuple[int, ...], shard: data.Shard, validation: data.Shard, test: data.Shard, space,
@@ -106,19 +103,6 @@ class SyncWorker(Liveness):
         self._last_failed_check = -math.inf
         self._orders: dict[int, np.ndarray] = {}
         self.state = RoundState(self.load_state(), progress.rounds)
-
-    # -- store round trips ------------------------------------------------------------------
-    def retry(self, call):
-        """`call()`, retried across a store outage up to store_timeout_s; each retry counted in the record."""
-        def count(_error):
-            self.progress.retries += 1
-        return retry_call(call, STORE_OUTAGE.within(self.config.store_timeout_s), on_retry=count,
-                          sleep=self.sleep, clock=self.clock)
-
-    @property
-    def has_pushed(self) -> bool:
-        """This call has checkpointed progress (a round ended): from then on it may hand off."""
-        return self._last_push_at is not None
 
     def load_state(self) -> np.ndarray:
         """The state after `progress.rounds` rounds: the job's initial weights at 0, else this worker's checkpoint."""

@@ -5,6 +5,7 @@
     ending.py      a worker's last record, and the job's result once the last worker ends
     lease.py       which delivery of a call owns the worker
     liveness.py    heartbeats and "has the job ended", a mixin of both trainers
+    store_calls.py its store round trips, retried across an outage (a mixin of both trainers)
     budget.py      when a call must stop (its deadline, its replica draining): HandOff, Superseded
     progress.py    the worker's record: everything that must survive a call
     call_clock.py  a call's clock on the job's timeline, and what it is billed

@@ -3,7 +3,7 @@
 A heartbeat is a record `heartbeat:<worker>` expiring after lease_s (keys.heartbeat_name), written at most every
 HEARTBEAT_EVERY_S; supervision re-invokes a worker whose heartbeat is gone, and `on_heartbeat` renews the
 call's lease. Whether the job has ended is asked at most every ENDED_CHECK_EVERY_S.
-The class using the mixin provides: store, job_id, config, progress, clock, retry, on_heartbeat.
+The class using the mixin provides: store, job_id, config, progress, on_heartbeat, and clock and retry (StoreCalls).
 """
 
 from __future__ import annotations
