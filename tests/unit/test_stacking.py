@@ -15,7 +15,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from support.stacking_drive import SMALL, in_process
 
-from faasgd.errors import ConfigError, JobNotFound
+from faasgd.errors import ConfigError, JobNotFound, TooLarge
 from faasgd.stacking import flow, models, predictors, records, safe_format
 from faasgd.stacking.config import load_stacking
 from faasgd.stacking.dataset import accuracy, make_dataset
@@ -188,7 +188,7 @@ def test_environment_then_body():
 def test_an_inline_job_whose_bodies_would_be_too_large_is_a_413_before_anything():
     config = load_stacking({}, {"transfer": "inline", "trainers_num": 16})
     flow.check_inline(config, 16 << 20)
-    with pytest.raises(flow.TooLarge) as info:
+    with pytest.raises(TooLarge) as info:
         flow.check_inline(config, 1 << 20)
     assert info.value.http_status == 413 and info.value.field == "transfer" and "transfer=store" in str(info.value)
     flow.check_inline(load_stacking({}, {"transfer": "store", "trainers_num": 16}), 1)  # store: no such bound

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from faasgd.errors import ConfigError, FaasgdError
+from faasgd.errors import ConfigError, FaasgdError, TooLarge
 from faasgd.stacking import models, predictors, records, safe_format
 from faasgd.stacking.calls import Call, Retrying
 from faasgd.stacking.config import StackingConfig, held_out_rows
@@ -32,12 +32,6 @@ TRAINER, REDUCER, METATRAINER = "stacking-trainer", "stacking-reducer", "stackin
 PHASES = ("upload_s", "train_s", "reduce_s", "meta_train_s")
 MEASURES = ("ensemble_score", "best_base_score", "base_scores", *PHASES, "total_s", "call_retries")  # a result, flat
 BODY_SLACK = 4096  # the JSON around the objects
-
-
-class TooLarge(ConfigError):
-    """Raised when an inline job's request bodies would exceed what the receiving functions accept."""
-
-    http_status = 413
 
 
 def shape_of(config: StackingConfig) -> Shape:
