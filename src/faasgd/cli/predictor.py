@@ -64,7 +64,7 @@ from faasgd.profile.figures import DRIPLE, TOTALS
 TARGETS: tuple[str, ...] = DRIPLE + TOTALS + ("time_to_target_s",)
 PARTS = ("start_s", "samples_to_target", "samples_per_s")  # time_to_target_s = start + samples / rate, each fitted
 FITTED: tuple[str, ...] = DRIPLE + TOTALS + PARTS  # what has weights of its own
-TIMES = ("time_to_target_s", "start_s", "samples_per_s")  # measured on the store's clock (result.py)
+TIMES = ("time_to_target_s", "start_s", "samples_per_s")  # measured on the store's clock (faasgd.job.result)
 STORES = ("redis", "memcached")
 RULES = ("sum", "average", "adagrad")
 COMMUNICATIONS = ("background", "blocking")

@@ -38,7 +38,8 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd import convex, data, job, job_model
+from faasgd import convex, data, job
+from faasgd.job import model_file as job_model
 from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.retry import STORE_OUTAGE, retry_call

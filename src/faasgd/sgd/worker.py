@@ -30,8 +30,9 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd import data, job, job_model, result
+from faasgd import data, job
 from faasgd.config import TrainConfig
+from faasgd.job import ending as result, model_file as job_model
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.sgd import comm
 from faasgd.sgd import residual as feedback

@@ -10,7 +10,7 @@ Keys, prefixed `faasgd:{job_id}:` (one letter per namespace, so names of differe
     e:{i}         event i (Memcached, memory)
     p:{w}:meta    Memcached: worker w's push under way (its number and record), for rolling it forward
     p:{w}:{i}     Memcached: chunk i of that push's delta
-    m:{name}:meta a kept copy of parameters (the job's model, faasgd.job_model): JSON length and chunks
+    m:{name}:meta a kept copy of parameters (the job's model, faasgd.job.model_file): JSON length and chunks
     m:{name}:{i}  chunk i of that copy (raw little-endian float32, below the item limit)
     b:{name}:meta a blob (opaque bytes, store/blobs.py): JSON length, chunks, sha256
     b:{name}:{i}  chunk i of that blob
@@ -18,7 +18,7 @@ Job ids may not contain ':' (that would make one job's prefix another's key); re
 All keys stay below memcached's 250-byte limit: 7 + 64 + 1 + 2 + 128 < 250.
 
 Names inside the job's key space (the `{name}` above), each built by a constant or function below:
-    records   config, job, done, result, lost (faasgd.job, faasgd.result); state (a stacking job);
+    records   config, job, done, result, lost (faasgd.job.records, faasgd.job.ending); state (a stacking job);
               progress:{w} (worker w's progress and checkpoint, written with each push); heartbeat:{w};
               lease:{w}:{scope}; supervising:{w}, relaunch:{w} (functions/supervise.py); profile:{w};
               cache-refresh:{bucket} (store/node_local.py, in the node's cache)
@@ -131,9 +131,9 @@ def blob_chunks(job_id: str, name: str, count: int) -> list[str]:
 
 # ---- record names (r:) -------------------------------------------------------------------------------------
 CONFIG = "config"  # the job's config as a dict (TrainConfig or StackingConfig); its presence means the job exists
-JOB = "job"  # a training job's meta: created_at, layer sizes, parameter count, rows (faasgd.job)
-DONE = "done"  # the target's crossing: the first worker to reach it and the copy it kept (faasgd.job_model)
-RESULT = "result"  # the final result, written once (faasgd.result)
+JOB = "job"  # a training job's meta: created_at, layer sizes, parameter count, rows (faasgd.job.records)
+DONE = "done"  # the target's crossing: the first worker to reach it and the copy it kept (faasgd.job.model_file)
+RESULT = "result"  # the final result, written once (faasgd.job.ending)
 LOST = "lost"  # the store lost the job's state: the reason the job failed
 STATE = "state"  # a stacking job's state and phase (faasgd.stacking.records)
 
@@ -175,11 +175,12 @@ def cache_refresh_name(bucket: int) -> str:
 
 # ---- counter names (c:) and copy names (m:) ------------------------------------------------------------------
 CONFLICTS = "conflicts"  # the conflicts the store's pushes lost
-FINAL_COPY = "final"  # the model of a job that ended below its target (faasgd.job_model)
+LAST_PARAMS_COPY = "final"  # the last parameters of a job that ended below its target, kept as its model
+                            # (faasgd.job.model_file)
 
 
 def crossing_copy(worker_id: int) -> str:
-    """Worker `worker_id`'s candidate model, kept at its crossing (faasgd.job_model)."""
+    """Worker `worker_id`'s candidate model, kept at its crossing (faasgd.job.model_file)."""
     return f"crossing-{int(worker_id)}"
 
 
