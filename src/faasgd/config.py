@@ -20,7 +20,7 @@ from faasgd.data.catalog import N_CLASSES, is_tabular
 from faasgd.data.tabular import GENERATED_CLASSES
 from faasgd.errors import ConfigError
 from faasgd.minibatch import merge_sources, split_global_batch
-from faasgd.store.url import mask_url
+from faasgd.store.url import mask_password
 
 __all__ = ["ACTIVATIONS", "ALGORITHMS", "CHANNELS", "COMMUNICATIONS", "FIELDS", "LOCATION_KEYS", "MODELS", "MODES",
            "RENAMED", "SYNCS", "TOPOLOGIES", "TrainConfig", "check_combination", "check_keys", "config_from_record",
@@ -38,7 +38,7 @@ class TrainConfig(AlgorithmSettings, StoreSettings, InvocationSettings, Communic
         out = {key: getattr(self, key) for key in FIELDS}
         out["hidden_sizes"] = list(self.hidden_sizes)
         for key in LOCATION_KEYS:
-            out[key] = mask_url(out[key])
+            out[key] = mask_password(out[key])
         return out
 
 

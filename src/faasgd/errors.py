@@ -17,6 +17,13 @@ class ConfigError(FaasgdError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class TooLarge(ConfigError):
+    """Raised when a job would not fit what its functions are configured for: a worker's memory or the store's
+    space (memory_limit, store_budget), or a request body (max_request_bytes); names the setting to change."""
+
+    http_status = 413
+
+
 class MethodNotAllowed(FaasgdError):
     """Raised when a function is called with an HTTP method it does not serve; names the allowed ones."""
 

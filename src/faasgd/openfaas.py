@@ -129,7 +129,7 @@ class GatewayClient:
         return json_answer(self.invoke(SETUP_FUNCTION, method="GET", query=query, timeout_s=timeout_s),
                            SETUP_FUNCTION)
 
-    def job_model(self, query: dict, timeout_s: float | None = None) -> bytes:
+    def model_file(self, query: dict, timeout_s: float | None = None) -> bytes:
         """GET emnist-setup's model file of a job (`query` holds its job_id; model=npz is added): npz bytes."""
         answer = self.invoke(SETUP_FUNCTION, method="GET", query={**query, "model": "npz"}, timeout_s=timeout_s)
         if answer.status == 200 and answer.headers.get("Content-Type", "").startswith("application/octet-stream"):

@@ -76,7 +76,7 @@ def test_every_combination_ends_done_with_rounds_bytes_and_equal_parameters(runt
         assert result["round_bytes_written"] > 0 and result["round_bytes_read"] > 0, what
         assert result["round_bytes_per_worker"] > 0 and result["barrier_wait_s"] >= 0, what
         digests = {w["params_digest"] for w in status["workers"]}
-        with np.load(io.BytesIO(runtime.job_model(query)), allow_pickle=False) as npz:
+        with np.load(io.BytesIO(runtime.model_file(query)), allow_pickle=False) as npz:
             params = npz["params"]
         assert digests == {hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()}, what  # the job's weights
         assert result["final_validation_accuracy"] > (0.3 if body["model"] == "kmeans" else 0.5), what
@@ -95,7 +95,7 @@ def test_bad_combinations_are_400_naming_the_field(runtime, body, field):
 
 
 def model_digest(gateway, query) -> str:
-    with np.load(io.BytesIO(gateway.job_model(query)), allow_pickle=False) as npz:
+    with np.load(io.BytesIO(gateway.model_file(query)), allow_pickle=False) as npz:
         return hashlib.sha256(npz["params"].astype("<f4").tobytes()).hexdigest()
 
 

@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from faasgd import job, job_model
+from faasgd import job
+from faasgd.job import model_file
 from faasgd.cli.main import main
 from faasgd.config import load_config
 from faasgd.data import load_shard
@@ -124,7 +125,7 @@ def test_durations_are_consistent_and_the_model_has_the_reported_accuracy(server
     assert created <= status["done"]["at"] <= final["finished_at"]
     assert 0 <= final["time_to_target_s"] <= final["wall_s"]
     assert 0 < final["samples_to_target"] <= final["samples"]
-    kept = job_model.read_model(store, job_id)
+    kept = model_file.read_model(store, job_id)
     assert kept.validation_accuracy == final["final_validation_accuracy"] >= config.target_accuracy
     # out through the CLI, back in, the same accuracy to the last digit
     out = tmp_path / "model.npz"
@@ -133,8 +134,8 @@ def test_durations_are_consistent_and_the_model_has_the_reported_accuracy(server
         for key, value in env.items():
             patch.setenv(key, value)
         assert main(["model", job_id, "-o", str(out), "--direct"]) == 0
-    loaded = job_model.from_npz(str(out))
+    loaded = model_file.from_npz(str(out))
     np.testing.assert_array_equal(loaded.params, kept.params)
-    assert job_model.evaluate_file(loaded)["test_accuracy"] == final["final_test_accuracy"]
+    assert model_file.evaluate_file(loaded)["test_accuracy"] == final["final_test_accuracy"]
     assert main(["evaluate", str(out)]) == 0
     assert f"test accuracy {final['final_test_accuracy']:.4f}" in capsys.readouterr().out

@@ -9,7 +9,7 @@ import pytest
 from faasgd import api, results_store
 from faasgd.api import local_runtime
 from faasgd.errors import ConfigError
-from faasgd.result import MEASURES
+from faasgd.job.result import MEASURES
 
 
 def run(workers: int, round_: int, samples_per_s: float, state: str = "done") -> dict:

@@ -13,6 +13,7 @@ import pytest
 
 from faasgd.config import load_config
 from faasgd.data import augmented
+from faasgd.errors import TooLarge
 from faasgd.functions import admission
 
 BYMERGE = {"train": 697_932, "test": 116_323}  # NIST's emnist-bymerge (and byclass) rows
@@ -41,7 +42,7 @@ def test_a_bymerge_worker_of_two_fits_1gi_with_its_shard_as_uint8(bymerge_header
     assert 0.25 < shard / 2 ** 30 < 0.26
     assert shard < needs["worker_bytes"] < 2 ** 30
     as_float32 = load_config({}, {"dataset": "emnist-bymerge", "number_of_workers": 2, "algorithm": "grad_avg"})
-    with pytest.raises(admission.TooLarge, match="number_of_workers.*memory_limit=1Gi"):  # float32 rows: 1.01 GiB
+    with pytest.raises(TooLarge, match="number_of_workers.*memory_limit=1Gi"):  # float32 rows: 1.01 GiB
         admission.check_job(as_float32, LIMIT, "redis")
 
 
@@ -51,5 +52,5 @@ def test_the_1gb_augmented_set_fits_at_two_workers_and_not_at_one(monkeypatch):
     two = load_config({}, {"dataset": "fashion-mnist-x21", "number_of_workers": 2})
     assert admission.check_job(two, LIMIT, "redis")["worker_bytes"] < 2 ** 30
     one = load_config({}, {"dataset": "fashion-mnist-x21", "number_of_workers": 1})
-    with pytest.raises(admission.TooLarge, match="number_of_workers"):  # 988 MB of shard alone
+    with pytest.raises(TooLarge, match="number_of_workers"):  # 988 MB of shard alone
         admission.check_job(one, LIMIT, "redis")

@@ -6,7 +6,7 @@ from rich.console import Console
 
 from faasgd import cost
 from faasgd.cli.progress import cost_lines, print_summary
-from faasgd.result import missing
+from faasgd.job.result import missing
 
 
 def summary_text(result: dict) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 from faasgd.cli import direct, output, status
 from faasgd.cli.main import main
-from faasgd.result import missing
+from faasgd.job.result import missing
 
 JOB = "j0123456789abcde"  # "j" and 15 hex digits, as emnist-setup makes them
 SMALL = ["--dataset", "synthetic", "--train-samples", "2000", "--test-samples", "200", "--hidden-sizes", "8"]
@@ -101,11 +101,11 @@ def test_every_flag_combination_of_the_global_batch_reaches_the_config_or_names_
 
 
 def test_evaluate_and_trace_json_are_one_document_each(monkeypatch, tmp_path, capsys):
-    from faasgd import job_model
+    from faasgd.job import model_file
 
     answer = {"test_accuracy": 0.8, "reported_test_accuracy": 0.8, "rows": 200, "dataset": "synthetic"}
-    monkeypatch.setattr(job_model, "from_npz", lambda path: object())
-    monkeypatch.setattr(job_model, "evaluate_file", lambda found, dataset, rows: answer)
+    monkeypatch.setattr(model_file, "from_npz", lambda path: object())
+    monkeypatch.setattr(model_file, "evaluate_file", lambda found, dataset, rows: answer)
     assert main(["evaluate", str(tmp_path / "m.npz"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == answer
     assert main(["status", JOB, "--trace", "--trace-dir", str(tmp_path), "--json"]) == 0  # no spans: an empty list

@@ -5,7 +5,7 @@ import io
 from rich.console import Console
 
 from faasgd.cli.progress import LiveProgress, print_summary
-from faasgd.result import missing
+from faasgd.job.result import missing
 
 
 def plain():

@@ -137,7 +137,8 @@ def test_tensorflow_is_imported_only_when_a_cnn_computes():
 
 
 def test_admission_counts_tensorflow_in_a_cnn_workers_memory():
-    from faasgd.functions.admission import TENSORFLOW_BYTES, TooLarge, check_job
+    from faasgd.errors import TooLarge
+    from faasgd.functions.admission import TENSORFLOW_BYTES, check_job
 
     mlp = check_job(load_config({}, {"dataset": "synthetic", "train_samples": 2000}), {}, "redis")
     cnn = check_job(load_config({}, {"dataset": "synthetic", "train_samples": 2000, "model": "cnn"}), {}, "redis")

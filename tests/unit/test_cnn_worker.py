@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from faasgd import data, job, job_model
+from faasgd import data, job
+from faasgd.job import model_file
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
 from faasgd.functions.workloads import run_worker
@@ -48,13 +49,13 @@ def test_a_cnn_jobs_model_file_reads_back_and_evaluates_to_the_reported_accuracy
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
     run_worker(config, store, job_id, 0)
-    found = job_model.read_model(store, job_id)
-    back = job_model.from_npz(job_model.to_npz(found))
+    found = model_file.read_model(store, job_id)
+    back = model_file.from_npz(model_file.to_npz(found))
     assert back.cnn_arch == "mobilenet" and back.params.tobytes() == found.params.tobytes()
-    answer = job_model.evaluate_file(back)
+    answer = model_file.evaluate_file(back)
     assert answer["test_accuracy"] == answer["reported_test_accuracy"] == found.test_accuracy
-    mlp_file = job_model.to_npz(job_model.ModelFile(**{**vars(found), "cnn_arch": ""}))
+    mlp_file = model_file.to_npz(model_file.ModelFile(**{**vars(found), "cnn_arch": ""}))
     with pytest.raises(ConfigError) as caught:  # the same params read as an MLP's do not fit its sizes
-        job_model.from_npz(mlp_file)
+        model_file.from_npz(mlp_file)
     assert caught.value.field == "model"
 

@@ -7,7 +7,7 @@ import pytest
 from faasgd import cost
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError
-from faasgd.result import MEASURES, RESULT_KEYS, build_result
+from faasgd.job.result import MEASURES, RESULT_KEYS, build_result
 
 
 def worker(invocations, billed_s, memory_mb, cold, **more):

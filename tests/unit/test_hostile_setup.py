@@ -239,7 +239,8 @@ QUERIES = {
 def test_the_model_route_answers_409_while_a_job_has_none_then_the_npz_file(replica):
     import numpy as np
 
-    from faasgd import job, job_model
+    from faasgd import job
+    from faasgd.job import model_file
     from faasgd.config import load_config
 
     store = replica.stores[0]
@@ -248,11 +249,11 @@ def test_the_model_route_answers_409_while_a_job_has_none_then_the_npz_file(repl
     replica.refuses(409, "model", "still training below its target", method="GET",
                     query=f"job_id={job_id}&model=npz", content_type=None)
     weights = store.get_weights(job_id)[0] + np.float32(0.25)
-    job_model.keep_crossing(store, job_id, 0, weights, lambda: 0.5, {
+    model_file.keep_crossing(store, job_id, 0, weights, lambda: 0.5, {
         "validation_accuracy": 0.9, "at": store.server_time(), "samples": 10, "epochs": 0.02, "version": 0})
     answer = replica.send(method="GET", query=f"job_id={job_id}&model=npz", content_type=None)
     assert answer.status_code == 200 and answer.mimetype == "application/octet-stream"
-    found = job_model.from_npz(answer.get_data())
+    found = model_file.from_npz(answer.get_data())
     np.testing.assert_array_equal(found.params, weights)
     assert (found.job_id, found.validation_accuracy, found.test_accuracy) == (job_id, 0.9, 0.5)
 

@@ -6,7 +6,8 @@ import uuid
 import numpy as np
 import pytest
 
-from faasgd import job, result
+from faasgd import job
+from faasgd.job import ending, result
 from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.errors import StateLost
@@ -156,7 +157,7 @@ def test_a_store_that_lost_the_job_fails_it_with_that_reason_and_nothing_is_re_i
 def test_a_worker_that_fails_fails_the_job_at_once_and_the_others_stop():
     config, store, job_id = new_job(number_of_workers=2, max_epochs=50)
     store.put_record(job_id, "progress:1", {"pushes": 0, "state": "failed", "error": "worker 1: MemoryError"})
-    result.write_result(store, job_id, error="worker 1: MemoryError")
+    ending.write_result(store, job_id, error="worker 1: MemoryError")
     final = run_worker(config, store, job_id, 0, "call-a")
     assert final["epoch"] == 0 and final["state"] == "finished"  # it saw the job had ended
     assert store.get_record(job_id, "result")["error"] == "worker 1: MemoryError"

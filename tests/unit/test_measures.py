@@ -8,7 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from faasgd import data, job, job_model, model, result
+from faasgd import data, job, model
+from faasgd.job import ending, model_file
 from faasgd.cli.main import main
 from faasgd.config import load_config
 from faasgd.errors import ConfigError, NoModel
@@ -74,13 +75,13 @@ def test_the_first_crossing_keeps_its_parameters_and_later_ones_change_nothing()
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
     with pytest.raises(NoModel, match="still training"):
-        job_model.read_model(store, job_id)
-    first = np.full(job_model.model.param_count(job.network_sizes(config)), 0.5, np.float32)
+        model_file.read_model(store, job_id)
+    first = np.full(model.param_count(job.network_sizes(config)), 0.5, np.float32)
     crossing = {"validation_accuracy": 0.81, "at": store.server_time(), "samples": 900, "epochs": 0.83, "version": 4}
-    assert job_model.keep_crossing(store, job_id, 1, first, lambda: 0.79, crossing)
-    assert not job_model.keep_crossing(store, job_id, 0, first + 1, lambda: 0.9, {**crossing, "version": 5})
+    assert model_file.keep_crossing(store, job_id, 1, first, lambda: 0.79, crossing)
+    assert not model_file.keep_crossing(store, job_id, 0, first + 1, lambda: 0.9, {**crossing, "version": 5})
     store.push_update(job_id, np.ones_like(first))  # later pushes move the global parameters, not the model
-    kept = job_model.read_model(store, job_id)
+    kept = model_file.read_model(store, job_id)
     np.testing.assert_array_equal(kept.params, first)
     assert (kept.source, kept.version, kept.validation_accuracy, kept.test_accuracy) == ("crossing", 4, 0.81, 0.79)
 
@@ -93,12 +94,12 @@ def test_the_results_accuracies_are_those_of_the_kept_model_and_its_file():
     assert final["final_validation_accuracy"] >= config.target_accuracy
     assert 0 < final["samples_to_target"] <= final["samples"] and 0 < final["epochs_to_target"] <= final["epochs"]
     assert 0 <= final["time_to_target_s"] <= final["wall_s"]
-    kept = job_model.from_npz(job_model.to_npz(job_model.read_model(store, job_id)))
+    kept = model_file.from_npz(model_file.to_npz(model_file.read_model(store, job_id)))
     _, held = job.holdout(config)
     validation = data.load_shard("synthetic", "validation", 0, 1, config.train_samples, holdout=held, scaled=False)
     sizes = job.network_sizes(config)
-    assert job_model.accuracy_on(validation, kept.params, sizes, "tanh") == final["final_validation_accuracy"]
-    assert job_model.evaluate_file(kept)["test_accuracy"] == final["final_test_accuracy"] == kept.test_accuracy
+    assert model_file.accuracy_on(validation, kept.params, sizes, "tanh") == final["final_validation_accuracy"]
+    assert model_file.evaluate_file(kept)["test_accuracy"] == final["final_test_accuracy"] == kept.test_accuracy
     assert kept.version == final["model_version"] <= store.get_weights(job_id)[1]
 
 
@@ -119,20 +120,20 @@ def test_a_job_below_its_target_keeps_its_final_parameters_as_the_model():
     final = status["result"]
     assert final["state"] == "done" and not final["reached_target"]
     assert final["time_to_target_s"] is final["samples_to_target"] is final["epochs_to_target"] is None
-    kept = job_model.read_model(store, job_id)
+    kept = model_file.read_model(store, job_id)
     weights, version = store.get_weights(job_id)
     np.testing.assert_array_equal(kept.params, weights)
     assert kept.source == "final" and kept.version == version == final["model_version"]
-    assert job_model.evaluate_file(kept)["test_accuracy"] == final["final_test_accuracy"]
+    assert model_file.evaluate_file(kept)["test_accuracy"] == final["final_test_accuracy"]
 
 
 def test_a_job_that_failed_before_any_model_says_so():
     config = small_config("failed")
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
-    result.write_result(store, job_id, error="fan-out stopped")
+    ending.write_result(store, job_id, error="fan-out stopped")
     with pytest.raises(NoModel, match="ended \\(failed\\) without a model: fan-out stopped"):
-        job_model.read_model(store, job_id)
+        model_file.read_model(store, job_id)
 
 
 # -- the file ----------------------------------------------------------------------------------------
@@ -153,13 +154,13 @@ def npz(arrays: dict) -> bytes:
 
 
 def test_a_model_file_round_trips_without_pickle():
-    found = job_model.from_npz(npz(a_model_file()))
-    again = job_model.from_npz(job_model.to_npz(found))
+    found = model_file.from_npz(npz(a_model_file()))
+    again = model_file.from_npz(model_file.to_npz(found))
     np.testing.assert_array_equal(again.params, found.params)
     assert {**vars(again), "params": None} == {**vars(found), "params": None}
     assert (again.sizes, again.job_id, again.test_accuracy, again.version) == ((784, 4, 10), "j1", 0.7, 3)
-    with np.load(io.BytesIO(job_model.to_npz(found)), allow_pickle=False) as arrays:
-        assert set(arrays.files) == set(job_model.FIELDS) and arrays["activation"].dtype.kind == "U"
+    with np.load(io.BytesIO(model_file.to_npz(found)), allow_pickle=False) as arrays:
+        assert set(arrays.files) == set(model_file.FIELDS) and arrays["activation"].dtype.kind == "U"
 
 
 @pytest.mark.parametrize("raw, words", [
@@ -175,7 +176,7 @@ def test_a_model_file_round_trips_without_pickle():
 ])
 def test_a_bad_model_file_is_refused_naming_the_model(raw, words):
     with pytest.raises(ConfigError) as error:
-        job_model.from_npz(raw)
+        model_file.from_npz(raw)
     assert error.value.field == "model" and words in str(error.value)
 
 

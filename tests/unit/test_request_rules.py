@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from faasgd.config import load_request
-from faasgd.errors import ConfigError
+from faasgd.errors import ConfigError, TooLarge
 from faasgd.functions import admission, replica_cache
 from faasgd.functions.emnist_setup import job_status, start_job
 from faasgd.functions.emnist_train import train
@@ -87,7 +87,7 @@ def test_a_job_too_large_for_the_function_is_refused_before_anything_is_written(
 def test_the_store_budget_counts_memcached_push_copies():
     config = load_request({**SMALL, "hidden_sizes": "1000", "number_of_workers": "8"}, {})
     redis = admission.check_job(config, {"store_budget": "64Mi"}, "redis")
-    with pytest.raises(admission.TooLarge) as error:
+    with pytest.raises(TooLarge) as error:
         admission.check_job(config, {"store_budget": "20Mi"}, "memcached")  # 9 copies of 3.2 MB
     assert redis["store_bytes"] * 9 > 20 << 20 and "store_budget=20Mi" in str(error.value)
 

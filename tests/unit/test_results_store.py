@@ -13,7 +13,7 @@ from faasgd.batch.record import BatchRecord
 from faasgd.batch.redact import Redactor
 from faasgd.cli.main import main
 from faasgd.cli.results import compare
-from faasgd.result import MEASURES
+from faasgd.job.result import MEASURES
 
 
 def make_run(workers: int, round_: int, ttt: float | None, state: str = "done") -> dict:

@@ -15,12 +15,14 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from support.stacking_drive import SMALL, in_process
 
-from faasgd.errors import ConfigError, JobNotFound
+from faasgd.channels.s3 import S3Space
+from faasgd.errors import ConfigError, JobNotFound, TooLarge
 from faasgd.stacking import flow, models, predictors, records, safe_format
 from faasgd.stacking.config import load_stacking
 from faasgd.stacking.dataset import accuracy, make_dataset
+from faasgd.stacking.record_store import BlobStore, RecordStore
 from faasgd.stacking.safe_format import Shape, UnsafeObject
-from faasgd.store import open_store
+from faasgd.store import ParameterStore, open_store
 
 
 
@@ -188,7 +190,7 @@ def test_environment_then_body():
 def test_an_inline_job_whose_bodies_would_be_too_large_is_a_413_before_anything():
     config = load_stacking({}, {"transfer": "inline", "trainers_num": 16})
     flow.check_inline(config, 16 << 20)
-    with pytest.raises(flow.TooLarge) as info:
+    with pytest.raises(TooLarge) as info:
         flow.check_inline(config, 1 << 20)
     assert info.value.http_status == 413 and info.value.field == "transfer" and "transfer=store" in str(info.value)
     flow.check_inline(load_stacking({}, {"transfer": "store", "trainers_num": 16}), 1)  # store: no such bound
@@ -223,6 +225,24 @@ def test_a_whole_job_in_process_scores_as_scikit_learn_alone(transfer, meta_c):
     if transfer == "store":
         full, meta = safe_format.load_models(store.get_blob(job_id, "full-model"), flow.shape_of(config), full=True)
         assert len(full) == 5 and isinstance(meta, predictors.Logistic)
+
+
+class OnlyRecordStore:
+    """A store offering exactly the calls RecordStore names, and nothing of the parameter store beyond them."""
+
+    def __init__(self, store):
+        for name in ("put_record", "add_record", "get_record", "get_records", "server_time", "put_blob", "get_blob"):
+            setattr(self, name, getattr(store, name))
+
+
+def test_a_store_job_runs_on_the_record_store_role_alone_and_every_store_plays_it():
+    store = OnlyRecordStore(open_store(f"memory://stack{uuid.uuid4().hex[:8]}"))
+    config = load_stacking({}, {**SMALL, "transfer": "store", "trainers_num": 2})
+    job_id = records.create_job(store, config)
+    result = flow.drive(store, job_id, config, in_process(store, job_id, config))
+    assert result["state"] == "done" and records.read_status(store, job_id)["state"] == "done"
+    assert isinstance(store, RecordStore) and issubclass(ParameterStore, RecordStore)
+    assert issubclass(S3Space, BlobStore) and not issubclass(S3Space, RecordStore)  # transfer s3: objects only
 
 
 def test_a_tampered_object_in_the_store_fails_the_job_and_nothing_is_fitted_on_it(small, tmp_path):

@@ -29,7 +29,7 @@ def test_record_names_keep_their_wire_format():
 
 
 def test_copy_counter_and_blob_names_keep_their_wire_format():
-    assert (keys.crossing_copy(7), keys.FINAL_COPY, keys.CONFLICTS) == ("crossing-7", "final", "conflicts")
+    assert (keys.crossing_copy(7), keys.LAST_PARAMS_COPY, keys.CONFLICTS) == ("crossing-7", "final", "conflicts")
     assert keys.residual_name(0, 3, "call-a") == "residual:0:3:" + hashlib.sha256(b"call-a").hexdigest()[:16]
     assert (keys.sync_state_name(1, 4), keys.sync_state_name(1, 5)) == ("sync-state:1:0", "sync-state:1:1")
     assert keys.round_part_name("rounds", 2, 1, 4, 3) == "rounds:r2:p1of4:w3"

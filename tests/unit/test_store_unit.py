@@ -13,7 +13,7 @@ from pymemcache.test.utils import MockMemcacheClient
 
 from support import store_contract as contract
 from faasgd.errors import ConfigError, StateLost, StoreError, StoreTimeout
-from faasgd.store import PushId, keys, mask_url, open_store, parse_store_url
+from faasgd.store import PushId, keys, mask_password, open_store, parse_store_url
 from support.fake_clock import StepClock
 
 
@@ -132,9 +132,9 @@ def test_parse_good_urls(url, expected):
 
 
 def test_password_is_masked_everywhere():
-    assert mask_url("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"
-    assert mask_url("redis://bob:hunter2@h/0") == "redis://bob:***@h/0"
-    assert mask_url("redis://h:6379/0") == "redis://h:6379/0"
+    assert mask_password("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"
+    assert mask_password("redis://bob:hunter2@h/0") == "redis://bob:***@h/0"
+    assert mask_password("redis://h:6379/0") == "redis://h:6379/0"
     store = open_store("redis://:hunter2@h:6379/0", client=fakeredis.FakeRedis())
     assert store.url == "redis://:***@h:6379/0" and "hunter2" not in repr(store)
     with pytest.raises(ConfigError) as e:

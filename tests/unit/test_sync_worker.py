@@ -4,7 +4,8 @@ with threads as workers: oracles, resume mid-round, per-iteration = loop, record
 import numpy as np
 import pytest
 
-from faasgd import data, job, result
+from faasgd import data, job
+from faasgd.job import ending
 from faasgd.lambdaml import convex
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
@@ -171,7 +172,7 @@ def test_a_worker_waiting_at_a_barrier_heartbeats_and_stops_when_the_job_fails()
     def sleep(seconds):  # worker 1 never comes; after 5 s of waiting the job fails
         clock[0] += max(seconds, 0.5)
         if clock[0] > start + 5 and store.get_record(job_id, "result") is None:
-            result.write_result(store, job_id, error="worker 1: gone")
+            ending.write_result(store, job_id, error="worker 1: gone")
 
     trainer.sleep = sleep
     assert invocation.train(trainer) is True  # stopped: the job ended, long before the round's 30 s deadline
@@ -239,12 +240,12 @@ def test_bad_kmeans_combinations_name_the_field(body, field):
 
 
 def test_a_linear_jobs_model_file_reads_back_and_evaluate_says_where_its_accuracies_are():
-    from faasgd import job_model
+    from faasgd.job import model_file
 
     store, job_id = train_job(config_of("model-file"))
-    found = job_model.from_npz(job_model.to_npz(job_model.read_model(store, job_id)))
+    found = model_file.from_npz(model_file.to_npz(model_file.read_model(store, job_id)))
     assert found.dataset == "higgs-like" and found.sizes == (28, 1) and found.source == "final"
     np.testing.assert_array_equal(found.params, store.get_weights(job_id)[0])
     with pytest.raises(ConfigError) as info:
-        job_model.evaluate_file(found)
+        model_file.evaluate_file(found)
     assert info.value.field == "dataset"

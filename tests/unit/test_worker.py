@@ -5,14 +5,14 @@ import threading
 import numpy as np
 import pytest
 
-from faasgd import data, job, job_model, model
+from faasgd import data, job, model
+from faasgd.job import model_file
 from faasgd.config import load_config
 from faasgd.errors import StoreUnavailable
-from faasgd.result import RESULT_KEYS
-from faasgd.downpour.worker import DownpourWorker
+from faasgd.job.result import RESULT_KEYS
+from faasgd.downpour.worker import DownpourWorker, load_worker
 from faasgd.functions.workloads import run_worker
 from faasgd.worker.progress import WorkerProgress
-from faasgd.downpour.worker import load_worker
 from faasgd.store import keys, open_store
 from support.fake_clock import StepClock
 
@@ -142,7 +142,7 @@ def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it(m
 
 
 def test_evaluation_on_raw_test_pixels_in_chunks_equals_the_scaled_oracle(monkeypatch):
-    monkeypatch.setattr(job_model, "EVAL_CHUNK", 64)  # several chunks, the last one short
+    monkeypatch.setattr(model_file, "EVAL_CHUNK", 64)  # several chunks, the last one short
     config = small_config("eval", test_samples=300)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)

@@ -7,7 +7,8 @@ import uuid
 import pytest
 from rich.console import Console
 
-from faasgd import job, result
+from faasgd import job
+from faasgd.job import result
 from faasgd.cli.progress import LiveProgress, print_summary
 from faasgd.config import load_config
 from faasgd.data import load_shard

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from faasgd.errors import FaasgdError, JobNotFound
 from faasgd.openfaas import SETUP_FUNCTION, FunctionError, GatewayClient
-from faasgd.store.url import mask_url
+from faasgd.store.url import mask_password
 
 
 class JobNotFoundIn(JobNotFound):
@@ -59,6 +59,6 @@ def through_gateway(job_id: str, store: str | None, stores: list[str], verb: str
 
 def in_store(job_id: str, store_url: str, verb: str) -> JobNotFoundIn:
     """Not found reading a store directly: name that store and how to read another."""
-    return JobNotFoundIn(job_id, f"the store {mask_url(store_url)}",
+    return JobNotFoundIn(job_id, f"the store {mask_password(store_url)}",
                          f"read the store that holds it: `faasgd {verb} {job_id} --direct --store-url URL` "
                          f"(Python: store_url='URL'), or check the job id")

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from faasgd import job as records
-from faasgd import job_model, result
+from faasgd.job import model_file, result, status
 from faasgd.api import hints
 from faasgd.api.local_runtime import DEFAULT_DIR, connect
 from faasgd.config import LOCATION_KEYS, TrainConfig, load_request, read_setting
@@ -99,7 +98,7 @@ def through_gateway(client: GatewayClient, query: Mapping[str, str], info: Mappi
     def not_found(verb: str) -> FaasgdError:
         return hints.through_gateway(query["job_id"], store, hints.configured_stores(client), verb)
 
-    return Job(query["job_id"], lambda: client.job_status(query), lambda: client.job_model(query), not_found, info)
+    return Job(query["job_id"], lambda: client.job_status(query), lambda: client.model_file(query), not_found, info)
 
 
 def in_store(store: ParameterStore, job_id: str) -> Job:
@@ -107,8 +106,8 @@ def in_store(store: ParameterStore, job_id: str) -> Job:
 
         >>> in_store(open_store("redis://127.0.0.1:6379/0"), "j0123456789abcdef").wait()  # doctest: +SKIP
     """
-    return Job(job_id, lambda: records.read_status(store, job_id),
-               lambda: job_model.to_npz(job_model.read_model(store, job_id)),
+    return Job(job_id, lambda: status.read_status(store, job_id),
+               lambda: model_file.to_npz(model_file.read_model(store, job_id)),
                lambda verb: hints.in_store(job_id, store.url, verb))
 
 

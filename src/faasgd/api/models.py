@@ -1,11 +1,11 @@
 """A job's model from Python: load it (from a job or an npz file), save it, evaluate it.
 
     model = api.load_model(job)                    # or api.load_model("model.npz")
-    model.test_accuracy, model.sizes               # faasgd.job_model.ModelFile
+    model.test_accuracy, model.sizes               # faasgd.job.model_file.ModelFile
     api.save_model(job, "model.npz")               # `faasgd model J -o model.npz`
     api.evaluate("model.npz")["test_accuracy"]     # `faasgd evaluate model.npz`
 
-Files are npz without pickled objects (faasgd.job_model.FIELDS), read with allow_pickle=False, and placed
+Files are npz without pickled objects (faasgd.job.model_file.FIELDS), read with allow_pickle=False, and placed
 atomically: a temporary file beside the target, then a rename, so a reader never sees half a file.
 """
 
@@ -17,10 +17,10 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from faasgd import job_model
 from faasgd.api.jobs import Job
 from faasgd.errors import ConfigError
-from faasgd.job_model import ModelFile
+from faasgd.job import model_file
+from faasgd.job.model_file import ModelFile
 
 
 def load_model(job_or_file: Job | ModelFile | str | os.PathLike) -> ModelFile:
@@ -33,9 +33,9 @@ def load_model(job_or_file: Job | ModelFile | str | os.PathLike) -> ModelFile:
     if isinstance(job_or_file, ModelFile):
         return job_or_file
     if isinstance(job_or_file, Job):
-        return job_model.from_npz(job_or_file.model_bytes())
+        return model_file.from_npz(job_or_file.model_bytes())
     if isinstance(job_or_file, (str, os.PathLike)):
-        return job_model.from_npz(os.fspath(job_or_file))
+        return model_file.from_npz(os.fspath(job_or_file))
     raise ConfigError("model", f"must be a Job, a ModelFile or an npz file's path, got {type(job_or_file).__name__}")
 
 
@@ -56,7 +56,7 @@ def save_model(job: Job, path: str | os.PathLike) -> ModelFile:
     """
     target = output_path(path)
     raw = job.model_bytes()
-    found = job_model.from_npz(raw)  # what is placed reads back
+    found = model_file.from_npz(raw)  # what is placed reads back
     place(raw, target)
     return found
 
@@ -86,4 +86,4 @@ def evaluate(model: Job | ModelFile | str | os.PathLike, dataset: str | None = N
     if test_samples is not None and (isinstance(test_samples, bool) or not isinstance(test_samples, int)
                                      or test_samples < 0):
         raise ConfigError("test_samples", f"must be 0 (all rows) or a positive whole number, got {test_samples!r}")
-    return job_model.evaluate_file(load_model(model), dataset, test_samples)
+    return model_file.evaluate_file(load_model(model), dataset, test_samples)

@@ -23,7 +23,7 @@ from typing import Any
 from faasgd import cost, results_store
 from faasgd.api.jobs import Job
 from faasgd.errors import ConfigError
-from faasgd.result import MEASURES
+from faasgd.job.result import MEASURES
 from faasgd.stacking import flow as stacking_flow
 
 DB_NAME = Path(results_store.DEFAULT_PATH).name  # what a results folder holds

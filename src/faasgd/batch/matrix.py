@@ -42,7 +42,7 @@ from faasgd.config import FIELDS, load_request
 from faasgd.cost import Prices
 from faasgd.errors import ConfigError
 from faasgd.stacking import config as stacking_config
-from faasgd.store.url import mask_url
+from faasgd.store.url import mask_password
 
 TOP_KEYS = ("name", "description", "workload", "rounds", "fixed", "matrix", "together", "prices")
 WORKLOADS = {  # workload: (its config keys, the parse its function makes of a request body)
@@ -90,7 +90,7 @@ class Matrix:
 
 def _show(value: Any) -> str:
     """A value as label text; a store URL's password masked."""
-    return ",".join(map(_show, value)) if isinstance(value, (list, tuple)) else mask_url(str(value))
+    return ",".join(map(_show, value)) if isinstance(value, (list, tuple)) else mask_password(str(value))
 
 
 def read_matrix_text(path: str | Path) -> str:

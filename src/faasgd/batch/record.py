@@ -12,7 +12,7 @@ from typing import Callable
 
 from faasgd import results_store
 from faasgd.batch.redact import Redactor
-from faasgd.result import MEASURES
+from faasgd.job.result import MEASURES
 from faasgd.stacking import flow
 
 KEPT = MEASURES + ("placement",)  # what a run row keeps beside its config

@@ -2,7 +2,7 @@
 
 A matrix may name a store by a URL with a password (`redis://:pw@host:6379/0`). The runs need the
 real URL; every record, table, plot label, copy of the matrix and printed line goes through a
-`Redactor` first. In any text, each URL becomes `mask_url(url)` (`redis://:***@host:6379/0`), and
+`Redactor` first. In any text, each URL becomes `mask_password(url)` (`redis://:***@host:6379/0`), and
 each password found in the matrix file's URLs is replaced by *** wherever else it appears (its
 percent-decoded form too), as a backstop for a URL split or quoted in a way the URL pattern misses.
 """
@@ -14,7 +14,7 @@ import sys
 from typing import Any
 from urllib.parse import unquote
 
-from faasgd.store.url import mask_url
+from faasgd.store.url import mask_password
 
 MASK = "***"
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
@@ -38,7 +38,7 @@ class Redactor:
         return cls(secrets)
 
     def text(self, text: str) -> str:
-        text = URL.sub(lambda m: mask_url(m.group()), str(text))
+        text = URL.sub(lambda m: mask_password(m.group()), str(text))
         for secret in self.secrets:
             text = text.replace(secret, MASK)
         return text

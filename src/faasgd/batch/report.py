@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 from faasgd.config import FIELDS
 from faasgd.cost import Prices
 from faasgd.minibatch import batch_note
-from faasgd.result import MEASURES
+from faasgd.job.result import MEASURES
 
 CONFIG_KEYS = tuple(FIELDS)
 COST_SHOWN = ("billed_gb_s", "requests", "cold_starts", "cost_usd")  # summary.md's billing columns (faasgd.cost)

@@ -18,7 +18,7 @@ from faasgd.batch.matrix import Configuration, Matrix
 from faasgd.batch.targets import Target, cap_message, replicas_for
 from faasgd.config import load_request
 from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
-from faasgd.result import MEASURES
+from faasgd.job.result import MEASURES
 
 RUN_KEYS = ("state", "error", "clock") + MEASURES  # what a run record takes from the job's result
 

@@ -23,7 +23,7 @@ from faasgd.cli import download, output
 from faasgd.cli.download import DownloadError
 from faasgd.data import augmented, emnist_source, fashion
 from faasgd.errors import ConfigError, DataMissing, FaasgdError
-from faasgd.store.url import mask_url
+from faasgd.store.url import mask_password
 
 # SHA-256 and size of NIST's gzip.zip, as published by TensorFlow Datasets
 # (tensorflow/datasets, tensorflow_datasets/url_checksums/emnist.txt); NIST publishes no checksum.
@@ -92,7 +92,7 @@ def check_fetch_args(url: str, args) -> str:
     except ValueError:  # a bad port or IPv6 address
         valid = False
     if not valid:
-        raise ConfigError("url", f"must be an http:// or https:// URL with a host, got {mask_url(url)!r}")
+        raise ConfigError("url", f"must be an http:// or https:// URL with a host, got {mask_password(url)!r}")
     sha256 = (args.sha256 or EMNIST_SHA256).strip().lower()
     if not SHA256_HEX.match(sha256):
         raise ConfigError("sha256", f"must be 64 hexadecimal digits, got {args.sha256!r}")
@@ -112,7 +112,7 @@ def download_verified(url: str, target: str, sha256: str, expected_bytes: int | 
     try:
         digest, size = download.stream_to(part, url, timeout_s, deadline_s, expected_bytes, f"emnist {name}")
         if digest != sha256:
-            raise DownloadError(f"checksum mismatch for {mask_url(url)}: SHA-256 {digest}, expected {sha256}; "
+            raise DownloadError(f"checksum mismatch for {mask_password(url)}: SHA-256 {digest}, expected {sha256}; "
                                 "nothing placed")
         check_archive(part, url)
         os.chmod(part, 0o644)
@@ -131,7 +131,7 @@ def check_archive(path: str, url: str) -> None:
     except FaasgdError:
         variants = []
     if not variants:
-        raise DownloadError(f"{mask_url(url)} is not an EMNIST archive (no gzip/emnist-*-test-images member); "
+        raise DownloadError(f"{mask_password(url)} is not an EMNIST archive (no gzip/emnist-*-test-images member); "
                             "nothing placed")
 
 

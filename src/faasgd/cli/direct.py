@@ -13,7 +13,8 @@ import multiprocessing
 import sys
 from typing import Callable
 
-from faasgd import job, result
+from faasgd import job
+from faasgd.job import ending, result
 from faasgd.config import TrainConfig
 from faasgd.errors import FaasgdError, StoreError
 from faasgd.functions import orchestrate, replica_cache
@@ -98,7 +99,7 @@ def read_status(store: ParameterStore, job_id: str, workers: WorkerProcesses) ->
                 "result": result.missing(job_id, f"{error}; worker exit codes {workers.exit_codes()}")}
     if status["state"] == "running" and exited:
         error = f"every worker process exited (codes {workers.exit_codes()}) and none wrote the result"
-        result.write_result(store, job_id, error=error)
+        ending.write_result(store, job_id, error=error)
         status = job.read_status(store, job_id)
     return status
 

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from faasgd.errors import FaasgdError
-from faasgd.store.url import mask_url
+from faasgd.store.url import mask_password
 
 LOCK_POLL_S = 0.2
 CHUNK_BYTES = 1 << 20
@@ -67,7 +67,7 @@ def stream_to(path: str, url: str, timeout_s: float, deadline_s: float, expected
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    shown = mask_url(url)
+    shown = mask_password(url)
     digest, size, deadline = hashlib.sha256(), 0, time.monotonic() + deadline_s
     columns = ("{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
     try:
@@ -94,7 +94,7 @@ def stream_to(path: str, url: str, timeout_s: float, deadline_s: float, expected
     except httpx.TimeoutException as error:
         raise DownloadError(f"{shown}: timed out after {timeout_s:g} s ({type(error).__name__})") from None
     except httpx.HTTPError as error:
-        raise DownloadError(f"{shown}: {type(error).__name__}: {mask_url(str(error))}") from None
+        raise DownloadError(f"{shown}: {type(error).__name__}: {mask_password(str(error))}") from None
     return digest.hexdigest(), size
 
 

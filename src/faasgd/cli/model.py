@@ -1,7 +1,7 @@
 """`faasgd model JOB -o model.npz` and `faasgd evaluate model.npz`: the job's model leaves the job and comes back.
 
 `model` asks emnist-setup (GET ?job_id=J&model=npz, through the gateway) or, with --direct, the store for
-the job's model (faasgd.job_model: the parameters that met the target, else the final ones), checks the
+the job's model (faasgd.job.model_file: the parameters that met the target, else the final ones), checks the
 file reads back without pickle, and places it atomically (a temporary file beside -o, then a rename).
 `evaluate` reads such a file (np.load, allow_pickle=False) and reports its test accuracy on this machine.
 """

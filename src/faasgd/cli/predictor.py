@@ -56,7 +56,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
-from scipy import stats
 
 from faasgd import job
 from faasgd.config import FIELDS, config_from_record
@@ -65,7 +64,7 @@ from faasgd.profile.figures import DRIPLE, TOTALS
 TARGETS: tuple[str, ...] = DRIPLE + TOTALS + ("time_to_target_s",)
 PARTS = ("start_s", "samples_to_target", "samples_per_s")  # time_to_target_s = start + samples / rate, each fitted
 FITTED: tuple[str, ...] = DRIPLE + TOTALS + PARTS  # what has weights of its own
-TIMES = ("time_to_target_s", "start_s", "samples_per_s")  # measured on the store's clock (result.py)
+TIMES = ("time_to_target_s", "start_s", "samples_per_s")  # measured on the store's clock (faasgd.job.result)
 STORES = ("redis", "memcached")
 RULES = ("sum", "average", "adagrad")
 COMMUNICATIONS = ("background", "blocking")
@@ -216,6 +215,8 @@ class Predictor:
         spread = self.spreads.get(target)
         if spread is None or target not in self.weights:
             return None
+        from scipy import stats  # here, not at import: scipy.stats costs every faasgd command 0.6 s to load
+
         centre, quantile = float(f @ self.weights[target]), float(stats.t.ppf(0.5 + level / 2, spread.dof))
         half = quantile * math.sqrt(spread.variance * (1.0 + f @ spread.inverse @ f))
         return math.exp(centre - half), math.exp(centre + half)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 
-from faasgd import api, result
+from faasgd import api
+from faasgd.job import result
 from faasgd.cli import direct, flags
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json, progress_console

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from faasgd import job, job_model
+from faasgd import job
+from faasgd.job import model_file as job_model
 from faasgd.config import TrainConfig
 
 

@@ -27,13 +27,14 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd import data, job, job_model
+from faasgd import data, job
 from faasgd.config import TrainConfig
 from faasgd.downpour import comm
 from faasgd.downpour import residual as feedback
 from faasgd.downpour.exchange import ParameterExchange
 from faasgd.downpour.schedule import schedule_for
 from faasgd.downpour.stop_rule import StopRule, stop_rule_period
+from faasgd.job import model_file as job_model
 from faasgd.store import ParameterStore, keys, push_codec
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import Liveness

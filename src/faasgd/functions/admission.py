@@ -24,17 +24,11 @@ from typing import Mapping
 from faasgd import data, job
 from faasgd.data import tabular
 from faasgd.config import TrainConfig
-from faasgd.errors import ConfigError
+from faasgd.errors import ConfigError, TooLarge
 
 INTERPRETER_BYTES = 160 << 20  # python, numpy, redis, pymemcache, httpx, flask, waitress: measured ~120 MiB
 TENSORFLOW_BYTES = 700 << 20  # model cnn: TensorFlow loaded, a model built and stepped: measured ~660 MiB over python
 UNITS = {"": 1, "k": 1000, "ki": 1 << 10, "m": 1000 ** 2, "mi": 1 << 20, "g": 1000 ** 3, "gi": 1 << 30}
-
-
-class TooLarge(ConfigError):
-    """Raised when a job would need more memory or store space than the function is configured for."""
-
-    http_status = 413
 
 
 def quantity(field: str, text: str) -> int:

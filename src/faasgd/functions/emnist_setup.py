@@ -2,7 +2,7 @@
 
 GET ?job_id=J[&store=NAME][&events=1][&profile=1]: the status (JSON; profile=1 adds each worker's resource
 series, `profiles`, profile/worker_profile.py). GET ?job_id=J[&store=NAME]&model=npz: the job's
-model as an npz file (application/octet-stream; format in job_model.py), after the same checks of the query.
+model as an npz file (application/octet-stream; format in faasgd.job.model_file), after the same checks of the query.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any, Mapping
 
-from faasgd import job, job_model, tracing
+from faasgd import job, tracing
 from faasgd.channels import configured_space
 from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
@@ -18,6 +18,7 @@ from faasgd.functions import admission, orchestrate, replica_cache, supervise
 from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.call_limits import call_clock
 from faasgd.functions.settings import FunctionEnv
+from faasgd.job import model_file
 from faasgd.worker.budget import UNLIMITED, CallBudget
 from faasgd.store import parse_store_url
 from faasgd.store import keys
@@ -91,7 +92,7 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
     store = replica_cache.store_for(settings.store_url_of(query.get("store", "")))
     if "model" in query:
         check_job_id(job_id)
-        return 200, job_model.to_npz(job_model.read_model(store, job_id))
+        return 200, model_file.to_npz(model_file.read_model(store, job_id))
     status = job.read_status(store, job_id)
     if status["state"] == "running":  # whoever watches a job also looks after its workers
         config = config_from_record(status["config"])

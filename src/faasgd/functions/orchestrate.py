@@ -15,7 +15,8 @@ import logging
 import time
 from typing import Any, Callable
 
-from faasgd import data, job, result, tracing
+from faasgd import data, job, tracing
+from faasgd.job import ending, result
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.functions import replica_cache, supervise
@@ -47,7 +48,7 @@ def launch_workers(store: ParameterStore, config: TrainConfig, job_id: str,
         for worker_id in range(config.number_of_workers):
             call_ids.append(launch(TrainRequest(job_id, worker_id, 0, config.store)))
     except FaasgdError as error:
-        result.write_result(store, job_id, error=f"fan-out stopped after {len(call_ids)} of "
+        ending.write_result(store, job_id, error=f"fan-out stopped after {len(call_ids)} of "
                                                  f"{config.number_of_workers} workers: {error}")
         raise
     store.append_event(job_id, {"event": "fanned-out", "call_ids": call_ids})
@@ -78,7 +79,7 @@ def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relau
         else:
             answer = run_loop_call(config, worker_store, request.job_id, request.worker_id, call_id,
                                    replica_cache.load_shard, budget, then, peers, clock)
-        ended["worker"] = answer.get("state") in result.FINAL  # its data is not needed here any more
+        ended["worker"] = answer.get("state") in job.WORKER_ENDED_STATES  # its data is not needed here any more
         return answer
 
 
@@ -111,4 +112,4 @@ def run_single(store: ParameterStore, config: TrainConfig, job_id: str, budget: 
             raise
         relaunch(TrainRequest(job_id, 0, 0, config.store))
         return {**result.missing(job_id, None), "state": "running", "handed_off": True, "reason": str(stop)}
-    return store.get_record(job_id, keys.RESULT) or result.write_result(store, job_id, error="no result written")
+    return store.get_record(job_id, keys.RESULT) or ending.write_result(store, job_id, error="no result written")

@@ -14,7 +14,7 @@ from typing import Mapping
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
 from faasgd.openfaas import DEFAULT_GATEWAY_URL, TRAIN_FUNCTION
-from faasgd.store.url import mask_url
+from faasgd.store.url import mask_password
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,6 @@ def named_stores(text: str) -> dict[str, str]:
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, sep, url = part.partition("=")
         if not sep:
-            raise ConfigError("stores", f"must be name=URL pairs separated by commas, got {mask_url(part)!r}")
+            raise ConfigError("stores", f"must be name=URL pairs separated by commas, got {mask_password(part)!r}")
         stores[read_setting({"store": name}, "store")] = read_setting({"store_url": url}, "store_url")
     return stores

@@ -21,7 +21,7 @@ import math
 import time
 from typing import Any, Callable
 
-from faasgd import result
+from faasgd.job import WORKER_ENDED_STATES, ending
 from faasgd.config import TrainConfig
 from faasgd.functions.train_request import TrainRequest
 from faasgd.store import ParameterStore, keys
@@ -49,7 +49,7 @@ def supervise(store: ParameterStore, job_id: str, config: TrainConfig, meta: dic
         if w == skip:
             continue
         record, beat, launch, claimed = (records[name] for name in watched(w))
-        if (record and record.get("state") in result.FINAL) or beat is not None or claimed is not None:
+        if (record and record.get("state") in WORKER_ENDED_STATES) or beat is not None or claimed is not None:
             continue  # final, alive, or re-invoked moments ago (its new call has start_timeout_s to beat)
         since = (launch or {}).get("at") or meta["created_at"]
         # `since` is on the store's clock: on Memcached truncated to the second, so up to 1 s early
@@ -70,7 +70,7 @@ def _relaunch(store, job_id, config, w, record, launch, relaunch, now) -> str | 
         where = "never started" if record is None else f"last at epoch {record.get('epoch')} after {pushes} pushes"
         error = (f"worker {w} lost {count + 1} time(s) ({where}; re-invoked {count} time(s) without progress); "
                  f"no heartbeat within lease_s={config.lease_s}")
-        result.write_result(store, job_id, error=error)
+        ending.write_result(store, job_id, error=error)
         log.warning("job %s: %s", job_id, error)
         return f"failed: {error}"
     claim_s = max(1, math.ceil(config.start_timeout_s))

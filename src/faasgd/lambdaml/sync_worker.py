@@ -38,7 +38,8 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd import data, job, job_model
+from faasgd import data, job
+from faasgd.job import model_file as job_model
 from faasgd.lambdaml import convex
 from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern

@@ -15,6 +15,7 @@ the held-out rows (a regressor's prediction thresholded at 0.5): `base_scores`, 
     transfer     how objects move between the functions: inline (request bodies), store (chunked blobs) or s3
     flow         the four functions' work and the driver's orchestration, timed per phase
     records      the job's records in the store (config, state, result)
+    record_store what the workload asks of a store (RecordStore: records, objects, the clock; BlobStore)
 
 scikit-learn is the extra `stacking` (and the stacking functions' requirements.txt): it is imported only
 where a model is generated or fitted, so the core stays importable without it.

@@ -19,25 +19,20 @@ from typing import Any, Callable
 
 import numpy as np
 
-from faasgd.errors import ConfigError, FaasgdError
+from faasgd.errors import ConfigError, FaasgdError, TooLarge
 from faasgd.stacking import models, predictors, records, safe_format
 from faasgd.stacking.calls import Call, Retrying
 from faasgd.stacking.config import StackingConfig, held_out_rows
 from faasgd.stacking.dataset import accuracy, make_dataset
 from faasgd.stacking.safe_format import Shape, UnsafeObject
-from faasgd.stacking.transfer import B64_FACTOR, channel
-from faasgd.store import ParameterStore, keys
+from faasgd.stacking.transfer import B64_FACTOR, mover
+from faasgd.stacking.record_store import RecordStore
+from faasgd.store import keys
 
 TRAINER, REDUCER, METATRAINER = "stacking-trainer", "stacking-reducer", "stacking-metatrainer"
 PHASES = ("upload_s", "train_s", "reduce_s", "meta_train_s")
 MEASURES = ("ensemble_score", "best_base_score", "base_scores", *PHASES, "total_s", "call_retries")  # a result, flat
 BODY_SLACK = 4096  # the JSON around the objects
-
-
-class TooLarge(ConfigError):
-    """Raised when an inline job's request bodies would exceed what the receiving functions accept."""
-
-    http_status = 413
 
 
 def shape_of(config: StackingConfig) -> Shape:
@@ -81,8 +76,8 @@ def check_inline(config: StackingConfig, limit: int) -> None:
 
 
 # ---- the functions' work ----------------------------------------------------------------------------
-def train(store: ParameterStore, job_id: str, config: StackingConfig, trainer_id: int, dataset_value: Any) -> dict:
-    shape, move = shape_of(config), channel(config.transfer, store, job_id)
+def train(store: RecordStore, job_id: str, config: StackingConfig, trainer_id: int, dataset_value: Any) -> dict:
+    shape, move = shape_of(config), mover(config.transfer, store, job_id)
     data = safe_format.load_dataset(move.get(dataset_value, keys.DATASET_OBJECT), shape)
     spec = model_of(config, trainer_id)
     estimator, out_of_fold = models.fit_base(spec, config.seed, config.cv_folds, data.x_train, data.y_train)
@@ -94,8 +89,8 @@ def train(store: ParameterStore, job_id: str, config: StackingConfig, trainer_id
                                     safe_format.dump_predictions(out_of_fold, test))}
 
 
-def reduce(store: ParameterStore, job_id: str, config: StackingConfig, trainers: list[dict]) -> dict:
-    shape, move = shape_of(config), channel(config.transfer, store, job_id)
+def reduce(store: RecordStore, job_id: str, config: StackingConfig, trainers: list[dict]) -> dict:
+    shape, move = shape_of(config), mover(config.transfer, store, job_id)
     base, train_columns, test_columns = [], [], []
     for i, answer in enumerate(trainers):
         model_name, predictions_name = keys.trainer_model_name(i), keys.trainer_predictions_name(i)
@@ -109,8 +104,8 @@ def reduce(store: ParameterStore, job_id: str, config: StackingConfig, trainers:
             "meta_features": move.put(keys.META_FEATURES_OBJECT, meta_features)}
 
 
-def metatrain(store: ParameterStore, job_id: str, config: StackingConfig, body: dict) -> dict:
-    shape, move = shape_of(config), channel(config.transfer, store, job_id)
+def metatrain(store: RecordStore, job_id: str, config: StackingConfig, body: dict) -> dict:
+    shape, move = shape_of(config), mover(config.transfer, store, job_id)
     data = safe_format.load_dataset(move.get(body.get("dataset"), keys.DATASET_OBJECT), shape)
     meta_train, meta_test = safe_format.load_meta_features(move.get(body.get("meta_features"),
                                                                     keys.META_FEATURES_OBJECT), shape)
@@ -125,7 +120,7 @@ def metatrain(store: ParameterStore, job_id: str, config: StackingConfig, body: 
 
 
 # ---- the driver -------------------------------------------------------------------------------------
-def drive(store: ParameterStore, job_id: str, config: StackingConfig, call: Call,
+def drive(store: RecordStore, job_id: str, config: StackingConfig, call: Call,
           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> dict:
     """Run the job's four phases; the result (also written to the job's state). A failure fails the job.
     A call whose answer was lost is made again (calls.py); a job failed meanwhile by its deadline stays failed."""
@@ -134,7 +129,7 @@ def drive(store: ParameterStore, job_id: str, config: StackingConfig, call: Call
     call = Retrying(call, config.call_timeout_s, sleep=sleep, clock=clock)
     try:
         records.set_state(store, job_id, phase="upload")
-        move = channel(config.transfer, store, job_id)
+        move = mover(config.transfer, store, job_id)
         dataset = move.put(keys.DATASET_OBJECT, safe_format.dump_dataset(make_dataset(config)))
         phases["upload_s"] = clock() - started
 

@@ -20,9 +20,10 @@ from typing import Any
 
 from faasgd.errors import FaasgdError, JobNotFound
 from faasgd.stacking.config import StackingConfig, config_from_record
-from faasgd.store import ParameterStore, keys
+from faasgd.stacking.record_store import RecordStore
+from faasgd.store import keys
 
-FINAL = ("done", "failed")
+JOB_ENDED_STATES = ("done", "failed")  # a stacking job in one of these states has ended: its state stays
 CALL_ATTEMPTS = 3  # tries of one call of a trainer, the reducer or the metatrainer (flow.py retries)
 UPLOAD_S = 60.0  # the driver's own work before the first call (making and putting the dataset)
 
@@ -37,7 +38,7 @@ def deadline_s(config: StackingConfig) -> float:
     return UPLOAD_S + calls * CALL_ATTEMPTS * config.call_timeout_s
 
 
-def create_job(store: ParameterStore, config: StackingConfig) -> str:
+def create_job(store: RecordStore, config: StackingConfig) -> str:
     job_id = new_job_id()
     if not store.add_record(job_id, keys.CONFIG, config.to_dict()):
         raise FaasgdError(f"job_id: job {job_id!r} already exists")
@@ -47,28 +48,28 @@ def create_job(store: ParameterStore, config: StackingConfig) -> str:
     return job_id
 
 
-def read_config(store: ParameterStore, job_id: str) -> StackingConfig:
+def read_config(store: RecordStore, job_id: str) -> StackingConfig:
     record = store.get_record(job_id, keys.CONFIG)
     if record is None:
         raise JobNotFound(job_id)
     return config_from_record(record)
 
 
-def set_state(store: ParameterStore, job_id: str, **fields: Any) -> dict:
+def set_state(store: RecordStore, job_id: str, **fields: Any) -> dict:
     state = {**(store.get_record(job_id, keys.STATE) or {}), **fields}
     store.put_record(job_id, keys.STATE, state)
     return state
 
 
-def finish(store: ParameterStore, job_id: str, **fields: Any) -> dict:
+def finish(store: RecordStore, job_id: str, **fields: Any) -> dict:
     """The driver's last write (done or failed), unless the job has already ended (past its deadline)."""
     state = store.get_record(job_id, keys.STATE) or {}
-    if state.get("state") in FINAL:
+    if state.get("state") in JOB_ENDED_STATES:
         return state
     return set_state(store, job_id, **fields)
 
 
-def read_status(store: ParameterStore, job_id: str) -> dict:
+def read_status(store: RecordStore, job_id: str) -> dict:
     """The job's state and config; a job running past its deadline is failed here, with the reason."""
     records = store.get_records(job_id, [keys.CONFIG, keys.STATE])
     if records[keys.CONFIG] is None:

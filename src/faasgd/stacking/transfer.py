@@ -17,7 +17,7 @@ import os
 from typing import Any, Mapping
 
 from faasgd.errors import ConfigError
-from faasgd.store import ParameterStore
+from faasgd.stacking.record_store import BlobStore
 from faasgd.stacking.safe_format import UnsafeObject
 
 B64_FACTOR = 4 / 3
@@ -45,7 +45,7 @@ class InStore:
 
     name = "store"
 
-    def __init__(self, store: ParameterStore, job_id: str):
+    def __init__(self, store: BlobStore, job_id: str):
         self.store, self.job_id = store, job_id
 
     def put(self, name: str, data: bytes) -> str:
@@ -67,8 +67,9 @@ class InS3(InStore):
     name = "s3"
 
 
-def channel(transfer: str, store: ParameterStore, job_id: str, env: Mapping[str, str] | None = None) -> Inline | InStore:
-    """How objects move; `env` is the function's environment (default: this process's), read for transfer s3."""
+def mover(transfer: str, store: BlobStore, job_id: str, env: Mapping[str, str] | None = None) -> Inline | InStore:
+    """What moves a job's objects for `transfer` (inline, store or s3); `env` is the function's environment
+    (default: this process's), read for transfer s3."""
     if transfer == "s3":
         from faasgd.channels import configured_space
 

@@ -18,10 +18,10 @@ from faasgd.store.base import ParameterStore
 from faasgd.store.push import Push, PushId, Snapshot
 from faasgd.store.codec import DEFAULT_CHUNK_FLOATS
 from faasgd.store.update_rule import RULES, UpdateRule
-from faasgd.store.url import StoreUrl, mask_url, parse_store_url
+from faasgd.store.url import StoreUrl, mask_password, parse_store_url
 
-__all__ = ["open_store", "ParameterStore", "Push", "PushId", "Snapshot", "StoreUrl", "parse_store_url", "mask_url",
-           "DEFAULT_CHUNK_FLOATS", "RULES", "UpdateRule"]
+__all__ = ["open_store", "ParameterStore", "Push", "PushId", "Snapshot", "StoreUrl", "parse_store_url",
+           "mask_password", "DEFAULT_CHUNK_FLOATS", "RULES", "UpdateRule"]
 
 SECRETS_DIR = "/var/openfaas/secrets"  # where OpenFaaS mounts function secrets
 PASSWORD_SECRET = "store-password"  # file name of the Redis password inside the secrets dir

@@ -3,7 +3,8 @@
 Public methods validate their arguments, build keys (keys.py), encode values (codec.py) and call a
 few backend primitives inside `self._errors()`, the one place where a backend maps its client's
 exceptions to StoreUnavailable / StoreTimeout / StoreError. A public method never lets a raw backend
-exception out.
+exception out. The parts that are not weights are mixed in: records (records.py), blobs (blobs.py),
+kept copies of parameters (copies.py) and the clocks (clock.py).
 
 Concurrency contract of push_update: every call adds its delta exactly once (no lost update). How
 a backend achieves it (optimistic transaction, per-chunk CAS, lock) is in its module docstring.
@@ -27,6 +28,8 @@ from faasgd.errors import ConfigError, FaasgdError, JobNotFound, StateLost, Stor
 from faasgd.retry import PUSH_CONFLICT, retry_call
 from faasgd.store import codec, keys, push_codec
 from faasgd.store.blobs import BlobsMixin
+from faasgd.store.clock import ClockMixin
+from faasgd.store.copies import CopiesMixin
 from faasgd.store.push import LostRace, Push, PushId, Snapshot, check_record, may_replace, steps_of
 from faasgd.store.records import RecordsMixin
 from faasgd.store.update_rule import SUM, UpdateRule
@@ -39,7 +42,7 @@ def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
     return [keys.worker(job_id, w) for w in range(meta.writers)]
 
 
-class ParameterStore(RecordsMixin, BlobsMixin, abc.ABC):
+class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC):
     """A job's parameters (chunked float32 weights + version) and small JSON records, in a shared store."""
 
     def __init__(
@@ -136,56 +139,6 @@ class ParameterStore(RecordsMixin, BlobsMixin, abc.ABC):
         if target is not None and push.applied:
             self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}")
         return push
-
-    clock_resolution_s = 0.0  # how far server_time may lag the true time (Memcached: whole seconds)
-    server_clock = "this process's time.time (1 µs)"  # what server_time reads, named for the job's records
-
-    def server_time(self) -> float:
-        """The store server's clock, in seconds since the epoch (Redis: TIME, microseconds; Memcached: `stats`
-        time, whole seconds; memory: this process). Durations use job_time, which never has whole seconds."""
-        with self._errors():
-            return float(self._server_time())
-
-    @property
-    def fine_clock(self) -> bool:
-        """Whether the server's clock resolves a millisecond or better (Redis, memory; not Memcached)."""
-        return self.clock_resolution_s <= 1e-3
-
-    @property
-    def job_clock(self) -> str:
-        """The name of the clock job_time reads (what a job's records say its stamps are on)."""
-        return self.server_clock if self.fine_clock else "host time.time (1 µs)"
-
-    def job_time(self) -> float:
-        """Now on the job's timeline: the server's clock where it resolves a millisecond (Redis TIME: one clock for
-        every host of a cluster), else this host's wall clock (Memcached's whole seconds would make a 0.4 s job
-        last 0 or 1 s). Calls read it once and move on by time.monotonic (sgd/call_clock.py)."""
-        return self.server_time() if self.fine_clock else time.time()
-
-    def keep_copy(self, job_id: str, name: str, flat: np.ndarray) -> None:
-        """Write a copy of parameters that pushes never change (`m:<name>`), chunked below the item limit;
-        its meta last, so a copy whose meta is there is whole. Overwrites a copy of the same name."""
-        data = codec.as_vector(flat, "flat")
-        meta = codec.WeightsMeta(data.size, self.chunk_floats)
-        names = keys.model_chunks(job_id, name, meta.chunks)
-        with self._errors():
-            for key, chunk in zip(names, codec.encode_chunks(data, meta)):
-                self._put(key, chunk, 0)
-            self._put(keys.model_meta(job_id, name), codec.meta_to_bytes(meta), 0)
-
-    def read_copy(self, job_id: str, name: str) -> np.ndarray | None:
-        """A copy written by keep_copy (float32), or None when there is none (or it is not whole yet)."""
-        with self._errors():
-            (raw,) = self._get_many([keys.model_meta(job_id, name)])
-        if raw is None:
-            return None
-        meta = self._decode(codec.meta_from_bytes, raw, f"job {job_id!r} copy {name!r}")
-        with self._errors():
-            chunks = self._get_many(keys.model_chunks(job_id, name, meta.chunks))
-        if any(c is None for c in chunks):
-            raise StateLost(self.url, f"job {job_id!r}: chunks of its kept parameters {name!r} missing (evicted?)")
-        return self._decode(lambda c: codec.decode_into(c, meta, np.empty(meta.length, np.float32)), chunks,
-                            f"job {job_id!r} copy {name!r}")
 
     def worker_record(self, job_id: str, worker_id: int) -> dict | None:
         """Worker `worker_id`'s record (progress and checkpoint), or None before its first write."""

@@ -10,7 +10,7 @@ Keys, prefixed `faasgd:{job_id}:` (one letter per namespace, so names of differe
     e:{i}         event i (Memcached, memory)
     p:{w}:meta    Memcached: worker w's push under way (its number and record), for rolling it forward
     p:{w}:{i}     Memcached: chunk i of that push's delta
-    m:{name}:meta a kept copy of parameters (the job's model, faasgd.job_model): JSON length and chunks
+    m:{name}:meta a kept copy of parameters (the job's model, faasgd.job.model_file): JSON length and chunks
     m:{name}:{i}  chunk i of that copy (raw little-endian float32, below the item limit)
     b:{name}:meta a blob (opaque bytes, store/blobs.py): JSON length, chunks, sha256
     b:{name}:{i}  chunk i of that blob
@@ -18,14 +18,14 @@ Job ids may not contain ':' (that would make one job's prefix another's key); re
 All keys stay below memcached's 250-byte limit: 7 + 64 + 1 + 2 + 128 < 250.
 
 Names inside the job's key space (the `{name}` above), each built by a constant or function below:
-    records   config, job, done, result, lost (faasgd.job, faasgd.result); state (a stacking job);
+    records   config, job, done, result, lost (faasgd.job.records, faasgd.job.ending); state (a stacking job);
               progress:{w} (worker w's progress and checkpoint, written with each push); heartbeat:{w};
               lease:{w}:{scope}; supervising:{w}, relaunch:{w} (functions/supervise.py); profile:{w};
               cache-refresh:{bucket} (store/node_local.py, in the node's cache)
     counters  conflicts
     copies    crossing-{w} (a worker's candidate model), final (the model of a job ended below its target)
-    blobs     residual:{w}:{seq}:{owner hash} (sgd/residual.py); sync-state:{w}:{slot} (sgd/sync_checkpoint.py);
-              {tag}:r{round}:p{slice}of{slices}:w{writer} and {tag}:r{round}:m{slice}of{slices} (rounds/wire.py);
+    blobs     residual:{w}:{seq}:{owner hash} (downpour/residual.py); sync-state:{w}:{slot} (lambdaml/sync_checkpoint.py);
+              {tag}:r{round}:p{slice}of{slices}:w{writer} and {tag}:r{round}:m{slice}of{slices} (lambdaml/rounds/wire.py);
               a stacking job's objects: dataset, model:{i}, pred:{i}, models, meta-features, full-model
 Callers import these; no other module formats a key or a name (tests/unit/test_store_names.py scans src for it).
 """
@@ -131,9 +131,9 @@ def blob_chunks(job_id: str, name: str, count: int) -> list[str]:
 
 # ---- record names (r:) -------------------------------------------------------------------------------------
 CONFIG = "config"  # the job's config as a dict (TrainConfig or StackingConfig); its presence means the job exists
-JOB = "job"  # a training job's meta: created_at, layer sizes, parameter count, rows (faasgd.job)
-DONE = "done"  # the target's crossing: the first worker to reach it and the copy it kept (faasgd.job_model)
-RESULT = "result"  # the final result, written once (faasgd.result)
+JOB = "job"  # a training job's meta: created_at, layer sizes, parameter count, rows (faasgd.job.records)
+DONE = "done"  # the target's crossing: the first worker to reach it and the copy it kept (faasgd.job.model_file)
+RESULT = "result"  # the final result, written once (faasgd.job.ending)
 LOST = "lost"  # the store lost the job's state: the reason the job failed
 STATE = "state"  # a stacking job's state and phase (faasgd.stacking.records)
 
@@ -144,12 +144,12 @@ def progress_name(worker_id: int) -> str:
 
 
 def heartbeat_name(worker_id: int) -> str:
-    """Worker `worker_id` is alive: the record expires lease_s after its last beat (sgd/liveness.py)."""
+    """Worker `worker_id` is alive: the record expires lease_s after its last beat (worker/liveness.py)."""
     return f"heartbeat:{int(worker_id)}"
 
 
 def lease_name(worker_id: int, scope: int | str) -> str:
-    """The record holding worker `worker_id`'s lease for `scope` ("loop" or an iteration; sgd/lease.py)."""
+    """The record holding worker `worker_id`'s lease for `scope` ("loop" or an iteration; worker/lease.py)."""
     return f"lease:{int(worker_id)}:{scope}"
 
 
@@ -175,32 +175,33 @@ def cache_refresh_name(bucket: int) -> str:
 
 # ---- counter names (c:) and copy names (m:) ------------------------------------------------------------------
 CONFLICTS = "conflicts"  # the conflicts the store's pushes lost
-FINAL_COPY = "final"  # the model of a job that ended below its target (faasgd.job_model)
+LAST_PARAMS_COPY = "final"  # the last parameters of a job that ended below its target, kept as its model
+                            # (faasgd.job.model_file)
 
 
 def crossing_copy(worker_id: int) -> str:
-    """Worker `worker_id`'s candidate model, kept at its crossing (faasgd.job_model)."""
+    """Worker `worker_id`'s candidate model, kept at its crossing (faasgd.job.model_file)."""
     return f"crossing-{int(worker_id)}"
 
 
 # ---- blob names (b:, or objects of a blob space) --------------------------------------------------------------
 def residual_name(worker_id: int, seq: int, owner: str) -> str:
-    """Worker `worker_id`'s residual right after its push `seq`, kept by invocation `owner` (sgd/residual.py)."""
+    """Worker `worker_id`'s residual right after its push `seq`, kept by invocation `owner` (downpour/residual.py)."""
     return f"residual:{int(worker_id)}:{int(seq)}:{hashlib.sha256(owner.encode()).hexdigest()[:16]}"
 
 
 def sync_state_name(worker_id: int, rounds: int) -> str:
-    """Worker `worker_id`'s state after `rounds` rounds, in one of two slots (sgd/sync_checkpoint.py)."""
+    """Worker `worker_id`'s state after `rounds` rounds, in one of two slots (lambdaml/sync_checkpoint.py)."""
     return f"sync-state:{int(worker_id)}:{rounds % 2}"
 
 
 def round_part_name(tag: str, round_no: int, slice_index: int, slices: int, writer: int) -> str:
-    """Worker `writer`'s contribution to one slice of round `round_no` (rounds/wire.py)."""
+    """Worker `writer`'s contribution to one slice of round `round_no` (lambdaml/rounds/wire.py)."""
     return f"{tag}:r{round_no}:p{slice_index}of{slices}:w{writer}"
 
 
 def round_merged_name(tag: str, round_no: int, slice_index: int, slices: int) -> str:
-    """The merged slice of round `round_no`, written by that slice's merger (rounds/wire.py)."""
+    """The merged slice of round `round_no`, written by that slice's merger (lambdaml/rounds/wire.py)."""
     return f"{tag}:r{round_no}:m{slice_index}of{slices}"
 
 

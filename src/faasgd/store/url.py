@@ -27,8 +27,10 @@ class StoreUrl:
     masked: str  # the URL with any password replaced by ***
 
 
-def mask_url(url: str) -> str:
-    """`url` with the password of its user-info replaced by *** (works on malformed URLs too)."""
+def mask_password(url: str) -> str:
+    """`url` with the password of its user-info replaced by ***, the user name kept (a Redis ACL user says which
+    login failed); works on malformed URLs too. The S3 channel hides the whole user-info instead (its mask_url):
+    there a key is the user name."""
     scheme, sep, rest = str(url).partition("://")
     if not sep:
         return str(url)
@@ -45,7 +47,7 @@ def parse_store_url(url: str) -> StoreUrl:
     """Parse and validate a store URL; every problem is a ConfigError naming `store_url`."""
     if not isinstance(url, str) or not url.strip():
         raise ConfigError("store_url", f"expected a URL like {EXAMPLE}, got {url!r}")
-    masked = mask_url(url)
+    masked = mask_password(url)
     if "://" not in url:
         raise ConfigError("store_url", f"missing scheme (allowed: {', '.join(SCHEMES)}), got {masked!r}")
     scheme = url.split("://", 1)[0].lower()

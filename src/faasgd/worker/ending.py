@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from faasgd import result
 from faasgd.config import TrainConfig
+from faasgd.job import ending as job_ending
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.store import ParameterStore
 from faasgd.worker.progress import WorkerProgress
@@ -32,11 +32,11 @@ def end_worker(store: ParameterStore, job_id: str, config: TrainConfig, progress
         if not retry_call(lambda: store.update_worker(job_id, progress.worker_id, record), policy):
             return record  # superseded: the invocation that owns the worker now ends it
         if progress.error:
-            retry_call(lambda: result.write_result(store, job_id, error=progress.error), policy)
+            retry_call(lambda: job_ending.write_result(store, job_id, error=progress.error), policy)
         else:
             evaluate = None if trainer is None else (
                 lambda w: (trainer.evaluate(w), trainer.evaluate(w, trainer.test)))  # (validation, test)
-            retry_call(lambda: result.finish_worker(store, job_id, config, evaluate), policy)
+            retry_call(lambda: job_ending.finish_worker(store, job_id, config, evaluate), policy)
     except Exception as error:  # the store is gone: the caller reports the cause
         log.warning("job %s worker %d: could not record its end: %s", job_id, progress.worker_id, error)
     return record

@@ -1,19 +1,18 @@
-"""A job's result record: the one list of its keys, the one builder, and who writes it.
+"""A job's result record: the one list of its keys and the one builder (written by faasgd.job.ending).
 
-The last worker to end writes the result (`finish_worker`); when no worker can (they died, the
-fan-out failed) the orchestration writes a failed one (`write_result` with an error); a client that
-cannot read any record (store gone, timeout) reports `missing(...)`. All three have RESULT_KEYS.
-The CLI, test.sh's CSV and tables, and the tests take their columns from here.
+A result built from the workers' records (`build_result`) and the one a client reports when it
+cannot read any record (store gone, timeout: `missing`) both have RESULT_KEYS. The CLI, test.sh's
+CSV and tables, and the tests take their columns from here.
 
 Honest measures: the stop rule reads validation accuracy; the final accuracies (validation and test)
-are those of the job's model (job_model.py): the parameters kept at the crossing, else the final ones.
+are those of the job's model (faasgd.job.model_file): the parameters kept at the crossing, else the final ones.
 `*_to_target` are measured at the crossing (samples: the workers' records read right after the fetch
 of the parameters that met the target; records are written with each push, so that is what the model
 was trained on), beside the totals.
 
 Clocks (the result's `clock` names the timeline's): every stamp is on the job's timeline
 (ParameterStore.job_time: Redis TIME, 1 µs; on Memcached, whose clock has whole seconds, the hosts' own
-time.time, 1 µs), read once per call and moved on by time.monotonic (sgd/call_clock.py). A job's wall time
+time.time, 1 µs), read once per call and moved on by time.monotonic (worker/call_clock.py). A job's wall time
 is the span of its workers' calls (`intervals`: from the first call's entry to the last call's last
 record); `time_to_target_s` runs from that first entry to the crossing. `billed_s` adds up each call's
 own time.monotonic duration.
@@ -22,18 +21,16 @@ own time.monotonic duration.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from faasgd import cost, job, job_model, profile
+from faasgd import cost, profile
 from faasgd.config import TrainConfig
-from faasgd.errors import StoreError
-from faasgd.store import ParameterStore, keys
+from faasgd.job.records import WORKER_ENDED_STATES
 
-FINAL = ("finished", "failed")  # a worker record in one of these states will not change again
 # What a run measured, in the order test.sh's CSV and tables show it. staleness_p50/p99: in minibatch steps of
-# other workers applied between the parameters a push's oldest step was computed from and the push (sgd/comm.py).
+# other workers applied between the parameters a push's oldest step was computed from and the push (downpour/comm.py).
 MEASURES: tuple[str, ...] = (
     "time_to_target_s", "reached_target", "epochs_to_target", "samples_to_target",  # at the crossing
     "final_validation_accuracy", "final_test_accuracy",  # the job's model
@@ -43,8 +40,8 @@ MEASURES: tuple[str, ...] = (
     # downpour's updates as pushed (config push_codec: f32, f16, topk) and parameters fetched, all workers' and per
     # worker (their mean): the bytes of what was handed over, not the wire's (that is tx_bytes / rx_bytes)
     "push_bytes", "fetch_bytes", "push_bytes_per_worker", "fetch_bytes_per_worker",
-    "residual_resets",  # calls that restarted error feedback from zeros: the one before died mid-call (sgd/residual.py)
-    # synchronous algorithms (sgd/sync_worker.py; 0 for downpour): rounds run (every worker runs the same), the
+    "residual_resets",  # calls that restarted error feedback from zeros: the one before died mid-call (downpour/residual.py)
+    # synchronous algorithms (lambdaml/sync_worker.py; 0 for downpour): rounds run (every worker runs the same), the
     # rounds' object bytes written and read by all workers, their mean per worker, seconds waited at barriers (sum)
     "rounds", "round_bytes_written", "round_bytes_read", "round_bytes_per_worker", "barrier_wait_s",
 ) + profile.MEASURES + cost.MEASURES  # resources: Driple's 12 figures, totals, peaks; billing and money (cost.py)
@@ -114,7 +111,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
     now = time.time() if now is None else now
     records = [r for r in progress.values() if r]
     errors = [r["error"] for r in records if r.get("error")]
-    missing = [i for i, r in progress.items() if not r or r.get("state") not in FINAL]
+    missing = [i for i, r in progress.items() if not r or r.get("state") not in WORKER_ENDED_STATES]
     error = error or (errors[0] if errors else None)
     if error is None and missing:
         error = f"workers {missing} ended without a final record"
@@ -174,43 +171,3 @@ def missing(job_id: str | None, error: str, target_accuracy: float | None = None
     result.update(job_id=job_id, state="failed", error=error, target_accuracy=target_accuracy,
                   reached_target=False, finished_at=time.time())
     return result
-
-
-def finish_worker(store: ParameterStore, job_id: str, config: TrainConfig,
-                  evaluate: Callable[[np.ndarray], tuple[float, float]] | None) -> dict | None:
-    """After a worker's final record: when every worker's record is final, write the result (once).
-
-    The worker records decide, not a counter of calls, so a call that ends twice (a redelivery) or a
-    crash between the final record and this check changes nothing: the next worker or supervisor to
-    look writes it. `evaluate(weights) -> (validation, test accuracy)` evaluates the final weights of
-    a job that did not reach its target, kept as its model. The result, or None.
-    """
-    progress = job.read_progress(store, job_id, config.number_of_workers)
-    if not all(r and r.get("state") in FINAL for r in progress.values()):
-        return None
-    return write_result(store, job_id, evaluate)
-
-
-def write_result(store: ParameterStore, job_id: str,
-                 evaluate: Callable[[np.ndarray], tuple[float, float]] | None = None, error: str | None = None) -> dict:
-    """Assemble and write the result record once (an existing result is returned unchanged).
-
-    Below the target, with `evaluate`, the final global parameters are kept as the job's model first."""
-    existing = store.get_record(job_id, keys.RESULT)
-    if existing is not None:
-        return existing
-    config, meta = job.read_job(store, job_id)
-    progress = job.read_progress(store, job_id, config.number_of_workers)
-    done, final = store.get_record(job_id, keys.DONE), None
-    if done is None and evaluate is not None and error is None:
-        try:
-            weights, version = job_model.keep_final(store, job_id)
-            validation, test = evaluate(weights)
-            final = {"validation": float(validation), "test": float(test), "version": version}
-        except StoreError:
-            pass
-    calls = [e for e in store.events(job_id) if e.get("event") == "call"]  # no worker record holds these
-    result = build_result(config, meta, progress, done, final, error, store.job_time(), calls)
-    store.add_record(job_id, keys.RESULT, result)
-    store.append_event(job_id, {"event": "result", "state": result["state"], "at": result["finished_at"]})
-    return store.get_record(job_id, keys.RESULT) or result

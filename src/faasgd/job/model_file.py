@@ -1,14 +1,15 @@
-"""The job's model: the parameters that met the target, kept atomically; else the final ones; as an npz file.
+"""The job's trained model: the parameters that met the target, kept atomically, else the last ones; as an npz file.
 
-At the crossing (a worker's epoch end, sgd/worker.py) the worker whose validation accuracy of the
+At the crossing (a worker's epoch end, downpour/worker.py) the worker whose validation accuracy of the
 global parameters it fetched reaches the target writes exactly those parameters as its candidate
 copy `crossing-<worker>` (store.keep_copy, which pushes never change), evaluates their test accuracy,
 then claims the job's `done` record set-if-absent, naming that copy. The claim is the commit point:
 the first claim wins and is never replaced, so later pushes and later crossings change nothing (a
 losing candidate stays in the store unnamed, one copy per worker at most). Because the copy is whole
 before `done` exists, a reader who sees `done` always finds its model.
-A job that ends without reaching its target keeps the final global parameters as copy `final`,
-written (and evaluated) by the worker that writes the result, before the result record.
+A job that ends without reaching its target keeps its last global parameters as copy
+keys.LAST_PARAMS_COPY (`keep_last_params`), written (and evaluated) by the worker that writes the
+result, before the result record (faasgd.job.ending).
 
 The file (`faasgd model JOB -o model.npz`, read back by `faasgd evaluate`): an npz (numpy's zip of
 .npy arrays) without any pickled object, fields FIELDS below; strings are numpy unicode arrays.
@@ -23,13 +24,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from faasgd import data, job, model
+from faasgd import data, model
 from faasgd.config import ACTIVATIONS
 from faasgd.errors import ConfigError, NoModel, StoreError
+from faasgd.job.records import mark_done, read_job
 from faasgd.store import ParameterStore, keys
 
 FORMAT = 1  # the file format's version (field `format`)
-FINAL = "final"  # the source of a model kept when the job ended below its target (copy keys.FINAL_COPY)
+SOURCE_CROSSING = "crossing"  # field `source` of the parameters that met the target (the crossing's copy)
+SOURCE_LAST_PARAMS = "final"  # field `source` of the last parameters of a job that ended below its target
 EVAL_CHUNK = 1024  # rows scaled to float32 at a time during evaluation
 FIELDS = {  # name: what it holds
     "format": "int64 scalar: this format's version (1)",
@@ -38,7 +41,8 @@ FIELDS = {  # name: what it holds
     "activation": "unicode scalar: hidden-layer non-linearity, tanh or relu",
     "dataset": "unicode scalar: the data set the job trained on",
     "job_id": "unicode scalar: the job",
-    "source": "unicode scalar: crossing (the parameters that met the target) or final (the job ended below it)",
+    "source": "unicode scalar: crossing (the parameters that met the target) or final (the last ones: the job ended "
+              "below it)",
     "version": "int64 scalar: the global parameter version (pushes applied) of these parameters",
     "validation_accuracy": "float64 scalar: accuracy on the job's held-out validation rows",
     "test_accuracy": "float64 scalar: accuracy on the job's test rows (test_samples of them)",
@@ -67,7 +71,7 @@ class ModelFile:
     cnn_arch: str = ""  # a cnn job's architecture; "": the MLP of sizes
 
     def network(self) -> model.Network:
-        """The network these params are the flat buffer of (job.network's, from the file alone)."""
+        """The network these params are the flat buffer of (faasgd.job.spec.network's, from the file alone)."""
         if self.cnn_arch:
             return model.CNN.of(self.cnn_arch, self.sizes[0], self.sizes[-1])
         return model.MLP(self.sizes, self.activation)
@@ -77,7 +81,7 @@ def accuracy_on(shard: data.Shard, weights: np.ndarray, sizes: tuple[int, ...], 
                 net: model.Network | None = None) -> float:
     """Accuracy of `weights` on a shard's rows; raw uint8 rows are scaled a chunk at a time (memory-light).
     The one evaluation: workers, the result and `faasgd evaluate` all count the same way.
-    `net`: the job's network (job.network); default the MLP of `sizes` and `activation`."""
+    `net`: the job's network (faasgd.job.spec.network); default the MLP of `sizes` and `activation`."""
     net = net or model.MLP(tuple(sizes), activation)
     rows, correct = len(shard.y), 0.0
     for start in range(0, rows, EVAL_CHUNK):
@@ -96,18 +100,18 @@ def keep_crossing(store: ParameterStore, job_id: str, worker_id: int, weights: n
         return False  # the job's model is kept already: this crossing changes nothing
     name = keys.crossing_copy(worker_id)
     store.keep_copy(job_id, name, weights)
-    return job.mark_done(store, job_id, {**crossing, "worker_id": worker_id, "test_accuracy": float(test_accuracy()),
+    return mark_done(store, job_id, {**crossing, "worker_id": worker_id, "test_accuracy": float(test_accuracy()),
                                          "model": name})
 
 
 def read_model(store: ParameterStore, job_id: str) -> ModelFile:
     """The job's model from the store; JobNotFound, or NoModel saying why there is none (yet)."""
-    config, meta = job.read_job(store, job_id)
+    config, meta = read_job(store, job_id)
     records = store.get_records(job_id, [keys.DONE, keys.RESULT])
     done, result = records[keys.DONE], records[keys.RESULT]
     if done is not None:
         params, info = store.read_copy(job_id, done["model"]), {
-            "source": "crossing", "version": done["version"], "validation_accuracy": done["validation_accuracy"],
+            "source": SOURCE_CROSSING, "version": done["version"], "validation_accuracy": done["validation_accuracy"],
             "test_accuracy": done["test_accuracy"]}
         if params is None:
             raise StoreError(store.url, f"job {job_id!r}: its model {done['model']!r} is named but missing (evicted?)")
@@ -115,11 +119,11 @@ def read_model(store: ParameterStore, job_id: str) -> ModelFile:
         raise NoModel(job_id, "has no model yet: it is still training below its target (its model is kept when "
                               "it reaches the target, or when it ends); try again later")
     else:
-        params = store.read_copy(job_id, keys.FINAL_COPY)
+        params = store.read_copy(job_id, keys.LAST_PARAMS_COPY)
         if params is None or result.get("final_validation_accuracy") is None:
             raise NoModel(job_id, f"ended ({result.get('state')}) without a model"
                                   + (f": {result['error']}" if result.get("error") else ""))
-        info = {"source": FINAL, "version": result.get("model_version") or 0,
+        info = {"source": SOURCE_LAST_PARAMS, "version": result.get("model_version") or 0,
                 "validation_accuracy": result["final_validation_accuracy"],
                 "test_accuracy": result["final_test_accuracy"]}
     return ModelFile(params=params, sizes=tuple(int(s) for s in meta["sizes"]), activation=config.activation,
@@ -216,10 +220,10 @@ def evaluate_file(found: ModelFile, dataset: str | None = None, test_samples: in
             "validation_accuracy": found.validation_accuracy, "source": found.source}
 
 
-def keep_final(store: ParameterStore, job_id: str) -> tuple[np.ndarray, int]:
-    """The final global parameters and their version, kept as the model of a job that ended below its target
+def keep_last_params(store: ParameterStore, job_id: str) -> tuple[np.ndarray, int]:
+    """The last global parameters and their version, kept as the model of a job that ended below its target
     (by the worker writing the result, before it)."""
     weights, version = store.authoritative().get_weights(job_id)
-    store.keep_copy(job_id, keys.FINAL_COPY, weights)
+    store.keep_copy(job_id, keys.LAST_PARAMS_COPY, weights)
     return weights, version
 

@@ -1,0 +1,92 @@
+"""A training job's records in the store: create and read the job, its workers' progress, its end.
+
+Record names (inside the job's key space, see faasgd.store.keys):
+  config          the TrainConfig as a dict; written last at creation, so its presence means "job exists"
+  job             meta: created_at, layer sizes, parameter count, train/test sizes
+  progress:<i>    worker i's record: its progress and checkpoint, written with each of its pushes
+                  (faasgd.worker.progress; `pushes` is how many of its pushes the store has applied)
+  heartbeat:<i>   worker i is alive (expires lease_s after the last beat; faasgd.functions.supervise);
+                  a running job's status lists the workers with neither record yet (`waiting`)
+  done            the crossing: the first worker whose validation accuracy reached target_accuracy, with the
+                  model it evaluated (faasgd.job.model_file): {"worker_id", "validation_accuracy", "test_accuracy",
+                  "at", "samples", "epochs", "version", "model"}; written set-if-absent, after that model
+  result          the final result record, written once (faasgd.job.ending, its keys in faasgd.job.result)
+  lost            written when the store is found to have lost the job's state (restarted empty,
+                  evicted): the job is failed with that reason, never re-initialised
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from faasgd.config import TrainConfig, config_from_record
+from faasgd.errors import FaasgdError, JobNotFound, StoreError
+from faasgd.job.spec import holdout, network, network_sizes, new_job_id, update_rule
+from faasgd.store import ParameterStore, keys
+
+WORKER_ENDED_STATES = ("finished", "failed")  # a worker record in one of these states will not change again
+
+
+def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = None) -> str:
+    """Initialise the network (seeded) and write the job's records; returns the job id."""
+    job_id = job_id or new_job_id()
+    train_rows, validation_rows = holdout(config)  # refused before anything is written
+    sizes = network_sizes(config)
+    net = network(config)
+    weights = net.init_params(np.random.default_rng(config.seed)) if config.model in ("mlp", "cnn") \
+        else np.zeros(net.param_count, np.float32)  # linear: zeros, as LambdaML
+    store.set_weights(job_id, weights, writers=config.number_of_workers, rule=update_rule(config))
+    meta = {
+        "job_id": job_id,
+        "created_at": store.job_time(),  # on the job's timeline (ParameterStore.job_time)
+        "clock": store.job_clock,  # which clock that is
+        "sizes": list(sizes),
+        "param_count": int(weights.size),
+        "train_rows": train_rows,
+        "validation_rows": validation_rows,
+    }
+    store.put_record(job_id, keys.JOB, meta)
+    if not store.add_record(job_id, keys.CONFIG, config.to_dict()):
+        raise FaasgdError(f"job_id: job {job_id!r} already exists")
+    store.append_event(job_id, {"event": "created", "at": meta["created_at"]})
+    return job_id
+
+
+def read_job(store: ParameterStore, job_id: str) -> tuple[TrainConfig, dict[str, Any]]:
+    """The job's config and meta records; JobNotFound when it has none (StoreError when the store lost them)."""
+    records = store.get_records(job_id, [keys.CONFIG, keys.JOB, keys.LOST])
+    if records[keys.LOST] is not None:
+        raise StoreError(store.url, records[keys.LOST]["error"])
+    if records[keys.CONFIG] is None or records[keys.JOB] is None:
+        raise JobNotFound(job_id)
+    return config_from_record(records[keys.CONFIG]), records[keys.JOB]
+
+
+def mark_lost(store: ParameterStore, job_id: str, detail: str) -> str:
+    """Record that the store lost this job's state (so it fails with that reason); returns the reason."""
+    reason = f"the store lost the job's state ({detail}); the job is not restarted from scratch"
+    store.add_record(job_id, keys.LOST, {"error": reason, "at": time.time()})  # not a duration: the local clock
+    return reason
+
+
+def read_progress(store: ParameterStore, job_id: str, number_of_workers: int) -> dict[int, dict | None]:
+    """Every worker's latest progress record in one round trip (None for a worker not yet started)."""
+    names = [keys.progress_name(i) for i in range(number_of_workers)]
+    records = store.get_records(job_id, names)
+    return {i: records[keys.progress_name(i)] for i in range(number_of_workers)}
+
+
+def mark_done(store: ParameterStore, job_id: str, crossing: dict[str, Any]) -> bool:
+    """Record that the target was reached (`crossing`: see `done` above); True only for the first worker to do so."""
+    return store.add_record(job_id, keys.DONE, crossing)
+
+
+def has_ended(store: ParameterStore, job_id: str) -> bool:
+    """Whether a worker reached the target or the job ended otherwise (its result written, its state lost)."""
+    records = store.get_records(job_id, [keys.DONE, keys.RESULT, keys.LOST])
+    return any(value is not None for value in records.values())
+
+
