@@ -2,17 +2,15 @@
 job through its gateway, wait, read the result as a DataFrame, load and evaluate the model, ask for the job
 on a store that does not hold it, and stop the runtime the session started."""
 
-from pathlib import Path
-
 import pytest
 
 from faasgd import api
 from faasgd.errors import JobNotFound
 from faasgd.local import control
 from faasgd.local.stores import free_port
+from support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"dataset": "synthetic", "train_samples": 4000, "test_samples": 500, "hidden_sizes": [32]}
 
 

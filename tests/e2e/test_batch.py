@@ -14,9 +14,9 @@ import yaml
 
 from faasgd import results_store
 from faasgd.local.stores import free_port, start_redis
+from support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 
 SMALL = """
 name: small

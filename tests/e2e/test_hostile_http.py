@@ -2,7 +2,7 @@
 function replica (the template's index.py on waitress), reached over real sockets with bytes no client
 library would send. Each table row gets its status as JSON, or, for a body cut off by a client that left,
 no answer at all (both servers close on the client's end of stream; the gateway's in-process 400 for it is
-in tests/unit/test_hostile_gateway_routes.py). After every row no key was written to either store and every
+in tests/unit/local/test_hostile_gateway_routes.py). After every row no key was written to either store and every
 process of the runtime is alive with its replicas never restarted. Last, `ss -ltn` shows the runtime
 listening on 127.0.0.1 only.
 """

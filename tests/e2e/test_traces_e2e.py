@@ -15,9 +15,9 @@ from faasgd.local import credentials
 from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient, wait_for_job
 from faasgd.tracing import tree
+from support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 JOB = {"dataset": "synthetic", "train_samples": 600, "test_samples": 100, "hidden_sizes": [8], "batch_size": 60,
        "max_epochs": 2, "target_accuracy": 1.0, "number_of_workers": 2, "invocation_mode": "per-iteration"}
 

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 from faasgd.data import load_shard
+from support.paths import ROOT
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def idx_bytes(array: np.ndarray) -> bytes:

@@ -29,10 +29,10 @@ from faasgd.functions import orchestrate
 from faasgd.local.stores import free_port
 from faasgd.store import open_store
 from support.function_image import FUNCTIONS, build_image, run
+from support.paths import ROOT
 
 pytestmark = pytest.mark.integration
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 OTHER_WINGS = ("yaml", "matplotlib", "starlette", "uvicorn", "psutil", "rich", "threadpoolctl", "fakeredis",
                "pytest_timeout")  # prometheus_client is the core's: emnist-train's GET /metrics
 TINY = {"dataset": "synthetic", "train_samples": 600, "test_samples": 200, "hidden_sizes": [8], "batch_size": 50,

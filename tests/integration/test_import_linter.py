@@ -8,9 +8,10 @@ import tomllib
 
 import pytest
 
+from support.paths import ROOT
+
 pytestmark = pytest.mark.integration
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 LINT = pathlib.Path(sys.executable).with_name("lint-imports")
 
 

@@ -6,7 +6,6 @@ handler.py is a small test handler. Every wait has a deadline; the server is sto
 
 import json
 import os
-import pathlib
 import shutil
 import socket
 import subprocess
@@ -18,9 +17,11 @@ import urllib.request
 
 import pytest
 
+from support.paths import ROOT
+
 pytestmark = pytest.mark.integration
 
-TEMPLATE = pathlib.Path(__file__).resolve().parents[2] / "template" / "python3-http-faasgd"
+TEMPLATE = ROOT / "template" / "python3-http-faasgd"
 CORE = TEMPLATE.parents[1] / "src"  # the faasgd core of this tree, which index.py imports
 MAX_REQUEST_BYTES = 4096
 START_DEADLINE_S = 30

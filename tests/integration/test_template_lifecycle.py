@@ -7,7 +7,6 @@ folder, so the readiness lock it owns is `<tmp>/.lock`.
 from __future__ import annotations
 
 import os
-import pathlib
 import shutil
 import signal
 import socket
@@ -20,9 +19,11 @@ import time
 import httpx
 import pytest
 
+from support.paths import ROOT
+
 pytestmark = pytest.mark.integration
 
-TEMPLATE = pathlib.Path(__file__).resolve().parents[2] / "template" / "python3-http-faasgd"
+TEMPLATE = ROOT / "template" / "python3-http-faasgd"
 CORE = TEMPLATE.parents[1] / "src"  # the faasgd core of this tree, which index.py imports
 HANDLER = textwrap.dedent('''
     import time

@@ -20,8 +20,8 @@ import pytest
 from faasgd.local import credentials
 from faasgd.openfaas import GatewayClient
 from support.openfaas_bin import find, missing_reason
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ("stack.yml", "template", "emnist-setup", "emnist-train", "stacking-driver", "stacking-trainer", "stacking-reducer",
            "stacking-metatrainer", "pyproject.toml", "src")  # faas-cli build's inputs
 

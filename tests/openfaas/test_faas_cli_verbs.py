@@ -4,7 +4,6 @@ OpenFaaS CE answers it (the fixtures: tests/openfaas/conftest.py)."""
 from __future__ import annotations
 
 import json
-import pathlib
 import stat
 import time
 
@@ -13,8 +12,7 @@ import yaml
 
 from support.asgi_server import serve
 from support.fake_replicas import CallbackRecorder
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from support.paths import ROOT
 
 pytestmark = [pytest.mark.openfaas, pytest.mark.serial, pytest.mark.timeout(300)]
 SMALL_JOB = json.dumps({"dataset": "synthetic", "train_samples": 2000, "test_samples": 200, "hidden_sizes": [16],

@@ -20,13 +20,13 @@ import json
 import os
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
+from support.paths import ROOT
+
 pytestmark = [pytest.mark.openfaas, pytest.mark.serial, pytest.mark.timeout(600)]
-ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTED_GATEWAY = "http://127.0.0.1:8080"
 SMALL_JOB = json.dumps({"dataset": "synthetic", "train_samples": 2000, "test_samples": 200, "hidden_sizes": [16],
                         "max_epochs": 1, "number_of_workers": 2})

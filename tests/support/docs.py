@@ -8,7 +8,8 @@ import pathlib
 import re
 from types import ModuleType
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from support.paths import ROOT
+
 DOCS = ROOT / "docs"
 HOOK = DOCS / "hooks" / "reference.py"
 

@@ -20,8 +20,8 @@ from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
 from support.fake_replicas import FakeReplica
 from support.local_gateway import gateway_in_process
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000.0
 LOGIN = ("admin", "s3cret-pw")
 _PIDS = itertools.count(40_000)

@@ -16,8 +16,8 @@ import subprocess
 import sys
 
 from support import openfaas_bin
+from support.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 FUNCTIONS = ("emnist-setup", "emnist-train")
 
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import pathlib
 
 from faasgd.errors import ConfigError
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from support.paths import ROOT
 
 
 def load_handler(function: str):

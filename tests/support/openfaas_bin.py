@@ -4,10 +4,10 @@ then ../shared/bin beside the repository. Tests that need one skip with a one-li
 from __future__ import annotations
 
 import os
-import pathlib
 import shutil
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from support.paths import ROOT
+
 SHARED_BIN = ROOT.parent / "shared" / "bin"
 BINARIES = {"faas-cli": "FAAS_CLI", "fwatchdog": "FAASGD_WATCHDOG"}
 

@@ -3,7 +3,7 @@
 `COLUMNS` documents every column of an emnist batch's runs.csv (report.CSV_COLUMNS) but the config keys,
 which are the job's config (faasgd.config.TrainConfig, README "Configuration") and are listed as one group.
 `problems(header)` names what a header has that the schema does not (a duplicated or undocumented column) and
-what it lacks; tests/unit/test_results_schema.py writes a runs.csv through the real writer and checks it.
+what it lacks; tests/unit/batch/test_results_schema.py writes a runs.csv through the real writer and checks it.
 README "runs.csv's columns" is `render_markdown()`, printed by `python -m faasgd.batch.schema`.
 """
 

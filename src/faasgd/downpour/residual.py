@@ -20,7 +20,7 @@ record and the result. Mass is lost only there, never counted twice: a record na
 together with the push count it was held back at, and nothing ever names a stale one (the blob named
 by an earlier record is gone once a later push is applied, and a blob written by a call that is not
 the one the store follows is refused with its record). Exactly what is dropped: the residual right after
-the last applied push of the call that died (tests/unit/test_residual_carry.py checks it to the bit).
+the last applied push of the call that died (tests/unit/downpour/test_residual_carry.py checks it to the bit).
 The invocation in the name keeps a stale call's blob (a call still running after a lease takeover) from
 overwriting the winner's.
 

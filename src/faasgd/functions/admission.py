@@ -14,7 +14,7 @@ From the config alone (and the data's headers), emnist-setup computes:
     Memcached a push copy per worker (roll-forward, store/memcached_push.py); over `store_budget` -> 413.
 The 413 names the setting to change (the one that weighs most) and the limit. `memory_limit` and
 `store_budget` come from the function's environment (stack.yml keeps `memory_limit` equal to its
-`limits.memory`: tests/unit/test_stack_yml.py checks it); absent, that check is skipped.
+`limits.memory`: tests/unit/repository/test_stack_yml.py checks it); absent, that check is skipped.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Read: each function's template (lang), handler folder, image, environment (`environment`, then each
 `environment_file` in order, as `faas-cli deploy` merges them), secrets, labels, annotations,
 constraints, limits, requests and readonly_root_filesystem: what `faas-cli deploy -f` would send.
-tests/stack_rules.py checks the full faas-cli rules. Departure: faas-cli reads environment files
+tests/support/stack_rules.py checks the full faas-cli rules. Departure: faas-cli reads environment files
 relative to its working directory; here they are relative to the stack file (`faasgd up -f` may
 name a stack elsewhere), which is the same when run from the stack's folder.
 """

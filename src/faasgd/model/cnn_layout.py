@@ -7,7 +7,7 @@ layer by layer, the layer's Keras variables in Keras order, each row-major in Ke
   dense    kernel (in, units), bias (units,)
   pool, gap, flatten: no parameters (2x2 max pooling, global average pooling, flattening).
 So the job's weights can be created, counted and initialised (create_job, admission) where TensorFlow is
-not installed; only the gradients and the logits need it (cnn_keras.py). tests/unit/test_cnn_model.py
+not installed; only the gradients and the logits need it (cnn_keras.py). tests/unit/model/test_cnn_model.py
 holds the layout to the Keras model's variables.
 
 The two architectures (28x28x1 Fashion-MNIST / EMNIST images, ReLU everywhere but the linear output):

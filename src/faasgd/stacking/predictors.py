@@ -1,7 +1,7 @@
 """Fitted models as plain numpy arrays, and prediction from them: what a function holds after decoding.
 
 Each predictor is a frozen dataclass of arrays with `predict(x)`, written to give what the scikit-learn
-estimator it came from gives (tests/unit/test_stacking_models.py checks them against scikit-learn):
+estimator it came from gives (tests/unit/stacking/test_stacking.py checks them against scikit-learn):
   Linear    LinearSVR, Lasso: x @ coef + intercept
   Forest    RandomForestRegressor: the mean over trees of the leaf each row reaches (x <= threshold: left);
             every tree's nodes in one set of arrays, children always after their parent (so a walk ends)

@@ -27,7 +27,7 @@ Names inside the job's key space (the `{name}` above), each built by a constant 
     blobs     residual:{w}:{seq}:{owner hash} (downpour/residual.py); sync-state:{w}:{slot} (lambdaml/sync_checkpoint.py);
               {tag}:r{round}:p{slice}of{slices}:w{writer} and {tag}:r{round}:m{slice}of{slices} (lambdaml/rounds/wire.py);
               a stacking job's objects: dataset, model:{i}, pred:{i}, models, meta-features, full-model
-Callers import these; no other module formats a key or a name (tests/unit/test_store_names.py scans src for it).
+Callers import these; no other module formats a key or a name (tests/unit/store/test_store_names.py scans src for it).
 """
 
 from __future__ import annotations

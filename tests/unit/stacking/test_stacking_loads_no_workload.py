@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import subprocess
 import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from support.paths import ROOT
+
 OTHERS = ("faasgd.downpour", "faasgd.lambdaml", "faasgd.worker", "faasgd.functions.workloads")
 
 # Imports the handler as the template does (its folder's handler.py), then lists the faasgd modules loaded.

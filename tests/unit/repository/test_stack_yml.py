@@ -1,4 +1,4 @@
-"""stack.yml against faas-cli's rules (tests/stack_rules.py) and against the faasgd config."""
+"""stack.yml against faas-cli's rules (tests/support/stack_rules.py) and against the faasgd config."""
 
 import pathlib
 import re
@@ -8,11 +8,11 @@ import pytest
 import yaml
 
 from support import stack_rules
+from support.paths import ROOT
 from faasgd.config import FIELDS, TrainConfig, load_config
 from faasgd.functions.settings import named_stores
 from faasgd.stacking.config import FIELDS as STACKING_FIELDS
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 STACK = ROOT / "stack.yml"
 CONFIG_KEYS = set(FIELDS)
 STACK_KEYS = CONFIG_KEYS | set(STACKING_FIELDS)  # the keys any function of the stack takes

@@ -5,8 +5,7 @@ import pytest
 from faasgd.errors import ConfigError
 from faasgd.local.build import build_function
 from faasgd.local.stack import envsubst, load_stack
-
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+from support.paths import ROOT
 
 
 def test_the_repository_stack_loads_with_its_defaults():

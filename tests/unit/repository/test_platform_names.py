@@ -1,7 +1,6 @@
 """No setting of ours shares a name with the platform's: of-watchdog reads the container's environment,
 which stack.yml `environment` becomes, and the template's Dockerfile sets its own ENV (OPENFAAS.md 1.8)."""
 
-import pathlib
 import re
 
 import yaml
@@ -9,8 +8,8 @@ import yaml
 from faasgd.config import FIELDS
 from faasgd.functions.settings import FunctionEnv
 from faasgd.openfaas import WATCHDOG_ENV, WATCHDOG_TUNING
+from support.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template" / "python3-http-faasgd"
 
 

@@ -1,15 +1,14 @@
 """Cluster DNS, emulated: in-cluster Service addresses in a replica's environment become loopback ones."""
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
 from faasgd.local import services
 from faasgd.local.stack import load_stack
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 LOCAL = {"gateway": "127.0.0.1:7000", "redis": "127.0.0.1:7001", "memcached": "127.0.0.1:7002"}
 TABLE = services.addresses(LOCAL)
 CLUSTER_HOST = re.compile(r"[a-z0-9-]+\.openfaas(?:-fn)?(?:\.svc)?(?:\.cluster\.local)?:[0-9]+")

@@ -1,13 +1,13 @@
 """k8s/ manifests: strict schema validation (kubernetes-validate, offline) and the placement facts."""
 
-import pathlib
-
 import kubernetes_validate
 import pytest
 import yaml
 from kubernetes_validate.utils import all_versions
 
-K8S = pathlib.Path(__file__).resolve().parents[2] / "k8s"
+from support.paths import ROOT
+
+K8S = ROOT / "k8s"
 MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
 OLDEST = "1.29.0"  # the oldest Kubernetes we claim to support
 NEWEST = ".".join(kubernetes_validate.latest_version().split(".")[:2]) + ".0"  # the newest bundled schemas

@@ -5,8 +5,7 @@ import pytest
 from faasgd.batch import matrix as matrix_module
 from faasgd.batch.matrix import MatrixError, load_matrix, parse_matrix
 from faasgd.config import load_request
-
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+from support.paths import ROOT
 
 
 def test_crossing_and_together():

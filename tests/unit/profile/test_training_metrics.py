@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -17,8 +16,9 @@ from faasgd.profile import exporter
 from faasgd.profile.bursts import Bursts
 from support.fake_replicas import FakeRegistry, FakeReplica
 from support.local_gateway import gateway_in_process
+from support.paths import ROOT
 
-DASHBOARD = Path(__file__).resolve().parents[2] / "k8s" / "dashboards" / "faasgd.json"
+DASHBOARD = ROOT / "k8s" / "dashboards" / "faasgd.json"
 
 
 @pytest.fixture

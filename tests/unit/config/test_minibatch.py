@@ -6,6 +6,7 @@ import faasgd
 from faasgd.config import TrainConfig, config_from_record, load_config, load_request
 from faasgd.errors import ConfigError
 from faasgd.minibatch import FAR_ABOVE, REFERENCE_ROWS, batch_note
+from support.paths import ROOT
 
 
 @pytest.mark.parametrize("workers, rows, each", [(1, 128, 128), (2, 128, 64), (4, 512, 128), (8, 128, 16)])
@@ -99,7 +100,7 @@ def test_a_request_to_the_deployed_stack_splits_its_global_batch_over_stack_ymls
 
     import yaml
 
-    stack = yaml.safe_load((pathlib.Path(__file__).resolve().parents[2] / "stack.yml").read_text())
+    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
     env = {k: str(v) for k, v in stack["functions"]["emnist-setup"]["environment"].items()}
     assert load_request(env, {}).batch_size == 128 and load_request(env, {}).global_batch_size == 0
     config = load_request(env, {"global_batch_size": 256, "number_of_workers": 4})

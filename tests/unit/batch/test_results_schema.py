@@ -12,8 +12,7 @@ from faasgd.batch import schema
 from faasgd.batch.report import CSV_COLUMNS, write_runs_csv
 from faasgd.config import TrainConfig
 from support.docs import load_hook
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from support.paths import ROOT
 
 
 def fake_run(config_id: int, round_: int) -> dict:

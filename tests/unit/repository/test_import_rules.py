@@ -1,9 +1,9 @@
 """The wings' import contracts (pyproject.toml [tool.importlinter]) cover every module of the core."""
 
-import pathlib
 import tomllib
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from support.paths import ROOT
+
 PACKAGE = ROOT / "src" / "faasgd"
 WINGS = {"local", "cli", "batch", "api"}
 WORKLOADS = {"faasgd.downpour", "faasgd.lambdaml", "faasgd.stacking"}
@@ -64,3 +64,4 @@ def test_the_stacking_functions_are_bound_to_load_no_other_workload():
     stacking = contracts()["Stacking's functions load neither Downpour nor LambdaML"]
     assert stacking["source_modules"] == ["faasgd.functions.stacking"]
     assert {"faasgd.downpour", "faasgd.lambdaml", "faasgd.worker"} <= set(stacking["forbidden_modules"])
+

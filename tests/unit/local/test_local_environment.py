@@ -4,7 +4,6 @@ files, the runtime's own settings, and nothing else of the shell. In-process; fi
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,8 @@ from faasgd.errors import ConfigError
 from faasgd.local import environment
 from faasgd.local.dockerfile import env_pairs, image_env
 from faasgd.local.stack import load_stack
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SHELL = {"PATH": "/usr/bin:/bin", "HOME": "/home/me", "LANG": "C.UTF-8", "store_url": "redis://elsewhere:1/0",
          "AWS_SECRET_ACCESS_KEY": "leak", "VIRTUAL_ENV": "/venv", "mode": "shell"}
 
