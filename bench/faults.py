@@ -19,9 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from faasgd.testing import fault_matrix, faults  # the fault harness the tests use
 
-from support import faults  # noqa: E402  (the fault harness the tests use)
+ROOT = Path(__file__).resolve().parents[1]  # the project each runtime runs: stack.yml, template/, handlers
+
 
 def scenarios(tmp: Path) -> dict:
     """fault -> (runtime flags, stack, inject, run_matrix keyword arguments, one runtime per job)."""
@@ -35,9 +36,9 @@ def scenarios(tmp: Path) -> dict:
         "stores restarted empty": ((), None, faults.restart_store_empty, {}, False),
         "first delivery dropped": (("--chaos", "drop:emnist-train:1"), None, faults.nothing, {"at_epoch": 0}, True),
         "every call twice": (("--chaos", "duplicate:emnist-train"), None, faults.nothing, {"at_epoch": 0}, False),
-        "exec_timeout 4s": ((), faults.stack_copy(tmp / "exec4", exec_timeout_s=4), faults.nothing,
+        "exec_timeout 4s": ((), fault_matrix.stack_copy(ROOT, tmp / "exec4", exec_timeout_s=4), faults.nothing,
                             {"at_epoch": 0, "train_samples": 8000}, False),
-        "exec_timeout 3s": ((), faults.stack_copy(tmp / "exec3", exec_timeout_s=3), faults.nothing,
+        "exec_timeout 3s": ((), fault_matrix.stack_copy(ROOT, tmp / "exec3", exec_timeout_s=3), faults.nothing,
                             {"at_epoch": 0}, False),
         "out of memory": ((), None, faults.cap_memory, {"at_epoch": None, "train_samples": 60000, "max_epochs": 2},
                           False),
@@ -59,10 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, (flags, stack, inject, options, one_each) in scenarios(tmp).items():
             if args.only and name not in args.only:
                 continue
-            for combos in ([[combo] for combo in faults.COMBOS] if one_each else [faults.COMBOS]):
-                runtime = faults.fresh_runtime(tmp / str(len(lines)), *flags, stack=stack)
+            for combos in ([[combo] for combo in fault_matrix.COMBOS] if one_each else [fault_matrix.COMBOS]):
+                runtime = fault_matrix.fresh_runtime(ROOT, tmp / str(len(lines)), *flags, stack=stack)
                 try:
-                    outcomes = faults.run_matrix(runtime, name, inject, combos=combos, **options)
+                    outcomes = fault_matrix.run_matrix(runtime, name, inject, combos=combos, **options)
                 finally:
                     runtime.stop()
                 for outcome in outcomes:

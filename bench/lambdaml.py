@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import _s3
 from faasgd.lambdaml.convex import kmeans, lr
 from faasgd.data import generated
 from faasgd.local.stores import start_memcached, start_redis
+from faasgd.testing import s3_server
 from faasgd.lambdaml.rounds import (Exchange, ExchangeConfig, RoundState, RoundStats, admm_round, admm_state, admm_z,
                            grad_avg_round, kmeans_round, model_avg_round)
 
@@ -281,9 +281,9 @@ def main() -> None:
             servers["memcached"] = start_memcached()
             channel_specs["memcached"] = {"name": "memcached", "url": servers["memcached"].url}
         if "s3" in channels:
-            servers["s3"] = _s3.start_s3()
-            settings = _s3.settings_for(servers["s3"])
-            _s3.make_bucket(settings, BUCKET)
+            servers["s3"] = s3_server.start_s3()
+            settings = s3_server.settings_for(servers["s3"])
+            s3_server.make_bucket(settings, BUCKET)
             channel_specs["s3"] = {"name": "s3", "settings": settings}
         pool = Pool(max(workers))
         try:

@@ -4,7 +4,7 @@ Starts its own runtime from the repository's stack.yml on a free port (stopped a
 default vSwarm job (300 x 1024, LinearSVR, Lasso, RandomForest(2, 2), KNeighbors(20)) once to warm the
 replicas, then each combination `--rounds` times, and prints the median of each phase (upload, train,
 reduce, meta-train, as the driver times them) and the total, like vSwarm's reports, with the scores.
-With `s3` among `--transfers`, the bench starts moto's S3 server (tests/support/s3_server.py: a local
+With `s3` among `--transfers`, the bench starts moto's S3 server (faasgd.testing.s3_server: a local
 S3-compatible server on loopback, signatures checked) and gives the stacking functions its settings as a
 user would: env s3_url and the s3-* secrets.
 Usage: python bench/stacking.py [--trainers 4,16] [--transfers inline,store,s3] [--rounds 1] [--store redis]
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
@@ -54,8 +53,7 @@ def main() -> None:
 @contextlib.contextmanager
 def s3_runtime(directory: Path):
     """moto on loopback with a bucket, its secrets in the runtime's folder; the S3-enabled stack file."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from support.s3_server import S3Endpoint, enable_auth, make_bucket, preload_secrets, s3_stack, start_s3
+    from faasgd.testing.s3_server import S3Endpoint, enable_auth, make_bucket, preload_secrets, s3_stack, start_s3
 
     server = start_s3()
     try:

@@ -1,6 +1,7 @@
 """Shared fixtures: real store servers on free loopback ports, one of each per test session.
 
-pytest puts this directory on sys.path, so tests import the contract suite as `store_contract`.
+pytest puts this directory on sys.path, so tests at any depth import their helpers as `support.<module>`
+(tests/support/); what the benches use too is the package's own faasgd.testing.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def memcached_server() -> ServerProcess:
 @pytest.fixture(scope="session")
 def s3_endpoint():
     """moto's S3 server on 127.0.0.1 checking signatures, an IAM user's keys and an empty bucket (session-wide)."""
-    from support.s3_server import S3Endpoint, enable_auth, make_bucket, start_s3
+    from faasgd.testing.s3_server import S3Endpoint, enable_auth, make_bucket, start_s3
 
     server = start_s3()
     try:

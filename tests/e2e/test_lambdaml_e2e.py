@@ -13,17 +13,16 @@ import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
 from support.hostile_runtime import runtime_up
-from support.s3_server import preload_secrets, s3_stack
+from support.paths import ROOT
 
 from faasgd.openfaas import wait_for_job
+from faasgd.testing.s3_server import preload_secrets, s3_stack
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 BASE = {"dataset": "higgs-like", "train_samples": 300, "validation_samples": 60, "test_samples": 100,
         "batch_size": 32, "number_of_workers": 2, "max_epochs": 2, "target_accuracy": 1.0, "learning_rate": 0.5,
         "local_steps": 2, "round_timeout_s": 30, "profile_hz": 0}

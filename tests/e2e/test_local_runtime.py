@@ -18,12 +18,12 @@ from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.openfaas import wait_for_job
 from faasgd.store import open_store
-from support import stacks
+from faasgd.testing import stacks
 from support.asgi_server import serve
 from support.fake_replicas import CallbackRecorder
+from support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"dataset": "synthetic", "train_samples": 4000, "test_samples": 500, "hidden_sizes": [32]}
 
 
@@ -252,7 +252,7 @@ def test_conflicts_are_counted_per_worker_when_workers_share_a_replica(tmp_path)
     store's own count of the job's conflicts."""
     directory = tmp_path / ".faasgd"
     started = faasgd("up", "--port", str(free_port()), "--dir", str(directory), "--queue-workers", "3",
-                     "-f", stacks.stack_copy(tmp_path / "stack"))
+                     "-f", stacks.stack_copy(ROOT, tmp_path / "stack"))
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         state = json.loads((directory / "state.json").read_text())
@@ -276,7 +276,7 @@ def test_kill_9_of_the_runtime_mid_queue_then_up_delivers_the_queued_calls(tmp_p
     """Community Edition delivery, one queue worker: one call in flight and two queued when the daemon
     is killed; `faasgd up` stops the replicas it left, keeps its stores and nats-server (the same
     processes, their data intact), and delivers all three."""
-    directory, port, stack = tmp_path / ".faasgd", free_port(), stacks.stack_copy(tmp_path / "stack")
+    directory, port, stack = tmp_path / ".faasgd", free_port(), stacks.stack_copy(ROOT, tmp_path / "stack")
     started = faasgd("up", "--port", str(port), "--dir", str(directory), "--queue-workers", "1", "-f", stack)
     assert started.returncode == 0, started.stdout + started.stderr
     first = json.loads((directory / "state.json").read_text())

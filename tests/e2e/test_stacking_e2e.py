@@ -6,10 +6,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from support.s3_server import boto_client, preload_secrets, s3_stack
+from support.paths import ROOT
 
 from faasgd.local import credentials
 from faasgd.local.stores import free_port
@@ -18,9 +17,9 @@ from faasgd.stacking import flow
 from faasgd.stacking.config import load_stacking
 from faasgd.stacking.dataset import accuracy, make_dataset
 from faasgd.stacking.models import fit_base, fit_meta
+from faasgd.testing.s3_server import boto_client, preload_secrets, s3_stack
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def faasgd(*args, timeout=300):

@@ -6,10 +6,11 @@ import time
 from pathlib import Path
 
 import pytest
-from support import stacks
 from support.hostile_runtime import runtime_up
+from support.paths import ROOT
 
 from faasgd.openfaas import wait_for_job
+from faasgd.testing import stacks
 
 pytestmark = pytest.mark.e2e
 ACK_WAIT = ("--ack-wait", "120")  # the queue's redelivery: past any call of these jobs
@@ -27,14 +28,14 @@ def limited_stack(tmp_path: Path) -> str:
         train = stack["functions"]["emnist-train"]
         train["labels"] = {"com.openfaas.scale.min": "1", "com.openfaas.scale.max": "1"}
         train["environment"]["waitress_threads"] = "2"
-    return stacks.stack_copy(tmp_path / "stack", edit=limit)
+    return stacks.stack_copy(ROOT, tmp_path / "stack", edit=limit)
 
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory):
     """A runtime of the repository's stack: emnist-train's 2 replicas run 4 calls each."""
     directory = tmp_path_factory.mktemp("full")
-    with runtime_up(directory / ".faasgd", stacks.stack_copy(directory / "stack"), *ACK_WAIT) as up:  # drain 1 s
+    with runtime_up(directory / ".faasgd", stacks.stack_copy(ROOT, directory / "stack"), *ACK_WAIT) as up:  # drain 1 s
         yield up.gateway
 
 

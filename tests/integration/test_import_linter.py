@@ -60,6 +60,7 @@ STACKING_FUNCTIONS = "Stacking's functions load neither Downpour nor LambdaML, n
     ("job/ending.py", "from faasgd import api", ["Wing 1", "The shared layers import no workload"]),
     ("job/records.py", "from faasgd.job import status", ["The job package imports one way"]),
     ("api/jobs.py", "from faasgd.cli import progress", ["Wing 3's Python API"]),
+    ("cli/main.py", "from faasgd.testing import faults", ["No module of faasgd imports its test tooling"]),
 ])
 def test_a_wrong_import_breaks_its_contract(tree, module, line, contracts):
     path = tree / "src" / "faasgd" / module

@@ -1,4 +1,4 @@
-"""The S3-compatible channel against a real S3 server (moto's server mode on loopback, tests/support/s3_server.py).
+"""The S3-compatible channel against a real S3 server (moto's server mode on loopback, faasgd.testing.s3_server).
 
 The blob-space contract runs over S3Space and, beside it, over real Redis and Memcached ParameterStores. Faults
 are real: a stopped server process, a server that accepts and never answers, wrong keys, a missing bucket.
@@ -17,11 +17,11 @@ import uuid
 import pytest
 
 from support import blob_contract as contract
-from support.s3_server import boto_client, make_bucket, settings_for, start_s3
 from faasgd.channels import S3Settings, S3Space, open_s3, parse_s3_url
 from faasgd.errors import ConfigError, StateLost, StoreError, StoreTimeout, StoreUnavailable
 from faasgd.local.stores import LOOPBACK, free_port
 from faasgd.store import open_store
+from faasgd.testing.s3_server import boto_client, make_bucket, settings_for, start_s3
 
 pytestmark = pytest.mark.integration
 
@@ -122,7 +122,7 @@ def test_readers_see_the_old_object_or_the_new_one(s3_endpoint):
 
 def test_a_reader_never_sees_a_new_object_without_its_metadata(monkeypatch):
     """S3 makes an object visible with its metadata; moto stores it first and sets the metadata after, and a
-    round reader once caught it between (the test server, support/moto_atomic.py, makes the PUT atomic). Here
+    round reader once caught it between (the test server, faasgd.testing.moto_atomic, makes the PUT atomic). Here
     moto's gap is widened to 0.5 s and a reader asks for the object in the middle of it: it sees the whole
     object (or none), never one without its digest."""
     monkeypatch.setenv("FAASGD_MOTO_PUT_GAP_S", "0.5")

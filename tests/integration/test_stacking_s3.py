@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 
-from support.s3_server import boto_client
 from support.stacking_drive import SMALL as STACKING_SMALL
 from support.stacking_drive import in_process
 from faasgd.channels import configured_space
@@ -18,6 +17,7 @@ from faasgd.stacking import flow, records
 from faasgd.stacking.config import load_stacking
 from faasgd.stacking.safe_format import UnsafeObject
 from faasgd.store import open_store
+from faasgd.testing.s3_server import boto_client
 
 pytestmark = pytest.mark.integration
 

@@ -18,13 +18,12 @@ from pathlib import Path
 import psutil
 import redis
 from pymemcache.client.base import Client as Memcached
-from support import stacks
+from support.paths import ROOT
 
 from faasgd.local import credentials
 from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
-
-ROOT = Path(__file__).resolve().parents[2]
+from faasgd.testing import stacks
 
 
 def faasgd(*args, timeout=120, stdin=None, env=None, cwd=ROOT) -> subprocess.CompletedProcess:
@@ -81,7 +80,7 @@ class Runtime:
 def runtime_up(directory: Path, stack: Path | str | None = None, *up_args):
     """`faasgd up` on a free port in `directory` (the repository's stack, replicas draining for 1 s, unless `stack`;
     `up_args` more flags of `faasgd up`); `faasgd down` afterwards, every process checked gone."""
-    stack = stack or stacks.stack_copy(Path(directory).parent / "stack")
+    stack = stack or stacks.stack_copy(ROOT, Path(directory).parent / "stack")
     started = faasgd("up", "--port", free_port(), "--dir", directory, "-f", stack, *up_args)
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())

@@ -1,4 +1,5 @@
-"""The wings' import contracts (pyproject.toml [tool.importlinter]) cover every module of the core."""
+"""The wings' import contracts (pyproject.toml [tool.importlinter]) cover every module of the core, and no module
+of the product may import the test tooling shipped beside it (faasgd.testing)."""
 
 import tomllib
 
@@ -6,6 +7,7 @@ from support.paths import ROOT
 
 PACKAGE = ROOT / "src" / "faasgd"
 WINGS = {"local", "cli", "batch", "api"}
+TESTING = "testing"  # the shipped test tooling: bound by a contract of its own, not a layer of the product
 WORKLOADS = {"faasgd.downpour", "faasgd.lambdaml", "faasgd.stacking"}
 FUNCTIONS = PACKAGE / "functions"
 
@@ -18,7 +20,7 @@ def contracts():
 def core_modules():
     names = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
     names |= {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
-    return {f"faasgd.{name}" for name in names - WINGS}
+    return {f"faasgd.{name}" for name in names - WINGS - {TESTING}}
 
 
 def test_every_core_module_is_bound_by_the_core_contract():
@@ -65,3 +67,9 @@ def test_the_stacking_functions_are_bound_to_load_no_other_workload():
     assert stacking["source_modules"] == ["faasgd.functions.stacking"]
     assert {"faasgd.downpour", "faasgd.lambdaml", "faasgd.worker"} <= set(stacking["forbidden_modules"])
 
+
+def test_no_module_of_the_product_is_allowed_to_import_the_test_tooling():
+    testing = contracts()["No module of faasgd imports its test tooling"]
+    assert testing["type"] == "forbidden" and testing["forbidden_modules"] == [f"faasgd.{TESTING}"]
+    assert set(testing["source_modules"]) == core_modules() | {f"faasgd.{wing}" for wing in WINGS}
+    assert (PACKAGE / TESTING / "__init__.py").is_file()

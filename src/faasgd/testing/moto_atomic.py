@@ -1,4 +1,4 @@
-"""`python tests/support/moto_atomic.py -H HOST -p PORT`: moto's S3 server with PUT atomic, as S3's is.
+"""`python -m faasgd.testing.moto_atomic -H HOST -p PORT`: moto's S3 server with PUT atomic, as S3's is.
 
 moto (5.2.5, S3Response.put_object) stores a new object in its bucket and then sets its metadata, so a GET
 arriving between the two sees the object without its x-amz-meta-* headers; S3 (and MinIO) make an object

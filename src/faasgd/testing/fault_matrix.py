@@ -1,8 +1,11 @@
 """Faults as faults against the local runtime: one fresh `faasgd up` per fault, four small jobs at
 once (loop and per-iteration, on Redis and on Memcached) driven to mid-training, one fault injected
-from outside (signals, stores stopped or replaced, the queue told to drop or duplicate deliveries, a
-tight exec_timeout, a memory cap, a crash loop), then each job's end read back with what it cost.
+from outside (faasgd.testing.faults: signals, stores stopped or replaced; or the queue told to drop or
+duplicate deliveries, a tight exec_timeout), then each job's end read back with what it cost.
 tests/e2e/test_faults.py asserts on the outcomes; bench/faults.py prints the matrix as a table.
+
+A runtime runs a project (the folder holding stack.yml, template/ and the handlers: the repository):
+its `faasgd` commands run there and its stack file is a copy of the project's.
 
 Exactness: a job's pushes are fixed by its shape (every worker pushes every n_push steps and at
 the end of each epoch), so a job that ends `done` must show exactly that many pushes, the store's
@@ -14,28 +17,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import resource
-import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import psutil
-from support import stacks
-
 from faasgd.data import validation_rows
 from faasgd.errors import FaasgdError
 from faasgd.local import credentials
-from faasgd.local.stores import free_port, start_memcached, start_redis
+from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.store import open_store
+from faasgd.testing import stacks
 
-ROOT = Path(__file__).resolve().parents[2]
 ROWS, WORKERS, BATCH, EPOCHS = 2000, 2, 16, 8
 TRAINED = ROWS - ROWS // 10  # the rows trained on: a tenth is held out to validate (validation_samples 0)
 JOB = {"dataset": "synthetic", "train_samples": ROWS, "test_samples": 500, "hidden_sizes": [32],
@@ -47,9 +43,10 @@ SUPERVISE_EVERY_S = 5.0  # faasgd.functions.supervise.SUPERVISE_EVERY_S
 END_BOUND_S = 120.0  # every scenario's job must be over by then
 
 
-def faasgd(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def faasgd(project: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The `faasgd` command run in `project` (`faasgd up` finds the template there)."""
     return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+                          timeout=timeout, cwd=project)
 
 
 def expected_pushes(epochs: int, rows: int = TRAINED // WORKERS, batch: int = BATCH, n_push: int = 1) -> int:
@@ -63,24 +60,26 @@ def expected_pushes(epochs: int, rows: int = TRAINED // WORKERS, batch: int = BA
 
 @dataclass
 class Runtime:
-    """One `faasgd up` in its own folder; `stop()` is `faasgd down`."""
+    """One `faasgd up` of `project` in its own folder; `stop()` is `faasgd down`."""
 
+    project: Path
     directory: Path
     port: int
     flags: tuple[str, ...] = ()
-    stack: str = "stack.yml"
+    stack: str = "stack.yml"  # relative to `project`, or absolute
     state: dict = field(default_factory=dict)
     extra: list = field(default_factory=list)  # servers a scenario started in the runtime's place
 
     def up(self) -> Runtime:
-        run = faasgd("up", "--port", str(self.port), "--dir", str(self.directory), "-f", self.stack, *self.flags)
+        run = faasgd(self.project, "up", "--port", str(self.port), "--dir", str(self.directory), "-f", self.stack,
+                     *self.flags)
         if run.returncode != 0:
             raise RuntimeError(f"faasgd up failed: {run.stdout[-2000:]} {run.stderr[-2000:]}")
         self.state = json.loads((self.directory / "state.json").read_text())
         return self
 
     def stop(self) -> None:
-        faasgd("down", "--dir", str(self.directory))
+        faasgd(self.project, "down", "--dir", str(self.directory))
         for server in self.extra:
             server.stop()
 
@@ -233,139 +232,17 @@ def _version(runtime: Runtime, store: str, job_id: str) -> int | None:
         return None
 
 
-# -- the faults ------------------------------------------------------------------------------------
-CUT = "invoked emnist-train [502]"  # the runtime's log line for a delivery whose replica died under it
-
-
-def kill_replica(runtime: Runtime, queries: list[dict]) -> str:
-    """SIGKILL an emnist-train replica (a node lost, an OOM kill) until one kill cuts a call in flight
-    (a replica between per-iteration calls may be idle): that call dies without an answer."""
-    for kills in range(1, 6):
-        before = runtime.log().count(CUT)
-        victim = next(pid for pid in runtime.replica_pids() if psutil.pid_exists(pid))
-        os.kill(victim, signal.SIGKILL)
-        try:
-            wait_until(lambda: runtime.log().count(CUT) > before, 2, "no call was cut")
-            return f"{kills} replica(s) killed; the last cut a call"
-        except TimeoutError:
-            wait_until(lambda: victim not in runtime.replica_pids(), 10, "the killed replica was not replaced")
-    return "5 replicas killed; none cut a call"
-
-
-def term_replica(runtime: Runtime, queries: list[dict]) -> str:
-    """SIGTERM one emnist-train replica (scale-down, a rolling update, node drain): it drains and hands off."""
-    victim = runtime.replica_pids()[0]
-    os.kill(victim, signal.SIGTERM)
-    return f"terminated replica pid {victim}"
-
-
-def kill_runtime(runtime: Runtime, queries: list[dict]) -> str:
-    """SIGKILL the runtime's daemon (gateway and queue-worker gone at once), then `faasgd up` again."""
-    os.kill(runtime.state["pid"], signal.SIGKILL)
-    wait_until(lambda: not psutil.pid_exists(runtime.state["pid"]) or
-               psutil.Process(runtime.state["pid"]).status() == psutil.STATUS_ZOMBIE, 10, "the daemon did not die")
-    runtime.up()
-    return "runtime killed and started again"
-
-
-class CrashLoop:
-    """Kills every emnist-train replica as soon as it is seen, until stopped (an OOM-kill crash loop)."""
-
-    def __init__(self, runtime: Runtime):
-        self.runtime, self.killed, self._stop = runtime, 0, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:  # the first sweep at once, then every 0.05 s
-            self._sweep()
-            if self._stop.wait(0.05):
-                return
-
-    def _sweep(self) -> None:
-        try:
-            pids = self.runtime.replica_pids()
-        except (FaasgdError, OSError, KeyError, ValueError):
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                self.killed += 1
-            except ProcessLookupError:
-                pass
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-
-def crash_loop(runtime: Runtime, queries: list[dict]) -> str:
-    """From now on every emnist-train replica is SIGKILLed as it starts: no re-invocation can make progress."""
-    runtime.extra.insert(0, CrashLoop(runtime))
-    return "every emnist-train replica killed as it starts"
-
-
-def _stores(queries: list[dict]) -> list[str]:
-    return sorted({query["store"] for query in queries})
-
-
-def pause_store(seconds: float) -> Inject:
-    """SIGSTOP the jobs' stores for `seconds`, then SIGCONT (a stalled node, a long GC, a network partition)."""
-    def inject(runtime: Runtime, queries: list[dict]) -> str:
-        pids = [runtime.store_pid(name) for name in _stores(queries)]
-        for pid in pids:
-            os.kill(pid, signal.SIGSTOP)
-        try:
-            time.sleep(seconds)
-        finally:
-            for pid in pids:
-                os.kill(pid, signal.SIGCONT)
-        return f"{' and '.join(_stores(queries))} paused {seconds:g}s"
-    return inject
-
-
-def restart_store_empty(runtime: Runtime, queries: list[dict]) -> str:
-    """Kill the jobs' stores and start empty ones on the same ports (a store pod rescheduled without a volume)."""
-    for name in _stores(queries):
-        entry = runtime.state["stores"][name]
-        port = int(entry["url"].rsplit(":", 1)[1].split("/")[0])
-        os.kill(entry["pid"], signal.SIGKILL)
-        wait_until(lambda: not psutil.pid_exists(entry["pid"]) or
-                   psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE, 10, "the store did not die")
-        start = start_redis if name == "redis" else start_memcached
-        for attempt in range(20):  # the killed server's socket may hold the port a moment (a zombie not yet reaped)
-            try:
-                runtime.extra.append(start(port=port))
-                break
-            except FaasgdError as error:
-                if "Address already in use" not in str(error) or attempt == 19:
-                    raise
-                time.sleep(0.25)
-    return f"{' and '.join(_stores(queries))} restarted empty"
-
-
-def cap_memory(runtime: Runtime, queries: list[dict]) -> str:
-    """Cap every emnist-train replica's address space near its current size: its next big allocation fails."""
-    for pid in runtime.replica_pids():
-        size = psutil.Process(pid).memory_info().vms
-        resource.prlimit(pid, resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
-    return "replicas' address space capped"
-
-
-def nothing(runtime: Runtime, queries: list[dict]) -> None:
-    return None
-
-
-def stack_copy(directory: Path, exec_timeout_s: int | None = None, drain_s: int = 1) -> str:
-    """stack.yml for a fault study (support/stacks.py: replicas drain for `drain_s`); when given, emnist-train's
-    exec_timeout (with its read/write timeouts) is `exec_timeout_s`."""
+def stack_copy(project: Path, directory: Path, exec_timeout_s: int | None = None, drain_s: int = 1) -> str:
+    """`project`'s stack.yml for a fault study (stacks.stack_copy: replicas drain for `drain_s`); when given,
+    emnist-train's exec_timeout (with its read/write timeouts) is `exec_timeout_s`."""
     def cut(stack: dict) -> None:
         env = stack["functions"]["emnist-train"]["environment"]
         env.update({key: f"{exec_timeout_s}s" for key in ("exec_timeout", "read_timeout", "write_timeout")})
-    return stacks.stack_copy(directory, drain_s, cut if exec_timeout_s else None)
+    return stacks.stack_copy(project, directory, drain_s, cut if exec_timeout_s else None)
 
 
-def fresh_runtime(directory: Path, *flags: str, stack: str | None = None) -> Runtime:
-    """`faasgd up` in `directory` with RUNTIME_FLAGS and `flags`, on `stack` (default: stack_copy's, 1 s drain)."""
-    return Runtime(directory / ".faasgd", free_port(), (*RUNTIME_FLAGS, *flags),
-                   stack or stack_copy(directory / "stack")).up()
+def fresh_runtime(project: Path, directory: Path, *flags: str, stack: str | None = None) -> Runtime:
+    """`faasgd up` of `project` in `directory` with RUNTIME_FLAGS and `flags`, on `stack` (default: stack_copy's,
+    1 s drain)."""
+    return Runtime(project, directory / ".faasgd", free_port(), (*RUNTIME_FLAGS, *flags),
+                   stack or stack_copy(project, directory / "stack")).up()

@@ -1,4 +1,4 @@
-"""A real S3-compatible server for the tests: moto's server mode in its own process on 127.0.0.1.
+"""A real S3-compatible server for the tests and the benches: moto's server mode in its own process on 127.0.0.1.
 
     server = start_s3()                       moto's server (moto_atomic.py: PUT atomic) on a free port; returns once it answers
     creds = enable_auth(server)               an IAM user's keys; from then on only signed requests with them pass
@@ -22,8 +22,9 @@ from pathlib import Path
 
 from faasgd.channels import S3Settings
 from faasgd.local.stores import LOOPBACK, ServerProcess, spawn_server, start_server
+from faasgd.testing.stacks import stack_copy
 
-ATOMIC_MOTO = str(Path(__file__).with_name("moto_atomic.py"))  # moto's server, PUT atomic as in S3
+ATOMIC_MOTO = "faasgd.testing.moto_atomic"  # moto's server, PUT atomic as in S3 (run with python -m)
 DUMMY = S3Settings(None, "us-east-1", "testing-access-key", "testing-secret-key")  # moto without auth takes any
 
 
@@ -32,7 +33,7 @@ def start_s3(port: int | None = None, ready_timeout: float = 20.0) -> ServerProc
 
     def launch(p: int) -> ServerProcess:
         tmp = tempfile.TemporaryDirectory(prefix="faasgd-moto-")
-        argv = [sys.executable, ATOMIC_MOTO, "-H", LOOPBACK, "-p", str(p)]  # moto with atomic PUTs
+        argv = [sys.executable, "-m", ATOMIC_MOTO, "-H", LOOPBACK, "-p", str(p)]  # moto with atomic PUTs
         return spawn_server("moto", f"http://{LOOPBACK}:{p}", p, argv, tmp, None)
 
     return start_server(launch, port, _answers, ready_timeout)
@@ -101,22 +102,18 @@ def enable_auth(server: ServerProcess) -> S3Settings:
 S3_SECRETS = ("s3-access-key", "s3-secret-key", "s3-endpoint", "s3-region")  # what a function's S3 space reads
 
 
-def s3_stack(root, directory, s3_url: str, drain_s: int = 1, prefixes: tuple[str, ...] = ("stacking-",)) -> str:
+def s3_stack(root: Path, directory: Path, s3_url: str, drain_s: int = 1,
+             prefixes: tuple[str, ...] = ("stacking-",)) -> str:
     """`root`'s stack.yml, written into `directory`, with the functions named `prefixes*` (default: the stacking
     functions) configured for S3 (env s3_url, the four secrets) and replicas draining for `drain_s`: how a user
     enables transfer s3 (or channel s3, with prefixes=("emnist-",))."""
-    import yaml
+    def use_s3(stack: dict) -> None:
+        for name, spec in stack["functions"].items():
+            if name.startswith(prefixes):
+                spec["environment"]["s3_url"] = s3_url
+                spec["secrets"] = [*spec.get("secrets", []), *S3_SECRETS]
 
-    stack = yaml.safe_load((root / "stack.yml").read_text())
-    for name, spec in stack["functions"].items():
-        spec["handler"] = str((root / spec["handler"]).resolve())
-        spec["environment"] = {**spec["environment"], "healthcheck_interval": f"{drain_s}s"}
-        if name.startswith(prefixes):
-            spec["environment"]["s3_url"] = s3_url
-            spec["secrets"] = [*spec.get("secrets", []), *S3_SECRETS]
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "stack.yml").write_text(yaml.safe_dump(stack))
-    return str(directory / "stack.yml")
+    return stack_copy(root, directory, drain_s, use_s3)
 
 
 def preload_secrets(runtime_dir, endpoint: "S3Endpoint") -> None:
