@@ -16,7 +16,7 @@ from support.asgi_server import serve
 from support.fake_replicas import CallbackRecorder
 from support.hostile_runtime import ROOT, faasgd, runtime_up
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120), pytest.mark.usefixtures("nothing_written_nothing_died")]
 JSON = {"Content-Type": "application/json"}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
@@ -25,13 +25,6 @@ FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 def runtime(tmp_path_factory):
     with runtime_up(tmp_path_factory.mktemp("hostile-doors") / ".faasgd") as runtime:
         yield runtime
-
-
-@pytest.fixture(autouse=True)
-def nothing_written_nothing_died(runtime):
-    yield
-    assert runtime.keys() == 0, "a hostile request wrote to a store"
-    runtime.intact()
 
 
 # (function, method, body, headers, query, status, field)

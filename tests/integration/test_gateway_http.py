@@ -27,15 +27,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 
 @pytest.fixture
-def replica():
-    made = FakeReplica("a")
-    with serve(made) as url:
-        made.url = url
-        yield made
-        made.release()
-
-
-@pytest.fixture
 def gateway(tmp_path):
     made: list[LocalGateway] = []
     nats = start_nats(tmp_path / "jetstream")

@@ -21,11 +21,6 @@ from faasgd.store import open_store
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["redis", "memcached"])
-def server(request):
-    return request.getfixturevalue(f"{request.param}_server")
-
-
 def run_job(url, **overrides):
     values = {"dataset": "synthetic", "train_samples": 1500, "test_samples": 500, "hidden_sizes": [16],
               "batch_size": 50, "number_of_workers": 2, "n_fetch": 2, "n_push": 2, "max_epochs": 6,
@@ -61,14 +56,15 @@ def run_timed(url, **overrides):
     return job.read_status(store, job_id)["result"], seen
 
 
-def test_a_short_job_is_timed_within_ten_percent_of_the_wall_time_around_its_workers(server):
-    final, seen = run_timed(server.url)
+def test_a_short_job_is_timed_within_ten_percent_of_the_wall_time_around_its_workers(store_server):
+    final, seen = run_timed(store_server.url)
     assert final["state"] == "done", final
     assert 0.1 < seen < 10, seen  # a short job: a one-second clock would make it 0, 1 or 2 s
     assert abs(final["wall_s"] - seen) <= 0.1 * seen, (final["wall_s"], seen)
     assert abs(final["samples_per_s"] - final["samples"] / seen) <= 0.1 * final["samples"] / seen
     assert final["wall_s"] != round(final["wall_s"]) and final["samples_per_s"] > 0
-    assert final["clock"] == ("redis TIME (1 µs)" if server.url.startswith("redis") else "host time.time (1 µs)")
+    redis = store_server.url.startswith("redis")
+    assert final["clock"] == ("redis TIME (1 µs)" if redis else "host time.time (1 µs)")
     # billed: each worker's call from its entry to its last record, at the default 1 GiB: about the wall time each
     assert final["requests"] == 2 and final["duplicate_calls"] == 0 and final["memory_mb"] == 1024
     assert final["wall_s"] <= final["billed_s"] <= 2 * seen * 1.05, (final["billed_s"], seen)
@@ -95,8 +91,8 @@ def run_mode(url, mode):
     return job.read_status(store, job_id)["result"]
 
 
-def test_a_per_iteration_job_counts_every_call_as_the_same_job_in_loop_mode(server):
-    loop, chained = run_mode(server.url, "loop"), run_mode(server.url, "per-iteration")
+def test_a_per_iteration_job_counts_every_call_as_the_same_job_in_loop_mode(store_server):
+    loop, chained = run_mode(store_server.url, "loop"), run_mode(store_server.url, "per-iteration")
     assert loop["state"] == chained["state"] == "done", (loop, chained)
     assert chained["samples"] == loop["samples"] > 0
     assert chained["push_bytes"] == loop["push_bytes"] > 0 and chained["pushes"] == loop["pushes"]
@@ -107,15 +103,15 @@ def test_a_per_iteration_job_counts_every_call_as_the_same_job_in_loop_mode(serv
     assert chained["cpu_s"] >= 0.5 * loop["cpu_s"] > 0, (chained["cpu_s"], loop["cpu_s"])
 
 
-def test_the_store_clock_agrees_with_this_host_and_never_runs_back(server):
-    store = open_store(server.url, timeout_s=2.0)
+def test_the_store_clock_agrees_with_this_host_and_never_runs_back(store_server):
+    store = open_store(store_server.url, timeout_s=2.0)
     stamps = [store.server_time() for _ in range(5)]
     # Memcached's clock is whole seconds, moved on by a once-a-second timer that lags on a busy host: 3 s slack
     assert stamps == sorted(stamps) and abs(stamps[-1] - __import__("time").time()) < 3.0
 
 
-def test_durations_are_consistent_and_the_model_has_the_reported_accuracy(server, tmp_path, capsys):
-    config, store, job_id, status = run_job(server.url)
+def test_durations_are_consistent_and_the_model_has_the_reported_accuracy(store_server, tmp_path, capsys):
+    config, store, job_id, status = run_job(store_server.url)
     final = status["result"]
     assert final["state"] == "done" and final["reached_target"], final
     created = status["created_at"]
@@ -129,7 +125,7 @@ def test_durations_are_consistent_and_the_model_has_the_reported_accuracy(server
     assert kept.validation_accuracy == final["final_validation_accuracy"] >= config.target_accuracy
     # out through the CLI, back in, the same accuracy to the last digit
     out = tmp_path / "model.npz"
-    env = {"store_url": server.url}
+    env = {"store_url": store_server.url}
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
             patch.setenv(key, value)

@@ -20,7 +20,7 @@ from faasgd.local.gateway.queue_jetstream import STREAM, JetStreamBroker
 from faasgd.local.queue_rules import DeliveryPolicy
 from support.asgi_server import serve
 from support.broker_contract import CHECKS
-from support.fake_replicas import CallbackRecorder, FakeRegistry, FakeReplica
+from support.fake_replicas import CallbackRecorder, FakeRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 WAIT_S = 20.0
@@ -64,15 +64,6 @@ def wait_until(predicate, what: str, timeout_s: float = WAIT_S):
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
-
-
-@pytest.fixture
-def replica():
-    made = FakeReplica("a")
-    with serve(made) as url:
-        made.url = url
-        yield made
-        made.release()
 
 
 @pytest.fixture

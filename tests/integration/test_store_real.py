@@ -17,24 +17,19 @@ pytestmark = pytest.mark.integration
 KINDS = ["redis", "memcached"]
 
 
-@pytest.fixture(params=KINDS)
-def server(request):
-    return request.getfixturevalue(f"{request.param}_server")
-
-
 def open_real(server, **options):
     return open_store(server.url, chunk_floats=contract.CHUNK, timeout_s=2.0, **options)
 
 
 @pytest.mark.parametrize("check", contract.SINGLE_CLIENT_CHECKS, ids=lambda c: c.__name__[6:])
-def test_contract(server, check):
-    with open_real(server) as store:
+def test_contract(store_server, check):
+    with open_real(store_server) as store:
         check(store)
 
 
 @pytest.mark.parametrize("check", contract.TWO_CLIENT_CHECKS, ids=lambda c: c.__name__[6:])
-def test_contract_two_clients(server, check):
-    with open_real(server) as store, open_real(server) as other:
+def test_contract_two_clients(store_server, check):
+    with open_real(store_server) as store, open_real(store_server) as other:
         check(store, other)
 
 
@@ -92,10 +87,10 @@ def test_server_stopped_mid_use(start):
         server.stop()
 
 
-def test_timing_printed(server):
+def test_timing_printed(store_server):
     """get_weights / push_update of the 79,510-float MNIST MLP (784-100-10): printed, never asserted."""
     length, repeats = 79_510, 30
-    with open_store(server.url) as store:
+    with open_store(store_server.url) as store:
         job = contract.new_job()
         store.set_weights(job, np.zeros(length, np.float32))
         out = np.empty(length, np.float32)
@@ -110,5 +105,5 @@ def test_timing_printed(server):
                 call()
                 samples.append(time.perf_counter() - t0)
             timings[name] = 1000 * float(np.median(samples))
-    print(f"\n[timing] {server.name} {length} floats: "
+    print(f"\n[timing] {store_server.name} {length} floats: "
           + ", ".join(f"{k} {v:.2f} ms (median of {repeats})" for k, v in timings.items()))

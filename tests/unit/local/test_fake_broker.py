@@ -15,11 +15,6 @@ from support.fake_clock import FakeClock
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 class FakeHarness:
     max_payload = DEFAULT_MAX_PAYLOAD
 

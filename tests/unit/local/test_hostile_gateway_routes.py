@@ -14,11 +14,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 INVOKE_ALLOW = "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 # (method, path, Allow)
 NOT_SERVED = [(method, path, allow) for method in ("TRACE", "CONNECT", "BREW") for path, allow in (
     (f"/function/{SETUP}", INVOKE_ALLOW), (f"/function/{SETUP}/x/y", INVOKE_ALLOW), (f"/async-function/{SETUP}", "POST"),

@@ -18,11 +18,6 @@ NESTED_ARRAYS = b"[" * 100_000 + b"]" * 100_000
 NESTED_OBJECTS = b'{"a":' * 5000 + b"1" + b"}" * 5000  # under the 64 KiB of a scale or delete body
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 # Requests that would change something if let in: (method, path, body)
 WITHOUT_LOGIN = [
     ("GET", "/system/functions", b""), ("GET", f"/system/function/{TRAIN}", b""), ("GET", "/system/info", b""),

@@ -16,14 +16,8 @@ from faasgd.local import control, daemon, queue_rules
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
 from faasgd.local.stores import ServerProcess
-from support.fake_processes import FakeProcesses
 
 T0 = 1_700_000_000.0
-
-
-@pytest.fixture
-def table(monkeypatch):
-    return FakeProcesses().install(monkeypatch)
 
 
 def fake_store(name, port, ref):

@@ -22,11 +22,6 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 INVOKE_ALLOW = "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def error_of(response) -> str:
     assert response.headers["content-type"] == "application/json", response.text
     return response.json()["error"]

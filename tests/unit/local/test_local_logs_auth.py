@@ -17,11 +17,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 NOW = datetime.now(timezone.utc)
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def texts(response) -> list[str]:
     return [json.loads(line)["text"] for line in response.text.splitlines()]
 

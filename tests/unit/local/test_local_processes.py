@@ -7,14 +7,8 @@ import pytest
 
 from faasgd.local import processes
 from faasgd.local.processes import ProcessRef
-from support.fake_processes import FakeProcesses
 
 STARTED = 1_700_000_000.25
-
-
-@pytest.fixture
-def table(monkeypatch):
-    return FakeProcesses().install(monkeypatch)
 
 
 def test_identity_survives_the_state_file_round_trip():

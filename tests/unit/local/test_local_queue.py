@@ -21,11 +21,6 @@ RESIZE_S = 0.5  # queue.RESIZE_S
 PRO = DeliveryPolicy("pro", max_attempts=4, retry_wait_s=0.3, max_retry_wait_s=0.9)  # waits 0.3, 0.6, 0.9: not 0.5
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def post(gw, body: bytes = b"job", path: str = "/async-function/echo") -> str:
     response = await gw.client.post(path, content=body, headers={"X-Callback-Url": gw.callbacks.url})
     assert response.status_code == 202, response.text

@@ -16,11 +16,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 VALUE = "v4lue-never-shown"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def mode(path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 

@@ -11,11 +11,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 TRAIN_IMAGE = "ghcr.io/faasgd/emnist-train:0.1.0"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def deployment(service: str, image: str = TRAIN_IMAGE, **fields) -> dict:
     return {"service": service, "image": image, **fields}
 

@@ -12,11 +12,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 TRACE = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "faasgd=1"}
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def test_a_sync_call_reaches_the_replica_with_its_trace_context():
     replica = FakeReplica("a")
     async with gateway_in_process(FakeRegistry(echo=[replica])) as gw:

@@ -21,11 +21,6 @@ from support.paths import ROOT
 DASHBOARD = ROOT / "k8s" / "dashboards" / "faasgd.json"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def clean_exporter():
     exporter.forget()
