@@ -97,8 +97,8 @@ class TrainingSettings(ConfigModel):
     target_accuracy: Float(0.0, 1.0, low_open=True) = Field(0.85, description=(
         "validation accuracy that ends the job (1.0: run all max_epochs)"))
     eval_every_samples: Int(0, 10**12) = Field(0, description=(
-        "the stop rule's period in samples of all workers (the push crossing a multiple evaluates); 0: a quarter "
-        "of the training rows"))
+        "the stop rule's period in samples of all workers (the push crossing a multiple evaluates); 0: half the "
+        "training rows"))
     seed: Int(0, 2**31 - 1) = Field(0, description="network init uses seed; worker i shuffles and drops out with "
                                                    "seed + i")
 
