@@ -39,8 +39,8 @@ def run_job(url, **overrides):
 
 def run_timed(url, **overrides):
     """A job whose workers run in threads here; the result, and the seconds this process saw around them."""
-    values = {"dataset": "synthetic", "train_samples": 1500, "test_samples": 300, "hidden_sizes": [16],
-              "batch_size": 50, "number_of_workers": 2, "n_fetch": 2, "n_push": 2, "max_epochs": 4,
+    values = {"dataset": "synthetic", "train_samples": 3000, "test_samples": 300, "hidden_sizes": [16],
+              "batch_size": 50, "number_of_workers": 2, "n_fetch": 2, "n_push": 2, "max_epochs": 6,
               "target_accuracy": 0.99, "store_url": url, "store_timeout_s": 5.0, **overrides}
     config = load_config({}, values)
     store = open_store(url, timeout_s=2.0)
@@ -59,7 +59,7 @@ def run_timed(url, **overrides):
 def test_a_short_job_is_timed_within_ten_percent_of_the_wall_time_around_its_workers(store_server):
     final, seen = run_timed(store_server.url)
     assert final["state"] == "done", final
-    assert 0.1 < seen < 10, seen  # a short job: a one-second clock would make it 0, 1 or 2 s
+    assert 0.1 < seen < 10, seen  # a short job (0.3-0.5 s here): a one-second clock would make it 0, 1 or 2 s
     assert abs(final["wall_s"] - seen) <= 0.1 * seen, (final["wall_s"], seen)
     assert abs(final["samples_per_s"] - final["samples"] / seen) <= 0.1 * final["samples"] / seen
     assert final["wall_s"] != round(final["wall_s"]) and final["samples_per_s"] > 0
