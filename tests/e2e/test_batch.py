@@ -81,7 +81,11 @@ def test_small_matrix_writes_csv_tables_and_plots(tmp_path):
     table = pandas.read_csv(out / "runs.csv")
     assert table.columns.is_unique and "store.1" not in table.columns
     assert set(table["clock"]) == {"redis TIME (1 µs)"} and (table["wall_s"] > 0).all()
-    assert (table["requests"] >= table["number_of_workers"] + 1).all() and (table["cold_starts"] >= 0).all()
+    assert (table["requests"] >= table["number_of_workers"] + 1).all()
+    # the batch's first run started every replica it used (cold); later runs reuse warm ones (emnist-setup's at least)
+    first = table.sort_values(["round", "config_id"]).iloc[0]
+    assert first["cold_starts"] == first["requests"], first
+    assert table["cold_starts"].sum() < table["requests"].sum()
     assert (table["billed_gb_s"] > 0).all() and (table["cost_usd"] > table["cost_faas_usd"]).all()
     output = (out / "output.txt").read_text()
     for label in ("number_of_workers=1", "number_of_workers=2"):

@@ -22,26 +22,11 @@ pytestmark = pytest.mark.integration
 
 
 def run_job(url, **overrides):
+    """A job whose workers run in threads here: its config, store, id and status, and the seconds this process saw
+    around the workers (an independent measurement of the job's time)."""
     values = {"dataset": "synthetic", "train_samples": 1500, "test_samples": 500, "hidden_sizes": [16],
               "batch_size": 50, "number_of_workers": 2, "n_fetch": 2, "n_push": 2, "max_epochs": 6,
               "target_accuracy": 0.8, "store_url": url, "store_timeout_s": 5.0, **overrides}
-    config = load_config({}, values)
-    store = open_store(url, timeout_s=2.0)
-    job_id = job.create_job(store, config)
-    threads = [threading.Thread(target=run_worker, args=(config, open_store(url, timeout_s=2.0), job_id, i))
-               for i in range(config.number_of_workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(180)
-    return config, store, job_id, job.read_status(store, job_id)
-
-
-def run_timed(url, **overrides):
-    """A job whose workers run in threads here; the result, and the seconds this process saw around them."""
-    values = {"dataset": "synthetic", "train_samples": 3000, "test_samples": 300, "hidden_sizes": [16],
-              "batch_size": 50, "number_of_workers": 2, "n_fetch": 2, "n_push": 2, "max_epochs": 6,
-              "target_accuracy": 0.99, "store_url": url, "store_timeout_s": 5.0, **overrides}
     config = load_config({}, values)
     store = open_store(url, timeout_s=2.0)
     job_id = job.create_job(store, config)
@@ -51,13 +36,14 @@ def run_timed(url, **overrides):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(120)
+        t.join(180)
     seen = time.perf_counter() - started
-    return job.read_status(store, job_id)["result"], seen
+    return config, store, job_id, job.read_status(store, job_id), seen
 
 
 def test_a_short_job_is_timed_within_ten_percent_of_the_wall_time_around_its_workers(store_server):
-    final, seen = run_timed(store_server.url)
+    *_, status, seen = run_job(store_server.url, train_samples=3000, test_samples=300, target_accuracy=0.99)
+    final = status["result"]
     assert final["state"] == "done", final
     assert 0.1 < seen < 10, seen  # a short job (0.3-0.5 s here): a one-second clock would make it 0, 1 or 2 s
     assert abs(final["wall_s"] - seen) <= 0.1 * seen, (final["wall_s"], seen)
@@ -103,6 +89,23 @@ def test_a_per_iteration_job_counts_every_call_as_the_same_job_in_loop_mode(stor
     assert chained["cpu_s"] >= 0.5 * loop["cpu_s"] > 0, (chained["cpu_s"], loop["cpu_s"])
 
 
+def test_a_duplicate_delivery_trains_nothing_and_is_counted_and_billed(store_server):
+    config = load_config({}, {"dataset": "synthetic", "train_samples": 1200, "test_samples": 200, "hidden_sizes": [8],
+                              "batch_size": 50, "number_of_workers": 1, "max_epochs": 2, "target_accuracy": 1.0,
+                              "store_url": store_server.url, "invocation_mode": "per-iteration"})
+    store = open_store(store_server.url, timeout_s=2.0)
+    job_id = job.create_job(store, config)
+    first = run_iteration(config, store, job_id, 0, 0, "call-0", load_shard)
+    again = run_iteration(config, store, job_id, 0, 0, "call-0-redelivered", load_shard)  # the queue delivers twice
+    last = run_iteration(config, store, job_id, 0, 1, "call-1", load_shard)
+    assert first["next_iteration"] == 1 and again["duplicate"] and last["state"] == "finished"
+    final = job.read_status(store, job_id)["result"]
+    assert final["samples"] == 2 * 1080  # two epochs, not three
+    assert final["requests"] == 3 and final["duplicate_calls"] == 1
+    calls = [e for e in store.events(job_id) if e["event"] == "call"]
+    assert [c["kind"] for c in calls] == ["duplicate"] and 0 < calls[0]["billed_s"] < final["billed_s"]
+
+
 def test_the_store_clock_agrees_with_this_host_and_never_runs_back(store_server):
     store = open_store(store_server.url, timeout_s=2.0)
     stamps = [store.server_time() for _ in range(5)]
@@ -111,7 +114,7 @@ def test_the_store_clock_agrees_with_this_host_and_never_runs_back(store_server)
 
 
 def test_durations_are_consistent_and_the_model_has_the_reported_accuracy(store_server, tmp_path, capsys):
-    config, store, job_id, status = run_job(store_server.url)
+    config, store, job_id, status, _ = run_job(store_server.url)
     final = status["result"]
     assert final["state"] == "done" and final["reached_target"], final
     created = status["created_at"]

@@ -24,6 +24,7 @@ import subprocess
 import pytest
 import yaml
 
+from support.docs import nav_pages
 from support.paths import ROOT
 
 pytestmark = [pytest.mark.openfaas, pytest.mark.serial, pytest.mark.timeout(600)]
@@ -35,15 +36,6 @@ _RUNS_FAAS_CLI = re.compile(r"(?:^|\|\s*|&&\s*|;\s*)(?:\w+=\S*\s+)*faas-cli\s")
 _SPAN_COMMAND = re.compile(r"^(?:\w+=\S*\s+)*faas-cli\s+[a-z-]+\s+\S")
 _BUILDS = re.compile(r"faas-cli\s+(up|build)\b(?!.*--shrinkwrap)")
 HOW_TO = "how-to/faas-cli.md"
-
-
-def nav_pages(nav) -> list[str]:
-    """The pages of a mkdocs nav, in order."""
-    if isinstance(nav, str):
-        return [nav]
-    if isinstance(nav, dict):
-        return [page for value in nav.values() for page in nav_pages(value)]
-    return [page for item in nav for page in nav_pages(item)]
 
 
 def documentation() -> str:

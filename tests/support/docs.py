@@ -14,6 +14,15 @@ DOCS = ROOT / "docs"
 HOOK = DOCS / "hooks" / "reference.py"
 
 
+def nav_pages(nav) -> list[str]:
+    """The pages of a mkdocs nav, in order."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [page for value in nav.values() for page in nav_pages(value)]
+    return [page for item in nav for page in nav_pages(item)]
+
+
 def load_hook() -> ModuleType:
     spec = importlib.util.spec_from_file_location("faasgd_docs_hook", HOOK)
     module = importlib.util.module_from_spec(spec)

@@ -35,7 +35,6 @@ class CallClock:
     entered: float = 0.0  # monotonic at the call's entry
     timeline: float | None = None  # the job's timeline at `anchored_at`
     anchored_at: float = 0.0  # monotonic when the timeline was read
-    clock_name: str = ""  # which clock the timeline is (ParameterStore.job_clock)
 
     @classmethod
     def begin(cls, memory_mb: float | None = None, cold: bool = False,
@@ -47,13 +46,13 @@ class CallClock:
         """Read the job's timeline once (later calls change nothing)."""
         if self.timeline is None:
             reading = store.job_time()
-            self.timeline, self.anchored_at, self.clock_name = reading, self.monotonic(), store.job_clock
+            self.timeline, self.anchored_at = reading, self.monotonic()
         return self
 
     def anchor_local(self) -> "CallClock":
         """Anchor on this host's wall clock (when the store cannot be read: a call ending after it went away)."""
         if self.timeline is None:
-            self.timeline, self.anchored_at, self.clock_name = time.time(), self.monotonic(), "host time.time"
+            self.timeline, self.anchored_at = time.time(), self.monotonic()
         return self
 
     def now(self) -> float:

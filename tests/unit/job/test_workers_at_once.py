@@ -60,7 +60,7 @@ class Ticks:
 def call_at(ticks: Ticks, timeline: float, memory_mb: float = 1024.0, cold: bool = False) -> CallClock:
     """A call entering now whose timeline reads `timeline` at its entry."""
     clock = CallClock.begin(memory_mb, cold, monotonic=ticks)
-    clock.timeline, clock.anchored_at, clock.clock_name = timeline, ticks(), "test"
+    clock.timeline, clock.anchored_at = timeline, ticks()
     return clock
 
 

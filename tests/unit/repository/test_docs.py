@@ -11,7 +11,7 @@ import yaml
 
 from faasgd import config
 from faasgd.cli.main import build_parser
-from support.docs import DOCS, ROOT, issue_numbers, load_hook, missing_paths, prose_files
+from support.docs import DOCS, ROOT, issue_numbers, load_hook, missing_paths, nav_pages, prose_files
 
 PROSE = prose_files()
 
@@ -44,14 +44,6 @@ def test_the_checks_find_what_they_look_for():
     assert missing_paths(text) == ["src/faasgd/gone.py"]
     assert missing_paths("`tests/stack_rules.py`, `bench/results/run-<n>.png`") == ["tests/stack_rules.py",
                                                                                       "bench/results/run-<n>.png"]
-
-
-def nav_pages(nav) -> list[str]:
-    if isinstance(nav, str):
-        return [nav]
-    if isinstance(nav, dict):
-        return [page for value in nav.values() for page in nav_pages(value)]
-    return [page for item in nav for page in nav_pages(item)]
 
 
 def test_the_nav_holds_every_page_and_only_pages_that_exist():
