@@ -4,7 +4,7 @@
 #   python:3.11-slim-bookworm            (Docker Hub's Python image)
 #   ghcr.io/openfaas/of-watchdog:0.11.3  (one static binary, /fwatchdog, on scratch)
 # and the real images are better. Here the first is made from Debian bookworm's own packages
-# (debootstrap: Python 3.11, pip, adduser, CA certificates; `python` and `pip` on /usr/local/bin as
+# (debootstrap: Python 3.11, pip, adduser, CA certificates and the host's own local CAs; `python` and `pip` on /usr/local/bin as
 # in the Docker Hub image; Debian's EXTERNALLY-MANAGED marker removed, as that image has none) and
 # the second from an of-watchdog binary on scratch. Both are tagged with the real names, so the
 # template's Dockerfile builds unchanged, and marked with the label faasgd.stand-in=true.
@@ -40,6 +40,12 @@ if [ "$force" = 1 ] || ! have "$python_image"; then
     ln -sf /usr/bin/python3 "$root/usr/local/bin/python"
     ln -sf /usr/bin/pip3 "$root/usr/local/bin/pip"
     rm -f "$root"/usr/lib/python3*/EXTERNALLY-MANAGED
+    # Trust what this host trusts: where the package registries are reached through a TLS-inspecting
+    # proxy, its CA is among the host's local certificates, and pip inside a build needs it too.
+    if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+        cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+        chroot "$root" update-ca-certificates >/dev/null 2>&1
+    fi
     rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
     tar -C "$root" -c . | docker import \
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
