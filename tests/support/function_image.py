@@ -1,10 +1,11 @@
 """The function image's Python environment, built without docker, as the template's Dockerfile builds it.
 
-`build_image(tmp)` lays out build/<fn>/ with the real `faas-cli build --shrinkwrap` when it is found (else
-as faas-cli does, by faasgd.local.build), then applies the Dockerfile's steps to a fresh venv (no system
-site-packages): the template's requirements.txt, each function's requirements.txt, and the core shipped
-by `configuration.copy` (moved out of function/ and installed with no extras). Used by the integration
-tier (the core alone) and the openfaas tier (the real of-watchdog in front of it).
+`build_image(tmp, functions, extras)` lays out build/<fn>/ with the real `faas-cli build --shrinkwrap` when it
+is found (else as faas-cli does, by faasgd.local.build), then applies the Dockerfile's steps for `functions` to
+a fresh venv (no system site-packages): the template's requirements.txt, each function's requirements.txt, and
+the core shipped by `configuration.copy` (moved out of function/ and installed with `extras`, the Dockerfile's
+FAASGD_EXTRAS; none by default). Used by the integration tier (the core alone; the stacking functions' venv)
+and the openfaas tier (the real of-watchdog in front of it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from support import openfaas_bin
 from support.paths import ROOT
 
 FUNCTIONS = ("emnist-setup", "emnist-train")
+STACKING = ("stacking-driver", "stacking-trainer", "stacking-reducer", "stacking-metatrainer")
 
 
 def run(argv, cwd=None, env=None, timeout=600) -> subprocess.CompletedProcess:
@@ -48,16 +50,18 @@ def shrinkwrap(tmp: pathlib.Path) -> pathlib.Path:
     return project / "build"
 
 
-def build_image(tmp: pathlib.Path) -> tuple[str, pathlib.Path]:
-    """(python of a fresh venv holding what the image holds, the build folder) after the Dockerfile's steps."""
+def build_image(tmp: pathlib.Path, functions: tuple[str, ...] = FUNCTIONS,
+                extras: str = "") -> tuple[str, pathlib.Path]:
+    """(python of a fresh venv holding what the images of `functions` hold, the build folder) after the
+    Dockerfile's steps, the core installed with `extras` (comma-separated, as FAASGD_EXTRAS)."""
     build = shrinkwrap(tmp)
     venv = tmp / "venv"
     run([sys.executable, "-m", "venv", str(venv)])
     python = str(venv / "bin" / "python")
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    first = build / FUNCTIONS[0]
+    first = build / functions[0]
     run([*pip, "-r", str(first / "requirements.txt")])  # the shim's: flask, waitress
-    for fn in FUNCTIONS:
+    for fn in functions:
         function, core = build / fn / "function", build / fn / "core"
         run([*pip, "-r", str(function / "requirements.txt")])
         assert (function / "pyproject.toml").is_file() and (function / "src").is_dir()  # configuration.copy
@@ -65,5 +69,5 @@ def build_image(tmp: pathlib.Path) -> tuple[str, pathlib.Path]:
         shutil.move(function / "src", core / "src")
         shutil.move(function / "pyproject.toml", core / "pyproject.toml")
         (function / "__init__.py").touch()  # the Dockerfile's `touch ./function/__init__.py`
-    run([*pip, str(build / FUNCTIONS[0] / "core")])  # `pip install /tmp/faasgd-core`: no extras
+    run([*pip, f"{first / 'core'}[{extras}]" if extras else str(first / "core")])  # `pip install /tmp/faasgd-core`
     return python, build
