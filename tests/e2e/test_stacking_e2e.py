@@ -9,14 +9,13 @@ import sys
 
 import pytest
 from support.paths import ROOT
+from support.stacking_drive import sklearn_scores
 
 from faasgd.local import credentials
 from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.stacking import flow
 from faasgd.stacking.config import load_stacking
-from faasgd.stacking.dataset import accuracy, make_dataset
-from faasgd.stacking.models import fit_base, fit_meta
 from faasgd.testing.s3_server import boto_client, preload_secrets, s3_stack
 
 pytestmark = pytest.mark.e2e
@@ -46,19 +45,8 @@ def gateway(tmp_path_factory, s3_endpoint):
 
 @pytest.fixture(scope="module")
 def oracle():
-    """The default job's scores from scikit-learn alone (its own predict, in this process), by trainers_num."""
-    config = load_stacking({}, {})
-    data = make_dataset(config)
-    fitted = [fit_base(flow.model_of(config, i), config.seed, config.cv_folds, data.x_train, data.y_train)
-              for i in range(4)]  # trainer i fits models[i % 4], from the same seed: the same fit
-
-    def scores(trainers: int):
-        chosen = [fitted[i % 4] for i in range(trainers)]
-        test = [estimator.predict(data.x_test) for estimator, _ in chosen]
-        meta = fit_meta(config.seed, [[*row] for row in zip(*(oof for _, oof in chosen))], data.y_train)
-        ensemble = float((meta.predict([[*row] for row in zip(*test)]) == data.y_test).mean())
-        return [accuracy(t, data.y_test) for t in test], ensemble
-    return scores
+    """The default job's scores from scikit-learn alone, by trainers_num."""
+    return sklearn_scores(load_stacking({}, {}))
 
 
 @pytest.mark.parametrize("transfer, store, concurrent, trainers", [
