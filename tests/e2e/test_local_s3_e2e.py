@@ -1,0 +1,83 @@
+"""`faasgd up` with a stack whose functions set `channel: s3`, and nothing else done by hand: no S3 server started,
+no bucket made, no secret created, no s3_url or endpoint in the stack. The runtime starts its own S3 server, and
+a grad_avg job with `--channel s3` ends done with its rounds' objects in that server; `faasgd down` leaves no
+process behind (runtime_up checks every pid of the state file, the S3 server's included). A runtime killed with
+SIGKILL leaves its S3 server to the next `faasgd up`, which adopts it with its objects, as it adopts the stores."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import boto3
+import psutil
+import pytest
+from support.hostile_runtime import faasgd, runtime_up
+from support.paths import ROOT
+
+from faasgd.local import s3
+from faasgd.testing.stacks import stack_copy
+
+pytestmark = pytest.mark.e2e
+JOB = ["--algorithm", "grad_avg", "--model", "lr", "--dataset", "higgs-like", "--train-samples", "300",
+       "--validation-samples", "60", "--test-samples", "100", "--batch-size", "32", "--workers", "2",
+       "--max-epochs", "2", "--target-accuracy", "1.0", "--learning-rate", "0.5", "--profile-hz", "0"]
+
+
+def channel_s3(stack: dict) -> None:
+    """What a user edits: the training functions' default channel, s3."""
+    for name in ("emnist-setup", "emnist-train"):
+        stack["functions"][name]["environment"]["channel"] = "s3"
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("local-s3")
+    stack = stack_copy(ROOT, tmp / "stack", edit=channel_s3)
+    with runtime_up(tmp / ".faasgd", stack, "--ack-wait", "120") as up:
+        yield up
+
+
+def bucket_client(url: str):
+    return boto3.session.Session().client("s3", endpoint_url=url, region_name="us-east-1",
+                                          aws_access_key_id="any", aws_secret_access_key="any")
+
+
+def test_up_starts_the_s3_server_with_its_bucket_and_secrets(runtime):
+    server = runtime.state["stores"]["s3"]
+    assert server["url"].startswith("http://127.0.0.1:")
+    assert f"s3         {server['url']}  (pid {server['pid']})" in runtime.up_output.stdout
+    names = [b["Name"] for b in bucket_client(server["url"]).list_buckets()["Buckets"]]
+    assert names == ["faasgd-local"]
+    secrets = runtime.dir / "secrets"
+    assert all((secrets / name).stat().st_mode & 0o077 == 0 for name in s3.KEY_SECRETS)
+    assert runtime.state["services"]["minio.openfaas-fn:9000"] == server["url"].removeprefix("http://")
+
+
+def test_a_grad_avg_job_on_channel_s3_ends_done_through_the_runtimes_server(runtime):
+    run = faasgd("train", *JOB, "--channel", "s3", "--json", "--dir", runtime.dir, "--port", runtime.port,
+                 timeout=240)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    record = json.loads(run.stdout)  # the job's result record
+    assert record["state"] == "done", record["error"]
+    assert record["rounds"] == 8 and record["round_bytes_written"] > 0 and record["round_bytes_read"] > 0  # 4 a epoch
+    client = bucket_client(runtime.state["stores"]["s3"]["url"])
+    job_id = record["job_id"]
+    written = client.list_objects_v2(Bucket="faasgd-local", Prefix=f"{job_id}/").get("KeyCount", 0)
+    assert written > 0, f"no object of job {job_id} in the runtime's S3 server"
+
+
+def test_up_after_a_crash_adopts_the_s3_server_with_its_objects_and_down_stops_it(runtime):
+    first = json.loads((runtime.dir / "state.json").read_text())
+    server = first["stores"]["s3"]
+    objects = bucket_client(server["url"]).list_objects_v2(Bucket="faasgd-local").get("KeyCount", 0)
+    os.kill(first["pid"], signal.SIGKILL)
+    again = faasgd("up", "--port", runtime.port, "--dir", runtime.dir, "-f", first["stack"], "--ack-wait", "120")
+    assert again.returncode == 0 and "started" in again.stdout, again.stdout + again.stderr
+    second = json.loads((runtime.dir / "state.json").read_text())
+    assert second["stores"]["s3"] == server  # the very process, kept
+    assert bucket_client(server["url"]).list_objects_v2(Bucket="faasgd-local").get("KeyCount", 0) == objects > 0
+    assert faasgd("down", "--dir", runtime.dir).returncode == 0
+    pids = [second["pid"], server["pid"], *(r["pid"] for r in second["replicas"])]
+    assert not [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
