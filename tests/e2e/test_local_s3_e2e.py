@@ -1,6 +1,7 @@
 """`faasgd up` with a stack whose functions set `channel: s3`, and nothing else done by hand: no S3 server started,
 no bucket made, no secret created, no s3_url or endpoint in the stack. The runtime starts its own S3 server, and
-a grad_avg job with `--channel s3` ends done with its rounds' objects in that server; `faasgd down` leaves no
+a grad_avg job with `--channel s3` ends done with its rounds' objects in that server, as does a stacking job with
+its objects (transfer s3); `faasgd down` leaves no
 process behind (runtime_up checks every pid of the state file, the S3 server's included). A runtime killed with
 SIGKILL leaves its S3 server to the next `faasgd up`, which adopts it with its objects, as it adopts the stores."""
 
@@ -26,9 +27,9 @@ JOB = ["--algorithm", "grad_avg", "--model", "lr", "--dataset", "higgs-like", "-
 
 
 def channel_s3(stack: dict) -> None:
-    """What a user edits: the training functions' default channel, s3."""
-    for name in ("emnist-setup", "emnist-train"):
-        stack["functions"][name]["environment"]["channel"] = "s3"
+    """What a user edits: the training functions' default channel, and the stacking functions' transfer, s3."""
+    for name, spec in stack["functions"].items():
+        spec["environment"]["transfer" if name.startswith("stacking-") else "channel"] = "s3"
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +67,15 @@ def test_a_grad_avg_job_on_channel_s3_ends_done_through_the_runtimes_server(runt
     job_id = record["job_id"]
     written = client.list_objects_v2(Bucket="faasgd-local", Prefix=f"{job_id}/").get("KeyCount", 0)
     assert written > 0, f"no object of job {job_id} in the runtime's S3 server"
+
+
+def test_a_stacking_job_moves_its_objects_through_the_runtimes_server(runtime):
+    answer = runtime.gateway.invoke("stacking-driver", {"trainers_num": 2, "models": ["Lasso", "LinearSVR"]})
+    assert answer.status == 200, answer.body[:500]
+    job_id = answer.json()["job_id"]
+    listed = bucket_client(runtime.state["stores"]["s3"]["url"]).list_objects_v2(Bucket="faasgd-local",
+                                                                                 Prefix=f"{job_id}/")
+    assert listed.get("KeyCount", 0) == 2 * 2 + 4  # model:i and pred:i per trainer; dataset, models, meta, full
 
 
 def test_up_after_a_crash_adopts_the_s3_server_with_its_objects_and_down_stops_it(runtime):
