@@ -196,7 +196,12 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
 
     table = service_table(args.port, stores)
     state = initial_state(args, directory, stores, table)
-    s3.attach(table, lambda entry: state["stores"].update(s3=entry))  # written with the replica that asked
+
+    def record_s3(addresses: dict[str, str], entry: dict) -> None:  # written to state.json with the replica that asked
+        with _STATE_LOCK:
+            table.update(addresses)
+            state["stores"]["s3"] = entry
+    s3.attach(record_s3)
     delivery = queue_rules.from_flags(args)
     state.update(broker={"url": broker.url, "store_dir": broker.workdir, **broker.ref.to_json()},
                  delivery=delivery.to_json())

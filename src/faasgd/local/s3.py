@@ -141,14 +141,14 @@ class LocalS3:
     def __init__(self, store: SecretStore, adopted: dict | None = None):
         self.store = store
         self.server = adopt(adopted)
-        self.table: dict[str, str] | None = None  # the runtime's Service table, shared with its replicas
-        self.on_start: Callable[[dict], None] = lambda entry: None
+        self.on_start: Callable[[dict[str, str], dict], None] = lambda addresses, entry: None
         self._buckets: set[str] = set()
         self._lock = threading.Lock()
 
-    def attach(self, table: dict[str, str], on_start: Callable[[dict], None]) -> None:
-        """Publish the server in `table` once it runs; `on_start(entry)` records it (state.json's stores)."""
-        self.table, self.on_start = table, on_start
+    def attach(self, on_start: Callable[[dict[str, str], dict], None]) -> None:
+        """`on_start(addresses, entry)` is called whenever a server runs (an adopted one at once): the Service
+        addresses it plays (for the runtime's Service table) and its state-file entry (among the stores)."""
+        self.on_start = on_start
         if self.server is not None:
             self._publish()
 
@@ -186,9 +186,7 @@ class LocalS3:
                 self.server.stop()
 
     def _publish(self) -> None:
-        if self.table is not None:
-            self.table.update(services.addresses({"s3": f"{LOOPBACK}:{self.server.port}"}, [SERVICE]))
-        self.on_start(self.entry())
+        self.on_start(services.addresses({"s3": f"{LOOPBACK}:{self.server.port}"}, [SERVICE]), self.entry())
 
 
 def adopt(entry: dict | None) -> ServerProcess | None:

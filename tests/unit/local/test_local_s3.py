@@ -98,7 +98,11 @@ def local(tmp_path, monkeypatch):
     monkeypatch.setattr(s3, "make_bucket", lambda endpoint, bucket: buckets.append((endpoint, bucket)))
     runtime = s3.LocalS3(SecretStore(tmp_path / "secrets"))
     table = services.addresses({"gateway": "127.0.0.1:7000", "redis": "127.0.0.1:7001", "memcached": "127.0.0.1:7002"})
-    runtime.attach(table, recorded.append)
+
+    def record(addresses, entry):
+        table.update(addresses)
+        recorded.append(entry)
+    runtime.attach(record)
     return runtime, table, started, buckets, recorded
 
 
