@@ -3,7 +3,8 @@ no bucket made, no secret created, no s3_url or endpoint in the stack. The runti
 a grad_avg job with `--channel s3` ends done with its rounds' objects in that server, as does a stacking job with
 its objects (transfer s3); `faasgd down` leaves no
 process behind (runtime_up checks every pid of the state file, the S3 server's included). A runtime killed with
-SIGKILL leaves its S3 server to the next `faasgd up`, which adopts it with its objects, as it adopts the stores."""
+SIGKILL leaves its S3 server to the next `faasgd up`, which adopts it with its objects, as it adopts the stores.
+A stack that asks for no S3 gets no server until a function deployed later asks."""
 
 from __future__ import annotations
 
@@ -91,3 +92,25 @@ def test_up_after_a_crash_adopts_the_s3_server_with_its_objects_and_down_stops_i
     assert faasgd("down", "--dir", runtime.dir).returncode == 0
     pids = [second["pid"], server["pid"], *(r["pid"] for r in second["replicas"])]
     assert not [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_stack_not_asking_gets_no_server_until_a_deploy_asks(tmp_path):
+    """The repository's stack asks for no S3: no server, no S3 secret. A function deployed later with channel s3
+    (as `faas-cli deploy` sends it) starts the server, and its replica's environment reaches it."""
+    with runtime_up(tmp_path / ".faasgd") as up:
+        assert "s3" not in up.state["stores"] and not list((up.dir / "secrets").glob("s3-*"))
+        train = up.gateway.function_status("emnist-train")
+        deployment = {"service": "train-s3", "image": train["image"], "envProcess": train["envProcess"],
+                      "envVars": {**train["envVars"], "channel": "s3"}, "secrets": train["secrets"],
+                      "labels": {"com.openfaas.scale.min": "1", "com.openfaas.scale.max": "1"}}
+        answer = up.gateway.request("POST", "/system/functions", json.dumps(deployment).encode(),
+                                    {"Content-Type": "application/json"})
+        assert answer.status in (200, 202), answer.body
+        up.gateway.wait_for_replicas("train-s3", 1, 60)
+        state = json.loads((up.dir / "state.json").read_text())
+        server = state["stores"]["s3"]
+        replica = next(r for r in state["replicas"] if r["function"] == "train-s3")
+        env = psutil.Process(replica["pid"]).environ()
+        assert env["s3_endpoint_url"] == server["url"] and env["s3_url"] == s3.DEFAULT_URL
+        assert "s3_url" not in up.gateway.function_status("train-s3")["envVars"]  # the function as deployed
+        up.state = state  # runtime_up's down then checks the S3 server is gone too
