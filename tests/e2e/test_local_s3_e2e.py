@@ -1,10 +1,10 @@
-"""`faasgd up` with a stack whose functions set `channel: s3`, and nothing else done by hand: no S3 server started,
-no bucket made, no secret created, no s3_url or endpoint in the stack. The runtime starts its own S3 server, and
-a grad_avg job with `--channel s3` ends done with its rounds' objects in that server, as does a stacking job with
-its objects (transfer s3); `faasgd down` leaves no
-process behind (runtime_up checks every pid of the state file, the S3 server's included). A runtime killed with
-SIGKILL leaves its S3 server to the next `faasgd up`, which adopts it with its objects, as it adopts the stores.
-A stack that asks for no S3 gets no server until a function deployed later asks."""
+"""`faasgd up` with a stack whose functions set `channel: s3` (and `transfer: s3`), nothing else done by hand: no S3
+server started, no bucket made, no secret created, no s3_url or endpoint in the stack. The runtime starts its own
+S3 server; a grad_avg job with `--channel s3` ends done with its rounds' objects in that server, as does a stacking
+job with its objects; `faasgd down` leaves no process behind (runtime_up checks every pid of the state file, the
+S3 server's included). A runtime killed with SIGKILL leaves its S3 server to the next `faasgd up`, which adopts
+it with its objects, as it adopts the stores. A stack that asks for no S3 gets no server until a function
+deployed later asks."""
 
 from __future__ import annotations
 
