@@ -5,8 +5,9 @@ generates) the gateway's login in <dir>/secrets, starts redis-server and memcach
 ports, nats-server with JetStream for the async queue (its files in <dir>/jetstream, so queued calls
 outlive the daemon), lays out each function's build folder, deploys the stack's functions (replicas
 with the layered environment of faasgd.local.environment, in which every in-cluster Service address
-points at the process playing it here), serves the gateway on 127.0.0.1 (port 0: a free one), and
-records every process (pid + create time) in <dir>/state.json. SIGTERM stops it all; `faasgd down`
+points at the process playing it here), serves the gateway on 127.0.0.1 (port 0: a free one), starts an
+S3-compatible server when a function asks for S3 (faasgd.local.s3), and records every process (pid + create
+time) in <dir>/state.json. SIGTERM stops it all; `faasgd down`
 sends it and then stops whatever a crash may have left, checking each identity first.
 """
 
@@ -33,9 +34,10 @@ from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.build import build_function, template_fprocess
 from faasgd.local.deployments import Catalog, Code
 from faasgd.local.dockerfile import image_env
-from faasgd.local.pods import Host
+from faasgd.local.pods import Host, start_replica
 from faasgd.local.processes import ProcessRef
 from faasgd.local.replicas import Supervisor
+from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
 from faasgd.local.stores import STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached, start_redis
@@ -163,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     # the gateway's port is taken first: a store, the broker or a replica picking a free port after it cannot
     # pick this one (CI saw the gateway's bind fail with "Address already in use" once)
     listener = listen("127.0.0.1", args.port)
+    s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"))  # started when a function asks for S3
     try:
         stores = start_stores(directory, args.adopt)
         try:
@@ -172,31 +175,38 @@ def main(argv: list[str] | None = None) -> int:
                 server.stop()
             raise
         try:
-            serve(args, directory, catalog, stores, login, stop, broker, listener)
+            serve(args, directory, catalog, stores, login, stop, broker, listener, s3)
         finally:
             for server in [*stores.values(), broker]:
                 server.stop()
             (directory / STATE_FILE).unlink(missing_ok=True)
     finally:
+        s3.stop()
         listener.close()
     return 0
 
 
 def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
           login: credentials.Login, stop: threading.Event, broker: ServerProcess,
-          listener: socket.socket) -> None:
+          listener: socket.socket, s3: LocalS3) -> None:
     """Start the replicas and the gateway (on `listener`, the socket main took first), keep state.json current,
-    and run until `stop` is set."""
+    and run until `stop` is set. A replica of a function asking for S3 gets it from `s3` (faasgd.local.s3)."""
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
     from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 
     table = service_table(args.port, stores)
     state = initial_state(args, directory, stores, table)
+
+    def record_s3(addresses: dict[str, str], entry: dict) -> None:  # written to state.json with the replica that asked
+        with _STATE_LOCK:
+            table.update(addresses)
+            state["stores"]["s3"] = entry
+    s3.attach(record_s3)
     delivery = queue_rules.from_flags(args)
     state.update(broker={"url": broker.url, "store_dir": broker.workdir, **broker.ref.to_json()},
                  delivery=delivery.to_json())
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ))
-    supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host)
+    supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host, spawn=s3.spawner(start_replica))
     supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})
     gateway = None
     try:
