@@ -32,6 +32,7 @@ from faasgd.local import credentials, environment, processes, queue_rules, servi
 from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.build import build_function, template_fprocess
 from faasgd.local.deployments import Catalog, Code
+from faasgd.local.docker_site import DockerSite
 from faasgd.local.dockerfile import image_env
 from faasgd.local.pods import Host
 from faasgd.local.processes import ProcessRef
@@ -60,6 +61,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ack-wait", type=float, default=300.0)
     parser.add_argument("--upstream-timeout", type=float, default=300.0)
     parser.add_argument("--queue-workers", type=int, default=None)
+    parser.add_argument("--backend", choices=("process", "docker"), default="process",
+                        help="replicas as processes, or as containers of their images (faasgd.local.docker_site)")
     parser.add_argument("--adopt", type=json.loads, default={},
                         help="JSON: the stores and broker a crashed runtime left running, to keep (faasgd up)")
     queue_rules.add_flags(parser)
@@ -91,13 +94,15 @@ def source_sha() -> str:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
-def start_stores(directory: Path, adopted: Mapping[str, dict] | None = None) -> dict[str, ServerProcess]:
+def start_stores(directory: Path, adopted: Mapping[str, dict] | None = None,
+                 also_bind: str | None = None) -> dict[str, ServerProcess]:
     """redis-server and memcached on free loopback ports, by name; stops the first if the second fails.
 
     A store in `adopted` (state-file entries a crashed runtime left, see control.up) is kept, data
     and all, when it is still that process and answers; otherwise it is stopped and started afresh.
     """
-    starters = {"redis": lambda: start_redis(workdir=str(directory)), "memcached": start_memcached}
+    starters = {"redis": lambda: start_redis(workdir=str(directory), also_bind=also_bind),
+                "memcached": lambda: start_memcached(also_bind=also_bind)}
     started: dict[str, ServerProcess] = {}
     try:
         for name, start in starters.items():
@@ -163,8 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     # the gateway's port is taken first: a store, the broker or a replica picking a free port after it cannot
     # pick this one (CI saw the gateway's bind fail with "Address already in use" once)
     listener = listen("127.0.0.1", args.port)
+    site = DockerSite(directory) if args.backend == "docker" else None
     try:
-        stores = start_stores(directory, args.adopt)
+        stores = start_stores(directory, args.adopt, site.gateway_ip if site else None)
         try:
             broker = start_broker(directory, args.adopt.get("nats"))
         except BaseException:
@@ -172,21 +178,24 @@ def main(argv: list[str] | None = None) -> int:
                 server.stop()
             raise
         try:
-            serve(args, directory, catalog, stores, login, stop, broker, listener)
+            serve(args, directory, catalog, stores, login, stop, broker, listener, site)
         finally:
             for server in [*stores.values(), broker]:
                 server.stop()
             (directory / STATE_FILE).unlink(missing_ok=True)
     finally:
         listener.close()
+        if site is not None:
+            site.stop()
     return 0
 
 
 def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
           login: credentials.Login, stop: threading.Event, broker: ServerProcess,
-          listener: socket.socket) -> None:
+          listener: socket.socket, site: DockerSite | None = None) -> None:
     """Start the replicas and the gateway (on `listener`, the socket main took first), keep state.json current,
-    and run until `stop` is set."""
+    and run until `stop` is set. With a DockerSite the replicas are containers on its network, and the
+    gateway also listens on the network's gateway address."""
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
     from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 
@@ -195,8 +204,12 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     delivery = queue_rules.from_flags(args)
     state.update(broker={"url": broker.url, "store_dir": broker.workdir, **broker.ref.to_json()},
                  delivery=delivery.to_json())
+    if site is not None:
+        state.update(site.state())
+        table, catalog = site.service_table(args.port, stores), site.catalog(catalog)
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ))
-    supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host)
+    supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host,
+                            **({"spawn": site.spawn} if site is not None else {}))
     supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})
     gateway = None
     try:
@@ -207,7 +220,8 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
             queue_workers=args.queue_workers, version=__version__, delivery=delivery, sha=source_sha(),
             basic_auth=login, secrets_dir=str(directory / "secrets")),
             broker=JetStreamBroker(broker.url))
-        gateway.start(listener)
+        from faasgd.local.gateway.server import listen
+        gateway.start(listener, (listen(site.gateway_ip, args.port),) if site is not None else ())
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
         write_state(directory, {**state, "replicas": supervisor.processes()})
         print(f"faasgd runtime ready: gateway {state['gateway_url']}, "
