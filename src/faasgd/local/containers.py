@@ -172,8 +172,10 @@ class ContainerReplica:
 
     def stop(self) -> None:
         """`docker stop` (SIGTERM, then SIGKILL after the grace period), remove it and its folder."""
-        docker_cli.docker("stop", "-t", str(STOP_GRACE_S), self.container, timeout=STOP_GRACE_S + 30, check=False)
-        docker_cli.docker("rm", "-f", "-v", self.container, check=False)
+        if self.container:
+            docker_cli.docker("stop", "-t", str(STOP_GRACE_S), self.container, timeout=STOP_GRACE_S + 30,
+                              check=False)
+            docker_cli.docker("rm", "-f", "-v", self.container, check=False)
         if self.logs is not None:
             processes.stop(self.logs, 2.0)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -199,8 +201,12 @@ def start_container(deployment: Deployment, name: str, host: Host, network: Netw
     if missing:
         write_line(log_path, f"faasgd: secret(s) not found in {host.secrets.directory}, not mounted: "
                              f"{', '.join(missing)}")
-    docker_cli.docker("rm", "-f", container_name(network.runtime_id, name), check=False)  # one a crash left
-    container = docker_cli.run_detached(run_argv(deployment, name, network, dict(host.services), root / "secrets"))
+    try:
+        container = docker_cli.run_detached(run_argv(deployment, name, network, dict(host.services),
+                                                     root / "secrets"))
+    except (docker_cli.DockerError, ConfigError) as error:  # a dead replica: supervision retries, the log says why
+        write_line(log_path, f"faasgd: {name} did not start: {error}")
+        return ContainerReplica(spec.name, name, "", "", None, log_path, root, generation=deployment.generation)
     found = docker_cli.inspect("container", container) or {}
     ip = found.get("NetworkSettings", {}).get("Networks", {}).get(network.name, {}).get("IPAddress", "")
     pid = found.get("State", {}).get("Pid") or 0

@@ -12,6 +12,8 @@ from faasgd.errors import ConfigError
 from faasgd.local import containers, docker_cli, services
 from faasgd.local.containers import Network, cpu_cores, memory_bytes, resource_flags, run_argv
 from faasgd.local.deployments import Code, Deployment
+from faasgd.local.pods import Host
+from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
 from support.paths import ROOT
 
@@ -109,3 +111,20 @@ def test_run_never_lets_the_daemon_pull(monkeypatch):
     calls = fake_docker(monkeypatch, present=set())
     docker_cli.run_detached(["--name", "x", "image:1"])
     assert calls == [("run", "-d", "--pull", "never", "--name", "x", "image:1")]
+
+
+def test_a_container_that_cannot_start_is_a_dead_replica_whose_log_says_why(monkeypatch, tmp_path):
+    def docker(*args, timeout=0.0, check=True):
+        if args[0] == "run":
+            raise docker_cli.DockerError("docker run: Error response from daemon: No such image: x:1")
+        return ""
+
+    monkeypatch.setattr(docker_cli, "docker", docker)
+    (tmp_path / "logs").mkdir()
+    host = Host(tmp_path, SecretStore(tmp_path / "secrets"), {}, {})
+    replica = containers.start_container(deployment(), "emnist-train-1", host, NETWORK)
+    assert not replica.alive() and not replica.check_health()  # supervision replaces it, as a crashed pod
+    assert "emnist-train-1 did not start: docker run: Error response from daemon: No such image" in \
+        (tmp_path / "logs" / "emnist-train-1.log").read_text()
+    replica.stop()  # nothing to stop in Docker; its folder goes
+    assert not (tmp_path / "replicas" / "emnist-train-1").exists()
