@@ -3,7 +3,7 @@ registry of a `faasgd up --backend docker`, and run there as containers.
 
 One runtime for the package (`deployed`): a copy of the project (faas-cli writes ./build there) whose
 stack.yml keeps emnist-setup and emnist-train with a 1 s drain, `faasgd up --backend docker` on it, then
-`REGISTRY=127.0.0.1:<its registry> TAG=docker-test faas-cli up --filter 'emnist-*'`. Skipped with a one-line
+`REGISTRY=127.0.0.1:<its registry> TAG=docker-test` and the README's `faas-cli up` line. Skipped with a one-line
 reason when no Docker daemon answers, faas-cli is missing or the base images are not on this machine
 (scripts/local-base-images.sh makes them where no registry is reachable); the daemon never pulls from
 anywhere but the runtime's own registry. Teardown: `faasgd down` (containers and network, by the runtime's
@@ -13,9 +13,12 @@ label) and the two images this package tagged.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,7 @@ import yaml
 from faasgd.local import credentials, docker_cli
 from faasgd.local.stores import free_port
 from faasgd.testing.fault_matrix import RUNTIME_FLAGS, Runtime
+from support.container_faults import wait_available
 from support.openfaas_bin import find, missing_reason
 from support.paths import ROOT
 
@@ -47,6 +51,14 @@ def skip_reason() -> str | None:
     if absent:
         return f"base image(s) {', '.join(absent)} not on this machine: run scripts/local-base-images.sh"
     return None
+
+
+def documented_up() -> list[str]:
+    """The `faas-cli up` line of the README's Deploy section, as faas-cli's arguments (the test runs exactly it,
+    plus the build argument of the stand-in base image)."""
+    lines = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("faas-cli up ")]
+    assert len(lines) == 1, lines
+    return shlex.split(re.sub(r"\s{2,}#.*$", "", lines[0]))[1:]
 
 
 def project_copy(folder: Path) -> Path:
@@ -79,24 +91,13 @@ class FaasCli:
                               cwd=self.project, env=environment, timeout=timeout)
 
 
-def wait_available(runtime: Runtime, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        functions = runtime.gateway.request("GET", "/system/functions").json()
-        if sorted(f["name"] for f in functions) == sorted(FUNCTIONS) and \
-                all(f["availableReplicas"] >= f["replicas"] for f in functions):
-            return
-        assert time.monotonic() < deadline, f"functions not available after {timeout_s}s: {functions}"
-        time.sleep(0.5)
-
-
 @pytest.fixture(scope="package")
 def deployed(tmp_path_factory):
     """The runtime after `faas-cli up`: {runtime, faas_cli, registry, up (faas-cli's output), seconds}."""
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
-    started = time.monotonic()
+    started, built_after = time.monotonic(), datetime.now(timezone.utc)
     project = project_copy(tmp_path_factory.mktemp("docker-project"))
     folder = tmp_path_factory.mktemp("docker-runtime")
     os.environ["TAG"] = TAG  # the stack's images as `faasgd up` reads them: absent, so nothing runs before the deploy
@@ -111,7 +112,7 @@ def deployed(tmp_path_factory):
         login = faas_cli("login", "-u", "admin", "--password-stdin",
                          stdin=credentials.read(runtime.directory / "secrets")[1])
         assert login.returncode == 0, login.stdout + login.stderr
-        up = faas_cli("up", "-f", "stack.yml", "--filter", "emnist-*", "--build-arg", f"PYTHON_VERSION={PYTHON_VERSION}",
+        up = faas_cli(*documented_up(), "--build-arg", f"PYTHON_VERSION={PYTHON_VERSION}",
                       env={"REGISTRY": registry, "TAG": TAG}, timeout=BUILD_TIMEOUT_S)
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         wait_available(runtime)
@@ -119,4 +120,19 @@ def deployed(tmp_path_factory):
                "up": up.stdout + up.stderr, "seconds": time.monotonic() - started}
     finally:
         runtime.stop()
-        docker_cli.docker("rmi", *images, check=False)
+        leftovers = build_leftovers(images, built_after)
+        docker_cli.docker("rmi", *images, *leftovers, check=False)
+
+
+def created(image: str) -> datetime:
+    return datetime.fromisoformat((docker_cli.inspect("image", image) or {})["Created"][:26].rstrip("Z") + "+00:00")
+
+
+def build_leftovers(images: list[str], after: datetime) -> list[str]:
+    """The untagged images the classic builder left of these builds: each `test` stage (`ship` copies one file
+    from it), found as a dangling image made by this build that shares an image made by it with `images`."""
+    ours = {step for image in images for step in docker_cli.docker("history", "-q", image, check=False).split()
+            if step != "<missing>" and created(step) > after}
+    dangling = docker_cli.docker("images", "-q", "--filter", "dangling=true").split()
+    return [image for image in dangling if created(image) > after
+            and ours & set(docker_cli.docker("history", "-q", image, check=False).split())]
