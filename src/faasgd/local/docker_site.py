@@ -120,6 +120,8 @@ class ImageCatalog(Catalog):
             docker_cli.ensure_image(image)
         except docker_cli.DockerError as error:
             raise Refused(400, str(error)) from error
+        if docker_cli.is_loopback_registry(image):
+            print(f"faasgd runtime: pulled {image}", flush=True)
         if image in self.codes:
             return self.codes[image]
         return Code(FunctionSpec(name="", lang="", handler=Path("."), image=image), Path("."), {})
@@ -146,7 +148,11 @@ class DockerSite:
         self.identity = runtime_id(self.directory)
         docker_cli.remove_labelled_containers(runtime_label(self.identity))  # a crashed runtime's replicas
         self.network = ensure_network(self.identity)
-        self.registry = start_registry(self.directory)
+        try:
+            self.registry = start_registry(self.directory)
+        except BaseException:
+            docker_cli.remove_labelled(runtime_label(self.identity))  # nothing of it is left behind
+            raise
 
     @property
     def gateway_ip(self) -> str:
