@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
     up.add_argument("--queue-workers", type=int, default=None, help="default: one per call the replicas run at once (replicas x waitress_threads)")
     queue_rules.add_flags(up)  # --delivery ce|pro and pro's retry settings
+    up.add_argument("--backend", choices=("process", "docker"), default="process",
+                    help="run replicas as processes (default) or as containers of their images, with a registry "
+                         "on loopback for faas-cli up (needs a Docker daemon)")
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")

@@ -23,7 +23,8 @@ def up(args) -> int:
     flags.stack_file(args.file)
     (user, password), generated = control.login(args.dir)
     found = api.start_runtime(args.file, args.port, args.dir, ack_wait_s=args.ack_wait,
-                              queue_workers=args.queue_workers, delivery=delivery)
+                              queue_workers=args.queue_workers, delivery=delivery,
+                              backend=getattr(args, "backend", "process"))
     state, started = found.state, found.started
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
     if "broker" in state:
@@ -31,8 +32,12 @@ def up(args) -> int:
               f"{state['delivery']['mode']} delivery)")
     for name, store in state["stores"].items():
         print(f"  {name:<10} {store['url']}  (pid {store['pid']})")
+    if "registry" in state:
+        print(f"  {'registry':<10} {state['registry']['url']}  (pid {state['registry']['pid']}; "
+              f"REGISTRY={state['registry']['url']} faas-cli up -f stack.yml)")
     for replica in state["replicas"]:
-        print(f"  {replica['name']:<16} 127.0.0.1:{replica['port']}  (pid {replica['pid']})")
+        where = replica.get("url") or f"127.0.0.1:{replica['port']}"
+        print(f"  {replica['name']:<16} {where}  (pid {replica.get('pid', '-')})")
     print(f"state and logs: {Path(args.dir).resolve()}")
     print_login(state["gateway_url"], user, password if generated else None, Path(args.dir).resolve() / "secrets")
     return 0

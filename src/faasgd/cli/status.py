@@ -13,6 +13,7 @@ from faasgd.cli.output import emit_json
 from faasgd.cli.progress import LiveProgress, console, print_batch_note, print_summary, worker_table
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
+from faasgd.local import control
 from faasgd.openfaas import json_answer, wait_for_job
 from faasgd.store import open_store
 from faasgd.store.keys import check_job_id
@@ -78,5 +79,9 @@ def runtime_status(args) -> int:
         table.add_row(f["name"], str(f["replicas"]), str(f["availableReplicas"]), str(f.get("invocationCount", 0)))
     out = console()
     out.print(f"gateway {client.url}", highlight=False, markup=False)
+    state = control.read_state(args.dir) if getattr(args, "dir", None) else None
+    if state and "registry" in state and state.get("gateway_url") == client.url.rstrip("/"):  # the container backend's registry, where faas-cli pushes
+        out.print(f"registry {state['registry']['url']} ({state.get('backend')} backend)", highlight=False,
+                  markup=False)
     out.print(table)
     return 0

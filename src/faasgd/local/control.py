@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import credentials, processes
+from faasgd.local import credentials, docker_cli, processes
+from faasgd.local.containers import RUNTIME_LABEL
 from faasgd.local.daemon import STATE_FILE
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
@@ -27,6 +28,7 @@ from faasgd.openfaas import GatewayClient, poll_until
 DEFAULT_DIR = ".faasgd"
 UP_TIMEOUT_S = 90.0
 DOWN_TIMEOUT_S = 20.0
+BACKENDS = ("process", "docker")  # how replicas run: host processes, or containers of their images
 
 
 def read_state(directory: str | os.PathLike = DEFAULT_DIR) -> dict | None:
@@ -74,13 +76,18 @@ def healthy(state: dict | None) -> bool:
 
 def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
        upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
-       delivery: DeliveryPolicy = DeliveryPolicy()) -> tuple[dict, bool]:
+       delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process") -> tuple[dict, bool]:
     """Start the runtime unless it already runs; returns (state, whether this call started it).
 
     Port 0 picks a free one (state["gateway_url"] has it). The gateway's login is generated first
-    if absent (`login`).
+    if absent (`login`). `backend` "docker" runs the replicas as containers (faasgd.local.docker_site)
+    and is refused at once when no Docker daemon answers.
     """
     check_options(port, ack_wait_s, queue_workers, upstream_timeout_s)
+    if backend not in BACKENDS:
+        raise ConfigError("--backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "docker":
+        docker_cli.daemon_version()
     directory = Path(directory).resolve()
     state = read_state(directory)
     if state is not None:
@@ -97,7 +104,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     login(directory)
     argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
-            "--upstream-timeout", str(upstream_timeout_s)]
+            "--upstream-timeout", str(upstream_timeout_s), "--backend", backend]
     if queue_workers:
         argv += ["--queue-workers", str(queue_workers)]
     argv += delivery.to_argv()
@@ -130,7 +137,11 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
     daemon = ProcessRef.from_json(state)
     if daemon is not None and processes.stop(daemon, DOWN_TIMEOUT_S):  # it stops its children itself
         stopped.append(daemon.pid)
-    return stopped + _leftovers(directory, state)[0]
+    stopped += _leftovers(directory, state)[0]
+    if state.get("backend") == "docker" and isinstance(state.get("runtime_id"), str):
+        # the daemon removes its containers and network itself; these are what a crash left
+        docker_cli.remove_labelled(f"{RUNTIME_LABEL}={state['runtime_id']}")
+    return stopped
 
 
 def _leftovers(directory: Path, state: dict | None = None,
@@ -170,7 +181,7 @@ def _children(state: dict) -> list[ProcessRef]:
     """The replicas, stores and broker a state file names (an entry without an identity is never ours)."""
     replicas, stores = state.get("replicas"), state.get("stores")
     entries = (replicas if isinstance(replicas, list) else []) + \
-        (list(stores.values()) if isinstance(stores, dict) else []) + [state.get("broker")]
+        (list(stores.values()) if isinstance(stores, dict) else []) + [state.get("broker"), state.get("registry")]
     return [ref for ref in map(ProcessRef.from_json, entries) if ref is not None]
 
 

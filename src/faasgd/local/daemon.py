@@ -33,6 +33,7 @@ from faasgd.local import credentials, environment, processes, queue_rules, servi
 from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.build import build_function, template_fprocess
 from faasgd.local.deployments import Catalog, Code
+from faasgd.local.docker_site import DockerSite
 from faasgd.local.dockerfile import image_env
 from faasgd.local.pods import Host, start_replica
 from faasgd.local.processes import ProcessRef
@@ -40,7 +41,8 @@ from faasgd.local.replicas import Supervisor
 from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
-from faasgd.local.stores import STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached, start_redis
+from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
+                                 start_redis)
 
 STATE_FILE = "state.json"
 _STATE_LOCK = threading.Lock()  # the supervisor's thread and the gateway's scale calls both rewrite the file
@@ -62,6 +64,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ack-wait", type=float, default=300.0)
     parser.add_argument("--upstream-timeout", type=float, default=300.0)
     parser.add_argument("--queue-workers", type=int, default=None)
+    parser.add_argument("--backend", choices=("process", "docker"), default="process",
+                        help="replicas as processes, or as containers of their images (faasgd.local.docker_site)")
     parser.add_argument("--adopt", type=json.loads, default={},
                         help="JSON: the stores and broker a crashed runtime left running, to keep (faasgd up)")
     queue_rules.add_flags(parser)
@@ -93,13 +97,15 @@ def source_sha() -> str:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
-def start_stores(directory: Path, adopted: Mapping[str, dict] | None = None) -> dict[str, ServerProcess]:
+def start_stores(directory: Path, adopted: Mapping[str, dict] | None = None,
+                 also_bind: str | None = None) -> dict[str, ServerProcess]:
     """redis-server and memcached on free loopback ports, by name; stops the first if the second fails.
 
     A store in `adopted` (state-file entries a crashed runtime left, see control.up) is kept, data
     and all, when it is still that process and answers; otherwise it is stopped and started afresh.
     """
-    starters = {"redis": lambda: start_redis(workdir=str(directory)), "memcached": start_memcached}
+    starters = {"redis": lambda: start_redis(workdir=str(directory), also_bind=also_bind),
+                "memcached": lambda: start_memcached(also_bind=also_bind)}
     started: dict[str, ServerProcess] = {}
     try:
         for name, start in starters.items():
@@ -165,9 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     # the gateway's port is taken first: a store, the broker or a replica picking a free port after it cannot
     # pick this one (CI saw the gateway's bind fail with "Address already in use" once)
     listener = listen("127.0.0.1", args.port)
-    s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"))  # started when a function asks for S3
+    site = DockerSite(directory) if args.backend == "docker" else None
+    # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
+    s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK)
     try:
-        stores = start_stores(directory, args.adopt)
+        stores = start_stores(directory, args.adopt, site.gateway_ip if site else None)
         try:
             broker = start_broker(directory, args.adopt.get("nats"))
         except BaseException:
@@ -175,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                 server.stop()
             raise
         try:
-            serve(args, directory, catalog, stores, login, stop, broker, listener, s3)
+            serve(args, directory, catalog, stores, login, stop, broker, listener, s3, site)
         finally:
             for server in [*stores.values(), broker]:
                 server.stop()
@@ -183,14 +191,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         s3.stop()
         listener.close()
+        if site is not None:
+            site.stop()
     return 0
 
 
 def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
           login: credentials.Login, stop: threading.Event, broker: ServerProcess,
-          listener: socket.socket, s3: LocalS3) -> None:
+          listener: socket.socket, s3: LocalS3, site: DockerSite | None = None) -> None:
     """Start the replicas and the gateway (on `listener`, the socket main took first), keep state.json current,
-    and run until `stop` is set. A replica of a function asking for S3 gets it from `s3` (faasgd.local.s3)."""
+    and run until `stop` is set. A replica of a function asking for S3 gets it from `s3` (faasgd.local.s3).
+    With a DockerSite the replicas are containers on its network, and the gateway also listens on the
+    network's gateway address."""
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
     from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 
@@ -205,8 +217,12 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     delivery = queue_rules.from_flags(args)
     state.update(broker={"url": broker.url, "store_dir": broker.workdir, **broker.ref.to_json()},
                  delivery=delivery.to_json())
+    if site is not None:
+        state.update(site.state())
+        table, catalog = site.service_table(args.port, stores), site.catalog(catalog)
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ))
-    supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host, spawn=s3.spawner(start_replica))
+    supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host,
+                            spawn=s3.spawner(site.spawn if site is not None else start_replica))
     supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})
     gateway = None
     try:
@@ -217,7 +233,8 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
             queue_workers=args.queue_workers, version=__version__, delivery=delivery, sha=source_sha(),
             basic_auth=login, secrets_dir=str(directory / "secrets")),
             broker=JetStreamBroker(broker.url))
-        gateway.start(listener)
+        from faasgd.local.gateway.server import listen
+        gateway.start(listener, (listen(site.gateway_ip, args.port),) if site is not None else ())
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
         write_state(directory, {**state, "replicas": supervisor.processes()})
         print(f"faasgd runtime ready: gateway {state['gateway_url']}, "

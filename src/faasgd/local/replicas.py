@@ -173,11 +173,15 @@ class Supervisor:
         """
         name = request.service
         with self._lock:
+            if update and name not in self.deployments:
+                raise Refused(404, f"unable update Deployment: {name}.{NAMESPACE}, error: deployments.apps "
+                                   f"\"{name}\" not found")
+        code = self.catalog.code_for(request.image)  # may pull the image (container backend): outside the lock
+        with self._lock:
             existing = self.deployments.get(name)
             if update and existing is None:
                 raise Refused(404, f"unable update Deployment: {name}.{NAMESPACE}, error: deployments.apps "
                                    f"\"{name}\" not found")
-            code = self.catalog.code_for(request.image)
             if not update and existing is not None:
                 raise Refused(409, f"unable create Deployment: deployments.apps \"{name}\" already exists")
             if existing is None and len(self.deployments) >= MAX_FUNCTIONS:

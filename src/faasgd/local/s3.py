@@ -29,6 +29,7 @@ in the same environment as the runtime, so `faasgd up` with such a stack works w
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import secrets as tokens
@@ -86,24 +87,26 @@ def pod_spec(spec: FunctionSpec) -> FunctionSpec:
     return replace(spec, environment=env, secrets=listed)
 
 
-def start_s3_server(port: int | None = None, ready_timeout: float = READY_TIMEOUT_S) -> ServerProcess:
-    """moto's server (PUT atomic) on 127.0.0.1 (a free port unless `port`); returns once it answers."""
+def start_s3_server(port: int | None = None, ready_timeout: float = READY_TIMEOUT_S,
+                    host: str = LOOPBACK) -> ServerProcess:
+    """moto's server (PUT atomic) on `host` (loopback, or a container network's gateway address under
+    `faasgd up --backend docker`), a free port unless `port`; returns once it answers."""
     if importlib.util.find_spec("moto") is None:
         raise StoreUnavailable("s3 (local)", "a function asks for S3 (channel or transfer s3) and the local S3 "
                                              "server needs moto: pip install 'faasgd[local]'")
 
     def launch(p: int) -> ServerProcess:
         tmp = tempfile.TemporaryDirectory(prefix="faasgd-s3-")
-        argv = [sys.executable, "-m", SERVER_MODULE, "-H", LOOPBACK, "-p", str(p)]
-        return spawn_server("s3", f"http://{LOOPBACK}:{p}", p, argv, tmp, None)
+        argv = [sys.executable, "-m", SERVER_MODULE, "-H", host, "-p", str(p)]
+        return spawn_server("s3", f"http://{host}:{p}", p, argv, tmp, None)
 
-    return start_server(launch, port, server_answers, ready_timeout)
+    return start_server(launch, port, functools.partial(server_answers, host=host), ready_timeout)
 
 
-def server_answers(port: int) -> bool:
-    """True when moto answers its own API on 127.0.0.1:port."""
+def server_answers(port: int, host: str = LOOPBACK) -> bool:
+    """True when moto answers its own API on host:port."""
     try:
-        with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/moto-api/", timeout=1.0) as answer:
+        with urllib.request.urlopen(f"http://{host}:{port}/moto-api/", timeout=1.0) as answer:
             return answer.status == 200
     except (OSError, urllib.error.URLError):
         return False
@@ -138,9 +141,9 @@ def make_key_secrets(store: SecretStore) -> list[str]:
 class LocalS3:
     """The runtime's S3 server, started when a function first asks for it; provides each such pod its S3."""
 
-    def __init__(self, store: SecretStore, adopted: dict | None = None):
-        self.store = store
-        self.server = adopt(adopted)
+    def __init__(self, store: SecretStore, adopted: dict | None = None, address: str = LOOPBACK):
+        self.store, self.address = store, address  # where the server listens: where the pods can reach it
+        self.server = adopt(adopted, address)
         self.on_start: Callable[[dict[str, str], dict], None] = lambda addresses, entry: None
         self._buckets: set[str] = set()
         self._lock = threading.Lock()
@@ -161,7 +164,7 @@ class LocalS3:
             if self.server is None or not self.server.alive():
                 if self.server is not None:
                     self.server.stop()  # died: moto kept everything in memory, so its buckets are gone too
-                self.server, self._buckets = start_s3_server(), set()
+                self.server, self._buckets = start_s3_server(host=self.address), set()
                 self._publish()
             bucket = bucket_of(pod.environment[URL_ENV])
             if bucket is not None and bucket not in self._buckets:
@@ -186,15 +189,15 @@ class LocalS3:
                 self.server.stop()
 
     def _publish(self) -> None:
-        self.on_start(services.addresses({"s3": f"{LOOPBACK}:{self.server.port}"}, [SERVICE]), self.entry())
+        self.on_start(services.addresses({"s3": f"{self.address}:{self.server.port}"}, [SERVICE]), self.entry())
 
 
-def adopt(entry: dict | None) -> ServerProcess | None:
+def adopt(entry: dict | None, address: str = LOOPBACK) -> ServerProcess | None:
     """The S3 server a crashed runtime left (its objects with it) if it still answers; stopped when silent."""
     ref = ProcessRef.from_json(entry)
     if ref is None:
         return None
-    server = adopt_server("s3", str(entry.get("url", "")), ref, server_answers)
+    server = adopt_server("s3", str(entry.get("url", "")), ref, functools.partial(server_answers, host=address))
     if server is None:
         processes.stop(ref)
     return server

@@ -104,8 +104,11 @@ def start_redis(
     workdir: str | None = None,
     password: str | None = None,
     ready_timeout: float = 10.0,
+    also_bind: str | None = None,
 ) -> ServerProcess:
-    """Start redis-server on 127.0.0.1 without persistence; return once it answers PING."""
+    """Start redis-server on 127.0.0.1 (and `also_bind`, e.g. a container network's gateway address)
+    without persistence; return once it answers PING. Protected mode (which answers only loopback
+    when there is no password) is off with `also_bind`: the server binds those two addresses only."""
     binary = _binary("redis-server", "redis-server")
 
     def launch(p: int) -> ServerProcess:
@@ -116,7 +119,7 @@ def start_redis(
             if password:
                 quoted = password.replace("\\", "\\\\").replace('"', '\\"')
                 f.write(f'requirepass "{quoted}"\n')
-        argv = [binary, conf, "--port", str(p), "--bind", LOOPBACK, "--save", "",
+        argv = [binary, conf, "--port", str(p), "--bind", LOOPBACK, *([also_bind, "--protected-mode", "no"] if also_bind else []), "--save", "",
                 "--appendonly", "no", "--dir", directory, "--daemonize", "no"]
         server = spawn_server("redis", f"redis://{LOOPBACK}:{p}/0", p, argv, tmp, password)
         server.workdir = directory
@@ -130,13 +133,14 @@ def start_memcached(
     item_size: str = "2m",
     memory_mb: int = 256,
     ready_timeout: float = 10.0,
+    also_bind: str | None = None,
 ) -> ServerProcess:
-    """Start memcached on 127.0.0.1 (TCP only); return once it answers `version`."""
+    """Start memcached on 127.0.0.1 (and `also_bind`) over TCP only; return once it answers `version`."""
     binary = _binary("memcached", "memcached")
 
     def launch(p: int) -> ServerProcess:
         tmp = tempfile.TemporaryDirectory(prefix="faasgd-memcached-")
-        argv = [binary, "-l", LOOPBACK, "-p", str(p), "-U", "0", "-I", item_size, "-m", str(memory_mb)]
+        argv = [binary, "-l", ",".join([LOOPBACK, *([also_bind] if also_bind else [])]), "-p", str(p), "-U", "0", "-I", item_size, "-m", str(memory_mb)]
         if os.geteuid() == 0:
             argv += ["-u", "root"]  # memcached refuses to run as root without it
         return spawn_server("memcached", f"memcached://{LOOPBACK}:{p}", p, argv, tmp, None)

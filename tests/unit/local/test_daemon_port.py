@@ -13,7 +13,7 @@ from faasgd.local.stores import free_port
 def test_the_gateway_port_is_taken_before_the_stores_start_and_released_after(tmp_path, monkeypatch):
     port, seen = free_port(), []
 
-    def start_stores(directory, adopt):  # what the stores would find when they pick their ports
+    def start_stores(directory, adopt, also_bind=None):  # what the stores would find when they pick their ports
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))

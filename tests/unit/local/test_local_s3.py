@@ -91,7 +91,7 @@ def local(tmp_path, monkeypatch):
     """A LocalS3 whose server and bucket calls are recorded, attached to a Service table and a state entry."""
     started, buckets, recorded = [], [], []
 
-    def start():
+    def start(host="127.0.0.1"):
         started.append(FakeServer(7100 + len(started)))
         return started[-1]
     monkeypatch.setattr(s3, "start_s3_server", start)
@@ -146,3 +146,17 @@ def test_a_pod_started_through_the_spawner_reaches_the_server_through_its_enviro
     assert env["s3_endpoint_url"] == "http://127.0.0.1:7100" and env["store_url"] == "redis://127.0.0.1:7001/0"
     assert "s3-secret-key" in pod.spec.secrets and (name, host) == ("emnist-train-1", "host")
     assert deployment.spec is asked  # the function as deployed is left as it was
+
+
+def test_under_docker_the_server_listens_and_is_published_on_the_networks_gateway_address(tmp_path, monkeypatch):
+    hosts = []
+
+    def start(host="127.0.0.1"):
+        hosts.append(host)
+        return FakeServer(7200)
+    monkeypatch.setattr(s3, "start_s3_server", start)
+    monkeypatch.setattr(s3, "make_bucket", lambda endpoint, bucket: None)
+    runtime, table = s3.LocalS3(SecretStore(tmp_path / "secrets"), address="172.30.0.1"), {}
+    runtime.attach(lambda addresses, entry: table.update(addresses))
+    runtime.provide(spec({"channel": "s3"}))
+    assert hosts == ["172.30.0.1"] and table["minio.openfaas-fn:9000"] == "172.30.0.1:7200"

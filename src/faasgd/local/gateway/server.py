@@ -34,6 +34,7 @@ class LocalGateway:
         self.registry, self.options = registry, options
         self.app = create_app(registry, options, transport, broker=broker)
         self._socket: socket.socket | None = None
+        self._also: tuple[socket.socket, ...] = ()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -49,13 +50,15 @@ class LocalGateway:
         """The async queue (its stats() and deliveries() may be read from any thread)."""
         return self.app.state.queue
 
-    def start(self, listener: socket.socket | None = None) -> None:
+    def start(self, listener: socket.socket | None = None, also: tuple[socket.socket, ...] = ()) -> None:
         """Bind (or take `listener`, a socket already listening on the options' address), then serve in a
-        daemon thread; returns once listening and the queue-workers run."""
+        daemon thread, on `also` too (more listening sockets, e.g. on a container network's gateway
+        address); returns once listening and the queue-workers run."""
         with self._lock:
             if self._server is not None or self._stopped:
                 raise RuntimeError("a LocalGateway starts once")
             self._socket = listener or listen(self.options.host, self.options.port, self.options.backlog)
+            self._also = tuple(also)
             # h11, not httptools: it hands unknown methods (BREW) to the app, which answers 405 JSON; and what
             # h11 cannot parse gets a JSON 400 too (JsonErrorsH11).
             config = uvicorn.Config(self.app, http=JsonErrorsH11, ws="none", lifespan="on", log_config=None,
@@ -84,11 +87,12 @@ class LocalGateway:
             self._thread.join(5.0)
             if self._thread.is_alive():
                 log.warning("the gateway's thread did not end within 5 s")
-        if self._socket is not None:
-            self._socket.close()
+        for sock in (self._socket, *self._also):
+            if sock is not None:
+                sock.close()
 
     def _serve(self) -> None:
-        asyncio.run(self._server.serve(sockets=[self._socket]))
+        asyncio.run(self._server.serve(sockets=[self._socket, *self._also]))
 
 
 class JsonErrorsH11(H11Protocol):

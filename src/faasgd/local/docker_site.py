@@ -1,0 +1,181 @@
+"""What the container backend adds to a runtime: a Docker network, a registry, and images from anywhere.
+
+How the containers reach the runtime. The stores, the broker and the gateway stay host processes.
+The runtime creates one bridge network per runtime folder (`faasgd-<id>`, labelled
+`faasgd.runtime=<id>`; the id is a hash of the folder), and the host's address on it (the bridge's
+gateway, e.g. 172.18.0.1) is where the containers find them: redis-server and memcached bind it
+beside 127.0.0.1, and the gateway listens on it too, each on its usual port. In a container's
+environment every in-cluster Service address (`redis.openfaas-fn:6379`, `gateway.openfaas:8080`, ...)
+is rewritten to that address and the port (faasgd.local.services, as for processes with loopback),
+and the Service names resolve to it (`--add-host`). The gateway reaches each container on its own
+address, port 8080. Nothing is published on the host's other interfaces.
+
+The registry is Debian's docker-registry on a free loopback port, its files under <dir>/registry;
+`REGISTRY=127.0.0.1:<port> faas-cli up` pushes there, and a deploy of an image named
+127.0.0.1:<port>/... pulls it (Docker allows plain HTTP for 127.0.0.0/8). Every image is accepted:
+one on loopback is pulled at each deploy (faas-netes' imagePullPolicy Always), any other must be on
+this machine already; nothing is ever pulled from elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+import httpx
+
+from faasgd.errors import FaasgdError, StoreUnavailable
+from faasgd.local import docker_cli, services
+from faasgd.local.api import Refused
+from faasgd.local.containers import RUNTIME_LABEL, ContainerReplica, Network, start_container
+from faasgd.local.deployments import Catalog, Code, Deployment
+from faasgd.local.pods import Host
+from faasgd.local.stack import FunctionSpec
+from faasgd.local.stores import ServerProcess, spawn_server, start_server
+
+REGISTRY_BINARY = "docker-registry"
+
+
+def runtime_id(directory: Path) -> str:
+    """A short id of the runtime folder: names and labels of what the runtime creates in Docker."""
+    return hashlib.sha256(str(Path(directory).resolve()).encode()).hexdigest()[:10]
+
+
+def runtime_label(identity: str) -> str:
+    return f"{RUNTIME_LABEL}={identity}"
+
+
+def ensure_network(identity: str) -> Network:
+    """The runtime's bridge network, created unless a runtime of this folder left it (its address kept)."""
+    name = f"faasgd-{identity}"
+    found = docker_cli.inspect("network", name)
+    if found is None:
+        docker_cli.docker("network", "create", "--driver", "bridge", "--label", runtime_label(identity), name)
+        found = docker_cli.inspect("network", name) or {}
+    configs = (found.get("IPAM") or {}).get("Config") or [{}]
+    gateway_ip = configs[0].get("Gateway", "")
+    if not gateway_ip:
+        raise docker_cli.DockerError(f"network {name}: Docker gave it no gateway address")
+    return Network(name, gateway_ip, identity)
+
+
+def registry_config(port: int, storage: Path) -> str:
+    """docker-registry's configuration: loopback only, files under `storage`, deletes allowed."""
+    return (f"version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n"
+            f"storage:\n  filesystem:\n    rootdirectory: {storage}\n  delete:\n    enabled: true\n"
+            f"http:\n  addr: 127.0.0.1:{port}\n")
+
+
+def registry_answers(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/v2/", timeout=0.5, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_registry(directory: Path, ready_timeout: float = 20.0) -> ServerProcess:
+    """docker-registry on loopback, storing under <directory>/registry/data: on the port it had before
+    (images pushed there keep their names across `faasgd down` / `up`), else on a free one."""
+    binary = shutil.which(REGISTRY_BINARY)
+    if binary is None:
+        raise FaasgdError("backend docker: docker-registry not found on PATH; install it with: "
+                          "apt-get install -y docker-registry")
+    folder = directory / "registry"
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+
+    def launch(port: int) -> ServerProcess:
+        config = folder / "config.yml"
+        config.write_text(registry_config(port, folder / "data"))
+        tmp = tempfile.TemporaryDirectory(prefix="faasgd-registry-")
+        return spawn_server("registry", f"127.0.0.1:{port}", port, [binary, "serve", str(config)], tmp, None)
+
+    previous = previous_port(folder / "config.yml")
+    if previous is not None:  # the port the images pushed before are named with, when it is still free
+        try:
+            return start_server(launch, previous, registry_answers, ready_timeout)
+        except StoreUnavailable:
+            pass
+    return start_server(launch, None, registry_answers, ready_timeout)
+
+
+def previous_port(config: Path) -> int | None:
+    """The port a registry of this folder listened on before, if its configuration says one."""
+    try:
+        match = re.search(r"addr: 127\.0\.0\.1:([0-9]+)", config.read_text())
+    except OSError:
+        return None
+    return int(match.group(1)) if match else None
+
+
+class ImageCatalog(Catalog):
+    """Every image runs: the stack's own codes, and any other image a deploy names (pulled from loopback)."""
+
+    def code_for(self, image: str) -> Code:
+        """The code of `image`, pulled first when it is in a registry on loopback; Refused(400) saying why not."""
+        try:
+            docker_cli.ensure_image(image)
+        except docker_cli.DockerError as error:
+            raise Refused(400, str(error)) from error
+        if docker_cli.is_loopback_registry(image):
+            print(f"faasgd runtime: pulled {image}", flush=True)
+        if image in self.codes:
+            return self.codes[image]
+        return Code(FunctionSpec(name="", lang="", handler=Path("."), image=image), Path("."), {})
+
+    def stack_deployments(self, now: float) -> dict[str, Deployment]:
+        """The stack's functions whose image is here or in the registry; the others wait for a deploy."""
+        ready = {}
+        for name, deployment in super().stack_deployments(now).items():
+            try:
+                docker_cli.ensure_image(deployment.spec.image)
+            except docker_cli.DockerError as error:
+                print(f"faasgd runtime: {name} not started: {error}", flush=True)
+                continue
+            ready[name] = deployment
+        return ready
+
+
+class DockerSite:
+    """A runtime's network and registry; `spawn` starts replicas as containers on the network."""
+
+    def __init__(self, directory: Path):
+        docker_cli.daemon_version()
+        self.directory = Path(directory).resolve()
+        self.identity = runtime_id(self.directory)
+        docker_cli.remove_labelled_containers(runtime_label(self.identity))  # a crashed runtime's replicas
+        self.network = ensure_network(self.identity)
+        try:
+            self.registry = start_registry(self.directory)
+        except BaseException:
+            docker_cli.remove_labelled(runtime_label(self.identity))  # nothing of it is left behind
+            raise
+
+    @property
+    def gateway_ip(self) -> str:
+        return self.network.gateway_ip
+
+    def service_table(self, gateway_port: int, stores: Mapping[str, ServerProcess]) -> dict[str, str]:
+        """Every in-cluster Service address -> the network's gateway address and the port of what plays it."""
+        local = {"gateway": f"{self.gateway_ip}:{gateway_port}",
+                 **{name: f"{self.gateway_ip}:{store.port}" for name, store in stores.items()}}
+        return services.addresses(local)
+
+    def catalog(self, catalog: Catalog) -> ImageCatalog:
+        return ImageCatalog(catalog.stack)
+
+    def spawn(self, deployment: Deployment, name: str, host: Host) -> ContainerReplica:
+        return start_container(deployment, name, host, self.network)
+
+    def state(self) -> dict:
+        """What state.json records of it (`faasgd down` removes by the label, stops the registry by pid)."""
+        return {"backend": "docker", "runtime_id": self.identity, "network": self.network.name,
+                "registry": {"url": self.registry.url, **self.registry.ref.to_json()}}
+
+    def stop(self) -> None:
+        """Stop the registry (its files stay for the next runtime), remove every container and the network."""
+        self.registry.stop()
+        docker_cli.remove_labelled(runtime_label(self.identity))
