@@ -34,7 +34,7 @@ from support.paths import ROOT
 FUNCTIONS = ("emnist-setup", "emnist-train")
 PROJECT = ("stack.yml", "template", *FUNCTIONS, "pyproject.toml", "src")  # what faas-cli build reads
 TAG = "docker-test"  # the tag of this package's images: removed at the end
-PYTHON_VERSION = "3.11"  # the stand-in base image's (scripts/local-base-images.sh)
+PYTHON_VERSION = "3.11"  # the template's default, and the stand-in base image's (scripts/local-base-images.sh)
 BASE_IMAGES = (f"python:{PYTHON_VERSION}-slim-bookworm", "ghcr.io/openfaas/of-watchdog:0.11.3")
 BUILD_TIMEOUT_S = 900
 
@@ -112,8 +112,7 @@ def deployed(tmp_path_factory):
         login = faas_cli("login", "-u", "admin", "--password-stdin",
                          stdin=credentials.read(runtime.directory / "secrets")[1])
         assert login.returncode == 0, login.stdout + login.stderr
-        up = faas_cli(*documented_up(), "--build-arg", f"PYTHON_VERSION={PYTHON_VERSION}",
-                      env={"REGISTRY": registry, "TAG": TAG}, timeout=BUILD_TIMEOUT_S)
+        up = faas_cli(*documented_up(), env={"REGISTRY": registry, "TAG": TAG}, timeout=BUILD_TIMEOUT_S)
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         wait_available(runtime)
         yield {"runtime": runtime, "faas_cli": faas_cli, "registry": registry, "images": images,
