@@ -48,11 +48,12 @@ class Runtime:
 
 def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFAULT_DIR, *,
                   ack_wait_s: float = 300.0, queue_workers: int | None = None,
-                  delivery: DeliveryPolicy = DeliveryPolicy()) -> Runtime:
+                  delivery: DeliveryPolicy = DeliveryPolicy(), watchdog: str = "auto") -> Runtime:
     """Start the local runtime (stores, queue, gateway, replicas) unless it already runs: `faasgd up`.
 
     `port` 0 picks a free port (the default here; the CLI's is 8080). Run from the repository root or
-    pass `stack=` the path of stack.yml.
+    pass `stack=` the path of stack.yml. `watchdog`: "auto" (replicas under the real of-watchdog when
+    found), "off" (bare `python index.py`), or fwatchdog's path.
 
         >>> rt = start_runtime(port=0)           # doctest: +SKIP
         >>> rt.gateway_url, rt.started           # doctest: +SKIP
@@ -61,7 +62,8 @@ def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFA
     if not Path(stack).is_file():
         raise ConfigError("stack", f"no stack file {stack!r} (run from the repository root, or pass --file / "
                                    f"Python: stack='path/to/stack.yml')")
-    state, started = control.up(stack, port, directory, ack_wait_s, queue_workers=queue_workers, delivery=delivery)
+    state, started = control.up(stack, port, directory, ack_wait_s, queue_workers=queue_workers, delivery=delivery,
+                                watchdog_choice=watchdog)
     return Runtime(state["gateway_url"], str(Path(directory).resolve()), started, state)
 
 

@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
     up.add_argument("--queue-workers", type=int, default=None, help="default: one per call the replicas run at once (replicas x waitress_threads)")
     queue_rules.add_flags(up)  # --delivery ce|pro and pro's retry settings
+    up.add_argument("--watchdog", default="auto",
+                    help="run replicas under the real of-watchdog: auto (FAASGD_WATCHDOG, else fwatchdog on PATH, "
+                         "else ../shared/bin/fwatchdog beside the project; bare `python index.py` without one), "
+                         "off, or fwatchdog's path (default auto)")
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")

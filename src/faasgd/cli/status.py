@@ -10,9 +10,11 @@ from faasgd.api.jobs import in_store, through_gateway
 from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json
+from faasgd.cli.runtime import watchdog_line
 from faasgd.cli.progress import LiveProgress, console, print_batch_note, print_summary, worker_table
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
+from faasgd.local import control
 from faasgd.openfaas import json_answer, wait_for_job
 from faasgd.store import open_store
 from faasgd.store.keys import check_job_id
@@ -78,5 +80,16 @@ def runtime_status(args) -> int:
         table.add_row(f["name"], str(f["replicas"]), str(f["availableReplicas"]), str(f.get("invocationCount", 0)))
     out = console()
     out.print(f"gateway {client.url}", highlight=False, markup=False)
+    line = local_watchdog_line(args, client.url)
+    if line:
+        out.print(line, highlight=False, markup=False)
     out.print(table)
     return 0
+
+
+def local_watchdog_line(args, url: str) -> str | None:
+    """How the local runtime runs its replicas, when `url` is its gateway (another gateway's are pods)."""
+    state = control.read_state(getattr(args, "dir", control.DEFAULT_DIR))
+    if not state or state.get("gateway_url", "").rstrip("/") != url.rstrip("/"):
+        return None
+    return watchdog_line(state)

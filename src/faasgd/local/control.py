@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import credentials, processes
+from faasgd.local import credentials, processes, watchdog
 from faasgd.local.daemon import STATE_FILE
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
@@ -74,13 +74,14 @@ def healthy(state: dict | None) -> bool:
 
 def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
        upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
-       delivery: DeliveryPolicy = DeliveryPolicy()) -> tuple[dict, bool]:
+       delivery: DeliveryPolicy = DeliveryPolicy(), watchdog_choice: str = "auto") -> tuple[dict, bool]:
     """Start the runtime unless it already runs; returns (state, whether this call started it).
 
     Port 0 picks a free one (state["gateway_url"] has it). The gateway's login is generated first
-    if absent (`login`).
+    if absent (`login`). `watchdog_choice`: auto, off or fwatchdog's path (faasgd.local.watchdog).
     """
     check_options(port, ack_wait_s, queue_workers, upstream_timeout_s)
+    watchdog.find(watchdog_choice, os.environ, Path(stack))  # a bad --watchdog: a ConfigError, nothing started
     directory = Path(directory).resolve()
     state = read_state(directory)
     if state is not None:
@@ -97,7 +98,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     login(directory)
     argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
-            "--upstream-timeout", str(upstream_timeout_s)]
+            "--upstream-timeout", str(upstream_timeout_s), "--watchdog", watchdog_choice]
     if queue_workers:
         argv += ["--queue-workers", str(queue_workers)]
     argv += delivery.to_argv()
