@@ -1,21 +1,23 @@
 """Run a command in a network namespace of its own, as a pod runs, served on one loopback port of the host.
 
-    python -S netns.py PORT COMMAND...     (as root; standard library only: run by path, never imported)
+    python -S netns.py serve PORT COMMAND...     the replica (as root; standard library only: run by path)
+    python -S netns.py enter NETNS COMMAND...    its function process, as the watchdog's fprocess
 
 Why: of-watchdog 0.11.3 serves Prometheus metrics on port 8081, fixed (no setting reads another), on all
 interfaces, and panics when that port is taken ("metrics error ListenAndServe: ... address already in use";
 tried with two watchdogs on one host: the second exits at once). In a cluster each pod has its own network
-namespace, so its 8081 is its own. Here each replica's watchdog gets one too:
+namespace, so its 8081 is its own. Here each replica's watchdog gets one too. `serve`:
 
-1. bind 127.0.0.1:PORT in the host's namespace (the address the gateway and the health checks call);
-2. unshare(CLONE_NEWNET) and bring the new namespace's loopback up;
-3. fork a forwarder that accepts on the host socket and copies each connection to 127.0.0.1:PORT inside the
+1. binds 127.0.0.1:PORT in the host's namespace (the address the gateway and the health checks call);
+2. unshares its network namespace and brings the new one's loopback up;
+3. forks a forwarder that accepts on the host socket and copies each connection to 127.0.0.1:PORT inside the
    namespace (where the watchdog listens), both ways; it dies with its parent (PR_SET_PDEATHSIG);
-4. exec COMMAND (bootstrap.py, which binds upstream_url's socket in the namespace and becomes the watchdog).
+4. execs COMMAND (bootstrap.py, which binds upstream_url's socket in the namespace and becomes the watchdog).
 
-The function process the watchdog forks goes back to the host's namespace (its fprocess starts with
-`nsenter --net=...`, faasgd.local.watchdog), so the stores and the gateway stay reachable on the host's
-loopback; its listening socket, bound by bootstrap.py here, stays in the namespace, where the watchdog calls it.
+`enter` is how the watchdog starts the function (faasgd.local.watchdog.replica_env): back in the host's
+namespace NETNS, so the stores and the gateway stay reachable on the host's loopback (its listening socket,
+bound by bootstrap.py in the replica's namespace, stays there, where the watchdog calls it), and killed when
+the watchdog dies (PR_SET_PDEATHSIG), as a container's processes go with its PID 1; then it execs COMMAND.
 """
 
 import ctypes
@@ -36,6 +38,25 @@ ACCEPT_POLL_S = 1.0  # how often the forwarder looks whether its parent is still
 
 def libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_parent() -> None:
+    """SIGKILL when the parent goes; at once if it has gone already (then this process has been re-parented)."""
+    parent = os.getppid()
+    libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def enter(netns: str) -> None:
+    """Join the network namespace at path `netns` (e.g. /proc/<pid>/ns/net)."""
+    fd = os.open(netns, os.O_RDONLY)
+    try:
+        if libc().setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns({netns}): {os.strerror(err)}")
+    finally:
+        os.close(fd)
 
 
 def enter_new_namespace() -> None:
@@ -81,7 +102,7 @@ def relay(client: socket.socket, port: int) -> None:
 
 def forward(listener: socket.socket, port: int, parent: int) -> None:
     """The forwarder's life: accept on the host socket until the parent (the watchdog) is gone."""
-    libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    die_with_parent()
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a drain goes on through the watchdog: calls still arrive
     listener.settimeout(ACCEPT_POLL_S)
     while os.getppid() == parent:
@@ -94,8 +115,7 @@ def forward(listener: socket.socket, port: int, parent: int) -> None:
     os._exit(0)
 
 
-def main(argv: list[str]) -> None:
-    port, command = int(argv[0]), argv[1:]
+def serve(port: int, command: list[str]) -> None:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
@@ -106,6 +126,18 @@ def main(argv: list[str]) -> None:
         forward(listener, port, parent)
     listener.close()
     os.execvp(command[0], command)
+
+
+def main(argv: list[str]) -> None:
+    verb, where, command = argv[0], argv[1], argv[2:]
+    if verb == "serve":
+        serve(int(where), command)
+    elif verb == "enter":
+        enter(where)
+        die_with_parent()
+        os.execvp(command[0], command)
+    else:
+        sys.exit(f"netns.py: serve PORT COMMAND... | enter NETNS COMMAND..., not {verb!r}")
 
 
 if __name__ == "__main__":

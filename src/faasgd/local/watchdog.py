@@ -120,14 +120,17 @@ def read_version(path: str) -> tuple[str | None, str | None]:
 def replica_env(port: int, upstream_port: int, host_netns: str) -> dict[str, str]:
     """What the runtime sets for a replica under the watchdog, over the image's and the function's environment:
     the watchdog's port, where the function listens, and the function's command (the runtime's Python, back
-    in the host's network namespace; of-watchdog splits fprocess on spaces)."""
+    in the host's network namespace and killed with the watchdog: faasgd.local.netns `enter`; of-watchdog
+    splits fprocess on spaces)."""
+    enter = f"{sys.executable} -S {LAUNCHER} enter {host_netns}"
     return {"port": str(port), "upstream_url": f"http://127.0.0.1:{upstream_port}",
-            "fprocess": f"nsenter --net={host_netns} {sys.executable} index.py"}
+            "fprocess": f"{enter} {sys.executable} index.py"}
 
 
 def command(watchdog: Watchdog, port: int) -> list[str]:
     """The replica's argv, run in its build folder: the namespace launcher, then the image's CMD."""
-    return [sys.executable, "-S", str(LAUNCHER), str(port), sys.executable, "-S", "bootstrap.py", str(watchdog.path)]
+    return [sys.executable, "-S", str(LAUNCHER), "serve", str(port),
+            sys.executable, "-S", "bootstrap.py", str(watchdog.path)]
 
 
 def stop_grace_s(env: Mapping[str, str]) -> float:

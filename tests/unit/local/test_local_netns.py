@@ -37,7 +37,11 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
 
 def launch(port: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-S", str(LAUNCHER), str(port), sys.executable, "-c", SERVER, str(port)],
+    return serving(port, [sys.executable, "-c", SERVER, str(port)])
+
+
+def serving(port: int, command: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-S", str(LAUNCHER), "serve", str(port), *command],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
@@ -83,3 +87,26 @@ def test_the_forwarder_goes_with_the_command():
     assert not any(f.is_running() and f.status() != psutil.STATUS_ZOMBIE for f in forwarders)
     with pytest.raises(httpx.TransportError):
         httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+
+
+# As the watchdog starts the function: `enter` the host's namespace (this test's), then serve on PORT there.
+FUNCTION = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-S", sys.argv[1], "enter", sys.argv[2], sys.executable, "-c", sys.argv[3],
+                  sys.argv[4]])
+time.sleep(120)
+"""
+
+
+def test_enter_puts_the_function_back_in_the_hosts_namespace_and_it_dies_with_its_parent():
+    outer, inner = free_port(), free_port()
+    parent = serving(outer, [sys.executable, "-c", FUNCTION, str(LAUNCHER), f"/proc/{os.getpid()}/ns/net",
+                             SERVER.replace('("0.0.0.0", 8081)', '("127.0.0.1", 0)'), str(inner)])
+    try:
+        assert get(inner, "/host").text == "/host"  # reached straight on the host's loopback: not in the namespace
+        function = next(c for c in psutil.Process(parent.pid).children() if c.cmdline()[1:2] == ["-c"])
+        assert os.readlink(f"/proc/{function.pid}/ns/net") == os.readlink("/proc/self/ns/net")
+    finally:
+        parent.kill()  # as SIGKILL to a watchdog
+        parent.wait(5)
+    function.wait(5)  # gone with its parent (raises TimeoutExpired otherwise)

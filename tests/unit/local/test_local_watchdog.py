@@ -105,11 +105,11 @@ def test_a_replica_under_the_watchdog_gets_its_port_a_second_upstream_and_fproce
         environment.function_env(spec, {}), environment.replica_env(45001, "emnist-train-1", "/s"),
         watchdog.replica_env(45001, 45002, "/proc/7/ns/net"))
     assert env["port"] == "45001" and env["upstream_url"] == "http://127.0.0.1:45002"
-    assert env["fprocess"] == f"nsenter --net=/proc/7/ns/net {sys.executable} index.py"
+    assert env["fprocess"] == f"{sys.executable} -S {watchdog.LAUNCHER} enter /proc/7/ns/net {sys.executable} index.py"
     assert env["mode"] == "http" and env["healthcheck_interval"] == "5s" and env["suppress_lock"] == "true"
     argv = watchdog.command(Watchdog("/x/fwatchdog", "0.11.3", ""), 45001)
-    assert argv[1:4] == ["-S", str(watchdog.LAUNCHER), "45001"] and watchdog.LAUNCHER.is_file()
-    assert argv[4:] == [sys.executable, "-S", "bootstrap.py", "/x/fwatchdog"]
+    assert argv[1:5] == ["-S", str(watchdog.LAUNCHER), "serve", "45001"] and watchdog.LAUNCHER.is_file()
+    assert argv[5:] == [sys.executable, "-S", "bootstrap.py", "/x/fwatchdog"]
 
 
 @pytest.mark.parametrize("env, grace", [({"healthcheck_interval": "5s"}, 10.0), ({"healthcheck_interval": "2"}, 7.0),
