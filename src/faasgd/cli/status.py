@@ -10,6 +10,7 @@ from faasgd.api.jobs import in_store, through_gateway
 from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json
+from faasgd.cli.runtime import watchdog_line
 from faasgd.cli.progress import LiveProgress, console, print_batch_note, print_summary, worker_table
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
@@ -83,5 +84,16 @@ def runtime_status(args) -> int:
     if state and "registry" in state and state.get("gateway_url") == client.url.rstrip("/"):  # the container backend's registry, where faas-cli pushes
         out.print(f"registry {state['registry']['url']} ({state.get('backend')} backend)", highlight=False,
                   markup=False)
+    line = local_watchdog_line(args, client.url)
+    if line:
+        out.print(line, highlight=False, markup=False)
     out.print(table)
     return 0
+
+
+def local_watchdog_line(args, url: str) -> str | None:
+    """How the local runtime runs its replicas, when `url` is its gateway (another gateway's are pods)."""
+    state = control.read_state(getattr(args, "dir", control.DEFAULT_DIR))
+    if not state or state.get("gateway_url", "").rstrip("/") != url.rstrip("/"):
+        return None
+    return watchdog_line(state)
