@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd.errors import ConfigError
-from faasgd.functions.replica_life import go_seconds
+from faasgd.openfaas import go_seconds
 
 ENV_VAR = "FAASGD_WATCHDOG"
 CHOICES = ("auto", "off")
