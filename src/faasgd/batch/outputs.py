@@ -27,7 +27,8 @@ def workload_of(runs: list[dict]) -> str:
 
 
 def output_folder(out: str | None, name: str, started: datetime.datetime) -> Path:
-    """`--out` where the user says (a folder that is, or can be, made there: bounds.check_out); else results/<time>-<name>, always under results/ (name: a plain name)."""
+    """`--out` where the user says (a folder that is, or can be made, there: bounds.check_out); else
+    results/<time>-<name>, always under results/ (name: a plain name)."""
     if out is not None:
         path = Path(out)
         if not str(out).strip():

@@ -99,7 +99,8 @@ def test_another_programs_runs_table_is_refused_and_left_unchanged(tmp_path, cap
         conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT)")
         conn.execute("INSERT INTO runs VALUES (1, 'yesterday')")
         if migrated:
-            conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description TEXT, applied_at TEXT)")
+            conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description TEXT, "
+                         "applied_at TEXT)")
     conn.close()
     before = path.read_bytes()
     words = ("table runs", "lacks batch_id") if migrated else ("no schema_migrations",)

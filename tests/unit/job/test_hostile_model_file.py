@@ -110,7 +110,8 @@ def test_a_directory_that_lies_about_a_member_is_refused(tmp_path, capsys):
     """params.npy's header and directory entry declare 4 floats; its deflated stream holds the whole network's:
     the reader stops at the declared size and the CRC fails."""
     header = npy_header((4,))
-    path = write_model(tmp_path / "lie.npz", header + bytes(4 * model.param_count(SIZES)), compress=zipfile.ZIP_DEFLATED)
+    path = write_model(tmp_path / "lie.npz", header + bytes(4 * model.param_count(SIZES)),
+                       compress=zipfile.ZIP_DEFLATED)
     raw = bytearray(path.read_bytes())
     central = raw.rindex(b"PK\x01\x02")  # params.npy's directory entry: the last one written
     assert raw[central + 46:central + 56] == b"params.npy"
