@@ -31,7 +31,7 @@ def read_bounded(path: str | os.PathLike) -> str:
     cannot block) of at most MAX_MATRIX_BYTES of UTF-8; ConfigError('matrix') naming the problem."""
     try:
         check_matrix_file(path, os.stat(path))
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put there since the stat cannot block the open
         with os.fdopen(fd, "rb") as f:
             check_matrix_file(path, os.fstat(fd))
             raw = f.read(MAX_MATRIX_BYTES + 1)

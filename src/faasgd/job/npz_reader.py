@@ -49,7 +49,7 @@ def read_file(path: str) -> bytes:
     """The bytes of the regular file at `path`, at most MAX_FILE_BYTES; refused naming what it is otherwise."""
     try:
         check_regular(path, os.stat(path))
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # swapped for a FIFO since the stat: the open cannot block
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO put there since the stat cannot block the open
     except FileNotFoundError:
         raise refuse(f"no file {path!r}") from None
     except OSError as error:
@@ -168,8 +168,8 @@ def read_arrays(source: bytes | str, fields: set[str],
                     raise refuse(f"its sizes make a network of {expected:,} parameters, more than a model file can "
                                  f"hold ({MAX_PARAMS:,})")
                 arrays["params"] = read_member(archive, members["params"], expected)
+    except ConfigError:
+        raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, NotImplementedError) as error:
-        if isinstance(error, ConfigError):
-            raise
         raise refuse(f"not a faasgd model file (an npz without pickled objects): {error}") from None
     return arrays
