@@ -34,6 +34,18 @@ from faasgd.local.watchdog import Watchdog
 
 STOP_TIMEOUT_S = 5.0
 HEALTH_TIMEOUT_S = 0.5
+# faas-netes' readiness probe has failureThreshold 3: a serving replica leaves the routing after three failed probes
+# in a row, not one (a probe that times out on a loaded machine is not a replica that stopped serving). A dead one
+# leaves at once, and a new one serves from its first answered probe.
+FAILURE_THRESHOLD = 3
+
+
+def readiness(healthy: bool, failures: int, answered: bool) -> tuple[bool, int]:
+    """(healthy, failures in a row) after one probe that `answered` or not, from the replica's state before it."""
+    if answered:
+        return True, 0
+    failures += 1
+    return healthy and failures < FAILURE_THRESHOLD, failures
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,7 @@ class Replica:
     generation: int = 1  # the deployment's rollout it belongs to
     healthy: bool = False
     started_at: float = field(default_factory=time.time)
+    failures: int = 0  # probes failed in a row (FAILURE_THRESHOLD)
     watched: bool = False  # under of-watchdog: health is its GET /_/health
     grace_s: float = STOP_TIMEOUT_S  # from SIGTERM to SIGKILL
 
@@ -78,7 +91,11 @@ class Replica:
     def check_health(self) -> bool:
         """Under the watchdog: its GET /_/health answers 200 (the lock index.py writes once it can serve).
         Bare: it accepts connections."""
-        self.healthy = self.alive() and (watchdog_healthy(self.port) if self.watched else accepts(self.port))
+        if not self.alive():
+            self.healthy = False
+            return False
+        answered = watchdog_healthy(self.port) if self.watched else accepts(self.port)
+        self.healthy, self.failures = readiness(self.healthy, self.failures, answered)
         return self.healthy
 
     def stop(self) -> None:

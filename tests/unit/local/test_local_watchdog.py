@@ -15,7 +15,7 @@ import pytest
 
 from faasgd.errors import ConfigError
 from faasgd.local import environment, watchdog
-from faasgd.local.pods import Replica
+from faasgd.local.pods import FAILURE_THRESHOLD, Replica, readiness
 from faasgd.local.processes import ProcessRef
 from faasgd.local.stack import load_stack
 from faasgd.local.watchdog import Watchdog, find
@@ -157,8 +157,16 @@ def test_under_the_watchdog_health_is_its_health_route(replica, status, healthy)
     finally:
         server.shutdown()
         server.server_close()
-    replica.watched = True
-    assert replica.check_health() is False  # nothing listens any more
+    replica.watched = True  # nothing listens any more: a serving replica leaves the routing at the third failed probe
+    assert [replica.check_health() for _ in range(FAILURE_THRESHOLD)] == [True] * (FAILURE_THRESHOLD - 1) + [False]
+
+
+def test_readiness_is_faas_netes_probe_a_new_replica_serves_at_once_a_serving_one_leaves_after_three_failures():
+    assert readiness(False, 0, True) == (True, 0)  # first answered probe
+    assert readiness(False, 0, False) == (False, 1)  # not yet serving: stays out
+    assert readiness(True, 0, False) == (True, 1) and readiness(True, 1, False) == (True, 2)
+    assert readiness(True, 2, False) == (False, 3)
+    assert readiness(True, 2, True) == (True, 0)  # an answer in between resets the count
 
 
 def test_a_dead_replica_is_never_healthy(replica):
