@@ -64,7 +64,8 @@ def test_environment_holds_every_config_default(name):
     assert set(named_stores(env["stores"])) == {"redis", "memcached"}
 
 
-@pytest.mark.parametrize("name", ["emnist-setup", "emnist-train"])
+@pytest.mark.parametrize("name", ["emnist-setup", "emnist-train", "stacking-driver", "stacking-trainer",
+                                  "stacking-reducer", "stacking-metatrainer"])
 def test_memory_limit_is_the_functions_own_limit(name):
     function = stack()["functions"][name]
     assert function["environment"]["memory_limit"] == function["limits"]["memory"]
