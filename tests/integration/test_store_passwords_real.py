@@ -1,19 +1,24 @@
 """The stores' passwords stay out of process lists: a real redis-server and memcached started with one
 (faasgd.local.stores) hold it in a 0600 file, never in /proc/<pid>/cmdline or environ, and refuse clients
-that do not give it while serving those that do."""
+that do not give it while serving those that do. So does the config k8s/redis.yaml's init container writes."""
 
 from __future__ import annotations
 
 import os
 import socket
 import stat
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import redis
+import yaml
+from support.paths import ROOT
 
 from faasgd.errors import ConfigError
-from faasgd.local.stores import MEMCACHED_USER, start_memcached, start_redis
+from faasgd.local.stores import MEMCACHED_USER, free_port, start_memcached, start_redis
+from faasgd.store import PASSWORD_SECRET, read_password
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 REDIS_PASSWORD = 'p4ss "word" \\ with\nnewline and caf\u00e9'  # every character a config file could trip on
@@ -30,7 +35,12 @@ def private(path: Path) -> bool:
 
 
 def ask(port: int, data: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+    """Send `data`, read until the server closes ('' when nothing listens yet)."""
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    except OSError:
+        return b""
+    with sock:
         sock.sendall(data)
         sock.shutdown(socket.SHUT_WR)
         received = b""
@@ -89,3 +99,32 @@ def test_a_memcached_password_its_auth_file_cannot_hold_is_refused_before_starti
     with pytest.raises(ConfigError) as info:
         start_memcached(password=password)
     assert info.value.field == "password"
+
+
+@pytest.mark.parametrize("secret", ['  p4ss "w\\o$(rd)" `x` \t\n', "plain-password\n"])
+def test_the_k8s_init_script_writes_a_config_redis_reads_with_the_password_the_functions_read(tmp_path, secret):
+    """k8s/redis.yaml's init container, run by sh here: the config it writes makes redis-server ask for the
+    secret's value trimmed as faasgd.store.read_password trims it, and holds the password only hex-escaped."""
+    manifest = yaml.safe_load_all((ROOT / "k8s" / "redis.yaml").read_text())
+    pod = next(doc for doc in manifest if doc and doc["kind"] == "Deployment")["spec"]["template"]["spec"]
+    (init,) = pod["initContainers"]
+    (secrets := tmp_path / "secrets").mkdir()
+    (secrets / PASSWORD_SECRET).write_text(secret)
+    config = tmp_path / "config" / "redis.conf"
+    config.parent.mkdir()
+    env = {"PATH": os.environ["PATH"], "SECRET_FILE": str(secrets / PASSWORD_SECRET), "CONFIG_FILE": str(config)}
+    subprocess.run([*init["command"], *init["args"]], env=env, check=True, timeout=30)
+    password = read_password(str(secrets))
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600 and password.encode() not in config.read_bytes()
+    server = subprocess.Popen(["redis-server", str(config), "--port", str(port := free_port()), "--bind", "127.0.0.1",
+                               "--save", "", "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while b"NOAUTH" not in ask(port, b"PING\r\n") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert redis.Redis(port=port, password=password).ping()
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port, password=secret).ping()  # untrimmed: not the password
+    finally:
+        server.terminate()
+        server.wait(10)
