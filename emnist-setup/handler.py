@@ -1,4 +1,5 @@
-"""emnist-setup: POST a JSON object (or a form) of config overrides to start a job; GET ?job_id=J for its status.
+"""emnist-setup: POST a JSON object (or a form) of config overrides to start a job ({} for every default; an empty
+body or a query string is a 400); GET ?job_id=J for its status.
 
 Defaults come from the function's environment (stack.yml). POST answers 202 once the workers are
 queued (200 with the result when invocation_mode is `single`); GET answers {"state": "running" | "done" |
@@ -9,6 +10,7 @@ Any other method is a 405 naming the allowed ones: only POST starts work.
 import os
 
 from faasgd.errors import MethodNotAllowed
+from faasgd.functions.http_call import job_body
 from faasgd.functions.emnist_setup import job_status, start_job
 from faasgd.functions.call_limits import call_budget
 
@@ -17,7 +19,7 @@ def handle(event, context):
     if event.method in ("GET", "HEAD"):
         status, body = job_status(event.query, os.environ)
     elif event.method == "POST":
-        status, body = start_job(event.json(), os.environ, event.headers.get("X-Callback-Url"), call_budget(context))
+        status, body = start_job(job_body(event), os.environ, event.headers.get("X-Callback-Url"), call_budget(context))
     else:
         raise MethodNotAllowed(event.method, ("GET", "HEAD", "POST"))
     return {"statusCode": status, "body": body}

@@ -43,12 +43,14 @@ from faasgd.config import FIELDS, load_request
 from faasgd.cost import Prices
 from faasgd.errors import ConfigError
 from faasgd.stacking import config as stacking_config
+from faasgd.stacking.admission import check as admit_stacking
 from faasgd.store.url import mask_password
 
 TOP_KEYS = ("name", "description", "workload", "rounds", "fixed", "matrix", "together", "prices")
 WORKLOADS = {  # workload: (its config keys, the parse its function makes of a request body)
     "emnist": (FIELDS, lambda values: load_request({}, values)),
-    "stacking": (stacking_config.FIELDS, lambda values: stacking_config.load_stacking(None, values)),
+    # the driver's parse, then its admission against the stacking functions' memory limit (a 413 there)
+    "stacking": (stacking_config.FIELDS, lambda values: admit_stacking(stacking_config.load_stacking(None, values))),
 }
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a plain folder name: no separator, no leading dot
 MAX_ROUNDS = 1000
