@@ -61,10 +61,12 @@ MALFORMED = {  # requests h11 and waitress cannot parse
 @pytest.mark.parametrize("case", list(MALFORMED))
 def test_a_request_the_server_cannot_parse_is_a_json_400_and_does_nothing(runtime, server, case):
     port, path = servers(runtime)[server]
-    if server == "replica" and watched(runtime) and case == "Content-Length and chunked":
-        pytest.skip("of-watchdog's Go server reads both framings as chunked (here an empty body, which "
-                    "emnist-setup takes as a job with its defaults); the gateway's row refuses it")
     answer = raw(port, MALFORMED[case].replace(b"{path}", path.encode()).replace(b"{{}}", b"{}"))
+    if server == "replica" and watched(runtime) and case == "Content-Length and chunked":
+        # of-watchdog's Go server reads both framings as chunked: an empty body, which emnist-setup refuses (a job
+        # needs its body), with its own JSON 400
+        assert answer.status == 400 and answer.json()["field"] == "body", (answer.status, answer.body[:300])
+        return
     if server == "replica" and watched(runtime):  # the replica's port is of-watchdog's: Go's own plain answers
         if case == "a bad chunk size":  # the head parses; the body breaks while the watchdog streams it upstream
             assert (answer.status, answer.headers.get("x-openfaas-internal")) == (500, "of-watchdog"), answer
