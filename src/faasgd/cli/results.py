@@ -24,7 +24,7 @@ from faasgd import api, cost, results_store
 from faasgd.api.runs import DEFAULT_MEASURES, database_path
 from faasgd.api.runs import compare_runs as compare  # noqa: F401  the comparison's rows (faasgd.api.runs)
 from faasgd.cli.progress import console
-from faasgd.cli.results_text import cell, plot_label
+from faasgd.cli.terminal_text import cell, plot_label
 from faasgd.errors import ConfigError
 
 RUN_COLUMNS = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "billed_gb_s",

@@ -8,7 +8,7 @@ import pytest
 
 from faasgd import results_store
 from faasgd.cli.main import main
-from faasgd.cli.results_text import visible
+from faasgd.cli.terminal_text import visible
 
 TITLE = "\x1b]0;pwned\x07"  # sets the terminal's title
 CLEAR = "\x1b[2J"  # clears the screen

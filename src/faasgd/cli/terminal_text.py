@@ -1,4 +1,4 @@
-"""What `faasgd results` prints of a database's values: plain text for a terminal, never markup or control codes.
+"""What the `faasgd` commands print of stored or received values: plain text for a terminal, never markup or control codes.
 
 A database is input like any file: a batch named `out[/]x` must not be read as rich markup, and a name
 holding `\\x1b]0;pwned\\x07` or `\\x1b[2J` must not reach the terminal as an escape sequence. Every value
