@@ -15,6 +15,7 @@ from faasgd.channels import configured_space
 from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
+from faasgd.functions.supervise_beside import SupervisionBeside
 from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.call_limits import call_clock
 from faasgd.functions.settings import FunctionEnv
@@ -26,6 +27,7 @@ from faasgd.store.keys import check_job_id
 
 STATUS_QUERY_KEYS = ("job_id", "store", "events", "model", "profile")
 MODEL_FORMATS = ("npz",)  # what ?model= may ask for
+BESIDE = SupervisionBeside()  # this replica's supervision of the jobs it is asked about, beside the reads
 
 
 @tracing.traced("setup")
@@ -94,11 +96,11 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
         check_job_id(job_id)
         return 200, model_file.to_npz(model_file.read_model(store, job_id))
     status = job.read_status(store, job_id)
-    if status["state"] == "running":  # whoever watches a job also looks after its workers
-        config = config_from_record(status["config"])
-        status["supervision"] = supervise.supervise(store, job_id, config, status, relaunch_through_gateway(settings))
-        if status["supervision"]:
-            status = {**job.read_status(store, job_id), "supervision": status["supervision"]}
+    if status["state"] == "running":  # whoever watches a job also looks after its workers, beside the read
+        config, meta = config_from_record(status["config"]), {"created_at": status["created_at"]}
+        relaunch = relaunch_through_gateway(settings, quiet=False)
+        last = BESIDE.look_after(job_id, lambda: supervise.supervise(store, job_id, config, meta, relaunch))
+        status["supervision"] = last["actions"] if last else []  # what the last finished look did
     if query.get("events") in ("1", "true"):
         status["events"] = store.events(job_id)  # created, fanned-out, one per worker epoch, result
     if query.get("profile") in ("1", "true"):

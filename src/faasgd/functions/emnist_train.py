@@ -36,8 +36,9 @@ def metrics() -> dict:
     return {"statusCode": 200, "body": exporter.render(), "headers": {"Content-Type": exporter.CONTENT_TYPE}}
 
 
-def relaunch_through_gateway(settings: FunctionEnv) -> orchestrate.Relaunch:
-    """Invoke emnist-train asynchronously for a worker (retried; past that, supervision takes over)."""
+def relaunch_through_gateway(settings: FunctionEnv, quiet: bool = True) -> orchestrate.Relaunch:
+    """Invoke emnist-train asynchronously for a worker (retried; past that, supervision takes over). `quiet`:
+    a call the gateway would not take is logged and gives None; otherwise its GatewayError is raised."""
     gateway = replica_cache.gateway_for(settings.gateway_url)
 
     def relaunch(request: TrainRequest) -> str | None:
@@ -45,6 +46,8 @@ def relaunch_through_gateway(settings: FunctionEnv) -> orchestrate.Relaunch:
             return retry_call(lambda: gateway.invoke_async(settings.train_function, request.body()), GATEWAY_CALL,
                               (GatewayError,))
         except GatewayError as error:
+            if not quiet:
+                raise
             log.error("job %s worker %d: could not invoke %s (%s); supervision will re-invoke it", request.job_id,
                       request.worker_id, settings.train_function, error)
             return None

@@ -7,7 +7,8 @@ never beat (its call was dropped: OpenFaaS CE's queue-worker does not retry a fa
 looks, on OpenFaaS CE with nothing but the gateway, the functions and the store:
   * every running worker, at its heartbeat (every SUPERVISE_EVERY_S), looks after the others;
   * every status read (emnist-setup's GET, so `faasgd status/train`, test.sh) looks after all workers,
-    which covers the job whose every worker died.
+    which covers the job whose every worker died; beside the read, in a thread (supervise_beside.py), so
+    the read answers from the store whatever the gateway does.
 A lost worker is re-invoked through the gateway's async route; a claim record (`supervising:<w>`,
 expiring after start_timeout_s) keeps two supervisors from re-invoking it twice, and gives the new call
 time to start. Re-invocations are counted per worker (`relaunch:<w>`) and the count starts again when
@@ -23,6 +24,7 @@ from typing import Any, Callable
 
 from faasgd.job import WORKER_ENDED_STATES, ending
 from faasgd.config import TrainConfig
+from faasgd.errors import FaasgdError
 from faasgd.functions.train_request import TrainRequest
 from faasgd.store import ParameterStore, keys
 
@@ -70,15 +72,23 @@ def _relaunch(store, job_id, config, w, record, launch, relaunch, now) -> str | 
         where = "never started" if record is None else f"last at epoch {record.get('epoch')} after {pushes} pushes"
         error = (f"worker {w} lost {count + 1} time(s) ({where}; re-invoked {count} time(s) without progress); "
                  f"no heartbeat within lease_s={config.lease_s}")
+        if launch and launch.get("error"):  # the gateway (its queue) did not take the last re-invocation
+            error += f"; the last re-invocation was refused: {launch['error']}"
         ending.write_result(store, job_id, error=error)
         log.warning("job %s: %s", job_id, error)
         return f"failed: {error}"
     claim_s = max(1, math.ceil(config.start_timeout_s))
     if not store.add_record(job_id, keys.supervising_name(w), {"at": now()}, ttl_s=claim_s):
         return None  # another supervisor is on it
-    store.put_record(job_id, keys.relaunch_name(w), {"count": count + 1, "pushes": pushes, "at": now()})
+    attempt = {"count": count + 1, "pushes": pushes, "at": now()}
+    store.put_record(job_id, keys.relaunch_name(w), attempt)
     iteration = int((record or {}).get("epoch") or 0) if config.invocation_mode == "per-iteration" else 0
-    relaunch(TrainRequest(job_id, w, iteration, config.store))
+    try:
+        relaunch(TrainRequest(job_id, w, iteration, config.store))
+    except FaasgdError as refused:  # kept for the failure's reason; the claim spaces the next try
+        store.put_record(job_id, keys.relaunch_name(w), {**attempt, "error": str(refused)[:500]})
+        log.warning("job %s: worker %d was lost; its re-invocation was refused: %s", job_id, w, refused)
+        return f"worker {w} was lost; its re-invocation ({count + 1} of {config.max_reinvocations}) was refused"
     log.warning("job %s: worker %d was lost; re-invoked it (%d of %d without progress)", job_id, w, count + 1,
                 config.max_reinvocations)
     return f"re-invoked worker {w} ({count + 1} of {config.max_reinvocations})"
