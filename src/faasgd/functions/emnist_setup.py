@@ -15,7 +15,7 @@ from faasgd.channels import configured_space
 from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
-from faasgd.functions.supervise_beside import SupervisionBeside
+from faasgd.functions.supervise import SupervisionBeside
 from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.call_limits import call_clock
 from faasgd.functions.settings import FunctionEnv

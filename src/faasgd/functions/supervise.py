@@ -7,8 +7,9 @@ never beat (its call was dropped: OpenFaaS CE's queue-worker does not retry a fa
 looks, on OpenFaaS CE with nothing but the gateway, the functions and the store:
   * every running worker, at its heartbeat (every SUPERVISE_EVERY_S), looks after the others;
   * every status read (emnist-setup's GET, so `faasgd status/train`, test.sh) looks after all workers,
-    which covers the job whose every worker died; beside the read, in a thread (supervise_beside.py), so
-    the read answers from the store whatever the gateway does.
+    which covers the job whose every worker died; beside the read, in a thread (SupervisionBeside: one at
+    a time per job, its actions shown by the next read), so a read answers from the store whatever the
+    gateway does.
 A lost worker is re-invoked through the gateway's async route; a claim record (`supervising:<w>`,
 expiring after start_timeout_s) keeps two supervisors from re-invoking it twice, and gives the new call
 time to start. Re-invocations are counted per worker (`relaunch:<w>`) and the count starts again when
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
+from collections import OrderedDict
 from typing import Any, Callable
 
 from faasgd.job import WORKER_ENDED_STATES, ending
@@ -30,6 +33,7 @@ from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.supervise")
 SUPERVISE_EVERY_S = 5.0  # how often a running worker looks after the others
+REMEMBERED = 1000  # jobs whose last supervision beside the reads is kept for the next read
 
 
 def watched(w: int) -> tuple[str, str, str, str]:
@@ -92,3 +96,48 @@ def _relaunch(store, job_id, config, w, record, launch, relaunch, now) -> str | 
     log.warning("job %s: worker %d was lost; re-invoked it (%d of %d without progress)", job_id, w, count + 1,
                 config.max_reinvocations)
     return f"re-invoked worker {w} ({count + 1} of {config.max_reinvocations})"
+
+
+class SupervisionBeside:
+    """At most one supervision per job at a time, each in a daemon thread; the last outcome per job."""
+
+    def __init__(self, spawn: Callable[[Callable[[], None]], object] | None = None):
+        self._lock = threading.Lock()
+        self._running: set[str] = set()
+        self._last: OrderedDict[str, dict] = OrderedDict()
+        self._spawn = spawn or _daemon_thread
+
+    def look_after(self, job_id: str, supervise: Callable[[], list[str]]) -> dict | None:
+        """Start `supervise` for `job_id` beside the caller (unless one runs); the last finished run's outcome:
+        {"actions": [...], "at": seconds since the epoch, "error": str | None}, None before the first."""
+        with self._lock:
+            last = self._last.get(job_id)
+            if job_id in self._running:
+                return last
+            self._running.add(job_id)
+        self._spawn(lambda: self._run(job_id, supervise))
+        return last
+
+    def running(self, job_id: str) -> bool:
+        with self._lock:
+            return job_id in self._running
+
+    def _run(self, job_id: str, supervise: Callable[[], list[str]]) -> None:
+        actions, error = [], None
+        try:
+            actions = supervise()
+        except Exception as exc:  # a store or gateway error: the next read tries again
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("job %s: supervision stopped: %s", job_id, error)
+        with self._lock:
+            self._running.discard(job_id)
+            self._last[job_id] = {"actions": actions, "at": time.time(), "error": error}
+            self._last.move_to_end(job_id)
+            while len(self._last) > REMEMBERED:
+                self._last.popitem(last=False)
+
+
+def _daemon_thread(target: Callable[[], None]) -> threading.Thread:
+    thread = threading.Thread(target=target, name="faasgd-supervision", daemon=True)
+    thread.start()
+    return thread

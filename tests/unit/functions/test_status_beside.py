@@ -11,7 +11,7 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.errors import GatewayError
 from faasgd.functions import emnist_setup, replica_cache
-from faasgd.functions.supervise_beside import SupervisionBeside
+from faasgd.functions.supervise import SupervisionBeside
 from faasgd.store import open_store
 
 READ_BOUND_S = 1.0
