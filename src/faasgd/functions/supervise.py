@@ -14,6 +14,8 @@ A lost worker is re-invoked through the gateway's async route; a claim record (`
 expiring after start_timeout_s) keeps two supervisors from re-invoking it twice, and gives the new call
 time to start. Re-invocations are counted per worker (`relaunch:<w>`) and the count starts again when
 the worker makes progress (more pushes); past `max_reinvocations` the job fails.
+A worker's call that the queue reports ended without the function's answer (its X-Callback-Url, report_url:
+a dropped delivery, a replica gone before it answered) is lost at once, not after start_timeout_s.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import logging
 import math
 import threading
 import time
+import urllib.parse
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -33,12 +36,15 @@ from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.supervise")
 SUPERVISE_EVERY_S = 5.0  # how often a running worker looks after the others
+REPORT_FUNCTION = "emnist-setup"  # the function the queue reports a worker call's end to
 REMEMBERED = 1000  # jobs whose last supervision beside the reads is kept for the next read
 
 
-def watched(w: int) -> tuple[str, str, str, str]:
-    """The records supervision reads of worker `w`: its progress, heartbeat, relaunch count and claim."""
-    return keys.progress_name(w), keys.heartbeat_name(w), keys.relaunch_name(w), keys.supervising_name(w)
+def watched(w: int) -> tuple[str, str, str, str, str]:
+    """The records supervision reads of worker `w`: its progress, heartbeat, relaunch count, claim, and the
+    queue's report of a call that ended unanswered."""
+    return (keys.progress_name(w), keys.heartbeat_name(w), keys.relaunch_name(w), keys.supervising_name(w),
+            keys.undelivered_name(w))
 
 
 def watch_names(number_of_workers: int) -> list[str]:
@@ -54,13 +60,14 @@ def supervise(store: ParameterStore, job_id: str, config: TrainConfig, meta: dic
     for w in range(config.number_of_workers):
         if w == skip:
             continue
-        record, beat, launch, claimed = (records[name] for name in watched(w))
+        record, beat, launch, claimed, undelivered = (records[name] for name in watched(w))
         if (record and record.get("state") in WORKER_ENDED_STATES) or beat is not None or claimed is not None:
             continue  # final, alive, or re-invoked moments ago (its new call has start_timeout_s to beat)
         since = (launch or {}).get("at") or meta["created_at"]
         # `since` is on the store's clock: on Memcached truncated to the second, so up to 1 s early
-        if record is None and now() - since < config.start_timeout_s + store.clock_resolution_s:
-            continue  # launched, not started yet: its call may still be on its way
+        reported = undelivered is not None and undelivered.get("at", 0) >= since - store.clock_resolution_s
+        if record is None and not reported and now() - since < config.start_timeout_s + store.clock_resolution_s:
+            continue  # launched, not started yet: its call may still be on its way (unless the queue said not)
         action = _relaunch(store, job_id, config, w, record, launch, relaunch, now)
         if action:
             done.append(action)
@@ -96,6 +103,25 @@ def _relaunch(store, job_id, config, w, record, launch, relaunch, now) -> str | 
     log.warning("job %s: worker %d was lost; re-invoked it (%d of %d without progress)", job_id, w, count + 1,
                 config.max_reinvocations)
     return f"re-invoked worker {w} ({count + 1} of {config.max_reinvocations})"
+
+
+def report_url(gateway_url: str, request: TrainRequest) -> str:
+    """The X-Callback-Url of a worker's call: the queue posts the call's end there (emnist-setup's POST
+    ?job_id=J&worker=W&delivery=1), so a call that ended unanswered is acted on at once (note_delivery)."""
+    query = urllib.parse.urlencode({"job_id": request.job_id, "worker": request.worker_id, "delivery": 1,
+                                    **({"store": request.store} if request.store else {})})
+    return f"{gateway_url.rstrip('/')}/function/{REPORT_FUNCTION}?{query}"
+
+
+def note_delivery(store: ParameterStore, job_id: str, w: int, status: int, call_id: str,
+                  now: Callable[[], float] = time.time) -> bool:
+    """Keep the queue's report that worker `w`'s call ended with `status`; True when it ended unanswered
+    (not 2xx), which makes supervision re-invoke a worker that never started without start_timeout_s."""
+    if 200 <= status < 300:
+        return False
+    store.put_record(job_id, keys.undelivered_name(w), {"at": now(), "status": status, "call_id": call_id[:200]})
+    log.warning("job %s: the queue reports worker %d's call %s ended with %d", job_id, w, call_id[:200], status)
+    return True
 
 
 class SupervisionBeside:

@@ -68,8 +68,9 @@ class BrokerWatch:
         if alive:
             now = time.monotonic()
             self._silent_since = self._silent_since or now
-            self.problem = f"nats-server at {self.server.url} has not answered JetStream for {now - self._silent_since:.0f}s"
-            if now - self._silent_since < self.stuck_s:
+            silent_s = now - self._silent_since
+            self.problem = f"nats-server at {self.server.url} has not answered JetStream for {silent_s:.0f}s"
+            if silent_s < self.stuck_s:
                 return
             log.warning("%s: restarting it", self.problem)
             self.server.stop(timeout=1.0)
