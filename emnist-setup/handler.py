@@ -1,4 +1,5 @@
-"""emnist-setup: POST a JSON object (or a form) of config overrides to start a job; GET ?job_id=J for its status.
+"""emnist-setup: POST a JSON object (or a form) of config overrides to start a job ({} for every default; an empty
+body, or a query string other than the queue's callback below, is a 400); GET ?job_id=J for its status.
 
 Defaults come from the function's environment (stack.yml). POST answers 202 once the workers are
 queued (200 with the result when invocation_mode is `single`); GET answers {"state": "running" | "done" |
@@ -11,6 +12,7 @@ import os
 
 from faasgd.errors import MethodNotAllowed
 from faasgd.functions.emnist_setup import delivery_report, job_status, start_job
+from faasgd.functions.http_call import job_body
 from faasgd.functions.call_limits import call_budget
 
 
@@ -20,7 +22,7 @@ def handle(event, context):
     elif event.method == "POST" and "delivery" in event.query:  # the queue's report on a worker's call
         status, body = delivery_report(event.query, event.headers, os.environ)
     elif event.method == "POST":
-        status, body = start_job(event.json(), os.environ, event.headers.get("X-Callback-Url"), call_budget(context))
+        status, body = start_job(job_body(event), os.environ, event.headers.get("X-Callback-Url"), call_budget(context))
     else:
         raise MethodNotAllowed(event.method, ("GET", "HEAD", "POST"))
     return {"statusCode": status, "body": body}

@@ -9,6 +9,7 @@ each phase (call it asynchronously to get the answer at its X-Callback-Url). GET
 import os
 
 from faasgd.errors import MethodNotAllowed
+from faasgd.functions.http_call import job_body
 from faasgd.functions.stacking import drive, status
 
 
@@ -16,7 +17,7 @@ def handle(event, context):
     if event.method in ("GET", "HEAD"):
         code, body = status(event.query, os.environ)
     elif event.method == "POST":
-        code, body = drive(event.json(), os.environ)
+        code, body = drive(job_body(event), os.environ)
     else:
         raise MethodNotAllowed(event.method, ("GET", "HEAD", "POST"))
     return {"statusCode": code, "body": body}

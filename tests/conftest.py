@@ -6,9 +6,18 @@ pytest puts this directory on sys.path, so tests at any depth import their helpe
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from faasgd.local.stores import ServerProcess, start_memcached, start_redis
+from support import openfaas_bin
+
+# Every `faasgd up` of the suite runs its replicas as a checkout beside ../shared/bin does: under the real
+# of-watchdog when one is found (tests copy the stack to temporary folders, where `auto` would not look
+# beside the project, so it is named here). FAASGD_WATCHDOG=off in the shell runs the suite bare.
+if "FAASGD_WATCHDOG" not in os.environ and openfaas_bin.find("fwatchdog"):
+    os.environ["FAASGD_WATCHDOG"] = openfaas_bin.find("fwatchdog")
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ payloads, never weights (NATS caps a message at 1 MB).
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -36,6 +37,27 @@ WATCHDOG_ENV = (
 # Of those, the ones a stack sets on purpose, for the watchdog itself (its timeouts, readiness, logs).
 WATCHDOG_TUNING = ("read_timeout", "write_timeout", "exec_timeout", "healthcheck_interval", "ready_path",
                    "suppress_lock", "max_inflight", "prefix_logs", "log_buffer_size", "log_callid")
+
+
+# of-watchdog's durations (exec_timeout, write_timeout, healthcheck_interval, X-Timeout): an integer (seconds) or
+# a Go duration. Parsed here, not by a library: of those on PyPI, pytimeparse reads no ms, us or ns, pytimeparse2
+# reads no us or ns and also takes forms Go refuses ("1 day", "1:30"), and goduration is a first, planning-stage
+# release. Read by the functions (their call limits) and by the local runtime (a replica's stop grace).
+WATCHDOG_DEFAULT_TIMEOUT_S = 30.0  # the watchdog's own default for exec_timeout and write_timeout
+GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
+GO_DURATION = re.compile(r"(?:(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+")
+GO_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def go_seconds(value: Any, default: float | None = WATCHDOG_DEFAULT_TIMEOUT_S) -> float | None:
+    """A watchdog duration in seconds: an integer ("30") or a Go duration ("1m5s", "1.5h", "500ms");
+    `default` for nothing or anything else, as the watchdog falls back to its default."""
+    text = "" if value is None else str(value).strip()
+    if text.isdigit():
+        return float(text)
+    if not GO_DURATION.fullmatch(text):
+        return default
+    return sum(float(number) * GO_UNITS[unit] for number, unit in GO_TERM.findall(text))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 test.sh (batch/) writes a batch's row before its first run and each run's row as the run finishes;
 `faasgd results` (cli/results.py) lists, filters and compares. Both tools use this module (they may not
-import each other), which needs only the standard library's sqlite3.
+import each other), which needs only the standard library's sqlite3 (and faasgd.errors).
 
     db = open_db(path)                       # created with its folder; the schema migrated to SCHEMA_VERSION
     batch_id = start_batch(db, meta)         # meta: name, target, started_at, folder, matrix, ...
@@ -28,6 +28,8 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from faasgd.errors import ConfigError
 
 DEFAULT_PATH = "results/faasgd.sqlite"
 ENV = "FAASGD_RESULTS_DB"
@@ -56,6 +58,11 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     """),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+COLUMNS = {  # what the readers select, per table
+    "batches": {"batch_id", "name", "target", "folder", "started_at", "finished_at", "meta"},
+    "runs": {"batch_id", "run_index", *RUN_FIELDS, "config", "varying", "measures", "recorded_at"},
+}
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def default_path(env: Mapping[str, str] = os.environ) -> str:
@@ -67,18 +74,46 @@ def now() -> str:
 
 
 def open_db(path: str | os.PathLike, create: bool = True) -> sqlite3.Connection:
-    """The database at `path` (made, with its folder, when `create`), in WAL mode, its schema up to date."""
+    """The database at `path` (made, with its folder, when `create`), in WAL mode, its schema up to date.
+    Without `create` the file must be a results database already (check_results_file): ConfigError('db')."""
     path = Path(path)
     if not create and not path.is_file():
         raise FileNotFoundError(f"no results database at {path}")
+    if not create:
+        check_results_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)  # transactions explicit
     db.row_factory = sqlite3.Row
+    db.text_factory = lambda raw: raw.decode("utf-8", "backslashreplace")  # a non-UTF-8 name is shown, not fatal
+    if not create:
+        check_tables(db, path)
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     use_wal(db)
     db.execute("PRAGMA foreign_keys = ON")
     migrate(db)
     return db
+
+
+def check_results_file(path: Path) -> None:
+    """A SQLite file (its 16-byte header), not text or an empty file; ConfigError('db') naming it otherwise."""
+    with open(path, "rb") as f:
+        header = f.read(len(SQLITE_HEADER))
+    if header != SQLITE_HEADER:
+        raise ConfigError("db", f"{path} is not a results database ({'empty' if not header else 'not a SQLite file'}; "
+                                "test.sh writes one)")
+
+
+def check_tables(db: sqlite3.Connection, path: Path) -> None:
+    """A database test.sh wrote: its migrations table, and `batches` and `runs` with their columns (another
+    program's `runs` table is not read, and the file is not migrated); ConfigError('db') naming what differs."""
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "schema_migrations" not in tables:
+        raise ConfigError("db", f"{path} is not a results database (no schema_migrations table; test.sh writes one)")
+    for table, columns in COLUMNS.items():
+        found = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if found and not columns <= found:
+            raise ConfigError("db", f"{path}: table {table} is not a results database's (it lacks "
+                                    f"{', '.join(sorted(columns - found))})")
 
 
 def use_wal(db: sqlite3.Connection) -> None:
@@ -182,12 +217,24 @@ def runs(db: sqlite3.Connection, batch_ids: Iterable[int] | None = None,
         values = tuple(ids)
     out = []
     for row in db.execute(sql + " ORDER BY batch_id, run_index", values):
-        run = {**json.loads(row["config"]), **json.loads(row["measures"]),
+        run = {**stored_json(row, "config"), **stored_json(row, "measures"),
                **{key: row[key] for key in ("batch_id", "run_index", *RUN_FIELDS, "recorded_at")}}
-        run["varying"] = json.loads(row["varying"])
+        run["varying"] = stored_json(row, "varying")
         if all(text(run.get(key)) == str(value) for key, value in (where or {}).items()):
             out.append(run)
     return out
+
+
+def stored_json(row: sqlite3.Row, column: str) -> dict:
+    """A run's JSON column as the object it holds; ConfigError('db') naming the run and column when damaged."""
+    try:
+        value = json.loads(row[column])
+    except (TypeError, ValueError) as error:
+        value = error
+    if not isinstance(value, dict):
+        raise ConfigError("db", f"batch {row['batch_id']} run {row['run_index']}: column {column} does not hold a "
+                                f"JSON object (the database is damaged): {str(value)[:80]!r}")
+    return value
 
 
 def text(value: Any) -> str:

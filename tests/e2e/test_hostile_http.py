@@ -1,6 +1,7 @@
 """HTTP hygiene at every server a `faasgd up` runs that speaks HTTP: the gateway (uvicorn on h11) and a
-function replica (the template's index.py on waitress), reached over real sockets with bytes no client
-library would send. Each table row gets its status as JSON, or, for a body cut off by a client that left,
+function replica (the template's index.py on waitress; when `faasgd up` found of-watchdog, the watchdog in
+front of it, whose Go server answers what it cannot parse with its own plain 400 and a body cut short with
+its empty 504 or 500), reached over real sockets with bytes no client library would send. Each table row gets its status as JSON, or, for a body cut off by a client that left,
 no answer at all (both servers close on the client's end of stream; the gateway's in-process 400 for it is
 in tests/unit/local/test_hostile_gateway_routes.py). After every row no key was written to either store and every
 process of the runtime is alive with its replicas never restarted. Last, `ss -ltn` shows the runtime
@@ -12,6 +13,7 @@ import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
+import psutil
 import pytest
 
 from support.hostile_runtime import raw, request, runtime_up
@@ -25,6 +27,11 @@ def runtime(tmp_path_factory):
     with runtime_up(tmp_path_factory.mktemp("hostile-http") / ".faasgd") as runtime:
         assert runtime.keys() == 0
         yield runtime
+
+
+def watched(runtime) -> bool:
+    """Replicas run under the real of-watchdog (faasgd up found fwatchdog): a replica's port is the watchdog's."""
+    return bool((runtime.state.get("watchdog") or {}).get("path"))
 
 
 def servers(runtime):
@@ -55,6 +62,17 @@ MALFORMED = {  # requests h11 and waitress cannot parse
 def test_a_request_the_server_cannot_parse_is_a_json_400_and_does_nothing(runtime, server, case):
     port, path = servers(runtime)[server]
     answer = raw(port, MALFORMED[case].replace(b"{path}", path.encode()).replace(b"{{}}", b"{}"))
+    if server == "replica" and watched(runtime) and case == "Content-Length and chunked":
+        # of-watchdog's Go server reads both framings as chunked: an empty body, which emnist-setup refuses (a job
+        # needs its body), with its own JSON 400
+        assert answer.status == 400 and answer.json()["field"] == "body", (answer.status, answer.body[:300])
+        return
+    if server == "replica" and watched(runtime):  # the replica's port is of-watchdog's: Go's own plain answers
+        if case == "a bad chunk size":  # the head parses; the body breaks while the watchdog streams it upstream
+            assert (answer.status, answer.headers.get("x-openfaas-internal")) == (500, "of-watchdog"), answer
+        else:
+            assert answer.status == 400 and answer.body.startswith(b"400 Bad Request"), answer
+        return
     assert answer.status == 400, (answer.status, answer.body[:300])
     # waitress reads "GET /" as HTTP/1.0 and hands it on: the function's own 400 (a status query without job_id)
     expected = "job_id: " if (case, server) == ("HTTP/0.9", "replica") else "request: "
@@ -108,7 +126,9 @@ def test_a_body_shorter_than_its_content_length_is_never_acted_on(runtime, serve
     data = request("POST", target, b'{"number_of_workers": 1}', {"Content-Length": "100",
                                                                 "Content-Type": "application/json"})
     answer = raw(port, data, half_close=True)
-    assert answer.status in (0, 400), (answer.status, answer.body[:300])
+    # of-watchdog answers an upstream request it could not finish with an empty 504 of its own
+    cut = (504,) if server == "replica" and watched(runtime) and answer.headers.get("x-openfaas-internal") else ()
+    assert answer.status in (0, 400, *cut), (answer.status, answer.body[:300])
 
 
 @pytest.mark.parametrize("server", SERVERS)
@@ -123,7 +143,8 @@ def test_a_burst_of_100_concurrent_requests_is_all_answered(runtime, server):
 
 def test_ss_shows_the_runtime_listening_on_loopback_only(runtime):
     listening = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, timeout=30, check=True).stdout
-    pids = runtime.pids()
+    pids = runtime.pids()  # and their children: under of-watchdog a replica's host port is its forwarder's
+    pids |= {child.pid for pid in pids for child in psutil.Process(pid).children(recursive=True)}
     ours = [line for line in listening.splitlines()
             if {int(p) for p in re.findall(r"pid=(\d+)", line)} & pids]
     addresses = [line.split()[3] for line in ours]

@@ -27,7 +27,7 @@ def run_job(monkeypatch, store_url, mode, duplicates):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     try:
-        answer = setup_handler.handle(FakeEvent("POST", b""), None)
+        answer = setup_handler.handle(FakeEvent("POST", b"{}"), None)
         assert answer["statusCode"] == 202
         job_id = answer["body"]["job_id"]
         gateway.wait_idle()  # every delivery, duplicates included, has answered

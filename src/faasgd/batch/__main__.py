@@ -20,7 +20,8 @@ import numpy
 
 from faasgd import __version__, results_store
 from faasgd.batch.matrix import DEFAULT_MAX_RUNS, Matrix, parse_matrix_text, read_matrix_text
-from faasgd.batch.outputs import output_folder, write_matrix_copy, write_outputs
+from faasgd.batch.bounds import MAX_RUNS, max_runs
+from faasgd.batch.outputs import make_folder, output_folder, write_matrix_copy, write_outputs
 from faasgd.batch.record import KEPT_BY_WORKLOAD, BatchRecord
 from faasgd.batch.redact import Redactor
 from faasgd.batch.runs import run_batch
@@ -42,8 +43,8 @@ def parse_args(argv):
     parser.add_argument("matrix", nargs="?", default=DEFAULT_MATRIX)
     parser.add_argument("--target", choices=("local", "cluster"), default="local")
     parser.add_argument("--rounds", type=int, default=None, help="default: the matrix file's rounds")
-    parser.add_argument("--max-runs", type=int, default=DEFAULT_MAX_RUNS,
-                        help=f"refuse a batch of more runs (configurations x rounds; default {DEFAULT_MAX_RUNS})")
+    parser.add_argument("--max-runs", default=str(DEFAULT_MAX_RUNS), help="refuse a batch of more runs "
+                        f"(configurations x rounds; default {DEFAULT_MAX_RUNS}, at most {MAX_RUNS:,})")
     parser.add_argument("--dry-run", action="store_true", help="list the runs and exit")
     parser.add_argument("--out", default=None, help="output folder (default results/<time>-<name>)")
     parser.add_argument("--run-timeout", type=float, default=1800.0, help="seconds before a run counts as failed")
@@ -61,6 +62,7 @@ def check_flags(args) -> None:
         raise ConfigError("run_timeout", f"must be a number of seconds > 0, got {args.run_timeout:g}")
     if not 1 <= args.port <= 65535:
         raise ConfigError("port", f"must be a TCP port in [1, 65535], got {args.port}")
+    args.max_runs = max_runs(args.max_runs)  # bounded before the matrix is read
 
 
 def versions() -> dict:
@@ -93,6 +95,8 @@ def main(argv=None) -> int:
         redactor = Redactor.of(text)  # before parsing: a parse error may quote a value
         matrix = parse_matrix_text(text, Path(args.matrix).stem, args.rounds, args.max_runs)
         if args.dry_run:
+            if args.out is not None:
+                output_folder(args.out, matrix.name, datetime.datetime.now())  # refused as a real run would be
             dry_run(matrix, redactor.say)
             return 0
         return run(args, matrix, text, redactor)
@@ -114,7 +118,7 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
     target = LocalTarget(args.stack, args.dir, args.port) if args.target == "local" else \
         ClusterTarget(args.stack, deploy=not args.no_deploy)
     out = output_folder(args.out, matrix.name, started)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     write_matrix_copy(out, matrix_text, redactor)
     say(f"{matrix.name}: {len(matrix.configurations)} configuration(s) x {matrix.rounds} round(s), "
         f"target {target.name}, output {out}")

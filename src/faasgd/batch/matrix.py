@@ -38,16 +38,19 @@ from typing import Any
 
 import yaml
 
+from faasgd.batch import bounds
 from faasgd.config import FIELDS, load_request
 from faasgd.cost import Prices
 from faasgd.errors import ConfigError
 from faasgd.stacking import config as stacking_config
+from faasgd.stacking.admission import check as admit_stacking
 from faasgd.store.url import mask_password
 
 TOP_KEYS = ("name", "description", "workload", "rounds", "fixed", "matrix", "together", "prices")
 WORKLOADS = {  # workload: (its config keys, the parse its function makes of a request body)
     "emnist": (FIELDS, lambda values: load_request({}, values)),
-    "stacking": (stacking_config.FIELDS, lambda values: stacking_config.load_stacking(None, values)),
+    # the driver's parse, then its admission against the stacking functions' memory limit (a 413 there)
+    "stacking": (stacking_config.FIELDS, lambda values: admit_stacking(stacking_config.load_stacking(None, values))),
 }
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a plain folder name: no separator, no leading dot
 MAX_ROUNDS = 1000
@@ -94,10 +97,8 @@ def _show(value: Any) -> str:
 
 
 def read_matrix_text(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise MatrixError("matrix", f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+    """The file's text, bounded before it is read (faasgd.batch.bounds: a regular file of MAX_MATRIX_BYTES)."""
+    return bounds.read_bounded(path)
 
 
 def load_matrix(path: str | Path, rounds: int | None = None, max_runs: int = DEFAULT_MAX_RUNS) -> Matrix:
@@ -116,6 +117,7 @@ def parse_matrix_text(text: str, default_name: str, rounds: int | None = None,
         where = getattr(error, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
         raise MatrixError("matrix", f"not valid YAML{at}: {getattr(error, 'problem', None) or 'parse error'}") from None
+    bounds.check_values(document)
     return parse_matrix(document or {}, default_name=default_name, rounds=rounds, max_runs=max_runs)
 
 
@@ -142,8 +144,8 @@ def count_configurations(groups: list[list[str]], axes: dict) -> int:
 
 
 def check_runs(configurations: int, rounds: int, max_runs: int) -> None:
-    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1:
-        raise MatrixError("max_runs", f"must be an integer >= 1, got {max_runs!r}")
+    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or not 1 <= max_runs <= bounds.MAX_RUNS:
+        raise MatrixError("max_runs", f"must be an integer in [1, {bounds.MAX_RUNS:,}], got {max_runs!r}")
     runs = configurations * rounds
     if runs > max_runs:
         raise MatrixError("runs", f"the matrix makes {runs} runs ({configurations} configuration(s) x {rounds} round(s)), "

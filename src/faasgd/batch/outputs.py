@@ -12,7 +12,7 @@ import datetime
 import json
 from pathlib import Path
 
-from faasgd.batch import plots, profile_plots, report, stacking_plots, stacking_report
+from faasgd.batch import bounds, plots, profile_plots, report, stacking_plots, stacking_report
 from faasgd.batch.matrix import check_name
 from faasgd.batch.redact import Redactor
 from faasgd.errors import ConfigError
@@ -27,18 +27,26 @@ def workload_of(runs: list[dict]) -> str:
 
 
 def output_folder(out: str | None, name: str, started: datetime.datetime) -> Path:
-    """`--out` where the user says; else results/<time>-<name>, always under results/ (name: a plain name)."""
+    """`--out` where the user says (a folder that is, or can be made, there: bounds.check_out); else
+    results/<time>-<name>, always under results/ (name: a plain name)."""
     if out is not None:
         path = Path(out)
         if not str(out).strip():
             raise ConfigError("out", "must be a folder path, got an empty string")
-        if path.exists() and not path.is_dir():
-            raise ConfigError("out", f"{out} exists and is not a folder")
+        bounds.check_out(path)
         return path
     path = RESULTS_DIR / f"{started:%Y%m%d-%H%M%S}-{check_name(name)}"
     if path.parent != RESULTS_DIR:  # check_name allows no separator; this keeps it so
         raise ConfigError("name", f"the default output folder {path} would leave {RESULTS_DIR}/")
     return path
+
+
+def make_folder(out: Path) -> None:
+    """The batch's folder, made with its parents; ConfigError('out') naming it when it cannot be."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError("out", f"cannot make the folder {out}: {error.strerror or error}") from None
 
 
 def write_matrix_copy(out: Path, matrix_text: str, redactor: Redactor) -> None:

@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--backend", choices=("process", "docker"), default="process",
                     help="run replicas as processes (default) or as containers of their images, with a registry "
                          "on loopback for faas-cli up (needs a Docker daemon)")
+    up.add_argument("--watchdog", default="auto",
+                    help="run replicas under the real of-watchdog: auto (FAASGD_WATCHDOG, else fwatchdog on PATH, "
+                         "else ../shared/bin/fwatchdog beside the project; bare `python index.py` without one), "
+                         "off, or fwatchdog's path (default auto)")
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")

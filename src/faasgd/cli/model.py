@@ -3,7 +3,8 @@
 `model` asks emnist-setup (GET ?job_id=J&model=npz, through the gateway) or, with --direct, the store for
 the job's model (faasgd.job.model_file: the parameters that met the target, else the final ones), checks the
 file reads back without pickle, and places it atomically (a temporary file beside -o, then a rename).
-`evaluate` reads such a file (np.load, allow_pickle=False) and reports its test accuracy on this machine.
+`evaluate` reads such a file as data (faasgd.job.npz_reader: every size it declares checked before it is
+inflated, no pickle) and reports its test accuracy on this machine.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from faasgd.cli.output import console, progress_console  # console: the commands' own, routed by their flags
+from faasgd.cli.terminal_text import cell, visible
 from faasgd.minibatch import batch_note
 
 WORKER_COLUMNS = ("worker", "epoch", "val accuracy", "loss", "samples/s", "pushes", "fetches", "conflicts", "state")
@@ -44,7 +45,7 @@ def worker_line(worker_id: int, record: dict, max_epochs: int) -> str:
 def worker_table(workers: list[dict | None], max_epochs: int) -> Table:
     table = Table(*WORKER_COLUMNS, box=None, pad_edge=False)
     for i, record in enumerate(workers):
-        table.add_row(*worker_cells(i, record, max_epochs))
+        table.add_row(*map(cell, worker_cells(i, record, max_epochs)))
     return table
 
 
@@ -66,17 +67,17 @@ class LiveProgress:
                 self.live = Live(console=self.out, auto_refresh=False)
                 self.live.start()
             table = worker_table(workers, max_epochs)
-            table.caption = f"waiting: {waiting}" if waiting else None
+            table.caption = cell(f"waiting: {waiting}") if waiting else None
             self.live.update(table, refresh=True)
             return
         if waiting and self.seen.get("waiting") != waiting:
-            self.out.print(f"waiting: {waiting}", highlight=False, markup=False)
+            self.out.print(visible(f"waiting: {waiting}"), highlight=False, markup=False)
         self.seen["waiting"] = waiting
         for i, record in enumerate(workers):
             key = (record or {}).get("epoch"), (record or {}).get("state")
             if record and self.seen.get(i) != key:
                 self.seen[i] = key
-                self.out.print(worker_line(i, record, max_epochs), highlight=False, markup=False)
+                self.out.print(visible(worker_line(i, record, max_epochs)), highlight=False, markup=False)
 
     def close(self) -> None:
         if self.live is not None:
@@ -88,16 +89,16 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
     """The end-of-job report: one row per worker, then the job's result."""
     out = out or console()
     head = f"job {result.get('job_id')}: {result.get('state')}"
-    out.print(head + (f" - {result['error']}" if result.get("error") else ""), highlight=False, markup=False)
+    out.print(visible(head + (f" - {result['error']}" if result.get("error") else "")), highlight=False, markup=False)
     if workers:
         table = Table("worker", "epochs", "samples", "samples/s", "pushes", "fetches", "conflicts", "staleness",
                       "val accuracy", box=None, pad_edge=False)
         for i, record in enumerate(workers):
             record = record or {}
-            table.add_row(str(i), str(record.get("epoch", 0)), _num(record.get("samples")),
-                          _num(record.get("samples_per_s")), str(record.get("pushes", 0)),
-                          str(record.get("fetches", 0)), str(record.get("conflicts", 0)),
-                          _num(record.get("last_staleness"), "{}"), _num(record.get("accuracy"), "{:.4f}"))
+            table.add_row(*map(cell, (str(i), str(record.get("epoch", 0)), _num(record.get("samples")),
+                                      _num(record.get("samples_per_s")), str(record.get("pushes", 0)),
+                                      str(record.get("fetches", 0)), str(record.get("conflicts", 0)),
+                                      _num(record.get("last_staleness"), "{}"), _num(record.get("accuracy"), "{:.4f}"))))
         out.print(table)
     kept = "kept at the crossing" if result.get("reached_target") else "the final parameters"
     lines = [
@@ -116,7 +117,7 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
         f"training at once",
     ]
     for line in lines + cost_lines(result) + resource_lines(result):
-        out.print(line, highlight=False, markup=False)
+        out.print(visible(line), highlight=False, markup=False)
 
 
 def cost_lines(result: dict) -> list[str]:

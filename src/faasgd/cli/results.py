@@ -14,14 +14,17 @@ Costs are as each batch priced them (its matrix's `prices:`); `--price gb_s=0.00
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from faasgd import api, cost, results_store
-from faasgd.api.runs import DEFAULT_MEASURES
+from faasgd.api.runs import DEFAULT_MEASURES, database_path
 from faasgd.api.runs import compare_runs as compare  # noqa: F401  the comparison's rows (faasgd.api.runs)
 from faasgd.cli.progress import console
+from faasgd.cli.terminal_text import cell, plot_label
 from faasgd.errors import ConfigError
 
 RUN_COLUMNS = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "billed_gb_s",
@@ -85,6 +88,9 @@ def run(args) -> int:
         return run_verb(args)
     except ConfigError as error:
         raise flagged(error) from None
+    except sqlite3.Error as error:  # a file SQLite reads, but not as this faasgd wrote it
+        raise ConfigError("--db", f"{database_path(args.db)} is not a results database this faasgd reads: "
+                                  f"{error}") from None
 
 
 def run_verb(args) -> int:
@@ -99,8 +105,8 @@ def run_verb(args) -> int:
 def show_batches(batches: list[dict]) -> int:
     table = Table("id", "name", "target", "runs", "done", "started", "finished", "folder", box=None, pad_edge=False)
     for b in batches:
-        table.add_row(str(b["batch_id"]), b["name"], str(b["target"]), str(b["runs"]), str(b["done"] or 0),
-                      str(b["started_at"]), str(b["finished_at"] or "running"), str(b["folder"]))
+        table.add_row(*map(cell, (b["batch_id"], b["name"], b["target"], b["runs"], b["done"] or 0, b["started_at"],
+                                  b["finished_at"] or "running", b["folder"])))
     console().print(table)
     return 0
 
@@ -112,8 +118,8 @@ def show_runs(runs: list[dict], as_json: bool) -> int:
     table = Table("batch", "run", "configuration", "round", "state", "time to target", "samples/s", "test acc",
                   "cpu s", "tx bytes", "GB-s", "requests", "cold", "cost USD", box=None, pad_edge=False)
     for r in runs:
-        table.add_row(str(r["batch_id"]), str(r["run_index"]), str(r["configuration"]), str(r["round"]),
-                      str(r["state"]), *(fmt(r.get(k)) for k in RUN_COLUMNS))
+        table.add_row(*map(cell, (r["batch_id"], r["run_index"], r["configuration"], r["round"], r["state"],
+                                  *(fmt(r.get(k)) for k in RUN_COLUMNS))))
     console().print(table)
     return 0
 
@@ -129,6 +135,8 @@ def fmt(value: Any) -> str:
 def show_comparison(args) -> int:
     measures = args.measure or list(DEFAULT_MEASURES)
     by = [k.strip() for k in args.by.split(",") if k.strip()] if args.by else None
+    if args.plot:
+        check_plot_path(args.plot)  # before the database is read
     rows = api.compare(args.a, args.b, measures, by=by, where=parse_where(args.where), prices=args.price,
                        db_or_dir=args.db)
     if args.plot:
@@ -138,12 +146,19 @@ def show_comparison(args) -> int:
         return 0
     table = Table("group", "runs A/B", *(f"{m} A | B | B/A" for m in measures), box=None, pad_edge=False)
     for row in rows:
-        table.add_row(row["group"], f"{row['runs_a']}/{row['runs_b']}", *(
-            f"{fmt(row[m]['a'])} | {fmt(row[m]['b'])} | {fmt(row[m]['ratio'])}" for m in measures))
+        table.add_row(cell(row["group"]), cell(f"{row['runs_a']}/{row['runs_b']}"), *(
+            cell(f"{fmt(row[m]['a'])} | {fmt(row[m]['b'])} | {fmt(row[m]['ratio'])}") for m in measures))
     out = console()
     out.print(f"A = batch {args.a}, B = batch {args.b}", highlight=False, markup=False)
     out.print(table)
     return 0
+
+
+def check_plot_path(path: str) -> None:
+    """`--plot` names a PNG file in an existing folder; ConfigError('--plot') otherwise."""
+    target = Path(path)
+    if not path.strip() or target.is_dir() or not target.parent.is_dir():
+        raise ConfigError("--plot", f"must be a file path in an existing folder, got {path!r}")
 
 
 def plot_comparison(rows: list[dict], measure: str, a: int, b: int, path: str) -> None:
@@ -155,7 +170,8 @@ def plot_comparison(rows: list[dict], measure: str, a: int, b: int, path: str) -
     positions = range(len(rows))
     for offset, side, label in ((-0.2, "a", f"batch {a}"), (0.2, "b", f"batch {b}")):
         ax.bar([p + offset for p in positions], [row[measure][side] or 0.0 for row in rows], width=0.4, label=label)
-    ax.set_xticks(list(positions), [row["group"] for row in rows], rotation=30, ha="right", fontsize="small")
+    ax.set_xticks(list(positions), [plot_label(row["group"]) for row in rows], rotation=30, ha="right",
+                  fontsize="small")
     ax.set_ylabel(f"{measure} (mean of finished runs)")
     ax.legend()
     fig.savefig(path, dpi=110)

@@ -13,6 +13,7 @@ from faasgd.errors import ConfigError
 from faasgd.local import control, queue_rules
 from faasgd.local.logs import split_line
 from faasgd.local.secrets import GATEWAY_SECRETS
+from faasgd.local.watchdog import Watchdog
 
 FOLLOW_POLL_S = 0.3
 
@@ -24,7 +25,7 @@ def up(args) -> int:
     (user, password), generated = control.login(args.dir)
     found = api.start_runtime(args.file, args.port, args.dir, ack_wait_s=args.ack_wait,
                               queue_workers=args.queue_workers, delivery=delivery,
-                              backend=getattr(args, "backend", "process"))
+                              backend=getattr(args, "backend", "process"), watchdog=args.watchdog)
     state, started = found.state, found.started
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
     if "broker" in state:
@@ -38,9 +39,18 @@ def up(args) -> int:
     for replica in state["replicas"]:
         where = replica.get("url") or f"127.0.0.1:{replica['port']}"
         print(f"  {replica['name']:<16} {where}  (pid {replica.get('pid', '-')})")
+    line = watchdog_line(state)
+    if line:
+        print(line)
     print(f"state and logs: {Path(args.dir).resolve()}")
     print_login(state["gateway_url"], user, password if generated else None, Path(args.dir).resolve() / "secrets")
     return 0
+
+
+def watchdog_line(state: dict | None) -> str | None:
+    """How the runtime runs its replicas ("replicas under of-watchdog ..." or "... bare ..."), from its state."""
+    found = Watchdog.from_json((state or {}).get("watchdog"))
+    return found.describe() if found is not None else None
 
 
 def print_login(url: str, user: str, password: str | None, secrets: Path) -> None:

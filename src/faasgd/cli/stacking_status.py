@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from faasgd.cli.connect import gateway
+from faasgd.cli.terminal_text import cell, visible
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
 from faasgd.openfaas import json_answer
@@ -45,19 +46,20 @@ def print_status(status: dict, out: Console) -> None:
     head = f"stacking job {status.get('job_id')}: {status.get('state')}"
     if status.get("state") == "running":
         head += f" (phase {status.get('phase', '-')})"
-    out.print(head + (f" - {status['error']}" if status.get("error") else ""), highlight=False, markup=False)
+    out.print(visible(head + (f" - {status['error']}" if status.get("error") else "")), highlight=False, markup=False)
     config = status.get("config") or {}
     names = [m.get("model", "?") if isinstance(m, dict) else str(m) for m in config.get("models", [])]
     if status.get("base_scores"):
         table = Table("trainer", "model", "held-out accuracy", box=None, pad_edge=False)
         for i, score in enumerate(status["base_scores"]):
-            table.add_row(str(i), names[i % len(names)] if names else "-", f"{score:.4f}")
+            table.add_row(*map(cell, (i, names[i % len(names)] if names else "-", f"{score:.4f}")))
         out.print(table)
         out.print(f"ensemble         {status['ensemble_score']:.4f}   (best base {max(status['base_scores']):.4f})",
                   highlight=False, markup=False)
     if status.get("phases"):
         phases = "   ".join(f"{name.removesuffix('_s')} {seconds:.3f} s" for name, seconds in status["phases"].items())
-        out.print(f"phases           {phases}   total {status.get('total_s', 0):.3f} s", highlight=False, markup=False)
-    out.print(f"trainers         {config.get('trainers_num')}, "
-              f"{'at once' if config.get('concurrent_training') else 'one after another'}, transfer "
-              f"{config.get('transfer')}", highlight=False, markup=False)
+        out.print(visible(f"phases           {phases}   total {status.get('total_s', 0):.3f} s"), highlight=False,
+                  markup=False)
+    out.print(visible(f"trainers         {config.get('trainers_num')}, "
+                      f"{'at once' if config.get('concurrent_training') else 'one after another'}, transfer "
+                      f"{config.get('transfer')}"), highlight=False, markup=False)

@@ -10,7 +10,9 @@ from faasgd.api.jobs import in_store, through_gateway
 from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json
+from faasgd.cli.runtime import watchdog_line
 from faasgd.cli.progress import LiveProgress, console, print_batch_note, print_summary, worker_table
+from faasgd.cli.terminal_text import cell, visible
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
 from faasgd.local import control
@@ -36,7 +38,7 @@ def run(args) -> int:
     else:
         out.print(f"job {args.job_id}: running", highlight=False, markup=False)
         if status.get("waiting"):
-            out.print(f"waiting: {status['waiting']['message']}", style="yellow", highlight=False, markup=False)
+            out.print(visible(f"waiting: {status['waiting']['message']}"), style="yellow", highlight=False, markup=False)
         out.print(worker_table(status["workers"], status["config"]["max_epochs"]))
     return 0
 
@@ -76,12 +78,23 @@ def runtime_status(args) -> int:
         return 0
     table = Table("function", "replicas", "available", "invocations", box=None, pad_edge=False)
     for f in functions:
-        table.add_row(f["name"], str(f["replicas"]), str(f["availableReplicas"]), str(f.get("invocationCount", 0)))
+        table.add_row(*map(cell, (f["name"], f["replicas"], f["availableReplicas"], f.get("invocationCount", 0))))
     out = console()
     out.print(f"gateway {client.url}", highlight=False, markup=False)
     state = control.read_state(args.dir) if getattr(args, "dir", None) else None
     if state and "registry" in state and state.get("gateway_url") == client.url.rstrip("/"):  # the container backend's registry, where faas-cli pushes
         out.print(f"registry {state['registry']['url']} ({state.get('backend')} backend)", highlight=False,
                   markup=False)
+    line = local_watchdog_line(args, client.url)
+    if line:
+        out.print(line, highlight=False, markup=False)
     out.print(table)
     return 0
+
+
+def local_watchdog_line(args, url: str) -> str | None:
+    """How the local runtime runs its replicas, when `url` is its gateway (another gateway's are pods)."""
+    state = control.read_state(getattr(args, "dir", control.DEFAULT_DIR))
+    if not state or state.get("gateway_url", "").rstrip("/") != url.rstrip("/"):
+        return None
+    return watchdog_line(state)

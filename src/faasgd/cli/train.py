@@ -18,9 +18,12 @@ from faasgd.cli.output import emit_json, progress_console
 from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
 from faasgd.errors import ConfigError
-from faasgd.functions import orchestrate
+from faasgd.functions import admission, orchestrate
+from faasgd.functions.settings import FunctionEnv
 from faasgd.local import control
-from faasgd.store import open_store
+from faasgd.local.stack import load_stack
+from faasgd.openfaas import SETUP_FUNCTION
+from faasgd.store import open_store, parse_store_url
 
 
 def config_overrides(args) -> dict:
@@ -42,6 +45,7 @@ def run(args) -> int:
         return run_direct(args, load_config(env, overrides))
     config = load_request({}, overrides)  # as the function will read it: bad flags fail before anything starts
     if args.dry_run:
+        admit(config, args.file)
         print(json.dumps(config.to_dict(), indent=2))
         return 0
     if args.gateway or os.environ.get("OPENFAAS_URL"):  # a gateway the user named (a cluster): start nothing
@@ -53,6 +57,14 @@ def run(args) -> int:
     finally:
         if found.started and not args.keep_up:
             api.stop_runtime(args.dir)
+
+
+def admit(config, stack_path: str) -> None:
+    """What emnist-setup admits (functions/admission.py: rows, slots, memory_limit, store_budget), against the stack
+    file's environment of emnist-setup; without the stack file only what needs no environment is checked."""
+    env = load_stack(stack_path)[SETUP_FUNCTION].environment if os.path.isfile(stack_path) else {}
+    scheme = parse_store_url(FunctionEnv.read(env).store_url_of(config.store)).scheme
+    admission.check_job(config, env, scheme)
 
 
 def run_through_gateway(args, body: dict) -> int:

@@ -6,8 +6,13 @@
 Bodies (`read_body`): JSON when labelled application/json, `+json`, text/plain or nothing (`faas-cli invoke`
 sends text/plain); a form when labelled application/x-www-form-urlencoded (values are strings), unless the
 body starts with { or [ (`curl -d` and urllib label JSON a form too); {} for an empty body; any other type
-is a 415 naming Content-Type. Invalid or too deeply nested JSON is a 400 on `body`, and so is a key given
+is a 415 naming Content-Type. Bodies are UTF-8 (JSON's encoding; a UTF-8 byte order mark is skipped): UTF-16
+or UTF-32 (a byte order mark, or NUL bytes no JSON text holds) and bytes that are not UTF-8 are a 400 on
+`body` naming the encoding. Invalid or too deeply nested JSON is a 400 on `body`, and so is a key given
 twice (which one counts would depend on the parser) or a form field without a name.
+
+A call that starts a job (`job_body`) must carry its body: an empty one is a 400 on `body` (`{}` asks for
+every default), and so is a query string (what a POST starts comes from its body alone; `?job_id=` is GET's).
 
 Errors (`error_answer`): an exception with an integer `http_status` in 400..599 keeps it, with its `field`
 and an `Allow` list for one with `allow`; anything else is None, which the caller answers as
@@ -18,6 +23,7 @@ answers the server itself gives before any route (waitress's parser, in index.py
 
 from __future__ import annotations
 
+import codecs
 import json
 from typing import Any, Iterable
 from urllib.parse import parse_qsl
@@ -38,22 +44,50 @@ class ContentTypeNotServed(ConfigError):
         super().__init__("Content-Type", f"{content_type} is not served (send JSON or {FORM_TYPE})")
 
 
+def job_body(event: Any) -> Any:
+    """The body of a POST that starts a job (event: the template's Event): required, without a query string."""
+    for key in getattr(event, "query", None) or {}:
+        raise ConfigError(str(key)[:100], "a POST starts a job from its body alone; query parameters are read by "
+                                          "GET (a job's status: GET ?job_id=J), never by a POST")
+    if not event.body.strip():
+        raise ConfigError("body", "a job needs a JSON object body of config keys; none was sent (send {} for "
+                                  "every default)")
+    return event.json()
+
+
 def read_body(body: bytes, content_type: str) -> Any:
     """The body as an object: JSON or a form; {} for an empty body (see the module's docstring)."""
     if not body.strip():
         return {}
     content_type = content_type.lower()
+    if content_type not in JSON_TYPES + (FORM_TYPE,) and not content_type.endswith("+json"):
+        raise ContentTypeNotServed(content_type)
+    check_encoding(body)
     if content_type == FORM_TYPE:
         if not body.lstrip().startswith((b"{", b"[")):
             return read_form(body)
-    elif content_type not in JSON_TYPES and not content_type.endswith("+json"):
-        raise ContentTypeNotServed(content_type)
     return read_json(body)
+
+
+def check_encoding(body: bytes) -> None:
+    """A 400 on `body` naming the encoding unless the body is UTF-8 (json.loads would guess UTF-16 and UTF-32)."""
+    boms = {codecs.BOM_UTF32_LE: "UTF-32", codecs.BOM_UTF32_BE: "UTF-32", codecs.BOM_UTF16_LE: "UTF-16",
+            codecs.BOM_UTF16_BE: "UTF-16"}
+    found = next((name for bom, name in boms.items() if body.startswith(bom)), None)
+    if found is None and b"\x00" in body:
+        found = "UTF-16 or UTF-32 (NUL bytes)"
+    if found is None:
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            found = f"not UTF-8 (byte {exc.start})"
+    if found:
+        raise ConfigError("body", f"must be encoded as UTF-8 (JSON's encoding), got {found}")
 
 
 def read_json(body: bytes) -> Any:
     try:
-        return json.loads(body, object_pairs_hook=lambda pairs: unique_keys(pairs, "body"))
+        return json.loads(body.decode("utf-8-sig"), object_pairs_hook=lambda pairs: unique_keys(pairs, "body"))
     except RecursionError:
         raise ConfigError("body", "JSON nested too deeply") from None
     except ConfigError:

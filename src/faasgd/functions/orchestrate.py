@@ -47,9 +47,10 @@ def launch_workers(store: ParameterStore, config: TrainConfig, job_id: str,
     try:
         for worker_id in range(config.number_of_workers):
             call_ids.append(launch(TrainRequest(job_id, worker_id, 0, config.store)))
-    except FaasgdError as error:
+    except Exception as error:  # any error, not only ours: the job ends failed naming it, never stays running
+        reason = str(error) if isinstance(error, FaasgdError) else f"{type(error).__name__}: {error}"
         ending.write_result(store, job_id, error=f"fan-out stopped after {len(call_ids)} of "
-                                                 f"{config.number_of_workers} workers: {error}")
+                                                 f"{config.number_of_workers} workers: {reason}")
         raise
     store.append_event(job_id, {"event": "fanned-out", "call_ids": call_ids})
     return call_ids

@@ -20,9 +20,7 @@ its training over at the next push); calls are still served through the watchdog
 and once none runs the process exits 0 (`drain`; at the latest write_timeout later). A non-zero exit
 would make the watchdog exit 1.
 
-Durations are the watchdog's: an integer (seconds) or a Go duration. Parsed here (`go_seconds`), not by a
-library: of those on PyPI, pytimeparse reads no ms, us or ns, pytimeparse2 reads no us or ns and also
-takes forms Go refuses ("1 day", "1:30"), and goduration is a first, planning-stage release.
+Durations are the watchdog's: an integer (seconds) or a Go duration, read by faasgd.openfaas.go_seconds.
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import socket
 import tempfile
 import threading
@@ -39,26 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from faasgd.openfaas import WATCHDOG_DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
+from faasgd.openfaas import go_seconds
+
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = 30.0  # the watchdog's own default for exec_timeout and write_timeout
 ANSWER_MARGIN_S = 0.5  # a late call is answered this long before its limit, ahead of the watchdog
 HANDLER_MARGIN_S = 1.0  # the handler is told to stop this long before the answer is due
 DRAIN_POLL_S = 0.05  # how often `drain` looks whether it may exit
-GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
-GO_DURATION = re.compile(r"(?:(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+")
-GO_TERM = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def go_seconds(value: Any, default: float | None = DEFAULT_TIMEOUT_S) -> float | None:
-    """A watchdog duration in seconds: an integer ("30") or a Go duration ("1m5s", "1.5h", "500ms");
-    `default` for nothing or anything else, as the watchdog falls back to its default."""
-    text = "" if value is None else str(value).strip()
-    if text.isdigit():
-        return float(text)
-    if not GO_DURATION.fullmatch(text):
-        return default
-    return sum(float(number) * GO_UNITS[unit] for number, unit in GO_TERM.findall(text))
 
 
 def call_limit(headers: Mapping[str, str], env: Mapping[str, str]) -> float:

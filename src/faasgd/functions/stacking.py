@@ -18,7 +18,7 @@ from faasgd.errors import ConfigError
 from faasgd.functions import replica_cache
 from faasgd.functions.settings import FunctionEnv
 from faasgd.openfaas import json_answer
-from faasgd.stacking import flow, records
+from faasgd.stacking import admission, flow, records
 from faasgd.stacking.config import load_stacking
 from faasgd.store.keys import check_job_id
 
@@ -40,10 +40,12 @@ def max_request_bytes(env: Mapping[str, str]) -> int:
 
 @tracing.traced("stacking.driver")
 def drive(body: Any, env: Mapping[str, str]) -> tuple[int, dict]:
-    """stacking-driver's POST: check everything, create the job, run its four phases; 200 with the result."""
+    """stacking-driver's POST: check everything (the body, inline sizes, memory: stacking/admission.py), create the
+    job, run its four phases; 200 with the result."""
     settings = FunctionEnv.read(env)
     config = load_stacking(env, body)
     flow.check_inline(config, max_request_bytes(env))
+    admission.check(config, env)  # a 413 naming n_samples or n_features before anything is created
     store = replica_cache.store_for(settings.store_url_of(config.store))
     store.ping()
     job_id = records.create_job(store, config)

@@ -18,7 +18,6 @@ The file (`faasgd model JOB -o model.npz`, read back by `faasgd evaluate`): an n
 from __future__ import annotations
 
 import io
-import zipfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -27,12 +26,14 @@ import numpy as np
 from faasgd import data, model
 from faasgd.config import ACTIVATIONS
 from faasgd.errors import ConfigError, NoModel, StoreError
+from faasgd.job import npz_reader
 from faasgd.job.records import mark_done, read_job
 from faasgd.store import ParameterStore, keys
 
 FORMAT = 1  # the file format's version (field `format`)
 SOURCE_CROSSING = "crossing"  # field `source` of the parameters that met the target (the crossing's copy)
 SOURCE_LAST_PARAMS = "final"  # field `source` of the last parameters of a job that ended below its target
+MAX_TEST_SAMPLES = 100_000_000  # field test_samples at most (a job's test_samples is bounded alike)
 EVAL_CHUNK = 1024  # rows scaled to float32 at a time during evaluation
 FIELDS = {  # name: what it holds
     "format": "int64 scalar: this format's version (1)",
@@ -146,40 +147,44 @@ def to_npz(found: ModelFile) -> bytes:
 
 
 def from_npz(raw: bytes | str) -> ModelFile:
-    """A model file (bytes, or a path) read back without pickle; ConfigError('model') saying what is wrong."""
-    try:
-        source = io.BytesIO(raw) if isinstance(raw, (bytes, bytearray)) else raw
-        with np.load(source, allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in npz.files}
-    except FileNotFoundError:
-        raise ConfigError("model", f"no file {raw!r}") from None
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as error:
-        raise ConfigError("model", f"not a faasgd model file (an npz without pickled objects): {error}") from None
+    """A model file (bytes, or a path) read back without pickle, every declared size checked before it is
+    inflated (faasgd.job.npz_reader); ConfigError('model') saying what is wrong."""
+    arrays = npz_reader.read_arrays(raw, set(FIELDS) | set(OPTIONAL), network_params)
     missing = [name for name in FIELDS if name not in arrays]
     if missing:
         raise ConfigError("model", f"not a faasgd model file: fields {', '.join(missing)} missing")
     scalar = {name: _scalar(name, arrays[name]) for name in FIELDS if name not in ("params", "sizes")}
     if scalar["format"] != FORMAT:
         raise ConfigError("model", f"format {scalar['format']} is not one this faasgd reads ({FORMAT})")
-    params, sizes = arrays["params"], arrays["sizes"]
-    if params.dtype != np.float32 or params.ndim != 1 or sizes.dtype != np.int64 or sizes.ndim != 1 \
-            or len(sizes) < 2 or (sizes < 1).any():
-        raise ConfigError("model", "params must be float32 (n,) and sizes int64 (layers + 1,) of positive widths")
-    sizes_t = tuple(int(s) for s in sizes)
+    params, sizes_t = arrays["params"], tuple(int(s) for s in arrays["sizes"])
     arch = _scalar("cnn_arch", arrays["cnn_arch"]) if "cnn_arch" in arrays else ""
-    if arch and (arch not in model.ARCHS or len(sizes_t) != 2):
-        raise ConfigError("model", f"cnn_arch {arch!r} is not one of {', '.join(model.ARCHS)} with sizes (pixels, "
-                                   f"classes), got sizes {list(sizes_t)}")
-    expected = model.CNN.of(arch, *sizes_t).param_count if arch else model.param_count(sizes_t)
-    if params.size != expected:
+    if params.dtype != np.float32 or params.ndim != 1:
+        raise ConfigError("model", "params must be float32 (n,) and sizes int64 (layers + 1,) of positive widths")
+    if params.size != network_params(arrays["sizes"], arrays.get("cnn_arch")):
         raise ConfigError("model", f"{params.size} params do not fit layer sizes {list(sizes_t)}"
                                    + (f" of cnn_arch {arch}" if arch else ""))
     if scalar["activation"] not in ACTIVATIONS or not known_dataset(scalar["dataset"]):
         raise ConfigError("model", f"unknown activation {scalar['activation']!r} or dataset {scalar['dataset']!r}")
+    if not 0 <= scalar["test_samples"] <= MAX_TEST_SAMPLES:
+        raise ConfigError("model", f"field test_samples must be in [0, {MAX_TEST_SAMPLES:,}], got "
+                                   f"{scalar['test_samples']:,}")
     if not np.isfinite(params).all():
         raise ConfigError("model", "params hold NaN or infinite values")
     return ModelFile(params=params, sizes=sizes_t, cnn_arch=arch, **{k: scalar[k] for k in (
         "activation", "dataset", "job_id", "source", "version", "validation_accuracy", "test_accuracy", "test_samples")})
+
+
+def network_params(sizes: np.ndarray, cnn_arch: np.ndarray | None) -> int:
+    """The parameter count of the network a file's `sizes` (and `cnn_arch`) declare; ConfigError('model') when
+    they declare none."""
+    if sizes.dtype != np.int64 or sizes.ndim != 1 or len(sizes) < 2 or (sizes < 1).any():
+        raise ConfigError("model", "params must be float32 (n,) and sizes int64 (layers + 1,) of positive widths")
+    sizes_t = tuple(int(s) for s in sizes)
+    arch = "" if cnn_arch is None else _scalar("cnn_arch", cnn_arch)
+    if arch and (arch not in model.ARCHS or len(sizes_t) != 2):
+        raise ConfigError("model", f"cnn_arch {arch!r} is not one of {', '.join(model.ARCHS)} with sizes (pixels, "
+                                   f"classes), got sizes {list(sizes_t)}")
+    return model.CNN.of(arch, *sizes_t).param_count if arch else model.param_count(sizes_t)
 
 
 def known_dataset(name: str) -> bool:
@@ -212,6 +217,10 @@ def evaluate_file(found: ModelFile, dataset: str | None = None, test_samples: in
         raise ConfigError("dataset", f"{dataset} has {input_dim} inputs and {classes} classes; the model takes "
                                      f"{found.sizes[0]} and gives {found.sizes[-1]}")
     rows = found.test_samples if test_samples is None else test_samples
+    available = data.count_rows(dataset, "test")  # all its test rows (a generated set: its default size)
+    if rows > available:
+        raise ConfigError("test_samples", f"{dataset} has {available:,} test rows, fewer than the {rows:,} asked "
+                                          "(0: all of them)")
     test = data.load_shard(dataset, "test", 0, 1, rows, scaled=False)
     accuracy = accuracy_on(test, found.params, found.sizes, found.activation, found.network())
     same = dataset == found.dataset and rows == found.test_samples

@@ -28,7 +28,7 @@ from faasgd.errors import ConfigError
 from faasgd.local import docker_cli, processes, services
 from faasgd.local.deployments import Deployment
 from faasgd.local.logs import pump, write_line
-from faasgd.local.pods import Host
+from faasgd.local.pods import Host, readiness
 from faasgd.local.processes import ProcessRef
 
 PORT = 8080  # of-watchdog's port in every function image (faas-netes' RuntimeHTTPPort)
@@ -140,6 +140,7 @@ class ContainerReplica:
     logs: subprocess.Popen | None = None  # `docker logs -f`, copying the container's output to log_path
     generation: int = 1
     healthy: bool = False
+    failures: int = 0  # probes failed in a row (pods.readiness)
     started_at: float = field(default_factory=time.time)
     port: int = PORT
 
@@ -159,15 +160,15 @@ class ContainerReplica:
         return self.process is not None and processes.alive(self.process)
 
     def check_health(self) -> bool:
-        """faas-netes' readiness probe: GET /_/health on port 8080 answers 200."""
+        """faas-netes' readiness probe: GET /_/health on port 8080 answers 200 (failureThreshold: pods.readiness)."""
         if not self.alive():
             self.healthy = False
             return False
         try:
-            answer = httpx.get(self.url + HEALTH_PATH, timeout=PROBE_TIMEOUT_S, trust_env=False)
-            self.healthy = answer.status_code == 200
+            answered = httpx.get(self.url + HEALTH_PATH, timeout=PROBE_TIMEOUT_S, trust_env=False).status_code == 200
         except httpx.HTTPError:
-            self.healthy = False
+            answered = False
+        self.healthy, self.failures = readiness(self.healthy, self.failures, answered)
         return self.healthy
 
     def stop(self) -> None:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import credentials, docker_cli, processes
+from faasgd.local import credentials, docker_cli, processes, watchdog
 from faasgd.local.containers import RUNTIME_LABEL
 from faasgd.local.daemon import STATE_FILE
 from faasgd.local.processes import ProcessRef
@@ -76,18 +76,21 @@ def healthy(state: dict | None) -> bool:
 
 def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
        upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
-       delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process") -> tuple[dict, bool]:
+       delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process",
+       watchdog_choice: str = "auto") -> tuple[dict, bool]:
     """Start the runtime unless it already runs; returns (state, whether this call started it).
 
     Port 0 picks a free one (state["gateway_url"] has it). The gateway's login is generated first
     if absent (`login`). `backend` "docker" runs the replicas as containers (faasgd.local.docker_site)
-    and is refused at once when no Docker daemon answers.
+    and is refused at once when no Docker daemon answers. `watchdog_choice` (the process backend's): auto,
+    off or fwatchdog's path (faasgd.local.watchdog).
     """
     check_options(port, ack_wait_s, queue_workers, upstream_timeout_s)
     if backend not in BACKENDS:
         raise ConfigError("--backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "docker":
         docker_cli.daemon_version()
+    watchdog.find(watchdog_choice, os.environ, Path(stack))  # a bad --watchdog: a ConfigError, nothing started
     directory = Path(directory).resolve()
     state = read_state(directory)
     if state is not None:
@@ -104,7 +107,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     login(directory)
     argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
-            "--upstream-timeout", str(upstream_timeout_s), "--backend", backend]
+            "--upstream-timeout", str(upstream_timeout_s), "--backend", backend, "--watchdog", watchdog_choice]
     if queue_workers:
         argv += ["--queue-workers", str(queue_workers)]
     argv += delivery.to_argv()

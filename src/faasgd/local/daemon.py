@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd import __version__
-from faasgd.local import credentials, environment, processes, queue_rules, services
+from faasgd.local import credentials, environment, processes, queue_rules, services, watchdog
 from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.build import build_function, template_fprocess
@@ -67,6 +67,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--queue-workers", type=int, default=None)
     parser.add_argument("--backend", choices=("process", "docker"), default="process",
                         help="replicas as processes, or as containers of their images (faasgd.local.docker_site)")
+    parser.add_argument("--watchdog", default="auto", help="auto, off or fwatchdog's path (faasgd.local.watchdog)")
     parser.add_argument("--adopt", type=json.loads, default={},
                         help="JSON: the stores and broker a crashed runtime left running, to keep (faasgd up)")
     queue_rules.add_flags(parser)
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     catalog = build_catalog(Path(args.stack).resolve(), directory / "build", os.environ)
+    args.found_watchdog = watchdog.find(args.watchdog, os.environ, Path(args.stack))
     from faasgd.local.gateway.server import listen  # the daemon's; not needed by `faasgd down`
 
     # the gateway's port is taken first: a store, the broker or a replica picking a free port after it cannot
@@ -221,7 +223,10 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     if site is not None:
         state.update(site.state())
         table, catalog = site.service_table(args.port, stores), site.catalog(catalog)
-    host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ))
+    else:  # containers run their image's own of-watchdog; processes run under this one, or bare
+        state.update(watchdog=args.found_watchdog.to_json())
+        print(f"faasgd runtime: {args.found_watchdog.describe()}", flush=True)
+    host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog)
     supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host,
                             spawn=s3.spawner(site.spawn if site is not None else start_replica))
     supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})

@@ -9,7 +9,10 @@ Later layers win:
    with in-cluster Service addresses pointed at the local processes (faasgd.local.services);
 4. what the runtime sets per replica: `upstream_url` (where index.py listens: the replica's own
    loopback port, where the image says 127.0.0.1:5000), HOSTNAME (the replica's name, as a pod's),
-   and FAASGD_SECRETS_DIR (the replica's copy of its secrets, /var/openfaas/secrets on a cluster).
+   and FAASGD_SECRETS_DIR (the replica's copy of its secrets, /var/openfaas/secrets on a cluster);
+5. under the real of-watchdog (faasgd.local.watchdog.replica_env): the watchdog's `port` (the replica's
+   port), `upstream_url` on a second port (where index.py listens behind it) and `fprocess` (the
+   runtime's Python running index.py).
 Nothing else of the shell reaches a replica.
 """
 

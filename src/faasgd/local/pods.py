@@ -1,8 +1,18 @@
 """One replica of a function as a process, as a pod would run it: its own loopback port, HOSTNAME,
-environment (faasgd.local.environment), secrets folder, temp folder and timestamped log."""
+environment (faasgd.local.environment), secrets folder, temp folder and timestamped log.
+
+Under the real of-watchdog (Host.watchdog, faasgd.local.watchdog) the replica starts as the image starts,
+`python -S bootstrap.py <fwatchdog>` in its build folder, in a network namespace of its own: the watchdog
+serves the replica's port and forks `python index.py` on a second port (upstream_url); the replica is
+healthy once the watchdog's GET /_/health answers 200 (index.py's lock file in the replica's TMPDIR), and a
+stop gives the watchdog its healthcheck_interval to drain. Without one, the replica is `python index.py`
+itself on the replica's port, healthy once it accepts connections. The watchdog's lines and the function's
+go to the same log."""
 
 from __future__ import annotations
 
+import http.client
+import os
 import shutil
 import socket
 import subprocess
@@ -12,14 +22,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from faasgd.local import environment, processes
+import psutil
+
+from faasgd.local import environment, processes, watchdog
 from faasgd.local.deployments import Deployment
 from faasgd.local.logs import pump, write_line
 from faasgd.local.processes import ProcessRef
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stores import free_port
+from faasgd.local.watchdog import Watchdog
 
 STOP_TIMEOUT_S = 5.0
+HEALTH_TIMEOUT_S = 0.5
+# faas-netes' readiness probe has failureThreshold 3: a serving replica leaves the routing after three failed probes
+# in a row, not one (a probe that times out on a loaded machine is not a replica that stopped serving). A dead one
+# leaves at once, and a new one serves from its first answered probe.
+FAILURE_THRESHOLD = 3
+
+
+def readiness(healthy: bool, failures: int, answered: bool) -> tuple[bool, int]:
+    """(healthy, failures in a row) after one probe that `answered` or not, from the replica's state before it."""
+    if answered:
+        return True, 0
+    failures += 1
+    return healthy and failures < FAILURE_THRESHOLD, failures
 
 
 @dataclass(frozen=True)
@@ -30,6 +56,7 @@ class Host:
     secrets: SecretStore
     services: Mapping[str, str]  # in-cluster host:port -> local address (faasgd.local.services)
     environ: Mapping[str, str]  # the shell's environment: only PATH, HOME and LANG are taken from it
+    watchdog: Watchdog = Watchdog()  # replicas run under it when found, else as bare `python index.py`
 
 
 @dataclass
@@ -46,6 +73,9 @@ class Replica:
     generation: int = 1  # the deployment's rollout it belongs to
     healthy: bool = False
     started_at: float = field(default_factory=time.time)
+    failures: int = 0  # probes failed in a row (FAILURE_THRESHOLD)
+    watched: bool = False  # under of-watchdog: health is its GET /_/health
+    grace_s: float = STOP_TIMEOUT_S  # from SIGTERM to SIGKILL
 
     @property
     def url(self) -> str:
@@ -59,25 +89,54 @@ class Replica:
         return processes.alive(self.popen)
 
     def check_health(self) -> bool:
-        """Healthy once it accepts connections (of-watchdog's readiness, locally)."""
+        """Under the watchdog: its GET /_/health answers 200 (the lock index.py writes once it can serve).
+        Bare: it accepts connections."""
         if not self.alive():
             self.healthy = False
             return False
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                self.healthy = True
-        except OSError:
-            self.healthy = False
+        answered = watchdog_healthy(self.port) if self.watched else accepts(self.port)
+        self.healthy, self.failures = readiness(self.healthy, self.failures, answered)
         return self.healthy
 
     def stop(self) -> None:
-        """Stop the process (reaping it) and remove its folder; also for one already dead."""
-        processes.stop(self.popen, STOP_TIMEOUT_S)
+        """Stop the process (reaping it) and whatever it started (a watchdog's function), remove its folder;
+        also for one already dead."""
+        children = descendants(self.popen.pid)
+        processes.stop(self.popen, self.grace_s)
+        processes.stop_all(children, STOP_TIMEOUT_S)  # a watchdog killed mid-drain leaves its function
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def watchdog_healthy(port: int) -> bool:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=HEALTH_TIMEOUT_S)
+    try:
+        connection.request("GET", "/_/health")
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
+def descendants(pid: int) -> list[ProcessRef]:
+    """The processes under `pid` now (none once it is gone)."""
+    try:
+        return [ProcessRef(child.pid, child.create_time()) for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
 def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
-    """Start `python index.py` in the deployment's build folder, its output stamped into logs/<name>.log."""
+    """Start the replica in the deployment's build folder (under the watchdog when the host has one, else
+    `python index.py`), its output stamped into logs/<name>.log."""
     spec, port = deployment.spec, free_port()
     root = host.directory / "replicas" / name
     secrets_dir, tmp = root / "secrets", root / "tmp"
@@ -87,12 +146,18 @@ def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
     env = environment.container_env(environment.basics(host.environ, str(tmp)), deployment.code.image_env,
                                     environment.function_env(spec, host.services),
                                     environment.replica_env(port, name, str(secrets_dir)))
+    argv, watched = [sys.executable, "index.py"], host.watchdog.found
+    if watched:
+        env.update(watchdog.replica_env(port, free_port(), f"/proc/{os.getpid()}/ns/net"))
+        argv = watchdog.command(host.watchdog, port)
     log_path = host.directory / "logs" / f"{name}.log"
-    write_line(log_path, f"faasgd: starting {name} on 127.0.0.1:{port}")
+    write_line(log_path, f"faasgd: starting {name} on 127.0.0.1:{port}"
+                         + (f" under of-watchdog {host.watchdog.version}" if watched else ""))
     if missing:  # Kubernetes refuses such a deploy; locally the stores need no password, so it starts
         write_line(log_path, f"faasgd: secret(s) not found in {host.secrets.directory}, not mounted: "
                              f"{', '.join(missing)}")
-    popen = subprocess.Popen([sys.executable, "index.py"], cwd=deployment.code.build_dir, env=env,
+    popen = subprocess.Popen(argv, cwd=deployment.code.build_dir, env=env,
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     pump(popen.stdout, log_path)
-    return Replica(spec.name, name, port, popen, ProcessRef.of(popen.pid), log_path, root, deployment.generation)
+    return Replica(spec.name, name, port, popen, ProcessRef.of(popen.pid), log_path, root, deployment.generation,
+                   watched=watched, grace_s=watchdog.stop_grace_s(env) if watched else STOP_TIMEOUT_S)

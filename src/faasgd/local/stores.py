@@ -2,6 +2,11 @@
 
 Each server binds 127.0.0.1 only, keeps nothing on disk, and is considered started only once it
 answers (PING / version) before a deadline. `ServerProcess.stop()` is idempotent.
+
+A password never reaches a command line (any user reads /proc/<pid>/cmdline): redis-server reads it from a
+config file (`requirepass`), memcached from its ASCII-protocol auth file (`-Y`, a `user:password` line; clients
+authenticate with `set` of "user password" first, user MEMCACHED_USER). Both files are mode 0600 in a
+0700 folder of their own, removed when the server stops.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from faasgd.errors import StoreUnavailable
+from faasgd.errors import ConfigError, StoreUnavailable
 from faasgd.local import processes
 from faasgd.local.processes import ProcessRef
 
@@ -26,6 +31,7 @@ EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
 PORT_FLOOR = 10000  # free_port() never picks below this (well-known and registered services live there)
 START_ATTEMPTS = 3  # fresh ports tried when the caller did not fix one (another process may grab a free port)
 
+MEMCACHED_USER = "faasgd"  # the one user of a password-protected memcached's auth file
 _random = random.SystemRandom()  # independent of any seed a caller sets
 
 
@@ -71,7 +77,7 @@ class ServerProcess:
     port: int
     popen: subprocess.Popen | None  # the child (stopping it reaps it); None for a server adopted from a dead runtime
     ref: ProcessRef  # its identity, for the local runtime's state file
-    password: str | None = None  # redis --requirepass, if any
+    password: str | None = None  # what clients authenticate with, if any (from a file, never argv)
     log_path: str | None = None  # the server's stdout/stderr
     workdir: str | None = None  # redis --dir
     _tmpdir: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
@@ -114,11 +120,7 @@ def start_redis(
     def launch(p: int) -> ServerProcess:
         tmp = tempfile.TemporaryDirectory(prefix="faasgd-redis-")
         directory = workdir or tmp.name
-        conf = os.path.join(tmp.name, "redis.conf")  # the password stays off the command line
-        with open(os.open(conf, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-            if password:
-                quoted = password.replace("\\", "\\\\").replace('"', '\\"')
-                f.write(f'requirepass "{quoted}"\n')
+        conf = private_file(tmp.name, "redis.conf", f"requirepass {redis_quoted(password)}\n" if password else "")
         argv = [binary, conf, "--port", str(p), "--bind", LOOPBACK, *([also_bind, "--protected-mode", "no"] if also_bind else []), "--save", "",
                 "--appendonly", "no", "--dir", directory, "--daemonize", "no"]
         server = spawn_server("redis", f"redis://{LOOPBACK}:{p}/0", p, argv, tmp, password)
@@ -134,18 +136,46 @@ def start_memcached(
     memory_mb: int = 256,
     ready_timeout: float = 10.0,
     also_bind: str | None = None,
+    password: str | None = None,
 ) -> ServerProcess:
-    """Start memcached on 127.0.0.1 (and `also_bind`) over TCP only; return once it answers `version`."""
+    """Start memcached on 127.0.0.1 (and `also_bind`) over TCP only; return once it answers `version`. With
+    `password`, every client must first authenticate as MEMCACHED_USER (the auth file, `-Y`)."""
     binary = _binary("memcached", "memcached")
+    check_memcached_password(password)
 
     def launch(p: int) -> ServerProcess:
         tmp = tempfile.TemporaryDirectory(prefix="faasgd-memcached-")
         argv = [binary, "-l", ",".join([LOOPBACK, *([also_bind] if also_bind else [])]), "-p", str(p), "-U", "0", "-I", item_size, "-m", str(memory_mb)]
+        if password:
+            argv += ["-Y", private_file(tmp.name, "auth", f"{MEMCACHED_USER}:{password}\n")]
         if os.geteuid() == 0:
             argv += ["-u", "root"]  # memcached refuses to run as root without it
-        return spawn_server("memcached", f"memcached://{LOOPBACK}:{p}", p, argv, tmp, None)
+        return spawn_server("memcached", f"memcached://{LOOPBACK}:{p}", p, argv, tmp, password)
 
     return start_server(launch, port, _memcached_answers, ready_timeout)
+
+
+def private_file(folder: str, name: str, text: str) -> str:
+    """Write `text` to folder/name, readable by this user only (0600 from its creation); its path."""
+    path = os.path.join(folder, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def redis_quoted(password: str) -> str:
+    """`password` as one double-quoted argument of redis.conf: letters and digits as they are, every other byte
+    as \\xHH, so no quote, backslash, space or newline in it can end the value or start another directive."""
+    return '"' + "".join(chr(b) if chr(b).isascii() and chr(b).isalnum() else f"\\x{b:02x}"
+                         for b in password.encode("utf-8")) + '"'
+
+
+def check_memcached_password(password: str | None) -> None:
+    """memcached's auth file holds `user:password` lines and clients send "user password": no whitespace or
+    control character can be in it."""
+    if password is not None and (not password or not password.isprintable() or any(c.isspace() for c in password)):
+        raise ConfigError("password", "memcached's password must be non-empty printable text without spaces "
+                                      "(its auth file holds one user:password line)")
 
 
 def adopt_server(name: str, url: str, ref: ProcessRef, answers, workdir: str | None = None) -> ServerProcess | None:
@@ -230,7 +260,8 @@ def _redis_answers(port: int) -> bool:
 
 
 def _memcached_answers(port: int) -> bool:
-    return _ask(port, b"version\r\n").startswith(b"VERSION ")
+    reply = _ask(port, b"version\r\n")
+    return reply.startswith(b"VERSION ") or reply.startswith(b"CLIENT_ERROR unauthenticated")  # with a password too
 
 
 STORE_ANSWERS = {"redis": _redis_answers, "memcached": _memcached_answers}  # how `adopt_server` asks each store

@@ -122,7 +122,8 @@ def metatrain(store: RecordStore, job_id: str, config: StackingConfig, body: dic
 # ---- the driver -------------------------------------------------------------------------------------
 def drive(store: RecordStore, job_id: str, config: StackingConfig, call: Call,
           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> dict:
-    """Run the job's four phases; the result (also written to the job's state). A failure fails the job.
+    """Run the job's four phases; the result (also written to the job's state). Any exception fails the job
+    (its type and message as the reason) and is raised again.
     A call whose answer was lost is made again (calls.py); a job failed meanwhile by its deadline stays failed."""
     phases: dict[str, float] = {}
     started = clock()
@@ -156,8 +157,9 @@ def drive(store: RecordStore, job_id: str, config: StackingConfig, call: Call,
         final = call(METATRAINER, {"job_id": job_id, "store": config.store, "dataset": dataset,
                                    "models": reduced.get("models"), "meta_features": reduced.get("meta_features")})
         phases["meta_train_s"] = clock() - mark
-    except FaasgdError as error:
-        records.finish(store, job_id, state="failed", error=str(error), phases=phases, call_retries=call.retries)
+    except Exception as error:  # MemoryError and any bug too: the job ends failed, naming why, never stays running
+        reason = str(error) if isinstance(error, FaasgdError) else f"{type(error).__name__}: {error}"
+        records.finish(store, job_id, state="failed", error=reason[:1000], phases=phases, call_retries=call.retries)
         raise
     base_scores = [float(s) for s in final["base_scores"]]
     result = {"state": "done", "phase": "done", "transfer": config.transfer, "trainers_num": config.trainers_num,

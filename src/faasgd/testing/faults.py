@@ -131,10 +131,14 @@ def restart_store_empty(runtime: Runtime, queries: list[dict]) -> str:
 
 
 def cap_memory(runtime: Runtime, queries: list[dict]) -> str:
-    """Cap every emnist-train replica's address space near its current size: its next big allocation fails."""
+    """Cap every emnist-train replica's address space near its current size: its next big allocation fails.
+    Each process of the replica is capped (under of-watchdog the function is the watchdog's child), as a
+    container's memory limit covers all of its processes."""
     for pid in runtime.replica_pids():
-        size = psutil.Process(pid).memory_info().vms
-        resource.prlimit(pid, resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
+        replica = psutil.Process(pid)
+        for process in [replica, *replica.children(recursive=True)]:
+            size = process.memory_info().vms
+            resource.prlimit(process.pid, resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
     return "replicas' address space capped"
 
 

@@ -10,7 +10,10 @@ memory store: this process's) and otherwise this host's wall clock (time.time, 1
 time is whole seconds and is never used for a duration (ParameterStore.job_time). A call reads the timeline
 once (`anchor`, one round trip on Redis) and moves on by time.monotonic from there: every duration within a
 call is on the monotonic clock, a stamp costs no round trip, and a stamp taken before the anchor (the
-call's entry) is placed on the timeline by the monotonic time between the two.
+call's entry) is placed on the timeline by the monotonic time between the two. The reading is paired with the
+midpoint of its round trip, as NTP pairs a server's time: the server read its clock somewhere within the round
+trip, so the call's stamps are right within half of it (`error_s`; a few µs on loopback, milliseconds on a
+loaded host, where pairing the reading with the reply's arrival would place every stamp early by the delay).
 
 Billing is as FaaS platforms bill: the call's duration from its entry (the handler) to its last record, at
 the function's memory limit (`memory_mb`); `cold` when it is the first call its replica process serves.
@@ -34,7 +37,8 @@ class CallClock:
     monotonic: Callable[[], float] = time.monotonic
     entered: float = 0.0  # monotonic at the call's entry
     timeline: float | None = None  # the job's timeline at `anchored_at`
-    anchored_at: float = 0.0  # monotonic when the timeline was read
+    anchored_at: float = 0.0  # monotonic when the timeline was read (the midpoint of the round trip)
+    error_s: float = 0.0  # half the round trip of that reading: the stamps' uncertainty either way
 
     @classmethod
     def begin(cls, memory_mb: float | None = None, cold: bool = False,
@@ -45,8 +49,10 @@ class CallClock:
     def anchor(self, store: Any) -> "CallClock":
         """Read the job's timeline once (later calls change nothing)."""
         if self.timeline is None:
+            sent = self.monotonic()
             reading = store.job_time()
-            self.timeline, self.anchored_at = reading, self.monotonic()
+            answered = self.monotonic()
+            self.timeline, self.anchored_at, self.error_s = reading, (sent + answered) / 2, (answered - sent) / 2
         return self
 
     def anchor_local(self) -> "CallClock":

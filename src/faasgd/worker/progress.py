@@ -69,6 +69,7 @@ class WorkerProgress:
     billed_gb_s: float = 0.0  # the same, each call's seconds times its memory limit in GB
     memory_mb: float | None = None  # the memory limit its latest call was billed at
     cold_starts: int = 0  # its calls that were the first call their replica process served
+    clock_error_s: float = 0.0  # its stamps are right within this either way: its calls' largest CallClock.error_s
 
     def note_replica(self) -> None:
         """Record the replica running this worker now (HOSTNAME: the pod name on a cluster)."""
@@ -89,6 +90,7 @@ class WorkerProgress:
         self.intervals.append([start, start])
         self.cold_starts += int(clock.cold)
         self.memory_mb = clock.memory_mb
+        self.clock_error_s = max(self.clock_error_s, clock.error_s)
         if self.started_at is None:
             self.started_at = start
 

@@ -106,6 +106,16 @@ def test_a_bad_stacking_matrix_exits_2_and_writes_nothing(tmp_path, monkeypatch,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.yml"]
 
 
+def test_a_dry_run_refuses_a_stacking_matrix_its_functions_could_not_hold(tmp_path, capsys):
+    """The stacking driver's admission (faasgd.stacking.admission) runs on every configuration, before any run."""
+    (tmp_path / "m.yml").write_text("workload: stacking\nfixed: {n_features: 50000}\n"
+                                    "matrix: {n_samples: [300, 100000]}\n")
+    assert main([str(tmp_path / "m.yml"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("test.sh: error: n_samples: a 100,000 x 50,000 dataset needs ") and "memory_limit=1Gi" in err
+    assert err.count("\n") == 1
+
+
 def test_the_dry_run_lists_stacking_runs(tmp_path, capsys):
     (tmp_path / "m.yml").write_text(MATRIX)
     assert main([str(tmp_path / "m.yml"), "--dry-run"]) == 0

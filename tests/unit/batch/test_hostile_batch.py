@@ -1,11 +1,18 @@
 """./test.sh as a hostile caller meets it, in process (faasgd.batch.__main__.main, what test.sh execs): a bad
 matrix file or flag exits 2 with one line on stderr naming the field, nothing on stdout, no runtime
 started, no output folder made (neither --out nor results/), and a password in the matrix never printed.
-The matrices are run for real (no --dry-run): the checks, not a listing mode, must stop them.
+The matrices are run for real (no --dry-run): the checks, not a listing mode, must stop them; huge
+matrices and files are refused within loose time and memory bounds, before they are enumerated or read.
 """
+
+import os
+import threading
+import time
+import tracemalloc
 
 import pytest
 
+from faasgd.batch import bounds
 from faasgd.batch.__main__ import main
 
 OK = "name: ok\nfixed: {dataset: synthetic}\n"
@@ -57,7 +64,10 @@ FLAGS = {  # (extra flags, field): the matrix itself is fine
     "run timeout -1": (["--run-timeout", "-1"], "run_timeout"), "run timeout nan": (["--run-timeout", "nan"], "run_timeout"),
     "target unknown": (["--target", "aws"], "--target"), "rounds words": (["--rounds", "abc"], "--rounds"),
     "an unknown flag": (["--bogus"], "--bogus"), "out a file": (["--out", "afile"], "out"),
-    "out empty": (["--out", ""], "out"), "cluster without a gateway": (["--target", "cluster"], "OPENFAAS_URL"),
+    "out empty": (["--out", ""], "out"), "out in /proc": (["--out", "/proc/self/x"], "out"),
+    "out /proc/self": (["--out", "/proc/self"], "out"), "out under a file": (["--out", "afile/sub"], "out"),
+    "max-runs 1e12": (["--max-runs", "1e12"], "max_runs"), "max-runs words": (["--max-runs", "many"], "max_runs"),
+    "max-runs 1.5": (["--max-runs", "1.5"], "max_runs"), "cluster without a gateway": (["--target", "cluster"], "OPENFAAS_URL"),
     "no stack file": (["--stack", "missing.yml"], "stack"), "a folder as stack": (["--stack", "."], "stack"),
 }
 
@@ -90,6 +100,7 @@ def refused(batch, capsys, argv, field):
     assert named in (field, f"argument {field}") or err.startswith(f"test.sh: error: unrecognized arguments: {field}")
     assert "Traceback" not in err and PASSWORD not in err and out == ""
     assert sorted(p.name for p in batch.iterdir()) == before
+    return err
 
 
 @pytest.mark.parametrize("case", list(MATRICES))
@@ -115,3 +126,69 @@ def test_a_matrix_file_that_cannot_be_read_exits_2(batch, capsys, content):
     elif content is not None:
         path.write_bytes(content)
     refused(batch, capsys, [str(path)], "matrix")
+
+
+def bounded(batch, capsys, argv, field, seconds=5.0, mib=20.0):
+    """Refused as `refused` is, within `seconds` and `mib` of Python allocations at peak."""
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        err = refused(batch, capsys, argv, field)
+        peak = tracemalloc.get_traced_memory()[1] / (1 << 20)
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - started < seconds and peak < mib, (time.monotonic() - started, peak)
+    return err
+
+
+@pytest.mark.parametrize("flags", [["--max-runs", "1e12"], ["--max-runs", str(bounds.MAX_RUNS)], []])
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+def test_10_to_the_10_configurations_are_never_enumerated(batch, capsys, flags, dry):
+    (batch / "m.yml").write_text(WIDE)
+    bounded(batch, capsys, [str(batch / "m.yml"), *flags, *dry], "max_runs" if "1e12" in flags else "runs")
+
+
+def test_a_60_mb_matrix_is_refused_at_once_naming_the_limit(batch, capsys):
+    with open(batch / "m.yml", "w") as f:
+        f.write("name: big\nmatrix:\n  seed:\n")
+        f.writelines(["    - 1234567890\n"] * 3_800_000)  # 60 MB of a valid YAML list
+    assert (batch / "m.yml").stat().st_size > 60e6
+    err = bounded(batch, capsys, [str(batch / "m.yml"), "--dry-run"], "matrix", seconds=2.0)
+    assert f"more than a matrix file may be ({bounds.MAX_MATRIX_BYTES:,})" in err
+
+
+def test_an_oversized_matrix_names_the_limit(batch, capsys):
+    (batch / "m.yml").write_text("name: big\n#" + "x" * bounds.MAX_MATRIX_BYTES + "\n")
+    assert main([str(batch / "m.yml"), "--dry-run"]) == 2
+    assert f"more than a matrix file may be ({bounds.MAX_MATRIX_BYTES:,})" in capsys.readouterr().err
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_is_expanded(batch, capsys):
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    (batch / "m.yml").write_text("name: laughs\ndescription:\n" + "".join(f"  {line}\n" for line in levels))
+    err = bounded(batch, capsys, [str(batch / "m.yml")], "matrix")  # 10^9 values once expanded
+    assert f"more than {bounds.MAX_VALUES:,} values" in err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_matrix_that_is_not_a_regular_file_is_refused_without_hanging(batch, capsys, kind):
+    path = batch / "m.yml"
+    if kind == "fifo":
+        os.mkfifo(path)  # no writer ever opens it
+    else:
+        path = "/dev/zero"
+    answer = []
+    worker = threading.Thread(target=lambda: answer.append(main([str(path), "--dry-run"])), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert answer == [2], "test.sh hung on the matrix file" if worker.is_alive() else answer
+    assert "matrix: cannot read" in capsys.readouterr().err
+
+
+def test_a_dry_run_refuses_the_out_a_real_run_would(batch, capsys):
+    (batch / "m.yml").write_text(OK)
+    for out in ("afile", "/proc/self/x", "afile/sub"):
+        refused(batch, capsys, [str(batch / "m.yml"), "--dry-run", "--out", out], "out")
+    assert main([str(batch / "m.yml"), "--dry-run", "--out", str(batch / "new" / "folder")]) == 0
+    assert sorted(p.name for p in batch.iterdir()) == ["afile", "m.yml", "stack.yml"]  # the probe left nothing

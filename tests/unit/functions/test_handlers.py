@@ -6,6 +6,7 @@ import pytest
 
 from faasgd.errors import ConfigError, GatewayError, JobNotFound
 from faasgd.functions import replica_cache
+from faasgd.openfaas import GatewayClient
 from faasgd.store import open_store
 from support.fake_gateway import FakeGateway
 from support.handlers import BadJson, FakeEvent, deliver, load_handler
@@ -165,6 +166,25 @@ def test_fan_out_failure_records_a_failed_job(env, monkeypatch):
     (job_id,) = job_ids
     final = status(job_id)
     assert final["state"] == "failed" and "after 1 of 2 workers" in final["result"]["error"]
+
+
+def test_any_error_stopping_the_fan_out_records_a_failed_job_naming_it(env, monkeypatch):
+    FakeGateway().install(monkeypatch)
+    real, made = GatewayClient.invoke_async, []
+
+    def second_call_breaks(self, function, payload=None, callback_url=None, headers=None):
+        made.append(function)
+        if len(made) == 2:
+            raise MemoryError("cannot allocate the call's body")
+        return real(self, function, payload, callback_url, headers)
+
+    monkeypatch.setattr(GatewayClient, "invoke_async", second_call_breaks)
+    with pytest.raises(MemoryError):
+        start()
+    (job_id,) = {k.split(":")[1] for k in space_keys(env["url"])}
+    final = status(job_id)
+    assert final["state"] == "failed"
+    assert final["result"]["error"] == "fan-out stopped after 1 of 2 workers: MemoryError: cannot allocate the call's body"
 
 
 def test_a_replica_lets_a_jobs_data_go_when_its_worker_ends(env):

@@ -128,7 +128,11 @@ RAW_BODIES = {
     "arrays 100k deep": (NESTED_ARRAYS, 400, "body", "nested too deeply"),
     "objects 5000 deep": (NESTED_OBJECTS, 400, "body", "nested too deeply"),
     "a value 5000 deep": (nested_value("hidden_sizes"), 400, "body", "nested too deeply"),
-    "invalid UTF-8": (b'{"dataset": "\xff"}', 400, "body", "invalid JSON"),
+    "invalid UTF-8": (b'{"dataset": "\xff"}', 400, "body", "must be encoded as UTF-8"),
+    "UTF-16": ('{"number_of_workers": 1}'.encode("utf-16"), 400, "body", "must be encoded as UTF-8 (JSON's "
+                                                                        "encoding), got UTF-16"),
+    "UTF-16 without a byte order mark": ('{"number_of_workers": 1}'.encode("utf-16-le"), 400, "body", "got UTF-16"),
+    "empty": (b"", 400, "body", "a job needs a JSON object body"),
     "truncated": (b'{"number_of_workers": ', 400, "body", "invalid JSON"),
     "trailing garbage": (b'{} {"number_of_workers": 600}', 400, "body", "invalid JSON"),
     "comments": (b'{"number_of_workers": 2 /* two */}', 400, "body", "invalid JSON"),
@@ -145,6 +149,12 @@ def test_a_body_the_shim_cannot_take_is_refused_before_the_handler(replica, case
     replica.refuses(status, field, words, body=body)
 
 
+@pytest.mark.parametrize("body", [b"", b"{}", b'{"number_of_workers": 1}'])
+def test_a_post_with_a_query_string_starts_nothing(replica, body):
+    """`POST ?job_id=J&model=npz` (a status read sent as a POST) never starts a default job."""
+    replica.refuses(400, "job_id", "never by a POST", body=body, query="job_id=j0123456789abcde&model=npz")
+
+
 FORMS = {
     "not a number": (b"batch_size=abc", 400, "batch_size", "got 'abc'"),
     "empty value": (b"number_of_workers=", 400, "number_of_workers", "integer"),
@@ -155,7 +165,7 @@ FORMS = {
     "an unknown key twice": (b"a=1&a=2", 400, "a", "given twice"),
     "bad escape": (b"%zz", 400, "body", "invalid form"),
     "no key": (b"=1", 400, "body", "a form field has no name"),
-    "not UTF-8": (b"dataset=\xff\xfe", 400, "body", "invalid form"),
+    "not UTF-8": (b"dataset=\xff\xfe", 400, "body", "must be encoded as UTF-8"),
     "semicolon smuggling": (b"dataset=synthetic;number_of_workers=3", 400, "dataset", "must be one of"),
     "renamed mode": (b"mode=loop", 400, "mode", "invocation_mode"),
     "64 M parameters": (b"hidden_sizes=8000,8000", 413, "hidden_sizes", "memory_limit"),

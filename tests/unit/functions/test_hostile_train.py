@@ -94,7 +94,7 @@ RAW_BODIES = {
     "arrays 100k deep": (NESTED_ARRAYS, "nested too deeply"),
     "objects 5000 deep": (NESTED_OBJECTS, "nested too deeply"),
     "invalid JSON": (b'{"job_id": ', "invalid JSON"),
-    "invalid UTF-8": (b'{"job_id": "\xff", "worker_id": 0}', "invalid JSON"),
+    "invalid UTF-8": (b'{"job_id": "\xff", "worker_id": 0}', "must be encoded as UTF-8"),
     "over max_request_bytes": (b'{"job_id": "' + b"j" * (1 << 20) + b'", "worker_id": 0}', "max_request_bytes"),
 }
 

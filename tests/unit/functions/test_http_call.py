@@ -8,7 +8,7 @@ import pytest
 
 from faasgd.errors import ConfigError, MethodNotAllowed, StoreUnavailable
 from faasgd.functions import http_call
-from faasgd.functions.http_call import FORM_TYPE, MAX_MESSAGE, ContentTypeNotServed, read_body
+from faasgd.functions.http_call import FORM_TYPE, MAX_MESSAGE, ContentTypeNotServed, job_body, read_body
 
 
 @pytest.mark.parametrize("content_type", ["application/json", "text/plain", "", "application/vnd.api+json",
@@ -22,6 +22,40 @@ def test_an_empty_body_is_an_empty_object_whatever_its_label():
     assert read_body(b"", "application/octet-stream") == {} and read_body(b" \n", FORM_TYPE) == {}
 
 
+@pytest.mark.parametrize("encoding, named", [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16 or UTF-32 (NUL bytes)"),
+                                             ("utf-16-be", "UTF-16 or UTF-32"), ("utf-32", "UTF-32"),
+                                             ("latin-1", "not UTF-8 (byte 29)")])
+@pytest.mark.parametrize("content_type", ["application/json", "", FORM_TYPE])
+def test_a_body_not_in_utf8_is_a_400_naming_its_encoding(encoding, named, content_type):
+    body = '{"model": "mlp", "note": "caf\u00e9"}'.encode(encoding)
+    with pytest.raises(ConfigError) as info:
+        read_body(body, content_type)
+    assert info.value.field == "body" and f"must be encoded as UTF-8 (JSON's encoding), got {named}" in str(info.value)
+
+
+def test_a_utf8_byte_order_mark_is_skipped():
+    assert read_body(b"\xef\xbb\xbf" + '{"note": "caf\u00e9"}'.encode(), "application/json") == {"note": "caf\u00e9"}
+
+
+def test_a_call_that_starts_a_job_needs_a_body_and_no_query():
+    assert job_body(Event(b'{"a": 1}', {})) == {"a": 1} and job_body(Event(b"{}", {})) == {}
+    with pytest.raises(ConfigError, match=r"body: a job needs a JSON object body .*send \{\} for every default"):
+        job_body(Event(b" \n", {}))
+    with pytest.raises(ConfigError) as info:
+        job_body(Event(b"", {"job_id": "J", "model": "npz"}))
+    assert info.value.field == "job_id" and "never by a POST" in str(info.value)
+
+
+class Event:
+    """The template's Event as job_body reads it."""
+
+    def __init__(self, body: bytes, query: dict):
+        self.body, self.query = body, query
+
+    def json(self):
+        return read_body(self.body, "application/json")
+
+
 def test_a_form_gives_strings_and_json_labelled_a_form_is_json():
     assert read_body(b"number_of_workers=2&hidden_sizes=256%2C128&note=", FORM_TYPE) == {
         "number_of_workers": "2", "hidden_sizes": "256,128", "note": ""}
@@ -31,7 +65,7 @@ def test_a_form_gives_strings_and_json_labelled_a_form_is_json():
 
 @pytest.mark.parametrize("body, content_type, field, message", [
     (b'{"batch_size": ', "application/json", "body", "body: invalid JSON ("),
-    (b"\xff\xfe", "application/json", "body", "body: invalid JSON ("),
+    (b"\xff\xfe", "application/json", "body", "body: must be encoded as UTF-8 (JSON's encoding), got UTF-16"),
     (b"[" * 100000 + b"]" * 100000, "application/json", "body", "body: JSON nested too deeply"),
     (b'{"a": 1, "a": 2}', "application/json", "a", "a: given twice in the body"),
     (b'{"outer": {"b": 1, "b": 1}}', "text/plain", "b", "b: given twice in the body"),

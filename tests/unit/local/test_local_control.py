@@ -109,7 +109,7 @@ def test_up_hands_the_delivery_policy_to_the_daemon(table, tmp_path, monkeypatch
     stack.write_text("version: 1.0\n")
     policy = DeliveryPolicy("pro", max_attempts=3, max_inflight=2)
     with pytest.raises(Refused):
-        control.up(str(stack), 7000, tmp_path / ".faasgd", delivery=policy)
+        control.up(str(stack), 7000, tmp_path / ".faasgd", delivery=policy, watchdog_choice="off")  # no version call
     parsed = daemon.parse_args(started[0][3:])
     assert queue_rules.from_flags(parsed) == policy
 

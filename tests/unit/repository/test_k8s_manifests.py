@@ -1,5 +1,7 @@
 """k8s/ manifests: strict schema validation (kubernetes-validate, offline) and the placement facts."""
 
+import re
+
 import kubernetes_validate
 import pytest
 import yaml
@@ -96,16 +98,54 @@ def test_memcached_item_limit_is_raised_for_large_models():
         assert args[args.index("-I") + 1] == "4m"
 
 
-def test_redis_password_comes_from_the_store_password_secret():
+def test_redis_password_comes_from_the_store_password_secret_through_a_file():
     found = resources()
     secret = found[("Secret", "store-password")]
     assert list(secret["stringData"]) == ["store-password"]  # the file /var/openfaas/secrets/store-password
-    container = found[("Deployment", "redis")]["spec"]["template"]["spec"]["containers"][0]
-    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e}
-    assert refs["STORE_PASSWORD"] == {"name": "store-password", "key": "store-password"}
+    spec = found[("Deployment", "redis")]["spec"]["template"]["spec"]
+    (volume,) = [v for v in spec["volumes"] if "secret" in v]
+    assert volume["secret"]["secretName"] == "store-password" and volume["secret"]["defaultMode"] & 0o007 == 0
+    (init,) = spec["initContainers"]
+    assert {m["name"] for m in init["volumeMounts"]} == {volume["name"], "config"}
+    container = spec["containers"][0]
     args = container["args"]
-    assert args[args.index("--requirepass") + 1] == "$(STORE_PASSWORD)"
+    assert args[0] == "/config/redis.conf" and "--requirepass" not in args
     assert args[args.index("--save") + 1] == "" and args[args.index("--appendonly") + 1] == "no"
+
+
+def test_no_secret_reaches_a_command_line_or_an_environment_variable():
+    for (kind, name), doc in resources().items():
+        if kind not in ("Deployment", "DaemonSet"):
+            continue
+        spec = doc["spec"]["template"]["spec"]
+        for container in spec.get("initContainers", []) + spec["containers"]:
+            words = " ".join(container.get("command", []) + container.get("args", []))
+            assert not re.search(r"\$\([A-Za-z_][A-Za-z0-9_]*\)", words), f"{kind}/{name}: a $(VAR) in {words}"
+            assert not [e for e in container.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})], \
+                f"{kind}/{name}/{container['name']} takes a secret as an environment variable"
+
+
+def test_every_container_runs_on_a_read_only_root_filesystem_writing_only_its_volumes():
+    for (kind, name), doc in resources().items():
+        if kind not in ("Deployment", "DaemonSet"):
+            continue
+        spec = doc["spec"]["template"]["spec"]
+        volumes = {v["name"] for v in spec.get("volumes", [])}
+        for container in spec.get("initContainers", []) + spec["containers"]:
+            context = container["securityContext"]
+            assert context["readOnlyRootFilesystem"] is True, f"{kind}/{name}/{container['name']}"
+            assert context["allowPrivilegeEscalation"] is False and context["capabilities"]["drop"] == ["ALL"]
+            assert {m["name"] for m in container.get("volumeMounts", [])} <= volumes
+    redis = resources()[("Deployment", "redis")]["spec"]["template"]["spec"]["containers"][0]
+    assert {m["mountPath"] for m in redis["volumeMounts"] if not m.get("readOnly")} == {"/data"}  # its --dir
+
+
+def test_the_node_local_cache_never_leaves_a_node_without_one_while_it_rolls():
+    strategy = resources()[("DaemonSet", "memcached-local")]["spec"]["updateStrategy"]
+    assert strategy["type"] == "RollingUpdate"
+    assert strategy["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+    pod = resources()[("DaemonSet", "memcached-local")]["spec"]["template"]["spec"]
+    assert not [p for c in pod["containers"] for p in c["ports"] if "hostPort" in p]  # two pods fit on a node
 
 
 def test_every_container_has_resources_and_probes():

@@ -11,6 +11,7 @@ from support import stack_rules
 from support.paths import ROOT
 from faasgd.config import FIELDS, TrainConfig, load_config
 from faasgd.functions.settings import named_stores
+from faasgd.stacking import admission as stacking_admission
 from faasgd.stacking.config import FIELDS as STACKING_FIELDS
 
 STACK = ROOT / "stack.yml"
@@ -64,10 +65,18 @@ def test_environment_holds_every_config_default(name):
     assert set(named_stores(env["stores"])) == {"redis", "memcached"}
 
 
-@pytest.mark.parametrize("name", ["emnist-setup", "emnist-train"])
+@pytest.mark.parametrize("name", ["emnist-setup", "emnist-train", "stacking-driver", "stacking-trainer",
+                                  "stacking-reducer", "stacking-metatrainer"])
 def test_memory_limit_is_the_functions_own_limit(name):
     function = stack()["functions"][name]
     assert function["environment"]["memory_limit"] == function["limits"]["memory"]
+
+
+def test_the_stacking_admissions_default_limit_is_the_stacking_functions_own():
+    """test.sh checks a stacking matrix against admission.DEFAULT_MEMORY_LIMIT: the limit the functions deploy with."""
+    functions = stack()["functions"]
+    limits = {functions[name]["limits"]["memory"] for name in functions if name.startswith("stacking-")}
+    assert limits == {stacking_admission.DEFAULT_MEMORY_LIMIT}
 
 
 def test_loop_mode_timeouts_are_long_for_train_and_shorter_for_setup():

@@ -19,6 +19,9 @@ the queue-worker: see queue.py; /system: see its modules):
 * A call the queue cannot take answers 503 with Retry-After (down, reconnecting, out of room; CE: 500),
   within the broker's publish deadline, and /healthz answers 503 naming the queue while it cannot; a
   client resending with the X-Call-Id of the 503 is stored once (queue_jetstream.py).
+* Limits on every request (limits.py): a URL past 8 KiB is a 414, more than 100 header fields or 16 KiB of them
+  a 431, a Content-Length over the route's body limit a 413 at once (nothing read), a body that stops coming a
+  408 after `body_idle_timeout_s`; CE's Go server allows 1 MB of headers and waits for a body its own timeouts.
 * A request with both Content-Length and Transfer-Encoding is a 400 (CE's Go server takes the latter);
   an X-Callback-Url must be a printable http(s) URL of at most 2048 characters (CE takes any URL).
 * X-Call-Id is echoed on every /function and /async-function response (CE only when it made one);
@@ -47,13 +50,15 @@ from starlette.routing import Route
 from faasgd.local.gateway import scrape
 from faasgd.local.gateway.auth import RequireBasicAuth
 from faasgd.local.gateway.directory import Directory
+from faasgd.local.gateway.limits import HeadLimits
 from faasgd.local.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from faasgd.local.gateway.metrics import Metrics
 from faasgd.local.gateway.options import Clock, GatewayOptions, RealClock, Registry
 from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, Reply, canonical, connection_tokens
 from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, Broker, CallQueue, QueueError, QueueWorkers
-from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, OneBodyFraming, ProxiedResponse, WireHeaders,
-                                            client_gone, error, http_error, read_body, server_error, too_large)
+from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, BodyRefused, OneBodyFraming, ProxiedResponse,
+                                            WireHeaders, body_refused, client_gone, error, http_error, read_body,
+                                            server_error, too_large)
 from faasgd.local.gateway.system import FunctionsApi
 from faasgd.local.gateway.system_logs import LogsApi
 from faasgd.local.gateway.system_secrets import SecretsApi
@@ -94,13 +99,15 @@ def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
     system = [FunctionsApi(options, directory, metrics), SecretsApi(options.secrets_dir),
               LogsApi(options, directory, clock)]
     app = Starlette(routes=gateway.routes() + [route for api in system for route in api.routes()],
-                    middleware=[Middleware(WireHeaders), Middleware(AnswerWhenCutOff), Middleware(OneBodyFraming),
+                    middleware=[Middleware(WireHeaders), Middleware(HeadLimits), Middleware(AnswerWhenCutOff),
+                                Middleware(OneBodyFraming),
                                 Middleware(RequireBasicAuth, login=options.basic_auth)],
                     lifespan=lifespan,
                     exception_handlers={HTTPException: http_error, ClientDisconnect: client_gone,
-                                        Exception: server_error})
+                                        BodyRefused: body_refused, Exception: server_error})
     app.router.redirect_slashes = False  # "/healthz/" is a 404, not a redirect
     app.state.queue, app.state.metrics = queue, metrics
+    app.state.body_idle_timeout_s = options.body_idle_timeout_s  # read_body's (responses.py)
     return app
 
 

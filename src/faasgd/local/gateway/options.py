@@ -33,12 +33,13 @@ class GatewayOptions:
     # the memory one call can pin. CE sets no limit; faasgd's calls carry small JSON (weights travel
     # through the store), and 32 MiB leaves room for files sent with `faas-cli invoke`.
     max_sync_body_bytes: int = 32 << 20
+    body_idle_timeout_s: float = 10.0  # a request body with no byte for this long -> 408 (gateway/limits.py)
     backlog: int = 2048  # listen backlog; http.server's 5 reset a third of 50 concurrent connections
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be in [0, 65535], got {self.port!r}")
-        for name in ("upstream_timeout_s", "ack_wait_s"):
+        for name in ("upstream_timeout_s", "ack_wait_s", "body_idle_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}")
         if not isinstance(self.delivery, DeliveryPolicy):

@@ -9,6 +9,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from faasgd.errors import FaasgdError
+from faasgd.local.gateway.limits import BODY_IDLE_TIMEOUT_S, MAX_DRAIN_BYTES
 from faasgd.local.gateway.proxy import Forwarded, canonical
 
 SERVER = "faasgd-local"
@@ -106,6 +108,12 @@ async def client_gone(request: Request, exc: ClientDisconnect) -> Response:
     return error(400, "request body: the client disconnected before sending all of it")
 
 
+async def body_refused(request: Request, exc: "BodyRefused") -> Response:
+    """The 413 or 408 of a body refused before it was read whole; the connection closes unless uvicorn may drop the
+    rest (a declared body of at most MAX_DRAIN_BYTES), so a client still sending it reads the answer."""
+    return error(exc.http_status, str(exc), {"Connection": "close"} if exc.close else None)
+
+
 async def server_error(request: Request, exc: Exception) -> Response:
     """A bug's 500 as JSON (Starlette re-raises the exception afterwards, so the server logs it)."""
     return error(500, f"gateway error: {type(exc).__name__}: {exc}")
@@ -121,11 +129,33 @@ def too_large(limit: int, what: str) -> Response:
     return error(413, f"request body: at most {limit} bytes for {what}, got more")
 
 
+class BodyRefused(FaasgdError):
+    """Raised when a request's body is refused before it is read whole: its Content-Length is over the route's
+    limit (413, nothing read) or no byte of it came for the idle timeout (408)."""
+
+    def __init__(self, status: int, message: str, close: bool = True):
+        self.http_status, self.close = status, close
+        super().__init__(message)
+
+
 async def read_body(request: Request, limit: int) -> bytes | None:
-    """The request body, or None once it grows past `limit` bytes (the rest is left unread)."""
-    body = bytearray()
-    async for chunk in request.stream():
+    """The request body, or None once it grows past `limit` bytes (the rest is left unread). BodyRefused when its
+    Content-Length already says more than `limit`, or when no byte came for the app's body_idle_timeout_s."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyRefused(413, f"request body: at most {limit} bytes here, its Content-Length says {int(declared)}; "
+                               f"nothing was read", close=int(declared) > MAX_DRAIN_BYTES)
+    idle_s = getattr(request.app.state, "body_idle_timeout_s", BODY_IDLE_TIMEOUT_S)
+    body, chunks = bytearray(), request.stream().__aiter__()
+    while True:
+        try:
+            async with asyncio.timeout(idle_s):
+                chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            return bytes(body)
+        except TimeoutError:
+            raise BodyRefused(408, f"request body: no byte came for {idle_s:g} s after {len(body)} bytes "
+                                   f"(short of its Content-Length?); nothing was done") from None
         body += chunk
         if len(body) > limit:
             return None
-    return bytes(body)

@@ -16,6 +16,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from faasgd.errors import FaasgdError
 from faasgd.local.gateway.app import create_app
+from faasgd.local.gateway.limits import MAX_HEAD_BYTES, MAX_URL_BYTES
 from faasgd.local.gateway.options import GatewayOptions, Registry
 from faasgd.local.gateway.queue import Broker, CallQueue
 
@@ -64,6 +65,7 @@ class LocalGateway:
             config = uvicorn.Config(self.app, http=JsonErrorsH11, ws="none", lifespan="on", log_config=None,
                                     access_log=False, server_header=False, date_header=False,
                                     backlog=self.options.backlog, timeout_keep_alive=KEEP_ALIVE_S,
+                                    h11_max_incomplete_event_size=MAX_HEAD_BYTES,
                                     timeout_graceful_shutdown=STOP_GRACE_S)
             self._server = uvicorn.Server(config)
             self._thread = threading.Thread(target=self._serve, name="faasgd-gateway", daemon=True)
@@ -95,18 +97,57 @@ class LocalGateway:
         asyncio.run(self._server.serve(sockets=[self._socket, *self._also]))
 
 
+class HeadConnection(h11.Connection):
+    """h11's server side, remembering why it refused a request and whether that request's line had ended."""
+
+    def __init__(self, max_head_bytes: int):
+        super().__init__(h11.SERVER, max_head_bytes)
+        self.refused: h11.RemoteProtocolError | None = None
+        self.line_ended = False
+
+    def receive_data(self, data: bytes) -> None:
+        if self.their_state is h11.IDLE and b"\n" in data:
+            self.line_ended = True
+        super().receive_data(data)
+
+    def start_next_cycle(self) -> None:
+        super().start_next_cycle()
+        self.line_ended = False
+
+    def next_event(self):
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as exc:
+            self.refused = exc
+            raise
+
+
 class JsonErrorsH11(H11Protocol):
     """uvicorn's h11 protocol, answering a request h11 cannot parse (a bare CR or LF or a NUL in a header, a bad
     request line, conflicting Content-Lengths, a bad chunk) with a JSON 400 like every other error of the
-    gateway; uvicorn's own is plain text. The app never sees such a request, so this is the only place."""
+    gateway; uvicorn's own is plain text. A head still incomplete past MAX_HEAD_BYTES (sent in pieces) is a 414
+    while its request line has not ended, a 431 after. The app never sees such a request, so this is the only place."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.conn = HeadConnection(MAX_HEAD_BYTES)
 
     def send_400_response(self, msg: str) -> None:
-        body = json.dumps({"error": "request: not valid HTTP/1.1 (its request line, a header or its body's "
-                                    "framing); nothing was done"}).encode()
+        status, reason, message = 400, b"Bad Request", ("request: not valid HTTP/1.1 (its request line, a header or "
+                                                        "its body's framing); nothing was done")
+        refused = self.conn.refused if isinstance(self.conn, HeadConnection) else None
+        if refused is not None and refused.error_status_hint == 431:
+            if self.conn.line_ended:
+                status, reason = 431, b"Request Header Fields Too Large"
+                message = f"request: its request line and headers pass {MAX_HEAD_BYTES} bytes; nothing was done"
+            else:
+                status, reason = 414, b"URI Too Long"
+                message = f"request: its URL passes {MAX_URL_BYTES} bytes; nothing was done"
+        body = json.dumps({"error": message}).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                    (b"connection", b"close")]
         try:
-            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"), h11.Data(data=body),
+            for event in (h11.Response(status_code=status, headers=headers, reason=reason), h11.Data(data=body),
                           h11.EndOfMessage()):
                 self.transport.write(self.conn.send(event))
         except h11.LocalProtocolError:  # an answer had already started: only closing is left
