@@ -1,23 +1,26 @@
 """emnist-setup: POST a JSON object (or a form) of config overrides to start a job ({} for every default; an empty
-body or a query string is a 400); GET ?job_id=J for its status.
+body, or a query string other than the queue's callback below, is a 400); GET ?job_id=J for its status.
 
 Defaults come from the function's environment (stack.yml). POST answers 202 once the workers are
 queued (200 with the result when invocation_mode is `single`); GET answers {"state": "running" | "done" |
 "failed", ...}; GET ?job_id=J&model=npz answers the job's model file (application/octet-stream).
+POST ?job_id=J&worker=W&delivery=1 is the queue's callback at the end of a worker's call (the fan-out sets it).
 Any other method is a 405 naming the allowed ones: only POST starts work.
 """
 
 import os
 
 from faasgd.errors import MethodNotAllowed
+from faasgd.functions.emnist_setup import delivery_report, job_status, start_job
 from faasgd.functions.http_call import job_body
-from faasgd.functions.emnist_setup import job_status, start_job
 from faasgd.functions.call_limits import call_budget
 
 
 def handle(event, context):
     if event.method in ("GET", "HEAD"):
         status, body = job_status(event.query, os.environ)
+    elif event.method == "POST" and "delivery" in event.query:  # the queue's report on a worker's call
+        status, body = delivery_report(event.query, event.headers, os.environ)
     elif event.method == "POST":
         status, body = start_job(job_body(event), os.environ, event.headers.get("X-Callback-Url"), call_budget(context))
     else:

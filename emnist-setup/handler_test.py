@@ -59,6 +59,17 @@ def test_a_job_fans_out_one_async_call_per_worker(store, monkeypatch):
     assert status["statusCode"] == 200 and status["body"]["state"] == "running"
 
 
+def test_without_a_callback_of_its_own_each_call_reports_its_end_to_emnist_setup(store, monkeypatch):
+    gateway = Recorder()
+    monkeypatch.setattr(replica_cache, "gateway_for", lambda url: gateway)
+    job_id = handler.handle(Event(body={"number_of_workers": 2}), None)["body"]["job_id"]
+    assert [cb.split("/function/")[1] for _, _, cb in gateway.calls] == \
+        [f"emnist-setup?job_id={job_id}&worker={w}&delivery=1" for w in range(2)]
+    report = Event(query={"job_id": job_id, "worker": "1", "delivery": "1"}, headers={"X-Function-Status": "200"})
+    answer = handler.handle(report, None)
+    assert answer["statusCode"] == 200 and answer["body"]["noted"] is False  # answered: nothing to act on
+
+
 def test_single_mode_trains_a_whole_job_in_the_call(store):
     answer = handler.handle(Event(body={"invocation_mode": "single"}), None)
     assert answer["statusCode"] == 200

@@ -113,8 +113,35 @@ async def check_a_message_over_the_payload_limit_is_refused(harness) -> None:
         await broker.close()
 
 
+async def check_a_message_id_is_stored_once(harness) -> None:
+    broker = harness.make()
+    await broker.open(ack_wait_s=30, max_attempts=1)
+    try:
+        for body in (b"first", b"resent"):  # a client that got no answer sends the call again, same id
+            await broker.publish({**HEADERS, "Nats-Msg-Id": "call-1"}, body)
+        await broker.publish({**HEADERS, "Nats-Msg-Id": "call-2"}, b"other")
+        assert await broker.stored() == 2
+        got = [await asyncio.wait_for(broker.next(), 10) for _ in range(2)]
+        assert [m.data for m in got] == [b"first", b"other"]
+        for message in got:
+            await message.ack()
+    finally:
+        await broker.close()
+
+
+async def check_problem_is_none_while_the_broker_takes_calls(harness) -> None:
+    broker = harness.make()
+    await broker.open(ack_wait_s=30, max_attempts=1)
+    try:
+        assert await broker.problem() is None
+    finally:
+        await broker.close()
+
+
 CHECKS = [check_a_message_is_kept_until_acked,
           check_an_unacked_message_comes_again_after_ack_wait_until_max_attempts,
           check_a_nak_hands_the_message_out_after_its_delay,
           check_a_new_owner_gets_what_was_queued_and_in_flight_at_once,
-          check_a_message_over_the_payload_limit_is_refused]
+          check_a_message_over_the_payload_limit_is_refused,
+          check_a_message_id_is_stored_once,
+          check_problem_is_none_while_the_broker_takes_calls]

@@ -3,7 +3,8 @@
 It keeps JetStream's semantics as the runtime uses them (gateway/queue_jetstream.py), in memory and
 timed by a FakeClock: a work-queue stream (a message stays until acked), one consumer that hands a
 message out again after ack_wait or after a nak's delay (at most max_attempts hand-outs), and an
-`open` that replaces the consumer (what is unacked is handed out again at once, counts from 1).
+`open` that replaces the consumer (what is unacked is handed out again at once, counts from 1), and one
+message per MESSAGE_ID (JetStream's duplicate window, here for ever).
 The same contract (support/broker_contract.py) runs over this fake and over a real nats-server.
 """
 
@@ -13,7 +14,7 @@ import asyncio
 import itertools
 
 from faasgd.local.broker import DEFAULT_MAX_PAYLOAD
-from faasgd.local.gateway.queue import QueueError
+from faasgd.local.gateway.queue import MESSAGE_ID, QueueCallTooLarge, QueueUnavailable
 
 
 class FakeMessage:
@@ -32,7 +33,9 @@ class FakeBroker:
     def __init__(self, clock, max_payload: int = DEFAULT_MAX_PAYLOAD):
         self.clock, self.max_payload = clock, max_payload
         self.messages: dict[int, tuple[dict[str, str], bytes]] = {}  # the stream: sequence -> (headers, data)
-        self.refuse: str | None = None  # set to make publish() fail with this reason
+        self.refuse: str | None = None  # set to make publish() fail with this reason (QueueUnavailable)
+        self.down: str | None = None  # set to make problem() report this
+        self._ids: set[str] = set()  # the MESSAGE_IDs stored (JetStream keeps them for its duplicate window)
         self.opened = 0
         self._seqs = itertools.count(1)
         self._ready: list[int] = []
@@ -54,9 +57,13 @@ class FakeBroker:
     async def publish(self, headers: dict[str, str], data: bytes) -> None:
         size = len(data) + sum(len(k) + len(v) + 4 for k, v in headers.items())
         if self.refuse:
-            raise QueueError(self.refuse)
+            raise QueueUnavailable(self.refuse)
         if size > self.max_payload:
-            raise QueueError("nats: maximum payload exceeded")
+            raise QueueCallTooLarge("nats: maximum payload exceeded")
+        message_id = headers.get(MESSAGE_ID)
+        if message_id is not None and message_id in self._ids:
+            return  # a duplicate: acknowledged, not stored again
+        self._ids.add(message_id)
         seq = next(self._seqs)
         self.messages[seq] = (dict(headers), bytes(data))
         await self._make_ready(seq)
@@ -71,6 +78,9 @@ class FakeBroker:
 
     async def stored(self) -> int:
         return len(self.messages)
+
+    async def problem(self) -> str | None:
+        return self.down
 
     # -- the consumer's bookkeeping ----------------------------------------------------------------
     def acked(self, seq: int) -> None:

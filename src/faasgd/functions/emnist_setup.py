@@ -1,5 +1,6 @@
 """emnist-setup: create a job and fan out its workers through the gateway; report a job's status; give its model.
 
+POST ?job_id=J&worker=W&delivery=1: the queue's report of a worker call's end (delivery_report).
 GET ?job_id=J[&store=NAME][&events=1][&profile=1]: the status (JSON; profile=1 adds each worker's resource
 series, `profiles`, profile/worker_profile.py). GET ?job_id=J[&store=NAME]&model=npz: the job's
 model as an npz file (application/octet-stream; format in faasgd.job.model_file), after the same checks of the query.
@@ -15,6 +16,7 @@ from faasgd.channels import configured_space
 from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
+from faasgd.functions.supervise import SupervisionBeside
 from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.call_limits import call_clock
 from faasgd.functions.settings import FunctionEnv
@@ -26,6 +28,7 @@ from faasgd.store.keys import check_job_id
 
 STATUS_QUERY_KEYS = ("job_id", "store", "events", "model", "profile")
 MODEL_FORMATS = ("npz",)  # what ?model= may ask for
+BESIDE = SupervisionBeside()  # this replica's supervision of the jobs it is asked about, beside the reads
 
 
 @tracing.traced("setup")
@@ -57,11 +60,36 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
         return (202 if final.get("handed_off") else 200), {**answer, "result": final}
     gateway = replica_cache.gateway_for(settings.gateway_url)
 
-    def launch(request: orchestrate.TrainRequest) -> str:
-        return gateway.invoke_async(settings.train_function, request.body(), callback_url)
+    def launch(request: orchestrate.TrainRequest) -> str:  # without a callback of the job's, the queue reports
+        report = callback_url or supervise.report_url(settings.gateway_url, request)  # to supervision
+        return gateway.invoke_async(settings.train_function, request.body(), report)
 
     call_ids = orchestrate.launch_workers(store, config, job_id, launch, clock)
     return 202, {**answer, "call_ids": call_ids}
+
+
+def delivery_report(query: Mapping[str, str], headers: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, dict]:
+    """POST ?job_id=J&worker=W&delivery=1[&store=NAME]: the queue's callback at the end of a worker's call
+    (supervise.report_url). A call that ended unanswered (X-Function-Status not 2xx) is kept, and the job's
+    supervision starts beside this answer, so a worker whose call never ran is re-invoked now."""
+    job_id, worker = query.get("job_id") or "", query.get("worker") or ""
+    check_job_id(job_id)
+    if not worker.isdigit() or len(worker) > 6:
+        raise ConfigError("worker", f"must be a worker number, got {worker[:40]!r}")
+    status = headers.get("X-Function-Status") or ""
+    if not status.isdigit() or len(status) != 3:
+        raise ConfigError("X-Function-Status", f"must be an HTTP status, got {status[:40]!r}")
+    settings = FunctionEnv.read(env)
+    store = replica_cache.store_for(settings.store_url_of(query.get("store", "")))
+    current = job.read_status(store, job_id)
+    if current["state"] != "running" or int(worker) >= len(current["workers"]):
+        return 200, {"job_id": job_id, "noted": False}
+    noted = supervise.note_delivery(store, job_id, int(worker), int(status), headers.get("X-Call-Id") or "")
+    if noted:
+        config, meta = config_from_record(current["config"]), {"created_at": current["created_at"]}
+        relaunch = relaunch_through_gateway(settings, quiet=False, report=True)
+        BESIDE.look_after(job_id, lambda: supervise.supervise(store, job_id, config, meta, relaunch))
+    return 200, {"job_id": job_id, "noted": noted}
 
 
 def check_callback(url: str | None) -> None:
@@ -94,11 +122,11 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
         check_job_id(job_id)
         return 200, model_file.to_npz(model_file.read_model(store, job_id))
     status = job.read_status(store, job_id)
-    if status["state"] == "running":  # whoever watches a job also looks after its workers
-        config = config_from_record(status["config"])
-        status["supervision"] = supervise.supervise(store, job_id, config, status, relaunch_through_gateway(settings))
-        if status["supervision"]:
-            status = {**job.read_status(store, job_id), "supervision": status["supervision"]}
+    if status["state"] == "running":  # whoever watches a job also looks after its workers, beside the read
+        config, meta = config_from_record(status["config"]), {"created_at": status["created_at"]}
+        relaunch = relaunch_through_gateway(settings, quiet=False, report=True)
+        last = BESIDE.look_after(job_id, lambda: supervise.supervise(store, job_id, config, meta, relaunch))
+        status["supervision"] = last["actions"] if last else []  # what the last finished look did
     if query.get("events") in ("1", "true"):
         status["events"] = store.events(job_id)  # created, fanned-out, one per worker epoch, result
     if query.get("profile") in ("1", "true"):

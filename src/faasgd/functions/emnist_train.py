@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from faasgd import tracing
 from faasgd.errors import GatewayError
-from faasgd.functions import orchestrate, replica_cache
+from faasgd.functions import orchestrate, replica_cache, supervise
 from faasgd.functions.call_limits import call_clock
 from faasgd.functions.settings import FunctionEnv
 from faasgd.functions.train_request import TrainRequest
@@ -36,15 +36,20 @@ def metrics() -> dict:
     return {"statusCode": 200, "body": exporter.render(), "headers": {"Content-Type": exporter.CONTENT_TYPE}}
 
 
-def relaunch_through_gateway(settings: FunctionEnv) -> orchestrate.Relaunch:
-    """Invoke emnist-train asynchronously for a worker (retried; past that, supervision takes over)."""
+def relaunch_through_gateway(settings: FunctionEnv, quiet: bool = True, report: bool = False) -> orchestrate.Relaunch:
+    """Invoke emnist-train asynchronously for a worker (retried; past that, supervision takes over). `quiet`:
+    a call the gateway would not take is logged and gives None; otherwise its GatewayError is raised.
+    `report`: the queue reports the call's end to supervision (supervise.report_url)."""
     gateway = replica_cache.gateway_for(settings.gateway_url)
 
     def relaunch(request: TrainRequest) -> str | None:
+        callback = supervise.report_url(settings.gateway_url, request) if report else None
         try:
-            return retry_call(lambda: gateway.invoke_async(settings.train_function, request.body()), GATEWAY_CALL,
-                              (GatewayError,))
+            return retry_call(lambda: gateway.invoke_async(settings.train_function, request.body(), callback),
+                              GATEWAY_CALL, (GatewayError,))
         except GatewayError as error:
+            if not quiet:
+                raise
             log.error("job %s worker %d: could not invoke %s (%s); supervision will re-invoke it", request.job_id,
                       request.worker_id, settings.train_function, error)
             return None

@@ -31,6 +31,7 @@ from typing import Mapping
 from faasgd import __version__
 from faasgd.local import credentials, environment, processes, queue_rules, services, watchdog
 from faasgd.local.broker import jetstream_answers, start_nats
+from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.build import build_function, template_fprocess
 from faasgd.local.deployments import Catalog, Code
 from faasgd.local.docker_site import DockerSite
@@ -229,9 +230,12 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host,
                             spawn=s3.spawner(site.spawn if site is not None else start_replica))
     supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})
+    watch = BrokerWatch(broker, on_restart=lambda new: (state.update(broker={**state["broker"], **new.ref.to_json()}),
+                                                        supervisor.on_change()))  # `faasgd down` finds the new one
     gateway = None
     try:
         write_state(directory, state)
+        watch.start()
         supervisor.start()
         gateway = LocalGateway(supervisor, GatewayOptions(
             port=args.port, ack_wait_s=args.ack_wait, upstream_timeout_s=args.upstream_timeout,
@@ -249,6 +253,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     finally:
         if gateway is not None:
             gateway.stop()
+        watch.stop()
         supervisor.stop()
 
 

@@ -20,7 +20,7 @@ All keys stay below memcached's 250-byte limit: 7 + 64 + 1 + 2 + 128 < 250.
 Names inside the job's key space (the `{name}` above), each built by a constant or function below:
     records   config, job, done, result, lost (faasgd.job.records, faasgd.job.ending); state (a stacking job);
               progress:{w} (worker w's progress and checkpoint, written with each push); heartbeat:{w};
-              lease:{w}:{scope}; supervising:{w}, relaunch:{w} (functions/supervise.py); profile:{w};
+              lease:{w}:{scope}; supervising:{w}, relaunch:{w}, undelivered:{w} (functions/supervise.py); profile:{w};
               cache-refresh:{bucket} (store/node_local.py, in the node's cache)
     counters  conflicts
     copies    crossing-{w} (a worker's candidate model), final (the model of a job ended below its target)
@@ -161,6 +161,11 @@ def supervising_name(worker_id: int) -> str:
 def relaunch_name(worker_id: int) -> str:
     """How often worker `worker_id` was re-invoked without progress (functions/supervise.py)."""
     return f"relaunch:{int(worker_id)}"
+
+
+def undelivered_name(worker_id: int) -> str:
+    """The queue's report that worker `worker_id`'s call ended unanswered (functions/supervise.py)."""
+    return f"undelivered:{int(worker_id)}"
 
 
 def profile_name(worker_id: int) -> str:

@@ -214,6 +214,11 @@ async def test_healthz_info_and_unknown_paths():
         response = await gw.client.get("/healthz")
         assert (response.status_code, response.content) == (200, b"OK")
         assert (await gw.client.post("/healthz")).status_code == 405
+        gw.broker.down = "nats-server at nats://127.0.0.1:1 is not connected (reconnecting)"
+        response = await gw.client.get("/healthz")
+        assert response.status_code == 503 and error_of(response) == f"queue: {gw.broker.down}"
+        gw.broker.down = None
+        assert (await gw.client.get("/healthz")).status_code == 200
         info = (await gw.client.get("/system/info")).json()
         assert info["provider"]["provider"] == "faasgd-local" and info["version"]["release"] == "9.9.9"
         for path in ("/", "/ui/", "/system/secrets", "/function/", "/healthz/", "/function"):

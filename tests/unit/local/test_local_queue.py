@@ -62,8 +62,21 @@ async def test_async_rejects_unknown_function_bad_callback_big_body_get_and_a_br
         assert response.status_code == 405 and response.headers["allow"] == "POST" and "error" in response.json()
         gw.broker.refuse = "stream full"
         response = await gw.client.post("/async-function/echo", content=b"x")
-        assert response.status_code == 500 and response.json()["error"] == "queue: stream full"
+        assert response.status_code == 503 and response.json()["error"] == "queue: stream full"
+        assert response.headers["retry-after"] == "5" and response.headers["x-call-id"]
         assert gw.queue.stats()["accepted"] == 0 and not gw.broker.messages
+
+
+async def test_a_call_resent_with_its_x_call_id_is_delivered_once():
+    replica = FakeReplica("a")
+    async with gateway_in_process(FakeRegistry(echo=[replica])) as gw:
+        for _ in range(2):  # a client that got no answer (or a 503) sends the same call again
+            response = await gw.client.post("/async-function/echo", content=b"job", headers={"X-Call-Id": "c-7"})
+            assert response.status_code == 202 and response.headers["x-call-id"] == "c-7"
+        await post(gw, b"another")
+        await within(replica.arrived(2))
+        assert sorted(call["body"] for call in replica.calls) == ["another", "job"]
+        assert gw.queue.stats()["accepted"] == 3  # accepted each time; stored and delivered once
 
 
 async def test_the_body_is_held_only_while_delivering_and_the_broker_keeps_it_until_the_ack():

@@ -16,6 +16,9 @@ the queue-worker: see queue.py; /system: see its modules):
 * Async bodies over `max_async_body_bytes` (1 MiB, the NATS message limit) answer 413; current CE
   refuses more than 256 000 bytes with a 500 (nats-queue-worker `handler/nats_queue.go`). Sync
   bodies over `max_sync_body_bytes` answer 413 too (CE sets no limit).
+* A call the queue cannot take answers 503 with Retry-After (down, reconnecting, out of room; CE: 500),
+  within the broker's publish deadline, and /healthz answers 503 naming the queue while it cannot; a
+  client resending with the X-Call-Id of the 503 is stored once (queue_jetstream.py).
 * Limits on every request (limits.py): a URL past 8 KiB is a 414, more than 100 header fields or 16 KiB of them
   a 431, a Content-Length over the route's body limit a 413 at once (nothing read), a body that stops coming a
   408 after `body_idle_timeout_s`; CE's Go server allows 1 MB of headers and waits for a body its own timeouts.
@@ -61,6 +64,7 @@ from faasgd.local.gateway.system_logs import LogsApi
 from faasgd.local.gateway.system_secrets import SecretsApi
 
 INVOKE_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+RETRY_AFTER_S = 5  # what a 503 from the queue asks the client to wait (the broker's watch restarts it within ~2 s)
 MAX_CALLBACK_URL = 2048  # characters; as the functions' own check (faasgd.functions.emnist_setup.check_callback)
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "expect"}
 
@@ -158,8 +162,10 @@ class Gateway:
                 await self.queue.put(AsyncCall(function, request.method, rest, _query(request), headers, body,
                                                call_id, callback))
                 response = Response(status_code=202)
-            except QueueError as exc:  # CE's gateway answers a queue error with a 500 too
-                response = error(500, f"queue: {exc}")
+            except QueueError as exc:  # CE answers 500; here 503 + Retry-After (try again) or 413, never silence
+                response = error(exc.http_status, f"queue: {exc}")
+                if exc.http_status == 503:
+                    response.headers["Retry-After"] = str(RETRY_AFTER_S)
         _stamp(response, call_id, start_ns, self.options.version)
         return response
 
@@ -174,7 +180,9 @@ class Gateway:
 
     # -- /metrics, /healthz ---------------------------------------------------------------------------
     async def healthz(self, request: Request) -> Response:
-        return PlainTextResponse("OK")
+        """200 OK, or 503 naming the queue while its broker cannot take calls (down, reconnecting, stuck)."""
+        problem = await self.queue.problem()
+        return error(503, f"queue: {problem}") if problem else PlainTextResponse("OK")
 
     async def render_metrics(self, request: Request) -> Response:
         text = self.metrics.render(await self.directory.available_replicas())

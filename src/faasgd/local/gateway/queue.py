@@ -7,7 +7,9 @@ tests/support/fake_broker.py, a fake of JetStream's semantics). What a broker mu
 * keep every published call until it is acked, across restarts of its owner;
 * hand a message out again when it was not acked within ack_wait (same content, same X-Call-Id),
   or after the delay of a nak; count each hand-out (`attempt`), at most `max_attempts` of them;
-* on `open`, hand out again at once what a previous owner left unacked.
+* on `open`, hand out again at once what a previous owner left unacked;
+* store a message once per MESSAGE_ID header (the call id) within a window (a resent call is not run twice);
+* answer `problem()`: None while it can take calls, else why not (/healthz says it).
 
 The queue pulls a message only when a queue worker is free: `workers` (one per call the replicas run at
 once, replicas x waitress threads, unless fixed) x the mode's calls in flight per worker. A call's
@@ -43,6 +45,7 @@ HISTORY = 1000  # calls whose delivery records `deliveries(call_id)` keeps
 RESIZE_S = 0.5  # how often the queue-worker count (and the broker's message count) is re-read
 BROKER_RETRY_S = 1.0  # wait after the broker failed to hand out a message
 CALL_HEADER = "Faasgd-Call"  # the message header holding the call's JSON (its body is the message's data)
+MESSAGE_ID = "Nats-Msg-Id"  # the call's id: a broker stores a message once per id (JetStream's de-duplication)
 _SET_ON_CALLBACK = {"x-call-id", "x-function-status", "x-function-name", "x-duration-seconds", "user-agent",
                     "content-length", "host", "traceparent", "tracestate"}
 TRACE_HEADERS = ("traceparent", "tracestate")  # the call's W3C trace context, passed on to its callback too
@@ -50,6 +53,18 @@ TRACE_HEADERS = ("traceparent", "tracestate")  # the call's W3C trace context, p
 
 class QueueError(FaasgdError):
     """Raised when the broker cannot take or hand out a call (unreachable, full, message too large)."""
+
+
+class QueueUnavailable(QueueError):
+    """Raised when the broker cannot take a call now (down, reconnecting, full, too slow): try again later."""
+
+    http_status = 503
+
+
+class QueueCallTooLarge(QueueError):
+    """Raised when a call with its headers is over the broker's message limit."""
+
+    http_status = 413
 
 
 @dataclass
@@ -71,7 +86,7 @@ class AsyncCall:
         meta = {"name": self.name, "method": self.method, "path": self.path, "query": self.query,
                 "headers": self.headers, "call_id": self.call_id, "callback_url": self.callback_url,
                 "accepted_at": self.accepted_at}
-        return {CALL_HEADER: json.dumps(meta)}, self.body
+        return {CALL_HEADER: json.dumps(meta), MESSAGE_ID: self.call_id}, self.body
 
     @classmethod
     def from_message(cls, headers: dict[str, str], data: bytes) -> AsyncCall:
@@ -99,6 +114,7 @@ class Broker(Protocol):
     async def publish(self, headers: dict[str, str], data: bytes) -> None: ...  # raises QueueError
     async def next(self) -> Message | None: ...  # None: nothing came within the broker's own poll
     async def stored(self) -> int: ...  # messages kept: queued, in flight or waiting for a retry
+    async def problem(self) -> str | None: ...  # None while it can take calls; else why not (/healthz)
 
 
 class CallQueue(Protocol):
@@ -107,6 +123,7 @@ class CallQueue(Protocol):
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
     async def put(self, call: AsyncCall) -> None: ...  # raises QueueError
+    async def problem(self) -> str | None: ...  # the broker's: None while it can take calls
     def stats(self) -> dict: ...  # queued, in_flight, accepted, delivered, redelivered, retried, failed, workers
     def deliveries(self, call_id: str) -> list[dict]: ...  # kind, worker, status, seconds ... per delivery
 
@@ -162,6 +179,9 @@ class QueueWorkers:
         await self.broker.publish(*call.to_message())
         self._counts["accepted"] += 1
         await self._count_stored()
+
+    async def problem(self) -> str | None:
+        return await self.broker.problem()
 
     def stats(self) -> dict:
         running = list(self._running.values())  # one atomic copy: other threads may read stats

@@ -6,7 +6,15 @@ One stream and one durable pull consumer, named as OpenFaaS names its queue (`fa
 * the consumer acks explicitly: a message not acked within ack_wait is handed out again (the same
   message, so the same X-Call-Id), a nak with a delay hands it out after the delay, and it is
   handed out `max_attempts` times at most;
-* acks wait for the server's confirmation (ack_sync), so a call reported done is gone from disk.
+* acks wait for the server's confirmation (ack_sync), so a call reported done is gone from disk;
+* the stream has no byte limit of its own: nats-server's max_file_store (sized to the disk,
+  local/broker.py) bounds it, and a call it has no room for is refused (QueueUnavailable: 503);
+* a publish has PUBLISH_S to be confirmed; none is tried while the connection is down (nats-py would
+  buffer it and send it after reconnecting, so a call answered 503 would still run). Each message
+  carries the call's X-Call-Id as its Nats-Msg-Id: a call resent with the same X-Call-Id within
+  DUPLICATE_WINDOW_S is stored once, so a client that got no answer, or a 503, resends it safely.
+
+`problem()` is the queue's health as /healthz reports it: connected, and JetStream answering.
 
 Where this departs from OpenFaaS Pro's JetStream queue-worker, and why: each `open` replaces the
 consumer. A runtime owns its nats-server and is the queue's only owner, so whatever is unacked
@@ -26,17 +34,19 @@ import nats.js.errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType
 from nats.js.api import StreamConfig
 
-from faasgd.local.gateway.queue import QueueError
+from faasgd.local.gateway.queue import QueueCallTooLarge, QueueError, QueueUnavailable
 
 log = logging.getLogger(__name__)
 
 STREAM = "faas-request"  # OpenFaaS's queue name (CE's NATS Streaming channel, Pro's stream)
 SUBJECT = "faas-request"
 DURABLE = "faas-workers"
-MAX_STREAM_BYTES = 1 << 30  # a full stream refuses new calls (the gateway answers 500), never drops old ones
 FETCH_S = 5.0  # how long one pull waits for a message before next() returns None
 REQUEST_S = 5.0  # JetStream API calls and acks
+PUBLISH_S = 3.0  # a call not confirmed stored by then is answered 503
+HEALTH_S = 1.0  # /healthz's JetStream question
 CONNECT_S = 5.0
+DUPLICATE_WINDOW_S = 600.0  # a call resent with the same X-Call-Id within this is stored once
 _ERRORS = (nats.errors.Error, OSError, asyncio.TimeoutError)
 
 
@@ -62,7 +72,7 @@ class _Message:
 class JetStreamBroker:
     """A Broker (gateway/queue.py) on the nats-server at `url`."""
 
-    def __init__(self, url: str, stream: str = STREAM, max_bytes: int = MAX_STREAM_BYTES):
+    def __init__(self, url: str, stream: str = STREAM, max_bytes: int = -1):
         self.url, self.stream, self.max_bytes = url, stream, max_bytes
         self._nc = self._js = self._sub = None
 
@@ -93,15 +103,34 @@ class JetStreamBroker:
     async def publish(self, headers: dict[str, str], data: bytes) -> None:
         """Store a message; returns once the stream has it on disk (the server's PubAck)."""
         if self._js is None or self._nc is None:
-            raise QueueError("the queue is not open")
+            raise QueueUnavailable("the queue is not open")
         size = len(data) + len(b"NATS/1.0\r\n\r\n") + sum(len(k) + len(v) + 4 for k, v in headers.items())
         if size > self._nc.max_payload:  # checked here: nats-server drops a client that sends more
-            raise QueueError(f"the call is {size} bytes with its headers; "
-                             f"the maximum payload is {self._nc.max_payload}")
+            raise QueueCallTooLarge(f"the call is {size} bytes with its headers; "
+                                    f"the maximum payload is {self._nc.max_payload}")
+        if not self._nc.is_connected:
+            raise QueueUnavailable(f"nats-server at {self.url} is not connected (reconnecting)")
         try:
-            await self._js.publish(SUBJECT, data, stream=self.stream, headers=headers)
+            await asyncio.wait_for(self._js.publish(SUBJECT, data, stream=self.stream, headers=headers,
+                                                    timeout=PUBLISH_S), PUBLISH_S + 0.5)
+        except nats.js.errors.ServiceUnavailableError as exc:
+            raise QueueUnavailable(f"JetStream at {self.url} has no room for the call (its max_file_store, "
+                                   f"or the disk): {exc.description or exc!r}") from exc
         except _ERRORS as exc:
-            raise QueueError(f"JetStream at {self.url} did not take the call: {exc!r}") from exc
+            raise QueueUnavailable(f"JetStream at {self.url} did not take the call within {PUBLISH_S:g}s: "
+                                   f"{exc!r}") from exc
+
+    async def problem(self) -> str | None:
+        """None while connected and JetStream answers within HEALTH_S; else what is wrong."""
+        if self._js is None or self._nc is None or self._nc.is_closed:
+            return "the queue is not open"
+        if not self._nc.is_connected:
+            return f"nats-server at {self.url} is not connected (reconnecting)"
+        try:
+            await asyncio.wait_for(self._js.account_info(), HEALTH_S)
+        except _ERRORS as exc:
+            return f"JetStream at {self.url} does not answer: {exc!r}"
+        return None
 
     async def next(self) -> _Message | None:
         """The next message handed out, or None when none came within FETCH_S."""
@@ -126,7 +155,8 @@ class JetStreamBroker:
     async def _ensure_stream(self) -> None:
         config = StreamConfig(name=self.stream, subjects=[SUBJECT], retention=RetentionPolicy.WORK_QUEUE,
                               storage=StorageType.FILE, discard=DiscardPolicy.NEW, max_bytes=self.max_bytes,
-                              max_msg_size=-1)  # the server's max_payload bounds a message (broker.py)
+                              max_msg_size=-1,  # the server's max_payload bounds a message (broker.py)
+                              duplicate_window=DUPLICATE_WINDOW_S)
         try:
             await self._js.stream_info(self.stream)
         except nats.js.errors.NotFoundError:
