@@ -12,7 +12,7 @@ from typing import Awaitable, Callable, Protocol
 
 import pytest
 
-from faasgd.local.gateway.queue import QueueError
+from faasgd.local.gateway.queue_errors import QueueError
 
 HEADERS = {"Faasgd-Call": '{"call_id": "c1"}'}
 NOTHING_S = 0.3  # how long "no further hand-out" is watched for

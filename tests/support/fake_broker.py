@@ -14,7 +14,8 @@ import asyncio
 import itertools
 
 from faasgd.local.broker import DEFAULT_MAX_PAYLOAD
-from faasgd.local.gateway.queue import MESSAGE_ID, QueueCallTooLarge, QueueUnavailable
+from faasgd.local.gateway.queue import MESSAGE_ID
+from faasgd.local.gateway.queue_errors import QueueCallTooLarge, QueueUnavailable
 
 
 class FakeMessage:

@@ -69,7 +69,8 @@ class Machine:
     def images_present(self) -> "Machine":
         return self.state(*(f"image-{image.replace('/', '_').replace(':', '_')}" for image in IMAGES))
 
-    def run(self, uid: int = 0, wait_s: int = 2) -> subprocess.CompletedProcess:
+    # wait_s: how long the script waits for a started dockerd (a fake one under load may take seconds to start)
+    def run(self, uid: int = 0, wait_s: int = 20) -> subprocess.CompletedProcess:
         env = {"PATH": str(self.bin), "SBIN_DIRS": "", "FAKE": str(self.root), "FAKE_UID": str(uid),
                "DOCKERD_LOG": str(self.root / "dockerd.log"), "DOCKERD_WAIT_S": str(wait_s),
                "DOCKER_UNAVAILABLE": str(self.reason), "BASE_IMAGES_SCRIPT": str(self.base_images)}

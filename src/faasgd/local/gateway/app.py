@@ -55,7 +55,8 @@ from faasgd.local.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from faasgd.local.gateway.metrics import Metrics
 from faasgd.local.gateway.options import Clock, GatewayOptions, RealClock, Registry
 from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, Reply, canonical, connection_tokens
-from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, Broker, CallQueue, QueueError, QueueWorkers
+from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, Broker, CallQueue, QueueWorkers
+from faasgd.local.gateway.queue_errors import QueueError
 from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, BodyRefused, OneBodyFraming, ProxiedResponse,
                                             WireHeaders, body_refused, client_gone, error, http_error, read_body,
                                             server_error, too_large)

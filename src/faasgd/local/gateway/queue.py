@@ -31,7 +31,6 @@ from typing import Awaitable, Callable, Coroutine, Protocol
 
 import httpx
 
-from faasgd.errors import FaasgdError
 from faasgd.local.gateway.options import Clock, RealClock
 from faasgd.local.gateway.proxy import Reply
 from faasgd.local.queue_rules import DeliveryPolicy, decide
@@ -49,22 +48,6 @@ MESSAGE_ID = "Nats-Msg-Id"  # the call's id: a broker stores a message once per 
 _SET_ON_CALLBACK = {"x-call-id", "x-function-status", "x-function-name", "x-duration-seconds", "user-agent",
                     "content-length", "host", "traceparent", "tracestate"}
 TRACE_HEADERS = ("traceparent", "tracestate")  # the call's W3C trace context, passed on to its callback too
-
-
-class QueueError(FaasgdError):
-    """Raised when the broker cannot take or hand out a call (unreachable, full, message too large)."""
-
-
-class QueueUnavailable(QueueError):
-    """Raised when the broker cannot take a call now (down, reconnecting, full, too slow): try again later."""
-
-    http_status = 503
-
-
-class QueueCallTooLarge(QueueError):
-    """Raised when a call with its headers is over the broker's message limit."""
-
-    http_status = 413
 
 
 @dataclass

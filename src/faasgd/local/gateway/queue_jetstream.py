@@ -34,7 +34,7 @@ import nats.js.errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType
 from nats.js.api import StreamConfig
 
-from faasgd.local.gateway.queue import QueueCallTooLarge, QueueError, QueueUnavailable
+from faasgd.local.gateway.queue_errors import QueueCallTooLarge, QueueError, QueueUnavailable
 
 log = logging.getLogger(__name__)
 
