@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import time
 from datetime import datetime, timezone
@@ -29,7 +28,7 @@ from faasgd.local.stores import free_port
 from faasgd.testing.fault_matrix import RUNTIME_FLAGS, Runtime
 from support.container_faults import wait_available
 from support.openfaas_bin import find, missing_reason
-from support.paths import ROOT
+from support.paths import ROOT, copy_project
 
 FUNCTIONS = ("emnist-setup", "emnist-train")
 PROJECT = ("stack.yml", "template", *FUNCTIONS, "pyproject.toml", "src")  # what faas-cli build reads
@@ -63,12 +62,7 @@ def documented_up() -> list[str]:
 
 def project_copy(folder: Path) -> Path:
     """The project's files faas-cli reads, and a stack.yml of emnist-setup and emnist-train draining for 1 s."""
-    for name in PROJECT:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, folder / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy(source, folder / name)
+    copy_project(folder, PROJECT)
     stack = yaml.safe_load((folder / "stack.yml").read_text())
     stack["functions"] = {name: stack["functions"][name] for name in FUNCTIONS}
     for spec in stack["functions"].values():

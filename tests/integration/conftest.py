@@ -3,7 +3,7 @@
 import pytest
 
 from support.asgi_server import serve
-from support.fake_replicas import FakeReplica
+from support.fake_replicas import CallbackRecorder, FakeReplica
 
 
 @pytest.fixture(params=["redis", "memcached"])
@@ -20,3 +20,12 @@ def replica():
         made.url = url
         yield made
         made.release()
+
+
+@pytest.fixture
+def callbacks():
+    """A CallbackRecorder served on a free loopback port: its `url` (…/done) is where a queue's callbacks go."""
+    recorder = CallbackRecorder()
+    with serve(recorder) as url:
+        recorder.url = url + "/done"
+        yield recorder

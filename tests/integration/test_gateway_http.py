@@ -22,6 +22,7 @@ from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 from faasgd.local.stores import free_port
 from support.asgi_server import serve
 from support.fake_replicas import CallbackRecorder, FakeRegistry, FakeReplica
+from support.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -57,13 +58,6 @@ def call(method: str, url: str, body=None, headers: dict | None = None, timeout:
 
 def header(headers: list[tuple[str, str]], name: str) -> list[str]:
     return [v for k, v in headers if k.lower() == name]
-
-
-def wait_until(predicate, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.02)
 
 
 def test_100_concurrent_posts_are_all_answered_none_reset(replica, gateway):

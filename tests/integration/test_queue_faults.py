@@ -20,26 +20,12 @@ from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.gateway import GatewayOptions, LocalGateway
 from faasgd.local.gateway.queue_jetstream import PUBLISH_S, JetStreamBroker
 from support.asgi_server import serve
-from support.fake_replicas import CallbackRecorder, FakeRegistry
+from support.fake_replicas import FakeRegistry
+from support.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 ANSWER_BOUND_S = PUBLISH_S + 1.0  # every async call is answered by then, whatever the broker does
 CALL = 900 * 1024
-
-
-def wait_until(predicate, what: str, timeout_s: float = 20.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-@pytest.fixture
-def callbacks():
-    recorder = CallbackRecorder()
-    with serve(recorder) as url:
-        recorder.url = url + "/done"
-        yield recorder
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ from faasgd.local.gateway.queue_jetstream import STREAM, JetStreamBroker
 from faasgd.local.queue_rules import DeliveryPolicy
 from support.asgi_server import serve
 from support.broker_contract import CHECKS
-from support.fake_replicas import CallbackRecorder, FakeRegistry
+from support.fake_replicas import FakeRegistry
+from support.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
-WAIT_S = 20.0
 
 
 @pytest.fixture
@@ -59,21 +59,6 @@ def test_jetstream_keeps_the_broker_contract(nats, check):
 
 
 # -- the gateway's queue on JetStream, over HTTP ----------------------------------------------------
-def wait_until(predicate, what: str, timeout_s: float = WAIT_S):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
-@pytest.fixture
-def callbacks():
-    recorder = CallbackRecorder()
-    with serve(recorder) as url:
-        recorder.url = url + "/done"
-        yield recorder
-
-
 @pytest.fixture
 def gateway():
     made: list[LocalGateway] = []

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from faasgd.local import credentials
 from faasgd.openfaas import GatewayClient
 from support.openfaas_bin import find, missing_reason
-from support.paths import ROOT
+from support.paths import ROOT, copy_project
 
 PROJECT = ("stack.yml", "template", "emnist-setup", "emnist-train", "stacking-driver", "stacking-trainer", "stacking-reducer",
            "stacking-metatrainer", "pyproject.toml", "src")  # faas-cli build's inputs
@@ -53,12 +52,7 @@ def runtime(tmp_path_factory, faas_cli_path):
 def project(tmp_path_factory) -> Path:
     """A copy of what faas-cli reads of the project (stack, template, handlers, the core)."""
     folder = tmp_path_factory.mktemp("project")
-    for name in PROJECT:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, folder / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy(source, folder / name)
+    copy_project(folder, PROJECT)
     return folder
 
 
