@@ -50,7 +50,7 @@ def alive(pid):
 def runtime(tmp_path_factory):
     directory = tmp_path_factory.mktemp("runtime") / ".faasgd"
     port = free_port()
-    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--ack-wait", "120",
+    started = faasgd("up", "--port", str(port), "--dir", str(directory), "--ack-wait", "120", "--wait",
                      env={**os.environ, "SHELL_ONLY_SETTING": "must not reach a replica"})
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())

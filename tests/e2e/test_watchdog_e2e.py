@@ -33,7 +33,7 @@ def faasgd(*args, timeout=180, env=None):
 
 
 def start(directory: Path, *flags, env=None) -> dict:
-    started = faasgd("up", "--port", free_port(), "--dir", directory, *flags, env=env)
+    started = faasgd("up", "--port", free_port(), "--dir", directory, "--wait", *flags, env=env)
     assert started.returncode == 0, started.stdout + started.stderr
     return {"up": started.stdout, "state": json.loads((directory / "state.json").read_text())}
 

@@ -36,6 +36,7 @@ class FakePod:
         self.url, self.port, self.pid = self.app.url, 0, next(_PIDS)
         self.ref, self.log_path = ProcessRef(self.pid, T0), host.directory / "logs" / f"{name}.log"
         self.healthy = self.dead = self.stopped = False
+        self.drained: bool | None = None  # how it was stopped: drained (stop) or killed at once (stop_now)
 
     def alive(self) -> bool:
         return not (self.dead or self.stopped)
@@ -45,7 +46,10 @@ class FakePod:
         return self.healthy
 
     def stop(self) -> None:
-        self.stopped = True
+        self.stopped, self.drained = True, True
+
+    def stop_now(self) -> None:
+        self.stopped, self.drained = True, False
 
 
 class FakePods:

@@ -98,6 +98,9 @@ class FakeRegistry:
     def replica_urls(self, name: str) -> list[str]:
         return [r.url for r in self.functions.get(name, [])]
 
+    def starting(self, name: str) -> bool:
+        return False  # every replica here serves from the start
+
     def scale(self, name: str, replicas: int) -> int:
         self.scaled.append((name, clamp_replicas(replicas, 5)))
         return self.scaled[-1][1]

@@ -10,16 +10,23 @@ from __future__ import annotations
 import argparse
 import sys
 
+import importlib
+
 from faasgd import __version__
 from faasgd.cli import output
-from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, describe_fields
-from faasgd.config_model import rule
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
 from faasgd.local import queue_rules
 from faasgd.local.control import DEFAULT_DIR
 
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_DATA = 1, 2, 3, 4
 ALIASES = {"number_of_workers": ["--workers"]}
+# The runtime's commands are parsed without the training flags and the data, model and results commands, whose
+# modules (pydantic's config model, numpy) take longer to import than `faasgd down` takes to run.
+RUNTIME_COMMANDS = ("up", "down", "invoke", "scale", "logs")
+HANDLERS = {"up": ("runtime", "up"), "down": ("runtime", "down"), "invoke": ("runtime", "invoke"),
+            "scale": ("runtime", "scale"), "logs": ("runtime", "logs"), "status": ("status", "run"),
+            "train": ("train", "run"), "data": ("data", "run"), "model": ("model", "save"),
+            "evaluate": ("model", "evaluate"), "results": ("results", "run"), "predict": ("predict", "run")}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -32,6 +39,8 @@ class OneLineParser(argparse.ArgumentParser):
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per config key (dashes for underscores), its help the key's description, the values it takes and
     its default; values are checked by load_config."""
+    from faasgd.config import RENAMED, describe_fields
+
     for name, default, description in describe_fields():
         flags = ["--" + name.replace("_", "-")] + ALIASES.get(name, [])
         parser.add_argument(*flags, dest=name, default=None, metavar=name.upper(),
@@ -43,6 +52,9 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
 def config_help(name: str, default: str, description: str) -> str:
     """A config flag's help: the description, then what it takes and its default. A store location is taken
     from a flag with --direct only: through the gateway the function's own configuration holds it."""
+    from faasgd.config import FIELDS, LOCATION_KEYS
+    from faasgd.config_model import rule
+
     takes = rule(FIELDS[name])
     text = f"{description} ({takes + '; ' if takes else ''}default {default})"
     if name in LOCATION_KEYS:
@@ -58,7 +70,8 @@ def add_runtime_flags(parser: argparse.ArgumentParser, gateway: bool = True) -> 
                             help="gateway URL (default: $OPENFAAS_URL, else the running local runtime)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only` one of RUNTIME_COMMANDS, without the parsers it does not need."""
     parser = OneLineParser(prog="faasgd", description="Distributed Downpour SGD as OpenFaaS functions.")
     parser.add_argument("--version", action="version", version=f"faasgd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -77,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run replicas under the real of-watchdog: auto (FAASGD_WATCHDOG, else fwatchdog on PATH, "
                          "else ../shared/bin/fwatchdog beside the project; bare `python index.py` without one), "
                          "off, or fwatchdog's path (default auto)")
+    up.add_argument("--wait", action="store_true",
+                    help="return once every replica serves (default: once the gateway serves; a call for a function "
+                         "whose replicas are still starting waits for one)")
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")
@@ -121,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_runtime_flags(status)
 
     train = sub.add_parser("train", help="run a training job end to end and print its summary")
-    add_config_flags(train)
+    if only not in RUNTIME_COMMANDS:
+        add_config_flags(train)
     train.add_argument("--direct", action="store_true",
                        help="worker processes straight against the store, no gateway or functions")
     output.add_flags(train, "print the result record as the one JSON document on stdout; progress and the "
@@ -135,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the gateway's port if this command starts the runtime (default: a free one)")
     add_runtime_flags(train)
 
+    if only in RUNTIME_COMMANDS:
+        return parser
     from faasgd.cli import data, model, predict, results  # `faasgd data`, `faasgd model`, `faasgd evaluate`, ...
 
     data.add_parser(sub)
@@ -145,18 +164,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def dispatch(args) -> int:
-    from faasgd.cli import data, model, predict, results, runtime, status, train
-
-    handlers = {"up": runtime.up, "down": runtime.down, "invoke": runtime.invoke, "scale": runtime.scale,
-                "logs": runtime.logs, "status": status.run, "train": train.run, "data": data.run,
-                "model": model.save, "evaluate": model.evaluate, "results": results.run,
-                "predict": predict.run}
+    module, name = HANDLERS[args.command]
+    handler = getattr(importlib.import_module(f"faasgd.cli.{module}"), name)
     with output.routed(args):  # with --json stdout holds the one JSON document; text for a person goes to stderr
-        return handlers[args.command](args)
+        return handler(args)
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand `argv` names (its first word that is not a flag), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_of(argv)).parse_args(argv)
     try:
         return dispatch(args)
     except ConfigError as error:

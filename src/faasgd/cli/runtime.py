@@ -6,14 +6,14 @@ import sys
 import time
 from pathlib import Path
 
-from faasgd import api
 from faasgd.cli import flags
-from faasgd.cli.connect import gateway
 from faasgd.errors import ConfigError
 from faasgd.local import control, queue_rules
 from faasgd.local.logs import split_line
 from faasgd.local.secrets import GATEWAY_SECRETS
-from faasgd.local.watchdog import Watchdog
+
+# `faasgd down` imports only what stopping needs: faasgd.api (and its numpy), the gateway client (httpx) and the
+# watchdog's finder are imported by the commands that use them.
 
 FOLLOW_POLL_S = 0.3
 
@@ -23,10 +23,9 @@ def up(args) -> int:
     delivery = queue_rules.from_flags(args)
     flags.stack_file(args.file)
     (user, password), generated = control.login(args.dir)
-    found = api.start_runtime(args.file, args.port, args.dir, ack_wait_s=args.ack_wait,
-                              queue_workers=args.queue_workers, delivery=delivery,
-                              backend=getattr(args, "backend", "process"), watchdog=args.watchdog)
-    state, started = found.state, found.started
+    state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
+                                delivery=delivery, backend=getattr(args, "backend", "process"),
+                                watchdog_choice=args.watchdog, wait=getattr(args, "wait", False))  # faasgd.api.start_runtime
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
     if "broker" in state:
         print(f"  {'queue':<10} {state['broker']['url']}  (pid {state['broker']['pid']}, "
@@ -49,6 +48,8 @@ def up(args) -> int:
 
 def watchdog_line(state: dict | None) -> str | None:
     """How the runtime runs its replicas ("replicas under of-watchdog ..." or "... bare ..."), from its state."""
+    from faasgd.local.watchdog import Watchdog
+
     found = Watchdog.from_json((state or {}).get("watchdog"))
     return found.describe() if found is not None else None
 
@@ -63,7 +64,7 @@ def print_login(url: str, user: str, password: str | None, secrets: Path) -> Non
 
 
 def down(args) -> int:
-    stopped = api.stop_runtime(args.dir)
+    stopped = control.down(args.dir)  # faasgd.api.stop_runtime
     print(f"stopped {len(stopped)} process(es)" + (f": {' '.join(map(str, stopped))}" if stopped else ""))
     return 0
 
@@ -85,6 +86,8 @@ def invoke(args) -> int:
     headers = parse_pairs(args.header, "header")
     query = parse_pairs(args.query, "query")
     body = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+    from faasgd.cli.connect import gateway
+
     client = gateway(args, timeout_s=args.timeout)
     if args.async_:
         call_id = client.invoke_async(args.name, body, headers.pop("X-Callback-Url", None), headers)
@@ -112,6 +115,8 @@ def scale(args) -> int:
     if args.replicas < 0:
         raise ConfigError("--replicas", f"must be a whole number >= 0 (the gateway clamps it to the function's range), "
                                         f"got {args.replicas}")
+    from faasgd.cli.connect import gateway
+
     client = gateway(args)
     client.scale(args.name, args.replicas)
     count = client.function_status(args.name)["replicas"]

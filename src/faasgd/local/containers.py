@@ -171,15 +171,18 @@ class ContainerReplica:
         self.healthy, self.failures = readiness(self.healthy, self.failures, answered)
         return self.healthy
 
-    def stop(self) -> None:
+    def stop(self, grace_s: int = STOP_GRACE_S) -> None:
         """`docker stop` (SIGTERM, then SIGKILL after the grace period), remove it and its folder."""
         if self.container:
-            docker_cli.docker("stop", "-t", str(STOP_GRACE_S), self.container, timeout=STOP_GRACE_S + 30,
-                              check=False)
+            docker_cli.docker("stop", "-t", str(grace_s), self.container, timeout=grace_s + 30, check=False)
             docker_cli.docker("rm", "-f", "-v", self.container, check=False)
         if self.logs is not None:
             processes.stop(self.logs, 2.0)
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def stop_now(self) -> None:
+        """`stop` without the drain, for an idle replica (`docker stop -t 0`: SIGKILL at once)."""
+        self.stop(0)
 
 
 def project_secrets(host: Host, names: tuple[str, ...], target: Path) -> list[str]:

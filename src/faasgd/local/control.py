@@ -18,16 +18,18 @@ import sys
 from pathlib import Path
 
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import credentials, docker_cli, processes, watchdog
-from faasgd.local.containers import RUNTIME_LABEL
-from faasgd.local.daemon import STATE_FILE
+from faasgd.local import credentials, processes
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
-from faasgd.openfaas import GatewayClient, poll_until
+from faasgd.local.state_file import STATE_FILE, load_state
+
+# `faasgd down` and `status` import this module: what only `up` or a container runtime needs (httpx through
+# faasgd.openfaas, the Docker client, the watchdog's finder) is imported where it is used.
 
 DEFAULT_DIR = ".faasgd"
 UP_TIMEOUT_S = 90.0
 DOWN_TIMEOUT_S = 20.0
+POLL_S = 0.02  # how often `up` looks at the state file and the gateway
 BACKENDS = ("process", "docker")  # how replicas run: host processes, or containers of their images
 
 
@@ -37,8 +39,11 @@ def read_state(directory: str | os.PathLike = DEFAULT_DIR) -> dict | None:
     return state if _daemon_alive(state) else None
 
 
-def client(state: dict, timeout_s: float = 30.0) -> GatewayClient:
-    """A client of the runtime's gateway that logs in to /system with the runtime's login."""
+def client(state: dict, timeout_s: float = 30.0):
+    """A client of the runtime's gateway (a faasgd.openfaas.GatewayClient) that logs in to /system with the
+    runtime's login."""
+    from faasgd.openfaas import GatewayClient
+
     return GatewayClient(state["gateway_url"], timeout_s=timeout_s,
                          auth=credentials.read(Path(state["dir"]) / "secrets"))
 
@@ -60,15 +65,23 @@ def check_options(port: int, ack_wait_s: float = 300.0, queue_workers: int | Non
         raise ConfigError("--queue-workers", f"must be >= 1 (leave it out for one per call the replicas run at once), got {queue_workers!r}")
 
 
-def healthy(state: dict | None) -> bool:
-    """The gateway answers /healthz and every function has its replicas available."""
+def serving(state: dict | None) -> bool:
+    """The runtime is ready and its gateway answers /healthz: calls are taken (one for a function whose
+    replicas are still starting waits for one, gateway/directory.py)."""
     if not state or not state.get("ready"):
         return False
-    gateway = client(state, timeout_s=2)
     try:
-        if gateway.request("GET", "/healthz").status != 200:
-            return False
-        functions = gateway.request("GET", "/system/functions").json()
+        return client(state, timeout_s=2).request("GET", "/healthz").status == 200
+    except FaasgdError:
+        return False
+
+
+def healthy(state: dict | None) -> bool:
+    """`serving`, and every function has its replicas available (`faasgd up --wait`)."""
+    if not serving(state):
+        return False
+    try:
+        functions = client(state, timeout_s=2).request("GET", "/system/functions").json()
     except (FaasgdError, ValueError):
         return False
     return all(f["availableReplicas"] >= f["replicas"] for f in functions)
@@ -77,14 +90,20 @@ def healthy(state: dict | None) -> bool:
 def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
        upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
        delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process",
-       watchdog_choice: str = "auto") -> tuple[dict, bool]:
+       watchdog_choice: str = "auto", wait: bool = False) -> tuple[dict, bool]:
     """Start the runtime unless it already runs; returns (state, whether this call started it).
+
+    It returns once the gateway serves (`serving`): the replicas start meanwhile, and a call for a function
+    with none healthy yet waits for one. `wait` returns only once every replica is healthy (`healthy`).
 
     Port 0 picks a free one (state["gateway_url"] has it). The gateway's login is generated first
     if absent (`login`). `backend` "docker" runs the replicas as containers (faasgd.local.docker_site)
     and is refused at once when no Docker daemon answers. `watchdog_choice` (the process backend's): auto,
     off or fwatchdog's path (faasgd.local.watchdog).
     """
+    from faasgd.local import docker_cli, watchdog
+    from faasgd.openfaas import poll_until
+
     check_options(port, ack_wait_s, queue_workers, upstream_timeout_s)
     if backend not in BACKENDS:
         raise ConfigError("--backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -92,9 +111,10 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
         docker_cli.daemon_version()
     watchdog.find(watchdog_choice, os.environ, Path(stack))  # a bad --watchdog: a ConfigError, nothing started
     directory = Path(directory).resolve()
+    ready = healthy if wait else serving
     state = read_state(directory)
     if state is not None:
-        if healthy(state) or _wait_healthy(directory, 30):
+        if ready(state) or _wait_until(directory, ready, 30):
             return read_state(directory), False
         raise FaasgdError(f"a faasgd runtime (pid {state['pid']}) runs but is not healthy; "
                           f"see {directory}/logs/runtime.log or run `faasgd down`")
@@ -123,8 +143,8 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
             raise FaasgdError(f"the runtime exited with code {daemon.returncode}: {_tail(log)}")
         return read_state(directory)
 
-    state = poll_until(read_while_alive, healthy, UP_TIMEOUT_S, poll_s=0.2)
-    if healthy(state):
+    state = poll_until(read_while_alive, ready, UP_TIMEOUT_S, poll_s=POLL_S)
+    if ready(state):
         return state, True
     processes.stop(daemon)
     raise FaasgdError(f"the runtime was not healthy after {UP_TIMEOUT_S:.0f}s: {_tail(log)}")
@@ -142,6 +162,9 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
         stopped.append(daemon.pid)
     stopped += _leftovers(directory, state)[0]
     if state.get("backend") == "docker" and isinstance(state.get("runtime_id"), str):
+        from faasgd.local import docker_cli
+        from faasgd.local.containers import RUNTIME_LABEL
+
         # the daemon removes its containers and network itself; these are what a crash left
         docker_cli.remove_labelled(f"{RUNTIME_LABEL}={state['runtime_id']}")
     return stopped
@@ -172,12 +195,7 @@ def _leftovers(directory: Path, state: dict | None = None,
 
 
 def _load(directory: Path) -> dict | None:
-    """The state file's content, or None when there is none (or it is not a JSON object)."""
-    try:
-        state = json.loads((directory / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return state if isinstance(state, dict) else None
+    return load_state(directory)
 
 
 def _children(state: dict) -> list[ProcessRef]:
@@ -193,8 +211,10 @@ def _daemon_alive(state: dict | None) -> bool:
     return daemon is not None and processes.alive(daemon)
 
 
-def _wait_healthy(directory: Path, seconds: float) -> bool:
-    return healthy(poll_until(lambda: read_state(directory), healthy, seconds, poll_s=0.2))
+def _wait_until(directory: Path, ready, seconds: float) -> bool:
+    from faasgd.openfaas import poll_until
+
+    return ready(poll_until(lambda: read_state(directory), ready, seconds, poll_s=POLL_S))
 
 
 def _port_taken(port: int) -> bool:

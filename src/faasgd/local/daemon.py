@@ -42,19 +42,11 @@ from faasgd.local.replicas import Supervisor
 from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
+from faasgd.local.state_file import STATE_FILE, write_state
 from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
                                  start_redis)
 
-STATE_FILE = "state.json"
-_STATE_LOCK = threading.Lock()  # the supervisor's thread and the gateway's scale calls both rewrite the file
-
-
-def write_state(directory: Path, state: dict) -> None:
-    """Atomically replace the state file."""
-    tmp = directory / (STATE_FILE + ".tmp")
-    with _STATE_LOCK:
-        tmp.write_text(json.dumps(state, indent=2))
-        os.replace(tmp, directory / STATE_FILE)
+_STATE_LOCK = threading.Lock()  # record_s3 (a replica's start) and the state's rewrites (state_file.write_state)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -99,29 +91,37 @@ def source_sha() -> str:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
-def start_stores(directory: Path, adopted: Mapping[str, dict] | None = None,
-                 also_bind: str | None = None) -> dict[str, ServerProcess]:
-    """redis-server and memcached on free loopback ports, by name; stops the first if the second fails.
+def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None,
+                  also_bind: str | None = None) -> tuple[dict[str, ServerProcess], ServerProcess]:
+    """redis-server and memcached on free loopback ports, by name, and nats-server for the async queue, all
+    three started at once; if one fails, those started are stopped and its error raised.
 
-    A store in `adopted` (state-file entries a crashed runtime left, see control.up) is kept, data
+    A server in `adopted` (state-file entries a crashed runtime left, see control.up) is kept, data
     and all, when it is still that process and answers; otherwise it is stopped and started afresh.
     """
-    starters = {"redis": lambda: start_redis(workdir=str(directory), also_bind=also_bind),
-                "memcached": lambda: start_memcached(also_bind=also_bind)}
+    adopted = adopted or {}
+    starters = {"redis": (lambda: start_redis(workdir=str(directory), also_bind=also_bind), STORE_ANSWERS["redis"]),
+                "memcached": (lambda: start_memcached(also_bind=also_bind), STORE_ANSWERS["memcached"]),
+                "nats": (lambda: start_nats(directory / "jetstream"), jetstream_answers)}
     started: dict[str, ServerProcess] = {}
-    try:
-        for name, start in starters.items():
-            started[name] = _adopt(name, (adopted or {}).get(name), STORE_ANSWERS[name]) or start()
-        return started
-    except BaseException:
-        for server in started.values():
-            server.stop()
-        raise
+    failed: list[BaseException] = []
 
-
-def start_broker(directory: Path, adopted: dict | None) -> ServerProcess:
-    """nats-server for the async queue: the one a crashed runtime left if it still answers, else a new one."""
-    return _adopt("nats", adopted, jetstream_answers) or start_nats(directory / "jetstream")
+    def start(name: str) -> None:
+        launch, answers = starters[name]
+        try:
+            started[name] = _adopt(name, adopted.get(name), answers) or launch()
+        except BaseException as error:  # re-raised below, in the daemon's thread
+            failed.append(error)
+    threads = [threading.Thread(target=start, args=(name,), name=f"faasgd-start-{name}") for name in starters]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failed:
+        stop_servers(list(started.values()))
+        raise failed[0]
+    broker = started.pop("nats")
+    return started, broker
 
 
 def _adopt(name: str, entry: dict | None, answers) -> ServerProcess | None:
@@ -134,6 +134,15 @@ def _adopt(name: str, entry: dict | None, answers) -> ServerProcess | None:
     else:
         print(f"faasgd runtime: kept {name} {server.url} (pid {server.pid}) from the runtime before", flush=True)
     return server
+
+
+def stop_servers(servers: list[ServerProcess]) -> None:
+    """Stop the stores and the broker all at once (memcached alone takes ~0.3 s to exit on SIGTERM)."""
+    threads = [threading.Thread(target=server.stop, name=f"faasgd-stop-{server.name}") for server in servers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def service_table(port: int, stores: dict[str, ServerProcess]) -> dict[str, str]:
@@ -178,18 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
     s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK)
     try:
-        stores = start_stores(directory, args.adopt, site.gateway_ip if site else None)
-        try:
-            broker = start_broker(directory, args.adopt.get("nats"))
-        except BaseException:
-            for server in stores.values():
-                server.stop()
-            raise
+        stores, broker = start_servers(directory, args.adopt, site.gateway_ip if site else None)
         try:
             serve(args, directory, catalog, stores, login, stop, broker, listener, s3, site)
         finally:
-            for server in [*stores.values(), broker]:
-                server.stop()
+            stop_servers([*stores.values(), broker])
             (directory / STATE_FILE).unlink(missing_ok=True)
     finally:
         s3.stop()
@@ -236,7 +238,6 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     try:
         write_state(directory, state)
         watch.start()
-        supervisor.start()
         gateway = LocalGateway(supervisor, GatewayOptions(
             port=args.port, ack_wait_s=args.ack_wait, upstream_timeout_s=args.upstream_timeout,
             queue_workers=args.queue_workers, version=__version__, delivery=delivery, sha=source_sha(),
@@ -244,6 +245,9 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
             broker=JetStreamBroker(broker.url))
         from faasgd.local.gateway.server import listen
         gateway.start(listener, (listen(site.gateway_ip, args.port),) if site is not None else ())
+        # the replicas start once the gateway serves (their imports would slow its start on a small machine);
+        # `up` returns at "ready", and a call for a function whose replicas are still starting waits for one
+        supervisor.start(ready_timeout_s=None)
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
         write_state(directory, {**state, "replicas": supervisor.processes()})
         print(f"faasgd runtime ready: gateway {state['gateway_url']}, "
@@ -251,10 +255,11 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
               + f", queue {broker.url} ({delivery.mode} delivery)", flush=True)
         stop.wait()
     finally:
+        busy = gateway.busy_replicas() if gateway is not None else None
         if gateway is not None:
             gateway.stop()
         watch.stop()
-        supervisor.stop()
+        supervisor.stop(busy)
 
 
 if __name__ == "__main__":

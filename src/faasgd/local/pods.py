@@ -106,6 +106,13 @@ class Replica:
         processes.stop_all(children, STOP_TIMEOUT_S)  # a watchdog killed mid-drain leaves its function
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def stop_now(self) -> None:
+        """`stop` without the drain, for an idle replica: SIGKILL to it and what it started, reaped."""
+        children = descendants(self.popen.pid)
+        processes.kill(self.popen)
+        processes.stop_all(children, term=False)
+        shutil.rmtree(self.root, ignore_errors=True)
+
 
 def accepts(port: int) -> bool:
     try:

@@ -87,12 +87,27 @@ def stop(target: Target, timeout: float = 5.0) -> bool:
     return bool(stop_all([target], timeout))
 
 
-def stop_all(refs: list[ProcessRef], timeout: float = 5.0) -> list[ProcessRef]:
+def kill(target: Target) -> bool:
+    """SIGKILL at once (no SIGTERM, no grace), reaping a child; True when it was running (and ours)."""
+    if isinstance(target, subprocess.Popen):
+        if target.poll() is not None:
+            return False
+        target.kill()
+        try:
+            target.wait(KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass  # stuck in the kernel (state D)
+        return True
+    return bool(stop_all([target], term=False))
+
+
+def stop_all(refs: list[ProcessRef], timeout: float = 5.0, term: bool = True) -> list[ProcessRef]:
     """`stop` for several processes at once: SIGTERM to each, one shared wait of `timeout` s, SIGKILL
-    to those still there. Returns the ones that were running (and ours)."""
+    to those still there (`term` False: SIGKILL only). Returns the ones that were running (and ours)."""
     found = [(ref, process) for ref in refs if (process := find(ref)) is not None]
     running = found
-    for sig, wait_s in ((signal.SIGTERM, timeout), (signal.SIGKILL, KILL_WAIT_S)):
+    steps = ((signal.SIGTERM, timeout),) if term else ()
+    for sig, wait_s in (*steps, (signal.SIGKILL, KILL_WAIT_S)):
         signalled = []
         for ref, process in running:
             try:

@@ -24,6 +24,7 @@ from faasgd.local.deployments import (Catalog, Deployment, calls_per_replica, de
 from faasgd.local.pods import Host, Replica, start_replica
 
 RECONCILE_S = 0.3  # how often dead replicas are replaced and health re-checked
+STARTING_S = 0.05  # ... and while a replica is starting, so the gateway routes to it as soon as it serves
 
 
 def in_a_thread(work: Callable[[], None]) -> threading.Thread:
@@ -53,32 +54,45 @@ class Supervisor:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self, ready_timeout_s: float = 60.0) -> None:
-        """Start every function's replicas and return once all are healthy."""
+    def start(self, ready_timeout_s: float | None = 60.0) -> None:
+        """Start every function's replicas; return once all are healthy, or at once with `ready_timeout_s` None
+        (the runtime's way: the gateway holds a call for a function whose replicas are still starting,
+        `starting`, as OpenFaaS's gateway holds one while it scales a function from zero)."""
         self.reconcile()
-        deadline = time.monotonic() + ready_timeout_s
-        while not all(self._available(name) >= self.desired[name] for name in self.deployments):
+        deadline = time.monotonic() + (ready_timeout_s or 0.0)
+        while ready_timeout_s is not None and not self.all_available():
             if time.monotonic() > deadline:
                 raise FaasgdError(f"replicas not healthy after {ready_timeout_s:.0f}s; see {self.host.directory}/logs")
-            time.sleep(0.1)
+            time.sleep(STARTING_S)
             self.reconcile()
         self._thread = threading.Thread(target=self._loop, name="faasgd-supervisor", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def all_available(self) -> bool:
+        """Every function has its desired count of healthy replicas of its current rollout."""
+        with self._lock:
+            return all(self._available(name) >= self.desired[name] for name in self.deployments)
+
+    def stop(self, busy: set[str] | None = None) -> None:
+        """Stop every replica, all at once. With `busy` (the URLs a call was in flight to when the gateway
+        stopped), a replica not in it is idle: nothing it could finish remains, so it is killed at once
+        (`stop_now`) instead of draining for its healthcheck_interval; busy ones drain. Those already
+        retiring are waited for."""
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
         with self._lock:
-            going = [r for replicas in self.replicas.values() for r in replicas] + self.retiring
+            serving = [r for replicas in self.replicas.values() for r in replicas]
             for replicas in self.replicas.values():
                 replicas.clear()
-        # All at once: each may drain for its healthcheck_interval. Those already stopping are waited for.
-        for thread in [in_a_thread(replica.stop) for replica in going]:
+            retiring = list(self.retiring)
+        idle = [r for r in serving if busy is not None and r.url not in busy]
+        stops = [r.stop_now for r in idle] + [r.stop for r in serving + retiring if r not in idle]
+        for thread in [in_a_thread(stop) for stop in stops]:
             thread.join()
 
     def _loop(self) -> None:
-        while not self._stopping.wait(RECONCILE_S):
+        while not self._stopping.wait(RECONCILE_S if self.all_available() else STARTING_S):
             self.reconcile()
 
     def reconcile(self) -> None:
@@ -153,6 +167,11 @@ class Supervisor:
     def replica_urls(self, name: str) -> list[str]:
         with self._lock:
             return [r.url for r in self.replicas.get(name, []) if r.healthy and r.alive()]
+
+    def starting(self, name: str) -> bool:
+        """Whether a replica of the function is alive but not healthy yet (started, or failing its probes)."""
+        with self._lock:
+            return any(r.alive() and not r.healthy for r in self.replicas.get(name, []))
 
     def scale(self, name: str, replicas: int) -> int:
         """Set the desired count, clamped to [1, scale.max] (faasgd.local.api.clamp_replicas); returns it."""

@@ -92,7 +92,7 @@ def nothing_starts(monkeypatch, tmp_path):
         raise AssertionError("a refused command started, stopped, connected or downloaded something")
 
     for target in ("faasgd.local.control.up", "faasgd.local.control.down", "faasgd.local.control.login",
-                   "faasgd.cli.runtime.gateway", "faasgd.cli.train.gateway", "faasgd.cli.status.gateway",
+                   "faasgd.cli.connect.gateway", "faasgd.cli.train.gateway", "faasgd.cli.status.gateway",
                    "faasgd.api.local_runtime.connect", "faasgd.api.jobs.connect",
                    "faasgd.cli.train.open_store", "faasgd.cli.status.open_store", "faasgd.cli.download.held",
                    "faasgd.cli.data.download_verified", "httpx.Client.send"):

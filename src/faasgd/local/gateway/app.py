@@ -82,8 +82,9 @@ def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
     clock = clock or RealClock()
     # trust_env=False: an HTTP(S)_PROXY in the environment must not capture calls to loopback replicas.
     client = httpx.AsyncClient(transport=transport or httpx.AsyncHTTPTransport(limits=LIMITS), trust_env=False)
-    metrics, directory = Metrics(), Directory(registry)
-    gateway = Gateway(options, directory, Proxy(client, metrics, clock, options.upstream_timeout_s), metrics)
+    metrics, directory = Metrics(), Directory(registry, options.replica_wait_s, clock)
+    proxy = Proxy(client, metrics, clock, options.upstream_timeout_s)
+    gateway = Gateway(options, directory, proxy, metrics)
     queue = QueueWorkers(broker, gateway.deliver, gateway.queue_workers_wanted, client, options.delivery,
                          options.ack_wait_s, clock)
     gateway.queue = queue
@@ -107,7 +108,7 @@ def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
                     exception_handlers={HTTPException: http_error, ClientDisconnect: client_gone,
                                         BodyRefused: body_refused, Exception: server_error})
     app.router.redirect_slashes = False  # "/healthz/" is a 404, not a redirect
-    app.state.queue, app.state.metrics = queue, metrics
+    app.state.queue, app.state.metrics, app.state.balancer = queue, metrics, proxy.balancer
     app.state.body_idle_timeout_s = options.body_idle_timeout_s  # read_body's (responses.py)
     return app
 

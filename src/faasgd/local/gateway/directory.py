@@ -4,6 +4,10 @@ The registry is synchronous and may hold its lock for seconds (the Supervisor st
 starts one, inside its lock), so a call made on the event loop would stall every request in
 flight; a thread hop costs tens of microseconds. Names: "NAME.openfaas-fn" means NAME, since the
 local runtime has one namespace.
+
+A call for a function none of whose replicas is healthy yet, but one is starting (`faasgd up` returns before
+its replicas serve), waits for one up to `wait_s`, as OpenFaaS's gateway holds a call while it scales a
+function from zero; with none starting (all dead, or none wanted) it is answered at once.
 """
 
 from __future__ import annotations
@@ -13,21 +17,35 @@ from pathlib import Path
 from anyio import to_thread
 
 from faasgd.local.api import NAMESPACE, FunctionDeployment
-from faasgd.local.gateway.options import Registry
+from faasgd.local.gateway.options import Clock, RealClock, Registry
+
+POLL_S = 0.02  # how often a waiting call looks for a replica that has become healthy
 
 
 class Directory:
     """Async look-ups of functions, replicas and replica counts in a Registry."""
 
-    def __init__(self, registry: Registry):
-        self.registry = registry
+    def __init__(self, registry: Registry, wait_s: float = 0.0, clock: Clock | None = None):
+        self.registry, self.wait_s, self.clock = registry, wait_s, clock or RealClock()
 
     async def route(self, name: str) -> tuple[str | None, list[str]]:
-        """The registry's name for a path's NAME (None if unknown) and its healthy replica URLs."""
-        return await to_thread.run_sync(self._route, name)
+        """The registry's name for a path's NAME (None if unknown) and its healthy replica URLs (waited for
+        while one is starting)."""
+        function = await to_thread.run_sync(self._resolve, name)
+        return function, (await self.replica_urls(function) if function else [])
 
     async def replica_urls(self, function: str) -> list[str]:
-        return await to_thread.run_sync(self.registry.replica_urls, function)
+        """The function's healthy replica URLs; while there are none and one is starting, up to `wait_s`."""
+        deadline = self.clock.now() + self.wait_s
+        while True:
+            urls, starting = await to_thread.run_sync(self._urls, function)
+            if urls or not starting or self.clock.now() >= deadline:
+                return urls
+            await self.clock.sleep(POLL_S)
+
+    def _urls(self, function: str) -> tuple[list[str], bool]:
+        urls = self.registry.replica_urls(function)
+        return urls, not urls and self.registry.starting(function)
 
     async def status(self, name: str) -> dict | None:
         """The registry's description of one function (None if unknown)."""
@@ -67,10 +85,6 @@ class Directory:
             return name
         base, _, namespace = name.rpartition(".")
         return base if namespace == NAMESPACE and base in names else None
-
-    def _route(self, name: str) -> tuple[str | None, list[str]]:
-        function = self._resolve(name)
-        return function, (self.registry.replica_urls(function) if function else [])
 
     def _log_sources(self, name: str) -> list[tuple[str, Path]] | None:
         function = self._resolve(name)

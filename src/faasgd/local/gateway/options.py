@@ -35,11 +35,13 @@ class GatewayOptions:
     max_sync_body_bytes: int = 32 << 20
     body_idle_timeout_s: float = 10.0  # a request body with no byte for this long -> 408 (gateway/limits.py)
     backlog: int = 2048  # listen backlog; http.server's 5 reset a third of 50 concurrent connections
+    # A call for a function with no healthy replica waits this long for one that is starting (gateway/directory.py)
+    replica_wait_s: float = 60.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be in [0, 65535], got {self.port!r}")
-        for name in ("upstream_timeout_s", "ack_wait_s", "body_idle_timeout_s"):
+        for name in ("upstream_timeout_s", "ack_wait_s", "body_idle_timeout_s", "replica_wait_s"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}")
         if not isinstance(self.delivery, DeliveryPolicy):
@@ -61,6 +63,7 @@ class Registry(Protocol):
     def function_names(self) -> list[str]: ...
     def describe(self, name: str) -> dict | None: ...
     def replica_urls(self, name: str) -> list[str]: ...
+    def starting(self, name: str) -> bool: ...  # a replica is alive but not healthy yet: a call may wait for it
     def scale(self, name: str, replicas: int) -> int: ...  # returns the count set (clamped)
     def call_slots(self) -> int: ...  # calls all replicas run at once: one queue worker each
     def deploy(self, request: FunctionDeployment, update: bool) -> None: ...

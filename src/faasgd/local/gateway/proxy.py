@@ -67,6 +67,10 @@ class Balancer:
         if self._in_flight[url] <= 0:
             del self._in_flight[url]
 
+    def busy(self) -> set[str]:
+        """The replica URLs with a call in flight now (a copy: any thread may ask)."""
+        return set(dict(self._in_flight))
+
 
 class Forwarded:
     """One call's answer as it streams back: the replica's response, or the gateway's own JSON error.

@@ -77,6 +77,10 @@ class LocalGateway:
                 raise FaasgdError(f"the gateway did not start on {self.url}; see the log above")
             time.sleep(0.01)
 
+    def busy_replicas(self) -> set[str]:
+        """The replica URLs a call is in flight to now (the runtime's stop drains only those)."""
+        return self.app.state.balancer.busy()
+
     def stop(self) -> None:
         """Stop serving and the queue-workers; calls in flight are cut off, not awaited. Idempotent."""
         with self._lock:

@@ -1,0 +1,32 @@
+"""The runtime's state file, <dir>/state.json: written by the daemon, read by `faasgd up`, `down` and the CLI.
+
+It holds every URL and each process the runtime started as pid + create time (faasgd.local.processes). A
+module of its own, light to import, so `faasgd down` reads it without loading the daemon's modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+STATE_FILE = "state.json"
+_LOCK = threading.Lock()  # the supervisor's thread and the gateway's scale calls both rewrite the file
+
+
+def write_state(directory: Path, state: dict) -> None:
+    """Atomically replace the state file."""
+    tmp = directory / (STATE_FILE + ".tmp")
+    with _LOCK:
+        tmp.write_text(json.dumps(state, indent=2))
+        os.replace(tmp, directory / STATE_FILE)
+
+
+def load_state(directory: Path) -> dict | None:
+    """The state file's content, or None when there is none (or it is not a JSON object)."""
+    try:
+        state = json.loads((directory / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None

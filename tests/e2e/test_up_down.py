@@ -1,0 +1,81 @@
+"""`faasgd up` returns once the gateway serves, before its replicas do, and a first call waits for one;
+`faasgd down` stops idle replicas without their drain and leaves nothing behind: no process of the runtime's
+tree (replicas under the watchdog, their functions, the stores, the broker), no listening port, no state file."""
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from faasgd.local import credentials
+from faasgd.local.stores import free_port
+from faasgd.openfaas import GatewayClient
+from support.paths import ROOT
+
+pytestmark = pytest.mark.e2e
+
+
+def faasgd(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "faasgd.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def tree(pids: list[int]) -> set[psutil.Process]:
+    found = set()
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            found |= {root, *root.children(recursive=True)}
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def listening_ports(processes: set[psutil.Process]) -> set[int]:
+    """TCP ports the processes listen on, as seen from the host's network namespace (the watchdogs' own
+    namespaces are theirs: what they listen on there is no port of this host)."""
+    host = {c.laddr.port for c in psutil.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+    ports = set()
+    for process in processes:
+        try:
+            ports |= {c.laddr.port for c in process.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+        except psutil.Error:
+            pass
+    return ports & host
+
+
+def refused(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp_path):
+    directory = tmp_path / ".faasgd"
+    started = faasgd("up", "--port", free_port(), "--dir", directory)
+    assert started.returncode == 0, started.stdout + started.stderr
+    state = json.loads((directory / "state.json").read_text())
+    gateway = GatewayClient(state["gateway_url"], 60, auth=credentials.read(directory / "secrets"))
+    # at once: an unknown job's status is emnist-setup's own 404, not the gateway's 502 "no healthy replica"
+    answer = gateway.invoke("emnist-setup", method="GET", query={"job_id": "no-such-job"})
+    assert answer.status == 404 and "no-such-job" in answer.body.decode(), answer.body
+    functions = gateway.request("GET", "/system/functions").json()
+    assert all(f["replicas"] >= 1 for f in functions)
+
+    state = json.loads((directory / "state.json").read_text())  # now with every replica listed
+    pids = [state["pid"], state["broker"]["pid"], *(s["pid"] for s in state["stores"].values()),
+            *(r["pid"] for r in state["replicas"])]
+    processes = tree(pids)
+    ports = listening_ports(processes)
+    assert len(processes) > len(pids) and ports  # the watchdogs' functions are in the tree; the servers listen
+
+    stopped = faasgd("down", "--dir", directory)
+    assert stopped.returncode == 0, stopped.stderr
+    left = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"faasgd down left {[(p.pid, p.name()) for p in left]}"
+    assert [port for port in ports if not refused(port)] == []
+    assert not (directory / "state.json").exists()
+    assert not (directory / "replicas").exists() or not list((directory / "replicas").iterdir())
