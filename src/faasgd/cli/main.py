@@ -90,6 +90,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                     help="run replicas under the real of-watchdog: auto (FAASGD_WATCHDOG, else fwatchdog on PATH, "
                          "else ../shared/bin/fwatchdog beside the project; bare `python index.py` without one), "
                          "off, or fwatchdog's path (default auto)")
+    up.add_argument("--filter", default="*", metavar="WILDCARD",
+                    help="deploy only the stack's functions whose names match, as faas-cli deploy --filter (default *)")
     up.add_argument("--wait", action="store_true",
                     help="return once every replica serves (default: once the gateway serves; a call for a function "
                          "whose replicas are still starting waits for one)")

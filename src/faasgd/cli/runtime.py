@@ -22,10 +22,12 @@ def up(args) -> int:
     control.check_options(args.port, args.ack_wait, args.queue_workers)  # bad flags generate no login
     delivery = queue_rules.from_flags(args)
     flags.stack_file(args.file)
+    control.check_filter(getattr(args, "filter", "*"), args.file)
     (user, password), generated = control.login(args.dir)
     state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
                                 delivery=delivery, backend=getattr(args, "backend", "process"),
-                                watchdog_choice=args.watchdog, wait=getattr(args, "wait", False))  # faasgd.api.start_runtime
+                                watchdog_choice=args.watchdog, wait=getattr(args, "wait", False),
+                                only=getattr(args, "filter", "*"))  # faasgd.api.start_runtime
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
     if "broker" in state:
         print(f"  {'queue':<10} {state['broker']['url']}  (pid {state['broker']['pid']}, "

@@ -26,6 +26,9 @@ from faasgd.openfaas import SETUP_FUNCTION
 from faasgd.store import open_store, parse_store_url
 
 
+TRAINING_FUNCTIONS = "emnist-*"  # the functions a training job calls (`faasgd up --filter`)
+
+
 def config_overrides(args) -> dict:
     """The config keys given as flags (strings; the config parser checks them, renamed keys included)."""
     given = {name: getattr(args, name) for name in FIELDS if getattr(args, name) is not None}
@@ -50,7 +53,9 @@ def run(args) -> int:
         return 0
     if args.gateway or os.environ.get("OPENFAAS_URL"):  # a gateway the user named (a cluster): start nothing
         return run_through_gateway(args, overrides)
-    found = api.start_runtime(flags.stack_file(args.file), 0 if args.port is None else args.port, args.dir)
+    # a runtime this command starts runs the job's functions only (emnist-setup, emnist-train), not the stacking ones
+    found = api.start_runtime(flags.stack_file(args.file), 0 if args.port is None else args.port, args.dir,
+                              only=TRAINING_FUNCTIONS)
     args.gateway = found.gateway_url  # the runtime this command found or started, and no other
     try:
         return run_through_gateway(args, overrides)

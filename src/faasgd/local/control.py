@@ -10,6 +10,7 @@ runtime's own calls to its gateway carry its login (faasgd.local.credentials).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import socket
@@ -65,6 +66,15 @@ def check_options(port: int, ack_wait_s: float = 300.0, queue_workers: int | Non
         raise ConfigError("--queue-workers", f"must be >= 1 (leave it out for one per call the replicas run at once), got {queue_workers!r}")
 
 
+def check_filter(only: str, stack: str | os.PathLike) -> None:
+    """ConfigError naming --filter when the wildcard matches none of the stack's functions."""
+    from faasgd.local.stack import load_stack
+
+    names = list(load_stack(stack))
+    if not any(fnmatch.fnmatchcase(name, only) for name in names):
+        raise ConfigError("--filter", f"{only!r} matches none of the stack's functions ({', '.join(names)})")
+
+
 def serving(state: dict | None) -> bool:
     """The runtime is ready and its gateway answers /healthz: calls are taken (one for a function whose
     replicas are still starting waits for one, gateway/directory.py)."""
@@ -90,11 +100,13 @@ def healthy(state: dict | None) -> bool:
 def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
        upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
        delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process",
-       watchdog_choice: str = "auto", wait: bool = False) -> tuple[dict, bool]:
+       watchdog_choice: str = "auto", wait: bool = False, only: str = "*") -> tuple[dict, bool]:
     """Start the runtime unless it already runs; returns (state, whether this call started it).
 
     It returns once the gateway serves (`serving`): the replicas start meanwhile, and a call for a function
     with none healthy yet waits for one. `wait` returns only once every replica is healthy (`healthy`).
+    `only` deploys the stack's functions whose names match that wildcard (`faas-cli deploy --filter`); a runtime
+    that already runs is taken as it is.
 
     Port 0 picks a free one (state["gateway_url"] has it). The gateway's login is generated first
     if absent (`login`). `backend` "docker" runs the replicas as containers (faasgd.local.docker_site)
@@ -120,6 +132,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
                           f"see {directory}/logs/runtime.log or run `faasgd down`")
     if not Path(stack).is_file():
         raise FaasgdError(f"stack: no stack file {stack!r} (run from the repository root or pass -f)")
+    check_filter(only, stack)
     if port and _port_taken(port):
         raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port (0: a free one)")
     _, adopt = _leftovers(directory, keep_stores=True)
@@ -127,7 +140,8 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     login(directory)
     argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
-            "--upstream-timeout", str(upstream_timeout_s), "--backend", backend, "--watchdog", watchdog_choice]
+            "--upstream-timeout", str(upstream_timeout_s), "--backend", backend, "--watchdog", watchdog_choice,
+            "--filter", only]
     if queue_workers:
         argv += ["--queue-workers", str(queue_workers)]
     argv += delivery.to_argv()

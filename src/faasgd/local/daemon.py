@@ -60,6 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--backend", choices=("process", "docker"), default="process",
                         help="replicas as processes, or as containers of their images (faasgd.local.docker_site)")
     parser.add_argument("--watchdog", default="auto", help="auto, off or fwatchdog's path (faasgd.local.watchdog)")
+    parser.add_argument("--filter", default="*", help="deploy only the stack's functions matching this wildcard")
     parser.add_argument("--adopt", type=json.loads, default={},
                         help="JSON: the stores and broker a crashed runtime left running, to keep (faasgd up)")
     queue_rules.add_flags(parser)
@@ -229,7 +230,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         state.update(watchdog=args.found_watchdog.to_json())
         print(f"faasgd runtime: {args.found_watchdog.describe()}", flush=True)
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog)
-    supervisor = Supervisor(catalog.stack_deployments(time.time()), catalog, host,
+    supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
                             spawn=s3.spawner(site.spawn if site is not None else start_replica))
     supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})
     watch = BrokerWatch(broker, on_restart=lambda new: (state.update(broker={**state["broker"], **new.ref.to_json()}),

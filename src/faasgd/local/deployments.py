@@ -10,6 +10,8 @@ it (CE would pull it; there is no registry here).
 
 from __future__ import annotations
 
+import fnmatch
+
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -61,9 +63,11 @@ class Catalog:
                            f"functions: {known}); to run it, add a function with this image to the stack file "
                            f"and restart the runtime (faasgd down, then faasgd up -f STACK)")
 
-    def stack_deployments(self, now: float) -> dict[str, Deployment]:
-        """Each stack function deployed as `faas-cli deploy -f` would deploy it."""
-        return {code.spec.name: Deployment(code.spec, code, now) for code in self.stack}
+    def stack_deployments(self, now: float, only: str = "*") -> dict[str, Deployment]:
+        """Each stack function deployed as `faas-cli deploy -f` would deploy it; those whose name matches the
+        wildcard `only`, as `faas-cli deploy --filter` picks them."""
+        return {code.spec.name: Deployment(code.spec, code, now) for code in self.stack
+                if fnmatch.fnmatchcase(code.spec.name, only)}
 
 
 def deployed_spec(request: FunctionDeployment, code: Code) -> FunctionSpec:

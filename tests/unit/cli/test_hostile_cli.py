@@ -8,6 +8,7 @@ reaching a gateway, opening a store or downloading raises in this test, and the 
 import pytest
 
 from faasgd.cli.main import main
+from support.paths import ROOT
 
 STORE = "redis://127.0.0.1:6379/0"
 CASES = {
@@ -25,6 +26,8 @@ CASES = {
     "up no stack file": (["up", "-f", "missing.yml", "--port", "0"], "--file"),
     "up a folder as stack": (["up", "-f", ".", "--port", "0"], "--file"),
     "up an unknown flag": (["up", "--bogus"], "--bogus"),
+    "up a filter matching nothing": (["up", "--filter", "nothing-*", "--port", "0", "-f", str(ROOT / "stack.yml")],
+                                     "--filter"),
     "down an unknown flag": (["down", "--all"], "--all"),
     # faasgd train (through the runtime unless --direct)
     "train workers 0": (["train", "--workers", "0"], "number_of_workers"),

@@ -80,3 +80,11 @@ def test_start_without_waiting_returns_with_every_replica_started(tmp_path):
         assert not any(supervisor.starting(name) for name in supervisor.function_names())  # fake pods serve at once
     finally:
         supervisor.stop()
+
+
+def test_a_filter_deploys_only_the_functions_it_matches(tmp_path):
+    from support.fake_pods import stack_catalog
+
+    catalog = stack_catalog(tmp_path / "build")
+    assert set(catalog.stack_deployments(0.0, "emnist-*")) == {"emnist-setup", "emnist-train"}
+    assert len(catalog.stack_deployments(0.0)) == len(catalog.stack) > 2
