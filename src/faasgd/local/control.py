@@ -70,6 +70,8 @@ def check_filter(only: str, stack: str | os.PathLike) -> None:
     """ConfigError naming --filter when the wildcard matches none of the stack's functions."""
     from faasgd.local.stack import load_stack
 
+    if only == "*":
+        return  # everything: the daemon reads the stack (and names what is wrong in it)
     names = list(load_stack(stack))
     if not any(fnmatch.fnmatchcase(name, only) for name in names):
         raise ConfigError("--filter", f"{only!r} matches none of the stack's functions ({', '.join(names)})")
@@ -121,7 +123,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
         raise ConfigError("--backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "docker":
         docker_cli.daemon_version()
-    watchdog.find(watchdog_choice, os.environ, Path(stack))  # a bad --watchdog: a ConfigError, nothing started
+    found = watchdog.find(watchdog_choice, os.environ, Path(stack))  # a bad --watchdog: a ConfigError, nothing started
     directory = Path(directory).resolve()
     ready = healthy if wait else serving
     state = read_state(directory)
@@ -141,7 +143,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
             "--upstream-timeout", str(upstream_timeout_s), "--backend", backend, "--watchdog", watchdog_choice,
-            "--filter", only]
+            "--filter", only, "--found-watchdog", json.dumps(found.to_json())]  # its `--version` is asked once
     if queue_workers:
         argv += ["--queue-workers", str(queue_workers)]
     argv += delivery.to_argv()

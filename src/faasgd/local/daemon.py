@@ -61,6 +61,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="replicas as processes, or as containers of their images (faasgd.local.docker_site)")
     parser.add_argument("--watchdog", default="auto", help="auto, off or fwatchdog's path (faasgd.local.watchdog)")
     parser.add_argument("--filter", default="*", help="deploy only the stack's functions matching this wildcard")
+    parser.add_argument("--found-watchdog", type=json.loads, default=None,
+                        help="JSON: what `faasgd up` found for --watchdog (faasgd.local.watchdog.Watchdog), not asked again")
     parser.add_argument("--adopt", type=json.loads, default={},
                         help="JSON: the stores and broker a crashed runtime left running, to keep (faasgd up)")
     queue_rules.add_flags(parser)
@@ -178,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     catalog = build_catalog(Path(args.stack).resolve(), directory / "build", os.environ)
-    args.found_watchdog = watchdog.find(args.watchdog, os.environ, Path(args.stack))
+    args.found_watchdog = watchdog.Watchdog.from_json(args.found_watchdog) or \
+        watchdog.find(args.watchdog, os.environ, Path(args.stack))
     from faasgd.local.gateway.server import listen  # the daemon's; not needed by `faasgd down`
 
     # the gateway's port is taken first: a store, the broker or a replica picking a free port after it cannot
