@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import redis
 
-from faasgd.errors import JobNotFound, StoreError
+from faasgd.errors import JobNotFound, StoreError, StoreUnavailable
 from faasgd.store import PushId, UpdateRule, keys, meter, open_store, push_codec
 from support import store_contract as contract
 from support.store_contract import CHUNK, LR, RULE_CASES, new_job, record
@@ -157,3 +158,40 @@ def test_a_missing_job_or_chunk_is_refused_and_nothing_is_written(redis_server):
         assert job in str(e.value) and store.url in str(e.value)
         assert store.client.get(keys.weights_version(job)) == b"0" and store.worker_record(job, 0) is None
         assert np.frombuffer(store.client.get(keys.weights_chunk(job, 0)), "<f4")[5] == 0.0
+
+
+class LoseExecReply:
+    """Drops the connection as the reply of the next MULTI/EXEC arrives: the server has applied the push."""
+
+    def __init__(self, monkeypatch, store):
+        self.armed, self.lost = 1, 0
+        connection_class = store.client.connection_pool.connection_class
+        original = connection_class.read_response
+
+        def read_response(connection, *args, **kwargs):
+            reply = original(connection, *args, **kwargs)
+            if self.armed and isinstance(reply, list):
+                self.armed, self.lost = self.armed - 1, self.lost + 1
+                raise redis.ConnectionError("Connection closed by server.")
+            return reply
+
+        monkeypatch.setattr(connection_class, "read_response", read_response)
+
+
+def test_a_push_whose_reply_was_lost_is_applied_once(redis_server, monkeypatch):
+    """With a push id the call is resent and found applied (ours); without one it is never resent: the error says
+    the outcome is unknown, and the pair was added once."""
+    with open_store(redis_server.url, chunk_floats=CHUNK) as store:
+        job, one = new_job(), push_codec.Sparse(LENGTH, np.array([5], np.uint32), np.array([1.0], np.float32))
+        store.set_weights(job, np.zeros(LENGTH, np.float32), writers=1)
+        store.push_update(job, one)  # the library loaded, the connection open
+        lose = LoseExecReply(monkeypatch, store)
+        out = np.zeros(LENGTH, np.float32)
+        push = store.push_update(job, one, out, push_id=PushId(0, 1), record=record(1, "a"))
+        assert lose.lost == 1 and (push.applied, push.version) == (True, 2) and out[5] == 2.0
+        lose.armed = 1
+        with pytest.raises(StoreUnavailable, match="may or may not have been applied") as e:
+            store.push_update(job, one)
+        assert "a push id makes a resend safe" in str(e.value) and lose.lost == 2
+        got, version = store.get_weights(job)
+        assert (got[5], version, np.count_nonzero(got)) == (3.0, 3, 1)

@@ -3,28 +3,33 @@
 A top-k push (push_codec.Sparse) travels as 8 bytes per entry, (uint32 index in its chunk, float32 value),
 one argument per weight chunk, and one FCALL applies the whole push atomically: it reads the version and the
 writers' records, decides as store/push.py does whether this push number is applied already, adds the pairs
-by the job's update rule to the chunks they touch, writes the worker's record and INCRs the version. The
-socket carries the pairs (and, when the caller wants the weights back, the chunks as the push left them),
-not the whole chunks that today's client-side add reads and writes (redis_store.py `_push`).
+by the job's update rule to the entries they name (BITFIELD_RO reads them, BITFIELD writes them: no chunk
+is copied into Lua), writes the worker's record and INCRs the version. When the caller wants the weights
+back (a worker's push serves its next fetch), an MGET of the chunks follows in the same MULTI/EXEC, so
+they come straight from Redis. The socket carries the pairs (and those chunks), not the whole chunks that
+the client-side add reads and writes (redis_store.py `_push`).
 
 One call per push, not per chunk: a push stays all-or-nothing (no half-applied push to roll forward, as
-Memcached must) and the push id is decided once. The server is blocked while it runs, about 0.2 µs per
-pair plus a copy of each touched chunk (512 KiB): `MAX_PAIRS` bounds a call to a few milliseconds; a push
-with more pairs takes the client path (at that size its pairs are no smaller than the chunks anyway).
+Memcached must) and its push id is decided once; every check (the job, each chunk's size, each index)
+comes before the first write, since a function's writes are not rolled back by a later error. The server
+is blocked while it runs, in proportion to the pairs, not to the chunks: about 2-4 µs a pair on the 2-core
+VM (Lua in Redis is slow beside numpy: a 796-pair push of the 79,510-weight MLP takes 2-4 ms, the
+client-side add of the whole vector 1.3-1.6 ms on loopback; the function wins where the bytes cost, not
+the CPU). `MAX_PAIRS` bounds a call to some tens of milliseconds; a push with more pairs takes the client path.
 
 Exactness: Lua numbers are doubles. Each float32 operation of update_rule.py (+, /, x, sqrt of float32
 operands) is done in double and rounded to float32 (struct.pack '<f'); double's 53 bits are at least
 2 x 24 + 2, so that single rounding gives exactly the correctly rounded float32 result (Figueroa, "When is
 double rounding innocuous?", 1995). So sum, average and adagrad all match the client path bit for bit, in
-the same order of operations (tests/integration/test_sparse_real.py checks it on a real server). Entries
-a push does not carry are left as stored: the client path adds 0.0 to them, which is the same bits for
-every value but -0.0, and no weight is ever -0.0 unless set so (a sum is -0.0 only from two -0.0s).
+the same order of operations (tests/integration/test_sparse_real.py checks it on a real server, huge,
+tiny, subnormal and overflowing values included). Entries a push does not carry are left as stored: the
+client path adds 0.0 to them, the same bits for every value but -0.0 (which it makes +0.0), and no stored
+weight is -0.0 unless set_weights wrote one (a float32 sum is -0.0 only from two -0.0s).
 
 Functions, not EVALSHA: a library is loaded once per server (FUNCTION LOAD REPLACE, here on the first
-"Function not found", e.g. after a restart) and called by name; the name carries a hash of its source,
-so a server never runs another version's code. A server without functions (Redis < 7, fakeredis without
-Lua) answers "unknown command", and the store keeps the client path for good. Chunks are written with
-KEEPTTL: a push leaves their expiry as set_weights gave it.
+"Function not found", e.g. after a restart) and called by name; the name carries a hash of its source, so
+a server never runs another version's code. A server without functions (Redis < 7, fakeredis without Lua)
+answers "unknown command", and the store keeps the client path for good.
 """
 
 from __future__ import annotations
@@ -43,91 +48,94 @@ PAIR = np.dtype([("index", "<u4"), ("value", "<f4")])
 NO_JOB, BAD = "FAASGD_NO_JOB", "FAASGD_BAD"  # the function's error replies
 
 BODY = r"""
+local BATCH = 1000  -- fields per BITFIELD call: Lua's unpack passes at most ~8000 values
+
 local function fround(x)
   return (struct.unpack('<f', struct.pack('<f', x)))
 end
 
--- the new stored chunk: `raw` with the pairs of `blob` applied by the rule (w region, then adagrad's G region)
-local function added(raw, blob, span, rule, c1, c2)
-  local w_parts, g_parts, w_at, g_at, pos = {}, {}, 1, span * 4 + 1, 1
-  for _ = 1, #blob / 8 do
-    local index, d
-    index, d, pos = struct.unpack('<I4f', blob, pos)
-    if index >= span then return nil, 'pair index ' .. index .. ' beyond the chunk' end
-    local off = index * 4 + 1
-    local w, new = struct.unpack('<f', raw, off), nil
+-- a float32 as BITFIELD's u32 reads it (bits in big-endian order) and back
+local function float_of(u) return (struct.unpack('<f', struct.pack('>I4', u))) end
+local function u32_of(x) return (struct.unpack('>I4', struct.pack('<f', x))) end
+
+-- the pairs of `blob` as bit offsets and values; an error message if one lies beyond the chunk's `span`
+local function parsed(blob, span)
+  local bits, values, pos = {}, {}, 1
+  for i = 1, #blob / 8 do
+    local index
+    index, values[i], pos = struct.unpack('<I4f', blob, pos)
+    if index >= span then return nil, nil, 'pair index ' .. index .. ' beyond the chunk' end
+    bits[i] = index * 32
+  end
+  return bits, values
+end
+
+-- the new float32 values (w, and adagrad's G) of entries a..b, read with one BITFIELD_RO
+local function updated(key, bits, values, a, b, g_bits, rule, c1, c2)
+  local get = {}
+  for i = a, b do
+    get[#get + 1], get[#get + 2], get[#get + 3] = 'GET', 'u32', bits[i]
+    if rule == 'adagrad' then get[#get + 1], get[#get + 2], get[#get + 3] = 'GET', 'u32', bits[i] + g_bits end
+  end
+  local old, set = redis.call('BITFIELD_RO', key, unpack(get)), {}
+  local stride = (rule == 'adagrad') and 2 or 1
+  for i = a, b do
+    local w, d = float_of(old[(i - a) * stride + 1]), values[i]
+    local new
     if rule == 'adagrad' then
-      local goff = off + span * 4
       local g = fround(d / c1)
-      local s = fround(struct.unpack('<f', raw, goff) + fround(g * g))
+      local s = fround(float_of(old[(i - a) * 2 + 2]) + fround(g * g))
       new = w + fround(d / fround(fround(math.sqrt(s)) + c2))
-      g_parts[#g_parts + 1] = string.sub(raw, g_at, goff - 1)
-      g_parts[#g_parts + 1] = struct.pack('<f', s)
-      g_at = goff + 4
+      set[#set + 1], set[#set + 2], set[#set + 3], set[#set + 4] = 'SET', 'u32', bits[i] + g_bits, u32_of(s)
     elseif rule == 'average' then
       new = w + fround(d / c1)
     else
       new = w + d
     end
-    w_parts[#w_parts + 1] = string.sub(raw, w_at, off - 1)
-    w_parts[#w_parts + 1] = struct.pack('<f', new)
-    w_at = off + 4
+    set[#set + 1], set[#set + 2], set[#set + 3], set[#set + 4] = 'SET', 'u32', bits[i], u32_of(new)
   end
-  if rule == 'adagrad' then
-    w_parts[#w_parts + 1] = string.sub(raw, w_at, span * 4)
-    g_parts[#g_parts + 1] = string.sub(raw, g_at)
-    return table.concat(w_parts) .. table.concat(g_parts)
-  end
-  w_parts[#w_parts + 1] = string.sub(raw, w_at)
-  return table.concat(w_parts)
+  return set
 end
 
 -- KEYS: version, [worker record], other writers' records, every weight chunk
--- ARGV: has_worker, others, want_chunks, seq, record, rule, c1, c2, length, chunk_floats, pairs per chunk...
+-- ARGV: has_worker, others, seq, record, rule, c1, c2, length, chunk_floats, pairs per chunk...
 local function sparse_add(keys, args)
-  local has_worker, others, want = tonumber(args[1]), tonumber(args[2]), args[3] == '1'
-  local seq, record, rule, c1, c2 = tonumber(args[4]), args[5], args[6], tonumber(args[7]), tonumber(args[8])
-  local length, per_chunk = tonumber(args[9]), tonumber(args[10])
+  local has_worker, others, seq, record = tonumber(args[1]), tonumber(args[2]), tonumber(args[3]), args[4]
+  local rule, c1, c2 = args[5], tonumber(args[6]), tonumber(args[7])
+  local length, per_chunk = tonumber(args[8]), tonumber(args[9])
   local width, first = (rule == 'adagrad') and 2 or 1, 2 + has_worker + others
   local head = redis.call('MGET', unpack(keys, 1, first - 1))
   if not head[1] then return redis.error_reply('FAASGD_NO_JOB') end
-  local chunk_keys = {unpack(keys, first)}
-  for c = 1, #chunk_keys do
-    local span = math.min(per_chunk, length - (c - 1) * per_chunk)
-    local size = redis.call('STRLEN', chunk_keys[c])
-    local name = 'FAASGD_BAD weight chunk ' .. (c - 1)
+  local chunks = {}  -- every check before the first write: an error leaves nothing half-done
+  for c = 1, #keys - first + 1 do
+    local span, name = math.min(per_chunk, length - (c - 1) * per_chunk), 'FAASGD_BAD weight chunk ' .. (c - 1)
+    local size = redis.call('STRLEN', keys[first + c - 1])
     if size == 0 then return redis.error_reply(name .. ' is missing (evicted or deleted?)') end
     if size ~= span * width * 4 then
       return redis.error_reply(name .. ' has ' .. size .. ' bytes, expected ' .. span * width * 4)
     end
+    local bits, values, why = parsed(args[9 + c], span)
+    if why then return redis.error_reply(name .. ': ' .. why) end
+    chunks[c] = {key = keys[first + c - 1], bits = bits, values = values, g_bits = span * 32}
   end
   local reply = {0, tonumber(head[1])}
   for i = 2, #head do reply[#reply + 1] = head[i] end
   if has_worker == 1 and head[2] then
     local ok, stored = pcall(cjson.decode, head[2])
     if not ok then return redis.error_reply('FAASGD_BAD worker record is not JSON') end
-    local held = type(stored) == 'table' and math.floor(tonumber(stored.pushes) or 0) or 0
-    if held >= seq then  -- this push number is in already: nothing is written
-      if want then for _, chunk in ipairs(redis.call('MGET', unpack(chunk_keys))) do reply[#reply + 1] = chunk end end
-      return reply
+    if (type(stored) == 'table' and math.floor(tonumber(stored.pushes) or 0) or 0) >= seq then
+      return reply  -- this push number is in already: nothing is written
     end
   end
-  local new = {}
-  for c = 1, #chunk_keys do
-    local blob = args[10 + c]
-    if #blob > 0 then
-      local span = math.min(per_chunk, length - (c - 1) * per_chunk)
-      local chunk, why = added(redis.call('GET', chunk_keys[c]), blob, span, rule, c1, c2)
-      if not chunk then return redis.error_reply('FAASGD_BAD weight chunk ' .. (c - 1) .. ': ' .. why) end
-      new[c] = chunk
+  for _, chunk in ipairs(chunks) do
+    for a = 1, #chunk.bits, BATCH do
+      local b = math.min(a + BATCH - 1, #chunk.bits)
+      local set = updated(chunk.key, chunk.bits, chunk.values, a, b, chunk.g_bits, rule, c1, c2)
+      redis.call('BITFIELD', chunk.key, unpack(set))
     end
   end
-  for c, chunk in pairs(new) do redis.call('SET', chunk_keys[c], chunk, 'KEEPTTL') end
   if has_worker == 1 then redis.call('SET', keys[2], record) end
   reply[1], reply[2] = 1, redis.call('INCR', keys[1])
-  if want then
-    for c = 1, #chunk_keys do reply[#reply + 1] = new[c] or redis.call('GET', chunk_keys[c]) end
-  end
   return reply
 end
 """
@@ -169,18 +177,24 @@ class ServerAdd:
     def takes(self, payload) -> bool:
         return self.supported and isinstance(payload, Sparse) and payload.indices.size <= MAX_PAIRS
 
-    def call(self, client: redis.Redis, keys: list[str], args: list, resend: bool) -> list:
-        """FCALL the library (once more after loading it); `resend`: redis-py may resend it after a dropped
-        connection (safe with a push id); otherwise it is sent once. Unsupported when the server has no functions."""
+    def call(self, client: redis.Redis, keys: list[str], args: list, read: list[str],
+             resend: bool) -> tuple[list, list]:
+        """FCALL the library and MGET `read` after it, in one MULTI/EXEC (the chunks come straight from Redis, not
+        through Lua): (the function's reply, the values read). Loaded and called again when the server lacks it;
+        `resend`: sent once more after a dropped connection (safe with a push id), else sent once. Unsupported
+        when the server has no functions; the function's own error replies raise ResponseError."""
+        commands = [["FCALL", FUNCTION, len(keys), *keys, *args], *([["MGET", *read]] if read else [])]
         for loaded in (False, True):
             try:
-                return self._send(client, ["FCALL", FUNCTION, len(keys), *keys, *args], resend)
-            except redis.ResponseError as e:
-                if not loaded and "function not found" in str(e).lower():
-                    self._load(client)
-                    continue
+                replies = self._transaction(client, commands, resend)
+            except redis.ResponseError as e:  # refused as it was queued: no such command
                 self._check_supported(e)
                 raise
+            if not isinstance(replies[0], redis.ResponseError):
+                return replies[0], replies[1] if read else []
+            if loaded or "function not found" not in str(replies[0]).lower():
+                raise replies[0]
+            self._load(client)
         raise AssertionError("unreachable")
 
     def _load(self, client: redis.Redis) -> None:
@@ -192,21 +206,36 @@ class ServerAdd:
 
     def _check_supported(self, error: redis.ResponseError) -> None:
         text = str(error).lower()
-        if text.startswith("unknown command") or text.startswith("noperm") or "unknown subcommand" in text:
+        if text.startswith(("unknown command", "noperm")) or "unknown subcommand" in text:
             self.supported = False
             raise Unsupported(str(error)) from error
 
     @staticmethod
-    def _send(client: redis.Redis, command: list, resend: bool):
-        if resend:
-            return client.execute_command(*command)
+    def _transaction(client: redis.Redis, commands: list[list], resend: bool) -> list:
+        """MULTI, `commands`, EXEC on one connection in one round trip: EXEC's replies (errors as values)."""
         pool = client.connection_pool
-        connection = pool.get_connection()
-        try:
-            connection.send_command(*command)
-            return client.parse_response(connection, command[0])
-        except (redis.ConnectionError, redis.TimeoutError, OSError):
-            connection.disconnect()  # a reply may still come: never reuse this connection
-            raise
-        finally:
-            pool.release(connection)
+        for attempt in (1, 2):
+            connection = pool.get_connection()
+            try:
+                connection.send_packed_command(connection.pack_commands([["MULTI"], *commands, ["EXEC"]]))
+                queued = []
+                for _ in range(len(commands) + 1):  # +OK, then +QUEUED or a refusal per command: every one read
+                    try:
+                        queued.append(connection.read_response())
+                    except redis.ResponseError as e:
+                        queued.append(e)
+                try:
+                    replies = connection.read_response()
+                except redis.ResponseError:  # EXECABORT: a command was refused as it was queued
+                    raise next(r for r in queued if isinstance(r, redis.ResponseError)) from None
+                return replies
+            except (redis.ConnectionError, OSError):
+                connection.disconnect()  # a reply may still come: never reuse this connection
+                if not resend or attempt == 2:
+                    raise
+            except redis.TimeoutError:
+                connection.disconnect()
+                raise
+            finally:
+                pool.release(connection)
+        raise AssertionError("unreachable")

@@ -157,20 +157,21 @@ class RedisStore(ParameterStore):
                         record: dict | None, returning: bool) -> tuple[Push, list[bytes]]:
         worker_key = [keys.worker(job_id, push_id.worker)] if push_id else []
         others = [k for k in writer_keys(job_id, meta) if k not in worker_key]
-        names = [keys.weights_version(job_id), *worker_key, *others, *keys.weights_chunks(job_id, meta.chunks)]
-        args = [len(worker_key), len(others), int(returning), push_id.seq if push_id else 0,
+        chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+        args = [len(worker_key), len(others), push_id.seq if push_id else 0,
                 codec.record_to_bytes(record) if push_id else b"", *redis_sparse.rule_arguments(meta.rule),
                 meta.length, meta.chunk_floats, *redis_sparse.pairs_by_chunk(payload, meta)]
         try:
-            reply = self._server_add.call(self.client, names, args, resend=push_id is not None)
+            reply, chunks = self._server_add.call(self.client, [keys.weights_version(job_id), *worker_key, *others,
+                                                                *chunk_keys], args, chunk_keys if returning else [],
+                                                  resend=push_id is not None)
         except redis.ResponseError as e:
             raise self._refused(job_id, e) from None
         except (redis.ConnectionError, redis.TimeoutError, OSError) as e:
             raise self._map(e, "connection lost during push_update; it may or may not have been applied"
                                + (" (a push id makes a resend safe)" if push_id is None else "")) from e
         applied, version, stored = bool(reply[0]), int(reply[1]), reply[2:2 + len(worker_key)]
-        steps = self._steps(reply[2 + len(worker_key):2 + len(worker_key) + len(others)])
-        chunks = reply[2 + len(worker_key) + len(others):]
+        steps = self._steps(reply[2 + len(worker_key):])
         if applied:
             return Push(version, 0, 0, steps=steps + steps_of([record])), chunks
         stored_record = self._decode(codec.record_from_bytes, stored[0], "worker record")
