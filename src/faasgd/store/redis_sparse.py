@@ -12,7 +12,7 @@ the client-side add reads and writes (redis_store.py `_push`).
 One call per push, not per chunk: a push stays all-or-nothing (no half-applied push to roll forward, as
 Memcached must) and its push id is decided once; every check (the job, each chunk's size, each index)
 comes before the first write, since a function's writes are not rolled back by a later error. The server
-is blocked while it runs, in proportion to the pairs, not to the chunks: about 2-4 µs a pair on the 2-core
+is blocked while it runs, in proportion to the pairs, not to the chunks: about 2-6 µs a pair on the 2-core
 VM (Lua in Redis is slow beside numpy: a 796-pair push of the 79,510-weight MLP takes 2-4 ms, the
 client-side add of the whole vector 1.3-1.6 ms on loopback; the function wins where the bytes cost, not
 the CPU). `MAX_PAIRS` bounds a call to some tens of milliseconds; a push with more pairs takes the client path.
@@ -70,14 +70,14 @@ local function parsed(blob, span)
   return bits, values
 end
 
--- the new float32 values (w, and adagrad's G) of entries a..b, read with one BITFIELD_RO
+-- BITFIELD's SET fields for entries a..b with their pairs added by the rule (w, and adagrad's G after the weights)
 local function updated(key, bits, values, a, b, g_bits, rule, c1, c2)
-  local get = {}
+  local get, n = {}, 0
   for i = a, b do
-    get[#get + 1], get[#get + 2], get[#get + 3] = 'GET', 'u32', bits[i]
-    if rule == 'adagrad' then get[#get + 1], get[#get + 2], get[#get + 3] = 'GET', 'u32', bits[i] + g_bits end
+    get[n + 1], get[n + 2], get[n + 3], n = 'GET', 'u32', bits[i], n + 3
+    if rule == 'adagrad' then get[n + 1], get[n + 2], get[n + 3], n = 'GET', 'u32', bits[i] + g_bits, n + 3 end
   end
-  local old, set = redis.call('BITFIELD_RO', key, unpack(get)), {}
+  local old, set, m = redis.call('BITFIELD_RO', key, unpack(get)), {}, 0
   local stride = (rule == 'adagrad') and 2 or 1
   for i = a, b do
     local w, d = float_of(old[(i - a) * stride + 1]), values[i]
@@ -86,13 +86,13 @@ local function updated(key, bits, values, a, b, g_bits, rule, c1, c2)
       local g = fround(d / c1)
       local s = fround(float_of(old[(i - a) * 2 + 2]) + fround(g * g))
       new = w + fround(d / fround(fround(math.sqrt(s)) + c2))
-      set[#set + 1], set[#set + 2], set[#set + 3], set[#set + 4] = 'SET', 'u32', bits[i] + g_bits, u32_of(s)
+      set[m + 1], set[m + 2], set[m + 3], set[m + 4], m = 'SET', 'u32', bits[i] + g_bits, u32_of(s), m + 4
     elseif rule == 'average' then
       new = w + fround(d / c1)
     else
       new = w + d
     end
-    set[#set + 1], set[#set + 2], set[#set + 3], set[#set + 4] = 'SET', 'u32', bits[i], u32_of(new)
+    set[m + 1], set[m + 2], set[m + 3], set[m + 4], m = 'SET', 'u32', bits[i], u32_of(new), m + 4
   end
   return set
 end
