@@ -36,11 +36,12 @@ def fcalls(store) -> int:
 
 
 def hard_updates(count: int, seed: int) -> list[np.ndarray]:
-    """Updates whose entries span float32's range: huge, tiny, subnormal, exact zeros and both signs."""
+    """Updates whose entries span float32's range down to subnormals (up to ~1e3, so that adagrad's squared
+    gradients stay finite and top-k's largest entries exercise every step of the rule), both signs."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(count):
-        scale = (np.float32(10.0) ** rng.uniform(-42, 30, LENGTH)).astype(np.float32)
+        scale = (np.float32(10.0) ** rng.uniform(-42, 3, LENGTH)).astype(np.float32)
         out.append((rng.standard_normal(LENGTH).astype(np.float32) * scale).astype(np.float32))
     return out
 
@@ -49,10 +50,6 @@ def stored(store, job: str) -> list[bytes]:
     return store.client.mget([keys.weights_version(job), *keys.weights_chunks(job, 64)])
 
 
-OVERFLOW = "ignore:overflow encountered:RuntimeWarning"  # adagrad's G of a 1e30 gradient is inf: on both paths
-
-
-@pytest.mark.filterwarnings(OVERFLOW)
 @pytest.mark.parametrize("fraction", ["0.01", "0.3"])
 @pytest.mark.parametrize("case", list(RULE_CASES), ids=list(RULE_CASES))
 def test_server_side_add_equals_the_client_side_add_bit_for_bit(stores, case, fraction):
@@ -77,7 +74,6 @@ def test_server_side_add_equals_the_client_side_add_bit_for_bit(stores, case, fr
     assert server.worker_record(jobs[0], 0) == client.worker_record(jobs[1], 0) == record(5, "a", pushed_steps=5)
 
 
-@pytest.mark.filterwarnings(OVERFLOW)
 def test_a_resent_push_is_applied_once_and_a_superseded_one_not_at_all(stores):
     server, client = stores
     rule = UpdateRule("adagrad", learning_rate=LR)

@@ -3,8 +3,10 @@
 A top-k push (push_codec.Sparse) travels as 8 bytes per entry, (uint32 index in its chunk, float32 value),
 one argument per weight chunk, and one FCALL applies the whole push atomically: it reads the version and the
 writers' records, decides as store/push.py does whether this push number is applied already, adds the pairs
-by the job's update rule to the entries they name (BITFIELD_RO reads them, BITFIELD writes them: no chunk
-is copied into Lua), writes the worker's record and INCRs the version. When the caller wants the weights
+by the job's update rule to the entries they name, writes the worker's record and INCRs the version. The
+entries are written with BITFIELD (u32 fields holding the float32 bits) and read with BITFIELD_RO, or, when
+a push names more than ~1.5% of a chunk's weights, from one GET of the chunk (copying a long string into Lua
+costs about 1.3 ns a byte, a BITFIELD field about 0.7 µs). When the caller wants the weights
 back (a worker's push serves its next fetch), an MGET of the chunks follows in the same MULTI/EXEC, so
 they come straight from Redis. The socket carries the pairs (and those chunks), not the whole chunks that
 the client-side add reads and writes (redis_store.py `_push`).
@@ -12,17 +14,17 @@ the client-side add reads and writes (redis_store.py `_push`).
 One call per push, not per chunk: a push stays all-or-nothing (no half-applied push to roll forward, as
 Memcached must) and its push id is decided once; every check (the job, each chunk's size, each index)
 comes before the first write, since a function's writes are not rolled back by a later error. The server
-is blocked while it runs, in proportion to the pairs, not to the chunks: about 2-6 µs a pair on the 2-core
-VM (Lua in Redis is slow beside numpy: a 796-pair push of the 79,510-weight MLP takes 2-4 ms, the
-client-side add of the whole vector 1.3-1.6 ms on loopback; the function wins where the bytes cost, not
-the CPU). `MAX_PAIRS` bounds a call to some tens of milliseconds; a push with more pairs takes the client path.
+is blocked while it runs, in proportion to the pairs: about 1.3-2.5 µs a pair on the shared 2-core VM (Lua
+in Redis is slow beside numpy: a 796-pair push of the 79,510-weight MLP takes ~1.7 ms, 7,951 pairs ~10 ms,
+the client-side add of the whole vector 1.3-1.6 ms on loopback; the function wins where bytes cost, not
+CPU). `MAX_PAIRS` bounds a call to about 10-20 ms; a push with more pairs takes the client path.
 
 Exactness: Lua numbers are doubles. Each float32 operation of update_rule.py (+, /, x, sqrt of float32
 operands) is done in double and rounded to float32 (struct.pack '<f'); double's 53 bits are at least
 2 x 24 + 2, so that single rounding gives exactly the correctly rounded float32 result (Figueroa, "When is
 double rounding innocuous?", 1995). So sum, average and adagrad all match the client path bit for bit, in
-the same order of operations (tests/integration/test_sparse_real.py checks it on a real server, huge,
-tiny, subnormal and overflowing values included). Entries a push does not carry are left as stored: the
+the same order of operations (tests/integration/test_sparse_real.py checks it on a real server, with
+values from ~1e3 down to subnormals). Entries a push does not carry are left as stored: the
 client path adds 0.0 to them, the same bits for every value but -0.0 (which it makes +0.0), and no stored
 weight is -0.0 unless set_weights wrote one (a float32 sum is -0.0 only from two -0.0s).
 
@@ -70,21 +72,36 @@ local function parsed(blob, span)
   return bits, values
 end
 
--- BITFIELD's SET fields for entries a..b with their pairs added by the rule (w, and adagrad's G after the weights)
-local function updated(key, bits, values, a, b, g_bits, rule, c1, c2)
-  local get, n = {}, 0
+-- the stored float32 values of entries a..b (and adagrad's G after them): from `raw`, the whole chunk read once,
+-- when the pairs are dense enough to pay for copying it into Lua, else one BITFIELD_RO
+local function stored(key, raw, bits, a, b, g_bits, adagrad)
+  local old, n = {}, 0
+  if raw then
+    for i = a, b do
+      old[n + 1], n = struct.unpack('<f', raw, bits[i] / 8 + 1), n + 1
+      if adagrad then old[n + 1], n = struct.unpack('<f', raw, (bits[i] + g_bits) / 8 + 1), n + 1 end
+    end
+    return old
+  end
+  local get = {}
   for i = a, b do
     get[n + 1], get[n + 2], get[n + 3], n = 'GET', 'u32', bits[i], n + 3
-    if rule == 'adagrad' then get[n + 1], get[n + 2], get[n + 3], n = 'GET', 'u32', bits[i] + g_bits, n + 3 end
+    if adagrad then get[n + 1], get[n + 2], get[n + 3], n = 'GET', 'u32', bits[i] + g_bits, n + 3 end
   end
-  local old, set, m = redis.call('BITFIELD_RO', key, unpack(get)), {}, 0
-  local stride = (rule == 'adagrad') and 2 or 1
+  for i, u in ipairs(redis.call('BITFIELD_RO', key, unpack(get))) do old[i] = float_of(u) end
+  return old
+end
+
+-- BITFIELD's SET fields for entries a..b with their pairs added by the rule (w, and adagrad's G after the weights)
+local function updated(key, raw, bits, values, a, b, g_bits, rule, c1, c2)
+  local adagrad = rule == 'adagrad'
+  local old, set, m, stride = stored(key, raw, bits, a, b, g_bits, adagrad), {}, 0, adagrad and 2 or 1
   for i = a, b do
-    local w, d = float_of(old[(i - a) * stride + 1]), values[i]
+    local w, d = old[(i - a) * stride + 1], values[i]
     local new
-    if rule == 'adagrad' then
+    if adagrad then
       local g = fround(d / c1)
-      local s = fround(float_of(old[(i - a) * 2 + 2]) + fround(g * g))
+      local s = fround(old[(i - a) * 2 + 2] + fround(g * g))
       new = w + fround(d / fround(fround(math.sqrt(s)) + c2))
       set[m + 1], set[m + 2], set[m + 3], set[m + 4], m = 'SET', 'u32', bits[i] + g_bits, u32_of(s), m + 4
     elseif rule == 'average' then
@@ -116,7 +133,8 @@ local function sparse_add(keys, args)
     end
     local bits, values, why = parsed(args[9 + c], span)
     if why then return redis.error_reply(name .. ': ' .. why) end
-    chunks[c] = {key = keys[first + c - 1], bits = bits, values = values, g_bits = span * 32}
+    local dense = #bits * 256 >= size  -- above ~1.5% of a chunk's weights one GET reads faster than BITFIELD_RO
+    chunks[c] = {key = keys[first + c - 1], bits = bits, values = values, g_bits = span * 32, dense = dense}
   end
   local reply = {0, tonumber(head[1])}
   for i = 2, #head do reply[#reply + 1] = head[i] end
@@ -128,9 +146,10 @@ local function sparse_add(keys, args)
     end
   end
   for _, chunk in ipairs(chunks) do
+    local raw = chunk.dense and redis.call('GET', chunk.key) or nil  -- read before the chunk's first write
     for a = 1, #chunk.bits, BATCH do
       local b = math.min(a + BATCH - 1, #chunk.bits)
-      local set = updated(chunk.key, chunk.bits, chunk.values, a, b, chunk.g_bits, rule, c1, c2)
+      local set = updated(chunk.key, raw, chunk.bits, chunk.values, a, b, chunk.g_bits, rule, c1, c2)
       redis.call('BITFIELD', chunk.key, unpack(set))
     end
   end
