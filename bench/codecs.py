@@ -5,7 +5,9 @@ as processes on this machine) against a redis-server this script starts: 2 worke
 the default update rule and learning rate, to 0.85 validation accuracy. Per codec, over the seeds: samples
 to the target (and as a multiple of f32's), the bytes the workers' pushes handed over (the result's
 push_bytes: the encoded updates) and as a fraction of f32's, the parameter bytes fetched, the bytes on
-the store sockets (tx/rx, profile), seconds to the target and the model's test accuracy.
+the store sockets (tx/rx, profile) per worker, and what the workers sent per push (all their socket tx over
+their pushes: on Redis a top-k push is added inside the server, so it sends its pairs, not whole chunks;
+f32 and f16 send the chunks), seconds to the target and the model's test accuracy.
 Usage: python bench/codecs.py [--codecs f32,f16,topk:0.1,topk:0.01] [--seeds 1] [--workers 2]
                               [--period 10] [--max-epochs 15]   (from the repository root)
 """
@@ -40,19 +42,29 @@ def mean(values: list) -> float | None:
     return statistics.mean(values) if values else None
 
 
+def sent_per_push(result: dict) -> float | None:
+    """Bytes the workers sent to the store (socket tx) per applied push."""
+    if result.get("tx_bytes") is None or not result.get("pushes"):
+        return None
+    return result["tx_bytes"] / result["pushes"]
+
+
 def table(results: dict[str, list[dict]]) -> str:
     base = results.get("f32") or []
     base_samples = mean([r.get("samples_to_target") for r in base])
     base_pushed = mean([r.get("push_bytes") / max(1, r.get("pushes") or 1) for r in base])
+    base_sent = mean([sent_per_push(r) for r in base])
     lines = ["| push_codec | reached | samples to 0.85 | x f32 | pushed per worker (MB) | bytes per push, x f32 "
-             "| fetched per worker (MB) | socket tx / rx per worker (MB) | s to 0.85 | test accuracy |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| fetched per worker (MB) | socket tx / rx per worker (MB) | socket tx per push, x f32 | s to 0.85 "
+             "| test accuracy |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for codec, runs in results.items():
         reached = [r for r in runs if r.get("reached_target")]
         samples = mean([r.get("samples_to_target") for r in reached])
         per_push = mean([r["push_bytes"] / max(1, r.get("pushes") or 1) for r in runs])
         workers = runs[0].get("number_of_workers") or 1
         tx, rx = mean([r.get("tx_bytes") for r in runs]), mean([r.get("rx_bytes") for r in runs])
+        sent = mean([sent_per_push(r) for r in runs])
         lines.append(
             f"| `{codec}` | {len(reached)}/{len(runs)} | {samples or 0:,.0f} | "
             f"{(samples / base_samples) if samples and base_samples else float('nan'):.2f} | "
@@ -60,6 +72,7 @@ def table(results: dict[str, list[dict]]) -> str:
             f"{per_push:,.0f} B, {(per_push / base_pushed) if base_pushed else float('nan'):.3f} | "
             f"{mean([r['fetch_bytes_per_worker'] for r in runs]) / 1e6:.1f} | "
             f"{(tx or 0) / workers / 1e6:.1f} / {(rx or 0) / workers / 1e6:.1f} | "
+            f"{sent or 0:,.0f} B, {(sent / base_sent) if sent and base_sent else float('nan'):.3f} | "
             f"{mean([r.get('time_to_target_s') for r in reached]) or float('nan'):.1f} | "
             f"{mean([r.get('final_test_accuracy') for r in runs]) or float('nan'):.3f} |")
     return "\n".join(lines)

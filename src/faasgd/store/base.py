@@ -135,7 +135,7 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC)
         if push_id is not None:
             check_record(push_id, record)
         with self._errors():
-            push, chunks = self._push(job_id, meta, data, push_id, record)
+            push, chunks = self._push_payload(job_id, meta, delta, data, push_id, record, target is not None)
         if target is not None and push.applied:
             self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}")
         return push
@@ -222,6 +222,13 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC)
     def _after_read(self, job_id: str) -> None:
         if self._after_read_hook is not None:
             self._after_read_hook(job_id)
+
+    def _push_payload(self, job_id: str, meta: codec.WeightsMeta, payload, delta: np.ndarray,
+                      push_id: PushId | None, record: dict | None, returning: bool) -> tuple[Push, list[bytes]]:
+        """Apply a push handed over as `payload` (as given: float32, or compressed) whose float32 delta is `delta`;
+        `returning`: the caller wants the chunks. Here `_push` of the delta; a backend adding some payloads on
+        the server (redis_store.py: sparse ones) takes those itself."""
+        return self._push(job_id, meta, delta, push_id, record)
 
     def _until_won(self, attempt: Callable[[], tuple], job_id: str) -> tuple[tuple, int]:
         """Run a push `attempt` until it raises no LostRace, under the conflict policy: (its result, retries).

@@ -11,13 +11,17 @@ what the push carries. For top-k that is every entry not sent (exactly: the sent
 values); for f16 it is each entry's rounding error (exact in float32), and whatever lies beyond half's
 range (+-65504). So nothing is lost, only delayed: sum of pushed + residual = sum of updates.
 
-The store decodes a compressed push into the same float32 delta a dense push is (`as_delta`) and applies
-that one by the job's update rule, in the same transaction (Redis) or per-chunk cas (Memcached) with the
-same push id: every rule and the exactly-once machinery work unchanged, and a sparse push adds exactly
-0.0 to the entries it does not carry. The stores add on the client (redis_store.py says why: a Lua
-script would have to add value by value), so a push still writes whole chunks on the wire; what the
-codec shrinks is the update a worker hands over (`payload_bytes`, recorded per worker), which a store
-adding on the server would receive. README "Compressed pushes" has the measurements.
+The store checks a compressed push (`as_delta`: the float32 delta it stands for) and applies it by the job's
+update rule with the same push id and record as a dense one. Where it is added:
+  * Redis, top-k: inside Redis (redis_sparse.py), the pairs as they are, in one atomic call per push: the
+    socket carries 8 bytes per entry, bit for bit the client-side add of the decoded delta by every rule
+    (entries it does not carry are left as stored). A server without functions, or a push of more than
+    redis_sparse.MAX_PAIRS entries, takes the client path below.
+  * Redis f16 (and f32), and every push on Memcached and memory: on the client, as the decoded float32 delta, in
+    the same transaction (Redis) or per-chunk cas (Memcached): a push reads and writes whole chunks on the wire,
+    so the codec shrinks the update a worker hands over (`payload_bytes`, recorded per worker), not the socket's
+    bytes. Memcached has no server-side add (no scripting, only incr/decr of integers).
+docs/explanation/communication.md "Compressed pushes" has the measurements.
 """
 
 from __future__ import annotations

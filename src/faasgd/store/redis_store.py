@@ -9,9 +9,11 @@ numpy, then MULTI / MSET chunks / INCR version [/ INCRBY the job's conflicts] / 
 of the chunks (set_weights and push_update) also writes the version key inside its MULTI, so EXEC
 fails whenever anything changed in between (WatchError): that is a conflict, redone under the
 retry policy's bounds; the conflicts a push lost are added to the job's counter in its winning EXEC.
-A Lua script was not chosen: Lua cannot add float32 arrays except value by value (struct.unpack),
-which would block the single-threaded server for ~100 ms per push on 300k floats; with WATCH the
-adding happens on the workers and the server only moves bytes.
+That is the path of dense pushes (f32, f16): Lua cannot add float32 arrays except value by value
+(struct.unpack), which would block the single-threaded server for ~100 ms per push on 300k floats; with
+WATCH the adding happens on the workers and the server only moves bytes. A sparse (top-k) push is the
+opposite case: a few pairs against whole chunks, so it is added inside Redis by a Redis function, in one
+atomic call with the same push id and record (redis_sparse.py; the client path where the server has none).
 
 Failure semantics: redis-py reconnects once after a dropped connection. If the connection is lost
 while EXEC is in flight the push's outcome is unknown, so it is not retried: StoreUnavailable says so.
@@ -27,8 +29,8 @@ import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
-from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
-from faasgd.store import codec, keys, meter
+from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
+from faasgd.store import codec, keys, meter, redis_sparse
 from faasgd.store.base import ParameterStore, writer_keys
 from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 from faasgd.store.url import StoreUrl
@@ -53,6 +55,10 @@ def connect(url: StoreUrl, password: str | None, timeout_s: float) -> redis.Redi
 
 class RedisStore(ParameterStore):
     """ParameterStore over Redis; `client` may be any redis.Redis-compatible object returning bytes."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._server_add = redis_sparse.ServerAdd()  # sparse pushes added inside Redis, where it can
 
     def _map(self, error: BaseException, detail: str = "") -> StoreError | None:
         """The StoreError for a redis-py or socket exception (this backend's one mapping table)."""
@@ -136,6 +142,48 @@ class RedisStore(ParameterStore):
 
         (version, steps, chunks, outcome), retries = self._until_won(attempt, job_id)
         return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED, steps=steps), chunks
+
+    def _push_payload(self, job_id: str, meta: codec.WeightsMeta, payload, delta: np.ndarray,
+                      push_id: PushId | None, record: dict | None, returning: bool) -> tuple[Push, list[bytes]]:
+        """A sparse push is added inside Redis (redis_sparse.py) where the server can; anything else by `_push`."""
+        if self._server_add.takes(payload):
+            try:
+                return self._push_on_server(job_id, meta, payload, push_id, record, returning)
+            except redis_sparse.Unsupported:
+                pass  # no functions on this server: the client path, from now on
+        return self._push(job_id, meta, delta, push_id, record)
+
+    def _push_on_server(self, job_id: str, meta: codec.WeightsMeta, payload, push_id: PushId | None,
+                        record: dict | None, returning: bool) -> tuple[Push, list[bytes]]:
+        worker_key = [keys.worker(job_id, push_id.worker)] if push_id else []
+        others = [k for k in writer_keys(job_id, meta) if k not in worker_key]
+        chunk_keys = keys.weights_chunks(job_id, meta.chunks)
+        args = [len(worker_key), len(others), push_id.seq if push_id else 0,
+                codec.record_to_bytes(record) if push_id else b"", *redis_sparse.rule_arguments(meta.rule),
+                meta.length, meta.chunk_floats, *redis_sparse.pairs_by_chunk(payload, meta)]
+        try:
+            reply, chunks = self._server_add.call(self.client, [keys.weights_version(job_id), *worker_key, *others,
+                                                                *chunk_keys], args, chunk_keys if returning else [],
+                                                  resend=push_id is not None)
+        except redis.ResponseError as e:
+            raise self._refused(job_id, e) from None
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as e:
+            raise self._map(e, "connection lost during push_update; it may or may not have been applied"
+                               + (" (a push id makes a resend safe)" if push_id is None else "")) from e
+        applied, version, stored = bool(reply[0]), int(reply[1]), reply[2:2 + len(worker_key)]
+        steps = self._steps(reply[2 + len(worker_key):])
+        if applied:
+            return Push(version, 0, 0, steps=steps + steps_of([record])), chunks
+        stored_record = self._decode(codec.record_from_bytes, stored[0], "worker record")
+        outcome = decide(stored_record, push_id, record)
+        return Push(version, 0, 0, applied=outcome != SUPERSEDED, steps=steps + steps_of([stored_record])), chunks
+
+    def _refused(self, job_id: str, error: redis.ResponseError) -> FaasgdError:
+        """The function's error reply as the store's error: JobNotFound, or StoreError naming the job."""
+        text = str(error)
+        if text.startswith(redis_sparse.NO_JOB):
+            return JobNotFound(job_id)
+        return StoreError(self.url, f"job {job_id!r}: {text.removeprefix(redis_sparse.BAD).strip()}")
 
     def _update_worker(self, key: str, data: bytes, allowed) -> bool:
         while True:
