@@ -16,7 +16,7 @@ the time from that reading to the first training step. Also training samples/s, 
 final accuracy after the epochs; the median and spread over rounds; then the ratios of time to 0.85.
 Goals: faasgd time to 0.85 <= 1.5 x numpy; keras/faasgd, torch/faasgd and torch-ddp/faasgd >= 2.
 
-The CNN row (issue 15): the LeNet of `model: cnn` (faasgd.model.cnn_layout), batch 128, learning rate 0.1,
+The CNN row: the LeNet of `model: cnn` (faasgd.model.cnn_layout), batch 128, learning rate 0.1,
 from the same initial weights, two ways: keras-cnn, `model.fit` in one process (TensorFlow's default
 threads); faasgd-cnn, 2 workers through the local runtime (one TF thread each, model/cnn_keras.py), with
 update_rule sum (README "Update rules": sum for 1-2 workers; each push moves the model as one process's
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -183,6 +184,7 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
                 "epochs": result.get("epochs"), "lower": lower}
     finally:
         control.down(directory)
+        shutil.rmtree(directory, ignore_errors=True)  # the runtime's state, logs and builds: nothing left in /tmp
 
 
 def peak_rss_mb() -> float:
