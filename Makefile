@@ -24,7 +24,7 @@ docker-ready:
 $(VENV)/.installed: pyproject.toml | debian
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,bench]'  # dev = every wing's extra + the test tools; bench: see below
+	$(PY) -m pip install -q -e '.[dev,bench]'  # dev = every wing's extra + the test tools; bench: see above
 	@touch $@
 
 run: deps
