@@ -1,0 +1,98 @@
+"""The tables of bench/peers.py: rows alternated over rounds, their medians, the ratios of time to target.
+
+A row is what one of bench/peers.py's runners returns: time_to_target_s (None when never reached) and ready_s on
+CLOCK_MONOTONIC from the bench's launch of the row's process, samples_per_s, final_accuracy, peak_rss_mb (one per
+process), and for the torch rows param_digests (one per process).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+
+THREADS = {"numpy": "1 BLAS", "torch": "1 (set_num_threads)", "keras": "TF default", "torch-ddp": "2 procs x 1",
+           "faasgd": "2 workers x 1 BLAS"}
+
+
+def alternate(roles: tuple[str, ...], rounds: int, run) -> dict[str, list[dict]]:
+    """`run(role)` for every role once a round, round r starting at role r (mod len): drifts fall on every role."""
+    runs = {role: [] for role in roles}
+    for r in range(rounds):
+        for role in roles[r % len(roles):] + roles[:r % len(roles)]:
+            runs[role].append(run(role))
+    return runs
+
+
+def summarise(runs: list[dict]) -> dict:
+    """The median over a role's rounds, the spread of its times to target, how many rounds reached it."""
+    done = [run for run in runs if "error" not in run]
+    if not done:
+        return {"error": runs[-1]["error"]}
+    times = sorted(run["time_to_target_s"] for run in done if run["time_to_target_s"] is not None)
+
+    def median(key: str) -> float:
+        return statistics.median(run[key] for run in done)
+
+    return {"time_to_target_s": statistics.median(times) if times else None, "spread": times[::len(times) - 1 or 1],
+            "reached": f"{len(times)}/{len(runs)}", "ready_s": median("ready_s"),
+            "samples_per_s": median("samples_per_s"), "final_accuracy": median("final_accuracy"),
+            "peak_rss_mb": max(run["peak_rss_mb"] for run in done),
+            "same_params": all(len(set(run.get("param_digests", [""]))) == 1 for run in done)}
+
+
+def ratio(rows: dict, a: str, b: str) -> str:
+    ta, tb = rows[a].get("time_to_target_s"), rows[b].get("time_to_target_s")
+    return f"{ta / tb:.2f}" if ta and tb else "-"
+
+
+def print_mlp(rows: dict[str, dict], target: float) -> None:
+    """The MLP table (summarised rows), the ratios of time to target, DDP's ranks, faasgd's memory budget."""
+    print("times on CLOCK_MONOTONIC (time.monotonic) from just before the bench starts the row's process; ready: "
+          "to the first training step (faasgd: to the setup call)")
+    print(f"{'':<9} {'threads':<18} {'ready (s)':>9} {f'to {target} (s)':>11} {'[min-max]':>11} {'reached':>7} "
+          f"{'samples/s':>10} {'final acc':>9}  peak RSS per process (MB)")
+    for role, row in rows.items():
+        if "error" in row:
+            print(f"{role:<9} failed: {row['error']}")
+            continue
+        ttt, spread = row["time_to_target_s"], "-".join(f"{t:.1f}" for t in row["spread"]) or "-"
+        print(f"{role:<9} {THREADS[role]:<18} {row['ready_s']:>9.2f} {'-' if ttt is None else f'{ttt:.2f}':>11} "
+              f"{spread:>11} {row['reached']:>7} {row['samples_per_s']:>10,.0f} {row['final_accuracy']:>9.4f}  "
+              f"{', '.join(f'{m:.0f}' for m in row['peak_rss_mb'])}")
+    print(f"time to {target}: faasgd / numpy limit = {ratio(rows, 'faasgd', 'numpy')} (goal <= 1.5); keras / faasgd "
+          f"= {ratio(rows, 'keras', 'faasgd')}, torch / faasgd = {ratio(rows, 'torch', 'faasgd')}, torch-ddp / "
+          f"faasgd = {ratio(rows, 'torch-ddp', 'faasgd')} (goals >= 2)")
+    if "error" not in rows["torch-ddp"]:
+        same = "yes" if rows["torch-ddp"]["same_params"] else "NO"
+        print(f"torch-ddp: the ranks ended with identical parameters: {same}")
+    if "error" not in rows["faasgd"]:
+        shard_mb = 30000 * 784 / 2**20  # the shard as the worker holds it: raw uint8 pixels
+        params_mb = 79510 * 4 / 2**20
+        budget = 1.5 * (shard_mb + 3 * params_mb + interpreter_with_numpy_mb())
+        print(f"worker peak RSS {max(rows['faasgd']['peak_rss_mb']):.0f} MB against the budget 1.5 x (uint8 shard "
+              f"{shard_mb:.0f} + 3 x params {params_mb:.1f} + interpreter with numpy) = {budget:.0f} MB")
+
+
+def print_cnn(rows: dict[str, dict], target: float, lower: tuple[float, ...]) -> None:
+    """The CNN table: keras-cnn against faasgd-cnn, time to `target` and to each of the `lower` accuracies."""
+    print(f"{'':<10} {f'to {target} (s)':>11} {'samples/s':>11} {'final acc':>9} {'epochs':>7}  "
+          "peak RSS per process (MB)")
+    for role, row in rows.items():
+        if "error" in row:
+            print(f"{role:<10} failed: {row['error']}")
+            continue
+        ttt, seen = row["time_to_target_s"], row.get("epochs")
+        print(f"{role:<10} {'-' if ttt is None else f'{ttt:.2f}':>11} {row['samples_per_s']:>11,.0f} "
+              f"{row['final_accuracy']:>9.4f} {'-' if seen is None else f'{seen:.1f}':>7}  "
+              f"{', '.join(f'{m:.0f}' for m in row['peak_rss_mb'])}")
+    print(f"time to {target}: faasgd-cnn / keras-cnn = {ratio(rows, 'faasgd-cnn', 'keras-cnn')} (goal <= 1.5)")
+    for accuracy in lower:
+        ta, tb = (rows[r].get("lower", {}).get(str(accuracy)) for r in ("faasgd-cnn", "keras-cnn"))
+        print(f"time to {accuracy}: faasgd-cnn {'-' if ta is None else f'{ta:.1f}'} s, keras-cnn "
+              f"{'-' if tb is None else f'{tb:.1f}'} s, ratio {f'{ta / tb:.2f}' if ta and tb else '-'}")
+
+
+def interpreter_with_numpy_mb() -> float:
+    code = "import numpy, resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)

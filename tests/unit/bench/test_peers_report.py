@@ -1,0 +1,63 @@
+"""bench/peers_report.py: the rows alternate round by round, and a role's rounds summarise as medians and a spread."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from support.paths import ROOT
+
+
+def load_report():
+    spec = importlib.util.spec_from_file_location("bench_peers_report", ROOT / "bench" / "peers_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+report = load_report()
+
+
+def row(time_to_target_s, ready_s=1.0, samples_per_s=100.0, final_accuracy=0.86, rss=(200.0,), digests=None):
+    made = {"time_to_target_s": time_to_target_s, "ready_s": ready_s, "samples_per_s": samples_per_s,
+            "final_accuracy": final_accuracy, "peak_rss_mb": list(rss)}
+    return made if digests is None else {**made, "param_digests": digests}
+
+
+def test_every_round_runs_every_role_once_starting_one_further():
+    calls = []
+    runs = report.alternate(("a", "b", "c"), 4, lambda role: calls.append(role) or len(calls))
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
+    assert runs == {"a": [1, 6, 8, 10], "b": [2, 4, 9, 11], "c": [3, 5, 7, 12]}
+
+
+def test_summary_takes_medians_over_the_rounds_that_reached_the_target():
+    summary = report.summarise([row(4.0, ready_s=1.0, samples_per_s=300.0), row(None, ready_s=3.0, samples_per_s=100.0),
+                                row(2.0, ready_s=2.0, samples_per_s=200.0, rss=(250.0,))])
+    assert summary["time_to_target_s"] == 3.0 and summary["spread"] == [2.0, 4.0] and summary["reached"] == "2/3"
+    assert summary["ready_s"] == 2.0 and summary["samples_per_s"] == 200.0 and summary["peak_rss_mb"] == [250.0]
+
+
+def test_a_role_that_never_reached_the_target_has_no_time_and_an_empty_spread():
+    summary = report.summarise([row(None), row(None)])
+    assert summary["time_to_target_s"] is None and summary["spread"] == [] and summary["reached"] == "0/2"
+
+
+def test_one_round_has_a_spread_of_one_time():
+    assert report.summarise([row(5.0)])["spread"] == [5.0]
+
+
+def test_a_failed_round_is_left_out_and_a_role_failing_every_round_reports_its_error():
+    assert report.summarise([{"error": "boom"}, row(3.0)])["reached"] == "1/2"
+    assert report.summarise([{"error": "first"}, {"error": "last"}]) == {"error": "last"}
+
+
+def test_ranks_that_disagree_in_any_round_are_reported():
+    assert report.summarise([row(1.0, digests=["x", "x"]), row(1.0, digests=["y", "y"])])["same_params"] is True
+    assert report.summarise([row(1.0, digests=["x", "x"]), row(1.0, digests=["x", "z"])])["same_params"] is False
+
+
+def test_the_ratio_of_times_needs_both_times():
+    rows = {"torch": {"time_to_target_s": 6.0}, "faasgd": {"time_to_target_s": 2.0}, "never": {"time_to_target_s": None},
+            "failed": {"error": "boom"}}
+    assert report.ratio(rows, "torch", "faasgd") == "3.00"
+    assert report.ratio(rows, "never", "faasgd") == "-" and report.ratio(rows, "failed", "faasgd") == "-"
