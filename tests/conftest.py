@@ -6,7 +6,10 @@ pytest puts this directory on sys.path, so tests at any depth import their helpe
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -18,6 +21,12 @@ from support import openfaas_bin
 # beside the project, so it is named here). FAASGD_WATCHDOG=off in the shell runs the suite bare.
 if "FAASGD_WATCHDOG" not in os.environ and openfaas_bin.find("fwatchdog"):
     os.environ["FAASGD_WATCHDOG"] = openfaas_bin.find("fwatchdog")
+
+# The inflated copies of gzip'd data files the tests' own processes make (faasgd.data.inflated) go to a folder of
+# this session's, removed at its end, not to the user's cache (the tests write many small data sets).
+if "FAASGD_CACHE_DIR" not in os.environ:
+    os.environ["FAASGD_CACHE_DIR"] = tempfile.mkdtemp(prefix="faasgd-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["FAASGD_CACHE_DIR"], True)
 
 
 @pytest.fixture(scope="session")

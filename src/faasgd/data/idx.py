@@ -14,6 +14,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from faasgd.data import inflated
 from faasgd.errors import DataError
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -73,19 +74,26 @@ def read_rows(stream: BinaryIO, header: IdxHeader, start: int, stop: int, name: 
 
 @contextmanager
 def open_idx(path: str) -> Iterator[BinaryIO]:
-    """Open an IDX file for binary reading, decompressing it when it starts with the gzip magic."""
+    """Open an IDX file for binary reading. One that starts with the gzip magic is read from its inflated copy
+    (faasgd.data.inflated: made once, then seekable), else decompressed as it is read."""
     try:
         raw = open(path, "rb")
     except OSError as e:
         raise DataError(f"{path}: cannot open IDX file ({e.strerror})") from e
     with raw:
-        if raw.read(2) == GZIP_MAGIC:
-            raw.seek(0)
-            with gzip.GzipFile(fileobj=raw) as stream:
-                yield stream
-        else:
+        if raw.read(2) != GZIP_MAGIC:
             raw.seek(0)
             yield raw
+            return
+        raw.seek(0)
+        with gzip.GzipFile(fileobj=raw) as stream:
+            header = read_header(stream, path)
+            copy = inflated.inflated(path, header.offset + header.rows * header.row_bytes)
+            if copy is None:
+                yield stream
+                return
+        with open(copy, "rb") as plain:
+            yield plain
 
 
 def load_idx(path: str, start: int = 0, stop: int | None = None) -> np.ndarray:
