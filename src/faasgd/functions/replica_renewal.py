@@ -26,7 +26,8 @@ a new address space, so /proc's VmHWM starts again: the next job's peak is its o
 
 When. After `ask`, the server looks every POLL_S, on its own loop thread (where no request is read meanwhile),
 whether it is quiet: no handler running, and every connection between two requests (none being read, queued
-or answered). Then it execs, and the open connections go along (their fds inherited, named in KEPT_FDS_ENV):
+or answered). Then it execs (closing the connections already answered with `Connection: close`), and the
+other open connections go along (their fds inherited, named in KEPT_FDS_ENV):
 the new interpreter's server adopts them (`adopt`) and reads whatever request came on them meanwhile, so a
 client's keep-alive connection (the watchdog's, the gateway's) is never closed under a request it is sending.
 While calls keep it busy it waits; a call that arrives within one look (POLL_S) of the last call's end may
@@ -154,5 +155,9 @@ class Renewal:
         if not all(between_requests(channel) for channel in channels):
             return
         self.done.set()
+        closing = [channel for channel in channels if channel.will_close or channel.close_when_flushed]
+        for channel in closing:  # answered with `Connection: close`: its client expects nothing more on it
+            channel.handle_close()
         self.before_exec()
-        exec_fresh(self.server.socket.fileno(), [channel.socket.fileno() for channel in channels], self.execv)
+        kept = [channel.socket.fileno() for channel in channels if channel not in closing]
+        exec_fresh(self.server.socket.fileno(), kept, self.execv)

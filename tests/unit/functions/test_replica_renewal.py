@@ -26,9 +26,11 @@ def fresh(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-def channel(requests=(), request=None, outbuf=0, fileno=7):
-    return SimpleNamespace(requests=list(requests), request=request, total_outbufs_len=outbuf,
-                           socket=SimpleNamespace(fileno=lambda: fileno))
+def channel(requests=(), request=None, outbuf=0, fileno=7, closing=False):
+    made = SimpleNamespace(requests=list(requests), request=request, total_outbufs_len=outbuf, will_close=False,
+                           close_when_flushed=closing, socket=SimpleNamespace(fileno=lambda: fileno), closed=[])
+    made.handle_close = lambda: made.closed.append(True)
+    return made
 
 
 class FakeServer:
@@ -88,13 +90,14 @@ def test_a_quiet_server_execs_the_same_program_with_its_connections_and_counts(m
     set_inheritable = []
     monkeypatch.setattr(os, "set_inheritable", lambda fd, flag: set_inheritable.append((fd, flag)))
     monkeypatch.setattr(sys, "orig_argv", ["python", "index.py"])
-    made, execv, flushed = renewal(FakeServer(channel(fileno=8), channel(fileno=9)))
+    told_to_close = channel(fileno=10, closing=True)  # answered with `Connection: close`
+    made, execv, flushed = renewal(FakeServer(channel(fileno=8), told_to_close, channel(fileno=9)))
     made.look()
     made.look()  # once only
     [(path, argv, env)] = execv.calls
     assert (path, argv) == (sys.executable, [sys.executable, "index.py"]) and flushed == [True]
     assert env["LISTEN_FDS"] == "1" and env[KEPT_FDS_ENV] == "8,9" and env[RENEWALS_ENV] == "1"
-    assert set_inheritable == [(LISTEN_FD, True), (8, True), (9, True)]
+    assert set_inheritable == [(LISTEN_FD, True), (8, True), (9, True)] and told_to_close.closed == [True]
     assert float(env[RENEWED_AT_ENV]) > 0 and renewals(env) == 1 and renewals({}) == 0
 
 
