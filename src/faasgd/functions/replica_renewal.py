@@ -160,4 +160,7 @@ class Renewal:
             channel.handle_close()
         self.before_exec()
         kept = [channel.socket.fileno() for channel in channels if channel not in closing]
-        exec_fresh(self.server.socket.fileno(), kept, self.execv)
+        try:
+            exec_fresh(self.server.socket.fileno(), kept, self.execv)
+        except OSError as exc:  # the program could not be started again: this interpreter goes on serving
+            log.error("this replica could not renew itself (%s); it goes on serving as it is", exc)

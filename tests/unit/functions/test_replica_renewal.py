@@ -129,3 +129,17 @@ def test_a_renewed_interpreter_adopts_the_connections_it_was_handed_and_forgets_
     for item in (sock, client, listener):
         item.close()
     assert adopt(server) == 0
+
+
+def test_a_failed_exec_leaves_the_server_serving_as_it_is(monkeypatch):
+    monkeypatch.setattr(os, "set_inheritable", lambda fd, flag: None)  # the test process's own fds stay as they are
+    tried = []
+
+    def refuse(path, argv):
+        tried.append(path)
+        raise OSError(8, "Exec format error")
+
+    made = Renewal(FakeServer(channel()), busy=lambda: False, before_exec=lambda: None, execv=refuse)
+    made.look()  # logged, not raised into waitress's loop
+    made.look()
+    assert tried == [sys.executable] and made.done.is_set()  # tried once, not again
