@@ -6,7 +6,9 @@ every path to `function.handler.handle(event, context)`. What it adds comes from
 there: faasgd.functions.replica_life (readiness, each call's deadline, draining after SIGTERM; the socket
 bound before the handler imports) and faasgd.functions.http_call (bodies as JSON or forms, errors as JSON).
 The handler sees `context.deadline` (a time.monotonic value) and `context.draining()`; a call still running
-near its limit gets a JSON 504 while the handler goes on to its next safe point. Waitress's own answers to
+near its limit gets a JSON 504 while the handler goes on to its next safe point. A process asked to renew
+itself (faasgd.functions.replica_renewal: a worker that loaded TensorFlow ended here) execs a fresh interpreter
+in place at its first quiet moment, keeping its pid, its listening socket, its open connections and its readiness. Waitress's own answers to
 requests it cannot parse are JSON too. Environment: upstream_url, exec_timeout, write_timeout,
 healthcheck_interval (the watchdog's, only read), waitress_threads (4), max_request_bytes (1 MiB), log_level.
 """
@@ -26,7 +28,7 @@ from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.task import ErrorTask
 from werkzeug.exceptions import HTTPException
 
-from faasgd.functions import http_call
+from faasgd.functions import http_call, replica_renewal
 from faasgd.functions.replica_life import ReplicaLife, listening_socket
 
 logging.basicConfig(level=os.getenv("log_level", "INFO"), stream=sys.stderr,  # the container's log
@@ -39,6 +41,7 @@ app = Flask(__name__)
 app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES  # werkzeug raises 413 on reading a larger body
 replica = ReplicaLife(os.environ)
 handler = None  # function.handler, imported by load_handler while the socket already takes calls
+renewal = None  # replica_renewal.Renewal of the running server (none in tests that drive the app alone)
 
 
 class Event:
@@ -131,6 +134,8 @@ def call_handler(path):
     if not replica.ready.wait(replica.left(times.answer_by)):
         return json_answer(503, {"error": "the function is still starting"})
     outcome = replica.run(lambda: traced_handle(event, context), times.answer_by)
+    if renewal is not None and replica_renewal.asked():
+        renewal.start()  # once this answer and every other call are done
     if outcome.late:
         return json_answer(*http_call.late(times.limit_s, context.call_id))
     if outcome.error is not None:
@@ -151,10 +156,14 @@ def load_handler():
     replica.mark_ready()
 
 
-def exit_now():
-    replica.end_tracing()  # spans still batched are exported (os._exit skips atexit)
+def flush():
+    replica.end_tracing()  # spans still batched are exported (os._exit and exec skip atexit)
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def exit_now():
+    flush()
     os._exit(0)
 
 
@@ -189,6 +198,9 @@ class OneFramingParser(HTTPRequestParser):
 if __name__ == "__main__":
     HTTPChannel.error_task_class, HTTPChannel.parser_class = JsonErrorTask, OneFramingParser  # our only server
     server = create_server(app, sockets=[listening_socket(os.environ)], threads=int(os.getenv("waitress_threads", "4")))
+    replica_renewal.adopt(server)  # after a renewal: the connections the old interpreter had open
+    renewal = replica_renewal.Renewal(server, busy=lambda: replica.running > 0, before_exec=flush,
+                                      draining=replica.draining.is_set)
     signal.signal(signal.SIGTERM, on_sigterm)
     threading.Thread(target=load_handler, name="load-handler", daemon=True).start()
     server.run()

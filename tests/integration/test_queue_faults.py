@@ -2,7 +2,8 @@
 again on the same port and store, the gateway reconnects, /healthz says 503 naming the queue meanwhile and
 every call gets an answer), and a small disk (a tmpfs of its own: JetStream's limit is sized to it, a call
 it has no room for is answered 503 and never delivered, an accepted one is delivered exactly once, and the
-queue takes calls again once room returns, without a restart of the runtime)."""
+queue takes calls again once room returns, without a restart of the runtime); /healthz says 503 naming the
+queue's want of room while it refuses calls for it, and 200 again once delivered calls have left the stream."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from faasgd.local.broker import MIN_STORE_BYTES, QueueDiskTooSmall, start_nats, store_limit
+from faasgd.local.broker import DEFAULT_STORE_BYTES, MIN_STORE_BYTES, QueueDiskTooSmall, start_nats, store_limit
 from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.gateway import GatewayOptions, LocalGateway
 from faasgd.local.gateway.queue_jetstream import PUBLISH_S, JetStreamBroker
@@ -33,8 +34,9 @@ def queue_on(replica):
     """queue_on(store_dir): nats-server on `store_dir` under a BrokerWatch, and a gateway on it."""
     made = []
 
-    def start(store_dir: Path, watch_s: float = 0.2, stuck_s: float = 10.0) -> tuple[BrokerWatch, LocalGateway]:
-        server = start_nats(store_dir)
+    def start(store_dir: Path, watch_s: float = 0.2, stuck_s: float = 10.0,
+              max_store: int = DEFAULT_STORE_BYTES) -> tuple[BrokerWatch, LocalGateway]:
+        server = start_nats(store_dir, max_store=max_store)
         watcher = BrokerWatch(server, watch_s=watch_s, stuck_s=stuck_s).start()
         made.append((server, watcher))
         gateway = LocalGateway(FakeRegistry(echo=[replica]), GatewayOptions(port=0, queue_workers=4),
@@ -127,8 +129,11 @@ def test_a_full_queue_answers_503_delivers_what_it_took_exactly_once_and_takes_c
     assert taken and refused, [a.status_code for a in answers]
     again = post_async(gateway, b"resent", callbacks.url, call_id=refused[0])  # the same call, sent again later
     assert again.status_code == 503
+    health = healthz(gateway)
+    assert health.status_code == 503 and "has no room for calls" in health.json()["error"], health.text
     replica.release()
     wait_until(lambda: len(callbacks.received) >= len(taken), "every accepted call delivered", 60)
+    wait_until(lambda: healthz(gateway).status_code == 200, "/healthz to see the room delivered calls left", 10)
     time.sleep(2)  # any call delivered twice, or a refused one delivered late, would come now
     delivered = [h["x-call-id"] for h, _ in callbacks.received]
     assert sorted(delivered) == sorted(taken)  # exactly once each; never a refused one
@@ -165,3 +170,32 @@ def test_a_disk_filled_by_others_gets_503s_and_the_queue_takes_calls_again_when_
     time.sleep(2)  # any call delivered twice, or a refused one delivered late, would come now
     delivered = [h["x-call-id"] for h, _ in callbacks.received]
     assert sorted(delivered) == sorted(taken), (watcher.restarts, [a.json() for a in answers])
+
+
+def test_healthz_reports_a_queue_at_its_store_limit_until_delivered_calls_make_room(tmp_path, queue_on, replica,
+                                                                                       callbacks):
+    """JetStream's max_file_store reached on a roomy disk (no root needed): the broker still answers, yet
+    /healthz says 503 naming the want of room while calls are refused, and 200 once calls left the stream,
+    before any call tries again."""
+    watcher, gateway = queue_on(tmp_path / "jetstream", max_store=MIN_STORE_BYTES)
+    replica.hold = True  # nothing leaves the stream until it is full
+    assert healthz(gateway).status_code == 200
+    answers = []
+    for i in range(12):  # ~4 calls of 900 KiB fit in MIN_STORE_BYTES
+        answers.append(post_async(gateway, bytes([65 + i]) * CALL, callbacks.url))
+        if answers[-1].status_code == 503:
+            break
+    assert answers[-1].status_code == 503 and "no room" in answers[-1].json()["error"], answers[-1].text
+    taken = [a.headers["x-call-id"] for a in answers if a.status_code == 202]
+    health = healthz(gateway)
+    assert health.status_code == 503, health.text
+    error = health.json()["error"]
+    assert error.startswith(f"queue: JetStream at {watcher.server.url} has no room for calls: it refused one of ")
+    assert int(error.split("refused one of ")[1].split(" bytes")[0].replace(",", "")) > CALL  # the call, headers too
+    assert healthz(gateway).status_code == 503  # it stays so while nothing leaves the stream
+    replica.release()
+    wait_until(lambda: healthz(gateway).status_code == 200, "/healthz to see the room delivered calls left", 30)
+    after = post_async(gateway, b"room again", callbacks.url)
+    assert after.status_code == 202 and watcher.restarts == 0
+    wait_until(lambda: {*taken, after.headers["x-call-id"]} <= {h["x-call-id"] for h, _ in callbacks.received},
+               "every accepted call delivered", 30)

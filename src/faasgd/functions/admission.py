@@ -9,7 +9,9 @@ From the config alone (and the data's headers), emnist-setup computes:
   * a worker's memory: its shard (downpour: raw uint8 rows; the synchronous rounds: float32), the evaluation
     rows (raw uint8), the parameters four times (its copy, the last fetch, the pending update, the gradient),
     a minibatch's activations both ways, plus the interpreter with its libraries; over the function's
-    `memory_limit` -> 413;
+    `memory_limit` -> 413. That is a fresh replica's interpreter: one that loaded TensorFlow for a cnn job
+    renews itself in place once that job's worker has ended (functions/replica_renewal.py), so no later job
+    meets TensorFlow it was not admitted with;
   * the job's bytes in the store: the weights (adagrad: with G beside them) and the job's model, plus on
     Memcached a push copy per worker (roll-forward, store/memcached_push.py); over `store_budget` -> 413.
 The 413 names the setting to change (the one that weighs most) and the limit. `memory_limit` and

@@ -106,8 +106,10 @@ def run_single(store: ParameterStore, config: TrainConfig, job_id: str, budget: 
     """Single mode: the one worker trains here; the job's result record. A call that must stop early (its
     deadline, SIGTERM) hands the worker to `relaunch` (emnist-train resumes it) and answers at once."""
     try:
-        run_worker(config, replica_cache.training_store(config, store), job_id, 0, loader=replica_cache.load_shard,
-                   budget=budget, clock=clock)
+        with replica_cache.training_call() as ended:
+            run_worker(config, replica_cache.training_store(config, store), job_id, 0,
+                       loader=replica_cache.load_shard, budget=budget, clock=clock)
+            ended["worker"] = True
     except HandOff as stop:
         if relaunch is None:
             raise

@@ -2,19 +2,23 @@
 
 In a warm function replica: store clients, node-local views, gateway clients and loaded shards
 survive from one invocation to the next (OpenFaaS keeps the process; OPENFAAS.md 1.5). A worker
-process of `faasgd train --direct` uses the same cache.
+process of `faasgd train --direct` uses the same cache. When a worker ends in a process that loaded
+TensorFlow, the process is asked to renew itself (functions/replica_renewal.py: a fresh interpreter in place,
+so no later job finds TensorFlow in the replica's memory); a renewed process's first call is not a cold start.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
 from typing import Iterator
 
 from faasgd import data
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError
+from faasgd.functions import replica_renewal
 from faasgd.openfaas import GatewayClient
 from faasgd.store import ParameterStore, open_store
 from faasgd.store.node_local import NodeLocalStore
@@ -23,7 +27,8 @@ _stores: dict[str, ParameterStore] = {}
 _node_local: dict[tuple, NodeLocalStore] = {}
 _gateways: dict[str, GatewayClient] = {}
 _lock = threading.Lock()
-_calls = {"running": 0, "served": 0}  # training calls in this process now; calls it has served
+# training calls in this process now; calls it has served (a renewed process is not cold: the platform started it)
+_calls = {"running": 0, "served": 1 if replica_renewal.renewals(os.environ) else 0}
 
 
 def first_call() -> bool:
@@ -80,7 +85,8 @@ def load_shard(dataset: str, split: str, worker_id: int, number_of_workers: int,
 @contextlib.contextmanager
 def training_call() -> Iterator[dict]:
     """Around one training call: when it ends its worker (`ended["worker"] = True`) and no other call runs,
-    the loaded shards are let go, so an idle replica holds no job's data."""
+    the loaded shards are let go, so an idle replica holds no job's data; when it ends its worker in a process
+    that loaded TensorFlow, the process is asked to renew itself (once no call runs)."""
     ended = {"worker": False}
     with _lock:
         _calls["running"] += 1
@@ -92,6 +98,8 @@ def training_call() -> Iterator[dict]:
             idle = _calls["running"] == 0
         if ended["worker"] and idle:
             load_shard.cache_clear()
+        if ended["worker"] and replica_renewal.tensorflow_loaded():
+            replica_renewal.ask("a worker that loaded TensorFlow ended here")
 
 
 def forget() -> None:

@@ -14,7 +14,11 @@ One stream and one durable pull consumer, named as OpenFaaS names its queue (`fa
   carries the call's X-Call-Id as its Nats-Msg-Id: a call resent with the same X-Call-Id within
   DUPLICATE_WINDOW_S is stored once, so a client that got no answer, or a 503, resends it safely.
 
-`problem()` is the queue's health as /healthz reports it: connected, and JetStream answering.
+`problem()` is the queue's health as /healthz reports it: connected, JetStream answering, and room for calls.
+JetStream does not say how much room is left (the account's limits read unlimited: max_file_store is the
+server's), so the broker remembers a call refused for want of room (`Full`: its size, and the stream's bytes
+then) and reports the queue full until a call is stored again or the stream has shrunk below those bytes
+(calls delivered and acked leave it): room has come back, and /healthz says 200 without a call trying first.
 
 Where this departs from OpenFaaS Pro's JetStream queue-worker, and why: each `open` replaces the
 consumer. A runtime owns its nats-server and is the queue's only owner, so whatever is unacked
@@ -27,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from dataclasses import dataclass
 
 import nats
 import nats.errors
@@ -69,12 +75,22 @@ class _Message:
             raise QueueError(f"nak of stream message {self._msg.metadata.sequence.stream}: {exc!r}") from exc
 
 
+@dataclass(frozen=True)
+class Full:
+    """A call JetStream refused for want of room: its size, when (time.monotonic), the stream's bytes then."""
+
+    call_bytes: int
+    at: float
+    stream_bytes: int | None  # None when the stream could not be read then
+
+
 class JetStreamBroker:
     """A Broker (gateway/queue.py) on the nats-server at `url`."""
 
     def __init__(self, url: str, stream: str = STREAM, max_bytes: int = -1):
         self.url, self.stream, self.max_bytes = url, stream, max_bytes
         self._nc = self._js = self._sub = None
+        self.full: Full | None = None  # the last call refused for room, until room comes back
 
     async def open(self, ack_wait_s: float, max_attempts: int) -> None:
         """Connect, make or update the stream, replace the consumer and subscribe to it."""
@@ -114,11 +130,13 @@ class JetStreamBroker:
             await asyncio.wait_for(self._js.publish(SUBJECT, data, stream=self.stream, headers=headers,
                                                     timeout=PUBLISH_S), PUBLISH_S + 0.5)
         except nats.js.errors.ServiceUnavailableError as exc:
+            self.full = Full(size, time.monotonic(), await self._stream_bytes())
             raise QueueUnavailable(f"JetStream at {self.url} has no room for the call (its max_file_store, "
                                    f"or the disk): {exc.description or exc!r}") from exc
         except _ERRORS as exc:
             raise QueueUnavailable(f"JetStream at {self.url} did not take the call within {PUBLISH_S:g}s: "
                                    f"{exc!r}") from exc
+        self.full = None  # stored: there is room
 
     async def problem(self) -> str | None:
         """None while connected and JetStream answers within HEALTH_S; else what is wrong."""
@@ -130,7 +148,27 @@ class JetStreamBroker:
             await asyncio.wait_for(self._js.account_info(), HEALTH_S)
         except _ERRORS as exc:
             return f"JetStream at {self.url} does not answer: {exc!r}"
-        return None
+        return await self._room_problem()
+
+    async def _room_problem(self) -> str | None:
+        """None unless a call was refused for room and the stream has not shrunk since (`full`)."""
+        full = self.full
+        if full is None:
+            return None
+        now = await self._stream_bytes()
+        if full.stream_bytes is not None and now is not None and now < full.stream_bytes:
+            self.full = None  # calls left the stream: room came back
+            return None
+        held = "" if now is None else f"; the stream holds {now:,} bytes"
+        return (f"JetStream at {self.url} has no room for calls: it refused one of {full.call_bytes:,} bytes "
+                f"{time.monotonic() - full.at:.0f}s ago (its max_file_store, or the disk){held}")
+
+    async def _stream_bytes(self) -> int | None:
+        """The stream's bytes now, or None when JetStream does not say within HEALTH_S."""
+        try:
+            return (await asyncio.wait_for(self._js.stream_info(self.stream), HEALTH_S)).state.bytes
+        except _ERRORS:
+            return None
 
     async def next(self) -> _Message | None:
         """The next message handed out, or None when none came within FETCH_S."""
