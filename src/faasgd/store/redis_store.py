@@ -15,7 +15,9 @@ adding happens on the workers and the server only moves bytes.
 
 Failure semantics: redis-py reconnects once after a dropped connection. If the connection is lost
 while EXEC is in flight the push's outcome is unknown, so it is not retried: StoreUnavailable says so.
-Records are plain string keys with JSON (SET, SET NX EX, MGET, INCRBY); events a list (RPUSH, LRANGE).
+Records are plain string keys with JSON (SET EX, SET NX EX, MGET, INCRBY); events a list (RPUSH, LRANGE).
+Every write carries the job's expiry (store/expiry.py): SET ... EX, or EXPIRE in the same MULTI after MSET,
+INCRBY and RPUSH.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ from faasgd.store import codec, keys, meter
 from faasgd.store.base import ParameterStore, writer_keys
 from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 from faasgd.store.url import StoreUrl
+
+
+def expire(pipe, names: list[str], ttl_s: int) -> None:
+    """Queue an EXPIRE of each key on `pipe`: after MSET, INCRBY or RPUSH in the same MULTI, none of which
+    can carry an expiry (MSET and SET without EX even drop one; store/expiry.py)."""
+    for name in names:
+        pipe.expire(name, ttl_s)
 
 
 def connect(url: StoreUrl, password: str | None, timeout_s: float) -> redis.Redis:
@@ -77,12 +86,14 @@ class RedisStore(ParameterStore):
         seconds, micros = self.client.time()
         return seconds + micros / 1e6
 
-    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
+    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int, ttl_s: int) -> None:
+        chunk_keys = keys.weights_chunks(job_id, len(chunks))
         with self.client.pipeline(transaction=True) as pipe:
             if chunks:
-                pipe.mset(dict(zip(keys.weights_chunks(job_id, len(chunks)), chunks)))
-            pipe.set(keys.weights_meta(job_id), meta)
-            pipe.set(keys.weights_version(job_id), str(version).encode())  # aborts any push WATCHing this job
+                pipe.mset(dict(zip(chunk_keys, chunks)))
+                expire(pipe, chunk_keys, ttl_s)
+            pipe.set(keys.weights_meta(job_id), meta, ex=ttl_s)
+            pipe.set(keys.weights_version(job_id), str(version).encode(), ex=ttl_s)  # aborts any push WATCHing it
             pipe.execute()
 
     def _get_many(self, names: list[str]) -> list[bytes | None]:
@@ -95,6 +106,7 @@ class RedisStore(ParameterStore):
         worker_key = [keys.worker(job_id, push_id.worker)] if push_id else []
         others = [k for k in writer_keys(job_id, meta) if k not in worker_key]  # their steps: read, WATCHed by version
         seen = {"conflicts": 0, "reconnected": False}
+        ttl_s = self._expiry(job_id)
 
         def attempt() -> tuple[int, int, list[bytes], str]:
             committing = False
@@ -120,9 +132,11 @@ class RedisStore(ParameterStore):
                         pipe.set(worker_key[0], codec.record_to_bytes(record))
                     if seen["conflicts"]:  # the store's count, likewise
                         pipe.incrby(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"])
+                    expire(pipe, [*chunk_keys, *worker_key, keys.counter(job_id, keys.CONFLICTS)], ttl_s)
                     pipe.incr(version_key)
+                    pipe.expire(version_key, ttl_s)
                     committing = True
-                    return int(pipe.execute()[-1]), steps + steps_of([record]), new, APPLY
+                    return int(pipe.execute()[-2]), steps + steps_of([record]), new, APPLY
                 except redis.WatchError as e:
                     lost = e.__context__  # redis-py turns a connection lost while watching into WatchError
                     if lost is not None and (committing or seen["reconnected"]):
@@ -137,7 +151,7 @@ class RedisStore(ParameterStore):
         (version, steps, chunks, outcome), retries = self._until_won(attempt, job_id)
         return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED, steps=steps), chunks
 
-    def _update_worker(self, key: str, data: bytes, allowed) -> bool:
+    def _update_worker(self, key: str, data: bytes, allowed, ttl_s: int) -> bool:
         while True:
             with self.client.pipeline(transaction=True) as pipe:
                 try:
@@ -145,7 +159,7 @@ class RedisStore(ParameterStore):
                     if not allowed(self._decode(codec.record_from_bytes, pipe.get(key), "worker record")):
                         return False
                     pipe.multi()
-                    pipe.set(key, data)
+                    pipe.set(key, data, ex=ttl_s)
                     pipe.execute()
                     return True
                 except redis.WatchError as e:
@@ -153,19 +167,25 @@ class RedisStore(ParameterStore):
                         raise self._map(e.__context__, "connection lost while writing a worker record") from None
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
-        self.client.set(key, data, ex=ttl_s or None)
+        self.client.set(key, data, ex=ttl_s)
 
     def _add(self, key: str, data: bytes, ttl_s: int) -> bool:
-        return bool(self.client.set(key, data, ex=ttl_s or None, nx=True))
+        return bool(self.client.set(key, data, ex=ttl_s, nx=True))
 
     def _delete(self, key: str) -> None:
         self.client.delete(key)
 
-    def _incr(self, key: str, by: int) -> int:
-        return int(self.client.incrby(key, by))
+    def _incr(self, key: str, by: int, ttl_s: int) -> int:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.incrby(key, by)
+            pipe.expire(key, ttl_s)
+            return int(pipe.execute()[0])
 
-    def _append_event(self, job_id: str, data: bytes) -> None:
-        self.client.rpush(keys.events(job_id), data)
+    def _append_event(self, job_id: str, data: bytes, ttl_s: int) -> None:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.rpush(keys.events(job_id), data)
+            pipe.expire(keys.events(job_id), ttl_s)
+            pipe.execute()
 
     def _events(self, job_id: str, start: int) -> list[bytes]:
         return self.client.lrange(keys.events(job_id), start, -1)
