@@ -161,7 +161,9 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
         """Another store object on the same store, with a client of its own (for another thread)."""
         if getattr(self, "_reopen", None) is None:
             return self  # a store on an injected client (tests): that client is all there is
-        return self._reopen()
+        other = self._reopen()
+        other._kept().update(self._kept())  # the jobs' expiries this object was told (store/expiry.py)
+        return other
 
     def authoritative(self) -> "ParameterStore":
         """The store holding the authoritative parameters: itself (a cache in front of it returns the store behind)."""
