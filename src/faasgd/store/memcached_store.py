@@ -14,8 +14,9 @@ part of its delta applied; a timed-out cas is not retried because its outcome is
 Memcached may evict items under memory pressure: a missing chunk raises StoreError.
 
 Records: JSON bytes (`set`, `add` for set-if-absent, `get_many`); counters: `incr`, creating the
-key with `add` of "0" when missing, then `touch` (incr keeps an item's expiry; store/expiry.py); events: an incr'd count plus one key per event (a reader skips
-an index whose key is not written yet or was evicted).
+key with `add` of "0" when missing, then `touch` (incr keeps an item's expiry; store/expiry.py);
+events: an incr'd count plus one key per event (a reader skips an index whose key is not written
+yet or was evicted). Every write carries the job's expiry (store/expiry.py).
 """
 
 from __future__ import annotations

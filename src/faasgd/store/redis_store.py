@@ -132,11 +132,10 @@ class RedisStore(ParameterStore):
                         pipe.set(worker_key[0], codec.record_to_bytes(record))
                     if seen["conflicts"]:  # the store's count, likewise
                         pipe.incrby(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"])
-                    expire(pipe, [*chunk_keys, *worker_key, keys.counter(job_id, keys.CONFLICTS)], ttl_s)
-                    pipe.incr(version_key)
-                    pipe.expire(version_key, ttl_s)
+                    expire(pipe, [*chunk_keys, *worker_key, keys.counter(job_id, keys.CONFLICTS), version_key], ttl_s)
+                    pipe.incr(version_key)  # INCR keeps the expiry just set
                     committing = True
-                    return int(pipe.execute()[-2]), steps + steps_of([record]), new, APPLY
+                    return int(pipe.execute()[-1]), steps + steps_of([record]), new, APPLY
                 except redis.WatchError as e:
                     lost = e.__context__  # redis-py turns a connection lost while watching into WatchError
                     if lost is not None and (committing or seen["reconnected"]):
