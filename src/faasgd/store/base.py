@@ -30,12 +30,12 @@ from faasgd.store import codec, keys, push_codec
 from faasgd.store.blobs import BlobsMixin
 from faasgd.store.clock import ClockMixin
 from faasgd.store.copies import CopiesMixin
-from faasgd.store.expiry import ExpiryMixin
+from faasgd.store.expiry import MAX_KEEP_S, ExpiryMixin
 from faasgd.store.push import LostRace, Push, PushId, Snapshot, check_record, may_replace, steps_of
 from faasgd.store.records import RecordsMixin
 from faasgd.store.update_rule import SUM, UpdateRule
 
-MAX_TTL_S = 30 * 24 * 3600  # memcached reads larger expiries as unix timestamps
+MAX_TTL_S = MAX_KEEP_S  # memcached reads larger expiries as unix timestamps
 
 
 def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
@@ -256,7 +256,7 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
     @staticmethod
     def _ttl(ttl_s: int) -> int:
         if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 <= ttl_s <= MAX_TTL_S:
-            raise ConfigError("ttl_s", f"must be an integer 0 (no expiry) to {MAX_TTL_S}, got {ttl_s!r}")
+            raise ConfigError("ttl_s", f"must be an integer 0 (the job's keep_s) to {MAX_TTL_S}, got {ttl_s!r}")
         return ttl_s
 
     @contextlib.contextmanager
