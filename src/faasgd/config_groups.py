@@ -152,8 +152,8 @@ class StoreSettings(ConfigModel):
     local_refresh_s: Float(0.0, 3600.0, low_open=True) = Field(1.0, description=(
         "node-local: how often the cache is refreshed from the global store"))
     keep_s: Int(MIN_KEEP_S, MAX_KEEP_S) = Field(DEFAULT_KEEP_S, description=(
-        "every key the job writes expires this many seconds after its last write (7 days; 1 s to 30 days); "
-        "must outlast the job's run"))
+        "the job's keys expire this many seconds after its last write (7 days; 1 s to 30 days); a result "
+        "stays readable that long"))
 
 
 class AlgorithmSettings(ConfigModel):

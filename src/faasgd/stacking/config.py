@@ -47,8 +47,8 @@ class StackingConfig(ConfigModel):
     call_timeout_s: Float(0.0, 86400.0, low_open=True) = Field(300.0, description=(
         "how long the driver waits for each function it calls"))
     keep_s: Int(MIN_KEEP_S, MAX_KEEP_S) = Field(DEFAULT_KEEP_S, description=(
-        "every key the job writes in its store expires this many seconds after its last write (7 days; 1 s to "
-        "30 days); must outlast the job's run"))
+        "the job's keys in its store expire this many seconds after its last write (7 days; 1 s to 30 days); "
+        "a result stays readable that long"))
 
     def to_dict(self) -> dict[str, Any]:
         out = {key: getattr(self, key) for key in FIELDS}

@@ -11,20 +11,29 @@ The rules every backend follows (keys.py lists the keys):
     the job's config record when it is written, else that record read once (a warm replica's store
     serves many jobs and learns each job's on its first write), else DEFAULT_KEEP_S when the job has no
     config (a lost job's worker writing after the store restarted empty still writes expiring keys).
-So a lost or forgotten job's keys are gone `keep_s` after its last write of each, and a finished job's
-result stays readable `keep_s` after it was written. A key written once at a job's start (its config, its
-weights' layout) expires `keep_s` after the start: `keep_s` must outlast the job's run.
+  * the keys a job reads throughout but writes seldom (`lasting_keys`: its config and meta records, `done`,
+    the weights and their layout, the workers' records, the kept copies, the event log, the conflicts) are renewed to
+    `keep_s` by a store object's write of the job once a quarter of `keep_s` has passed since its first
+    write or last renewal (Redis: one pipeline of EXPIREs; Memcached: a `touch` each), so they live
+    `keep_s` past the job's last write rather than their own.
+So a lost or forgotten job's keys are gone `keep_s` after its last write, and a finished job's result stays
+readable that long. What is not renewed lives `keep_s` past its own last write: a blob, Memcached's event
+items and push copies, leases and heartbeats.
 """
 
 from __future__ import annotations
 
+import time
+
 from faasgd.errors import ConfigError
-from faasgd.store import keys
+from faasgd.store import codec, keys
 
 MIN_KEEP_S = 1
 MAX_KEEP_S = 30 * 24 * 3600  # memcached reads larger relative expiries as unix timestamps
 DEFAULT_KEEP_S = 7 * 24 * 3600
 MAX_KEPT_JOBS = 4096  # jobs whose keep_s one store object remembers (the oldest forgotten first, then re-read)
+RENEW_EVERY = 4  # a store object renews a job's lasting keys every keep_s / RENEW_EVERY while it writes the job
+LASTING_RECORDS = (keys.CONFIG, keys.JOB, keys.DONE, keys.RESULT, keys.LOST, keys.STATE)
 
 
 def check_keep_s(value) -> int:
@@ -51,10 +60,24 @@ class ExpiryMixin:
             kept = self._remember(job_id, config_keep_s(config))
         return kept
 
+    renew_clock = staticmethod(time.monotonic)  # when lasting keys are due for renewal (tests inject one)
+
     def _expiry(self, job_id: str, ttl_s: int = 0) -> int:
-        """The expiry of one write of a job's key: its own `ttl_s` (0: none) capped at the job's keep_s."""
+        """The expiry of one write of a job's key: its own `ttl_s` (0: none) capped at the job's keep_s.
+        Renews the job's lasting keys first when that is due."""
         keep_s = self.keep_s_of(job_id)
+        self._renew_if_due(job_id, keep_s)
         return min(ttl_s, keep_s) if ttl_s else keep_s
+
+    def _renew_if_due(self, job_id: str, keep_s: int) -> None:
+        now, renewed = self.renew_clock(), self.__dict__.setdefault("_renewed_at", {})
+        last = renewed.setdefault(job_id, now)  # a first write: nothing is due yet
+        if now - last < keep_s / RENEW_EVERY:
+            return
+        renewed[job_id] = now
+        names = lasting_keys(job_id, self._meta.get(job_id), self.chunk_floats)
+        with self._errors():
+            self._touch(names, keep_s)
 
     def _learn(self, job_id: str, name: str, value: dict) -> None:
         """A config record about to be written names the job's keep_s: use it (checked before anything is written)."""
@@ -73,6 +96,21 @@ class ExpiryMixin:
         if "_keep_by_job" not in self.__dict__:
             self._keep_by_job: dict[str, int] = {}
         return self._keep_by_job
+
+
+def lasting_keys(job_id: str, meta: codec.WeightsMeta | None, chunk_floats: int) -> list[str]:
+    """The keys a job reads throughout: its lasting records and event log, and with its weights' layout
+    (`meta`, when the store object knows it) the weights, the workers' records and the kept copies."""
+    names = [keys.record(job_id, name) for name in LASTING_RECORDS]
+    names += [keys.events(job_id), keys.counter(job_id, keys.CONFLICTS)]
+    if meta is None:
+        return names
+    names += [keys.weights_meta(job_id), keys.weights_version(job_id), *keys.weights_chunks(job_id, meta.chunks)]
+    names += [keys.worker(job_id, w) for w in range(meta.writers)]
+    copy_chunks = codec.WeightsMeta(meta.length, chunk_floats).chunks
+    for copy in [keys.crossing_copy(w) for w in range(max(1, meta.writers))] + [keys.LAST_PARAMS_COPY]:
+        names += [keys.model_meta(job_id, copy), *keys.model_chunks(job_id, copy, copy_chunks)]
+    return names
 
 
 def config_keep_s(config: dict) -> int:

@@ -143,6 +143,10 @@ class MemcachedStore(ParameterStore):
     def _delete(self, key: str) -> None:
         self.client.delete(key, noreply=False)
 
+    def _touch(self, names: list[str], ttl_s: int) -> None:
+        for name in names:  # memcached has no multi-key touch
+            self.client.touch(name, expire=ttl_s, noreply=False)
+
     def _incr(self, key: str, by: int, ttl_s: int) -> int:
         """incr keeps an item's expiry: created by `add` with it, then pushed on by `touch` (a lost race with
         another creator is fine)."""

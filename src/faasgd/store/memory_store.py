@@ -60,6 +60,16 @@ class MemorySpace:
             self.set(key, value, ttl_s)
             return True
 
+    def touch(self, key: str, ttl_s: int) -> None:
+        """Make `key` (a value or a list) expire `ttl_s` from now, if it is there."""
+        with self.lock:
+            expires = self.clock() + ttl_s
+            if self.get(key) is not None:
+                value, _, token = self._values[key]
+                self._values[key] = (value, expires, token)
+            elif self._live_list(key) is not None:
+                self._lists[key] = (self._lists[key][0], expires)
+
     def delete(self, key: str) -> None:
         with self.lock:
             self._values.pop(key, None)
@@ -187,6 +197,10 @@ class MemoryStore(ParameterStore):
 
     def _delete(self, key: str) -> None:
         self.client.delete(key)
+
+    def _touch(self, names: list[str], ttl_s: int) -> None:
+        for name in names:
+            self.client.touch(name, ttl_s)
 
     def _incr(self, key: str, by: int, ttl_s: int) -> int:
         return self.client.incr(key, by, ttl_s)

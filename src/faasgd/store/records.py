@@ -98,6 +98,10 @@ class RecordsMixin(abc.ABC):
     def _delete(self, key: str) -> None: ...
 
     @abc.abstractmethod
+    def _touch(self, names: list[str], ttl_s: int) -> None:
+        """Make each of `names` that exists expire `ttl_s` from now (absent ones stay absent)."""
+
+    @abc.abstractmethod
     def _incr(self, key: str, by: int, ttl_s: int) -> int:
         """Add `by` to the counter at `key` (created at 0), which then expires `ttl_s` from now."""
 

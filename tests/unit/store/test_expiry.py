@@ -122,3 +122,43 @@ def test_the_node_cache_copy_expires_like_the_job():
     finally:
         view.close()
 
+
+
+def test_a_job_written_to_keeps_its_lasting_keys_past_keep_s_and_loses_them_once_idle():
+    clock = StepClock()
+    store = memory_store(clock)
+    store.renew_clock = clock
+    write_every_kind(store, "job-h", keep_s=8)
+    written_once = memory_ttls(store, "job-h")
+    for _ in range(30):  # 30 s of a running job's heartbeats, nothing else written
+        clock.sleep(1)
+        store.put_record("job-h", keys.heartbeat_name(0), {"at": clock()}, ttl_s=5)
+    left = memory_ttls(store, "job-h")
+    lasting = [keys.record("job-h", keys.CONFIG), keys.weights_meta("job-h"), keys.weights_version("job-h"),
+               keys.weights_chunk("job-h", 0), keys.worker("job-h", 0), keys.events("job-h"),
+               keys.counter("job-h", keys.CONFLICTS),
+               keys.model_meta("job-h", keys.LAST_PARAMS_COPY), keys.model_chunks("job-h", keys.LAST_PARAMS_COPY, 1)[0]]
+    assert [key for key in lasting if key not in left] == []
+    assert store.get_weights("job-h")[1] == 2 and store.read_copy("job-h", keys.LAST_PARAMS_COPY) is not None
+    gone = sorted(set(written_once) - set(left))  # not renewed: they lived keep_s past their own write
+    assert gone and all(":b:" in key or ":r:lease:" in key for key in gone), gone  # blobs, the lease
+    clock.sleep(8.5)
+    assert memory_ttls(store, "job-h") == {}
+
+
+def test_renewal_is_due_a_quarter_of_keep_s_after_a_store_objects_first_write():
+    clock = StepClock()
+    store = memory_store(clock)
+    store.renew_clock = clock
+    touched = []
+    store._touch = lambda names, ttl_s: touched.append((len(names), ttl_s))
+    store.keep("job-i", 40)
+    store.put_record("job-i", keys.CONFIG, {"keep_s": 40})
+    clock.sleep(9.9)
+    store.put_record("job-i", keys.heartbeat_name(0), {}, ttl_s=5)
+    assert touched == []
+    clock.sleep(0.1)
+    store.put_record("job-i", keys.heartbeat_name(0), {}, ttl_s=5)
+    assert len(touched) == 1 and touched[0][1] == 40
+    store.put_record("job-i", keys.heartbeat_name(0), {}, ttl_s=5)
+    assert len(touched) == 1  # the next is due 10 s on
