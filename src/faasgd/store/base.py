@@ -60,6 +60,8 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
         self.chunk_floats = codec.check_chunk_floats(chunk_floats)
         self.conflict_policy = replace(PUSH_CONFLICT, deadline_s=retry_deadline_s, max_attempts=max_retries + 1)
         self._meta: dict[str, codec.WeightsMeta] = {}  # per job; never changes once written
+        self._keep_by_job: dict[str, int] = {}  # per job: its keys' expiry (expiry.py)
+        self._renewed_at: dict[str, float] = {}  # per job: when its lasting keys were last renewed (expiry.py)
         # Test hook: called with job_id between the read and the conditional write of push_update,
         # so a test can make another client write there and provoke a real conflict.
         self._after_read_hook: Callable[[str], None] | None = None
@@ -162,7 +164,7 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
         if getattr(self, "_reopen", None) is None:
             return self  # a store on an injected client (tests): that client is all there is
         other = self._reopen()
-        other._kept().update(self._kept())  # the jobs' expiries this object was told (store/expiry.py)
+        other._keep_by_job.update(self._keep_by_job)  # the jobs' expiries this object was told (expiry.py)
         return other
 
     def authoritative(self) -> "ParameterStore":

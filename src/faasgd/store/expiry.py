@@ -4,7 +4,7 @@
     store.keep_s_of(job_id)         the expiry it applies: kept, else the config record's, else 7 days
 The rules every backend follows (keys.py lists the keys):
   * no write leaves a key without an expiry: a record, counter, event, chunk, copy or blob is written with
-    the job's `keep_s` (Redis SET ... EX, or PEXPIRE in the same MULTI after MSET, INCRBY and RPUSH;
+    the job's `keep_s` (Redis SET ... EX, or EXPIRE in the same MULTI after MSET, INCRBY and RPUSH;
     Memcached's expire, and `touch` after an incr; the memory store likewise), refreshed by each write;
   * a key with its own shorter expiry (leases, heartbeats, claims: `ttl_s`) keeps it, capped at `keep_s`;
   * where a store object learns a job's `keep_s`: `keep()` (the job's creator, before its first write),
@@ -12,10 +12,11 @@ The rules every backend follows (keys.py lists the keys):
     serves many jobs and learns each job's on its first write), else DEFAULT_KEEP_S when the job has no
     config (a lost job's worker writing after the store restarted empty still writes expiring keys).
   * the keys a job reads throughout but writes seldom (`lasting_keys`: its config and meta records, `done`,
-    the weights and their layout, the workers' records, the kept copies, the event log, the conflicts) are renewed to
-    `keep_s` by a store object's write of the job once a quarter of `keep_s` has passed since its first
-    write or last renewal (Redis: one pipeline of EXPIREs; Memcached: a `touch` each), so they live
-    `keep_s` past the job's last write rather than their own.
+    the weights and their layout, the workers' records, the kept copies, the event log, the conflicts)
+    are renewed to `keep_s` by a store object's write of the job once a quarter of `keep_s` has passed
+    since its first write or last renewal (Redis: EXPIRE of those with less than half left, as an EXPIRE
+    breaks a push's WATCH; Memcached: a `touch` each, which keeps the CAS), so they live `keep_s` past
+    the job's last write rather than their own.
 So a lost or forgotten job's keys are gone `keep_s` after its last write, and a finished job's result stays
 readable that long. What is not renewed lives `keep_s` past its own last write: a blob, Memcached's event
 items and push copies, leases and heartbeats.
@@ -45,7 +46,11 @@ def check_keep_s(value) -> int:
 
 
 class ExpiryMixin:
-    """keep / keep_s_of, and `_expiry`, the one place a write's expiry is decided (mixed into ParameterStore)."""
+    """keep / keep_s_of, and `_expiry`, the one place a write's expiry is decided (mixed into ParameterStore,
+    whose __init__ makes `_keep_by_job` and `_renewed_at`)."""
+
+    _keep_by_job: dict[str, int]  # job -> keep_s, at most MAX_KEPT_JOBS (the oldest forgotten first, then re-read)
+    _renewed_at: dict[str, float]  # job -> renew_clock() of this object's first write or last renewal
 
     def keep(self, job_id: str, keep_s: int) -> None:
         """Write job `job_id`'s keys with expiry `keep_s` from now on (ConfigError('keep_s') when out of range)."""
@@ -54,7 +59,7 @@ class ExpiryMixin:
 
     def keep_s_of(self, job_id: str) -> int:
         """The expiry this store object writes job `job_id`'s keys with (reads its config record once)."""
-        kept = self._kept().get(job_id)
+        kept = self._keep_by_job.get(job_id)
         if kept is None:
             config = self.get_record(job_id, keys.CONFIG) or {}
             kept = self._remember(job_id, config_keep_s(config))
@@ -70,11 +75,11 @@ class ExpiryMixin:
         return min(ttl_s, keep_s) if ttl_s else keep_s
 
     def _renew_if_due(self, job_id: str, keep_s: int) -> None:
-        now, renewed = self.renew_clock(), self.__dict__.setdefault("_renewed_at", {})
-        last = renewed.setdefault(job_id, now)  # a first write: nothing is due yet
+        now = self.renew_clock()
+        last = self._renewed_at.setdefault(job_id, now)  # a first write: nothing is due yet
         if now - last < keep_s / RENEW_EVERY:
             return
-        renewed[job_id] = now
+        self._renewed_at[job_id] = now
         names = lasting_keys(job_id, self._meta.get(job_id), self.chunk_floats)
         with self._errors():
             self._touch(names, keep_s)
@@ -85,17 +90,12 @@ class ExpiryMixin:
             self.keep(job_id, value["keep_s"])
 
     def _remember(self, job_id: str, keep_s: int) -> int:
-        kept = self._kept()
-        kept.pop(job_id, None)
-        if len(kept) >= MAX_KEPT_JOBS:
-            kept.pop(next(iter(kept)))
-        kept[job_id] = keep_s
+        if job_id not in self._keep_by_job and len(self._keep_by_job) >= MAX_KEPT_JOBS:
+            oldest = next(iter(self._keep_by_job))
+            self._keep_by_job.pop(oldest)
+            self._renewed_at.pop(oldest, None)
+        self._keep_by_job[job_id] = keep_s
         return keep_s
-
-    def _kept(self) -> dict[str, int]:
-        if "_keep_by_job" not in self.__dict__:
-            self._keep_by_job: dict[str, int] = {}
-        return self._keep_by_job
 
 
 def lasting_keys(job_id: str, meta: codec.WeightsMeta | None, chunk_floats: int) -> list[str]:

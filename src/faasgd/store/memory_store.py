@@ -3,7 +3,8 @@
 Same semantics as the real backends, including expiries (every write's, store/expiry.py; checked
 lazily on read) and optimistic push_update: read a snapshot under the lock, add outside it, write
 back only if the version key was not written meanwhile (a write token per key, like memcached's
-CAS), else count a conflict and redo it under the retry policy's bounds. The same `name` gives the same data within one process.
+CAS), else count a conflict and redo it under the retry policy's bounds. The same `name` gives the
+same data within one process.
 """
 
 from __future__ import annotations

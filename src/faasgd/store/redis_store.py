@@ -175,13 +175,13 @@ class RedisStore(ParameterStore):
         self.client.delete(key)
 
     def _touch(self, names: list[str], ttl_s: int) -> None:
-        """Only keys with less than half of `ttl_s` left: an EXPIRE counts as a write to a WATCH, and a key a
-        push writes (the version WATCHed by every push) always has more."""
+        """Only keys with less than half of `ttl_s` left (or, by a writer that forgot it, none): an EXPIRE counts
+        as a write to a WATCH, and a key a push writes (the version WATCHed by every push) always has more."""
         with self.client.pipeline(transaction=False) as pipe:
             for name in names:
                 pipe.pttl(name)
             left = pipe.execute()
-        due = [name for name, ms in zip(names, left) if 0 <= ms < ttl_s * 500]
+        due = [name for name, ms in zip(names, left) if ms == -1 or 0 <= ms < ttl_s * 500]
         if due:
             with self.client.pipeline(transaction=False) as pipe:
                 expire(pipe, due, ttl_s)

@@ -137,7 +137,8 @@ def test_a_job_written_to_keeps_its_lasting_keys_past_keep_s_and_loses_them_once
     lasting = [keys.record("job-h", keys.CONFIG), keys.weights_meta("job-h"), keys.weights_version("job-h"),
                keys.weights_chunk("job-h", 0), keys.worker("job-h", 0), keys.events("job-h"),
                keys.counter("job-h", keys.CONFLICTS),
-               keys.model_meta("job-h", keys.LAST_PARAMS_COPY), keys.model_chunks("job-h", keys.LAST_PARAMS_COPY, 1)[0]]
+               keys.model_meta("job-h", keys.LAST_PARAMS_COPY),
+               keys.model_chunks("job-h", keys.LAST_PARAMS_COPY, 1)[0]]
     assert [key for key in lasting if key not in left] == []
     assert store.get_weights("job-h")[1] == 2 and store.read_copy("job-h", keys.LAST_PARAMS_COPY) is not None
     gone = sorted(set(written_once) - set(left))  # not renewed: they lived keep_s past their own write
@@ -162,3 +163,39 @@ def test_renewal_is_due_a_quarter_of_keep_s_after_a_store_objects_first_write():
     assert len(touched) == 1 and touched[0][1] == 40
     store.put_record("job-i", keys.heartbeat_name(0), {}, ttl_s=5)
     assert len(touched) == 1  # the next is due 10 s on
+
+
+def test_a_store_object_remembers_a_bounded_number_of_jobs_and_reads_a_forgotten_ones_config_again(monkeypatch):
+    from faasgd.store import expiry
+
+    monkeypatch.setattr(expiry, "MAX_KEPT_JOBS", 3)
+    store = memory_store()
+    for i in range(5):
+        store.put_record(f"job-{i}", keys.CONFIG, {"keep_s": 100 + i})
+    assert list(store._keep_by_job) == ["job-2", "job-3", "job-4"]
+    assert store.keep_s_of("job-0") == 100  # read from its config record again
+
+
+def test_a_renewal_on_redis_gives_a_key_left_without_expiry_one_and_leaves_a_pushs_watch_alone():
+    import redis
+
+    clock = StepClock()
+    store = open_store("redis://127.0.0.1:6379/0", client=fakeredis.FakeRedis())
+    store.renew_clock = clock
+    store.keep("job-j", 40)
+    store.set_weights("job-j", np.zeros(4, np.float32))
+    store.put_record("job-j", keys.JOB, {})
+    store.client.set(keys.record("job-j", keys.DONE), b"{}")  # a writer that forgot the expiry
+    store.client.expire(keys.record("job-j", keys.JOB), 5)  # a key close to its end
+    with store.client.pipeline(transaction=True) as push:
+        push.watch(keys.weights_version("job-j"))  # a push in flight, as redis_store's
+        clock.sleep(10)
+        store.put_record("job-j", keys.heartbeat_name(0), {}, ttl_s=5)  # due: the lasting keys are renewed
+        push.multi()
+        push.incr(keys.weights_version("job-j"))
+        try:
+            push.execute()
+        except redis.WatchError:
+            pytest.fail("the renewal broke a push's WATCH on the version (it had more than half of keep_s left)")
+    found = fakeredis_ttls(store, "job-j")
+    assert 39 < found[keys.record("job-j", keys.DONE)] <= 40 and 39 < found[keys.record("job-j", keys.JOB)] <= 40
