@@ -199,3 +199,15 @@ def test_a_renewal_on_redis_gives_a_key_left_without_expiry_one_and_leaves_a_pus
             pytest.fail("the renewal broke a push's WATCH on the version (it had more than half of keep_s left)")
     found = fakeredis_ttls(store, "job-j")
     assert 39 < found[keys.record("job-j", keys.DONE)] <= 40 and 39 < found[keys.record("job-j", keys.JOB)] <= 40
+
+
+def test_a_stacking_job_learns_its_keep_s_from_the_config_it_writes_first():
+    from faasgd.stacking import records
+    from faasgd.stacking.config import load_stacking
+
+    store = memory_store()
+    job_id = records.create_job(store, load_stacking({}, {"keep_s": 77}))
+    store.put_blob(job_id, keys.DATASET_OBJECT, b"rows")
+    found = memory_ttls(store, job_id)
+    assert missing_kinds(found, job_id, ("r:config", "r:state", "b:dataset")) == []
+    assert set(found.values()) == {77}
