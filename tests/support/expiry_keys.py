@@ -38,10 +38,11 @@ def redis_ttls(url: str, job_id: str) -> dict[str, float | None]:
         client.close()
 
 
-def memcached_ttls(url: str, job_id: str) -> dict[str, float | None]:
+def memcached_ttls(url: str, job_id: str, dumps: int = 3) -> dict[str, float | None]:
+    """The union of a few metadumps: one crawl can miss an item the LRU moves between its segments meanwhile."""
     parsed = parse_store_url(url)
     prefix, found = keys.job_prefix(job_id), {}
-    for line in metadump(parsed.host, parsed.port):
+    for line in [line for _ in range(dumps) for line in metadump(parsed.host, parsed.port)]:
         fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
         key = urllib.parse.unquote(fields.get("key", ""))
         if key.startswith(prefix):

@@ -115,7 +115,8 @@ class MemcachedStore(ParameterStore):
         found = self.client.gets_many(chunk_keys)
         current = {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)}
         floats, conflicts, retries = mpush.apply_chunks(self, job_id, meta, delta, None, current)
-        self._incr(keys.weights_version(job_id), 1, self._expiry(job_id))
+        if self.client.incr(keys.weights_version(job_id), 1, noreply=False) is not None:  # gone: JobNotFound below
+            self.client.touch(keys.weights_version(job_id), expire=self._expiry(job_id), noreply=False)
         version, steps, _ = self._read_weights(job_id, meta)  # base + the writers' pushes
         return Push(version, conflicts, retries, steps=steps), floats
 
