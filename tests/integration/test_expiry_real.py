@@ -97,13 +97,14 @@ def test_a_job_written_to_for_longer_than_keep_s_keeps_what_it_reads_then_expire
 
 
 def test_a_job_running_longer_than_keep_s_ends_done_with_its_result_readable(store_server):
-    job_id = create(store_server.url, 2, train_samples=3000, max_epochs=200, target_accuracy=1.0)
+    # keep_s 3: Memcached's clock ticks in whole seconds, so an item set to live 2 s may be gone after 1
+    job_id = create(store_server.url, 3, train_samples=3000, max_epochs=250, target_accuracy=1.0)
     answers = run_worker(store_server.url, job_id)
     assert answers[-1]["state"] == "finished"
     with open_store(store_server.url) as store:
         result = store.get_record(job_id, keys.RESULT)
-    assert result["state"] == "done" and result["epochs"] == 200
-    assert result["wall_s"] > 2  # it did outlast keep_s
+    assert result["state"] == "done" and result["epochs"] == 250
+    assert result["wall_s"] > 3  # it did outlast keep_s
 
 
 @pytest.mark.parametrize("start", [start_redis, start_memcached], ids=["redis", "memcached"])
