@@ -48,7 +48,7 @@ ORDER = ("dataset", "hidden_sizes", "activation", "dropout", "learning_rate", "b
          "max_epochs", "target_accuracy", "eval_every_samples", "seed", "store", "store_url", "train_samples",
          "test_samples", "validation_samples", "store_timeout_s", "store_topology", "local_store_url",
          "local_refresh_s", "lease_s", "start_timeout_s", "max_reinvocations", "profile_hz", "algorithm", "sync",
-         "model", "cnn_arch", "n_clusters", "local_steps", "admm_rho", "round_timeout_s", "channel")
+         "model", "cnn_arch", "n_clusters", "local_steps", "admm_rho", "round_timeout_s", "channel", "keep_s")
 FIELDS = {key: TrainConfig.model_fields[key] for key in ORDER}  # key -> pydantic FieldInfo (.default, .description)
 # Keys that were renamed: a body or flag using the old name is told the new one. `mode` clashed with
 # of-watchdog's own setting (of-watchdog reads `mode` from the container's environment).

@@ -37,7 +37,7 @@ def faas_cli_path() -> str:
 def runtime(tmp_path_factory, faas_cli_path):
     """A `faasgd up` (port 0) in a temporary folder: state, dir, url, password, an authenticated client."""
     directory = tmp_path_factory.mktemp("openfaas-runtime") / ".faasgd"
-    started = subprocess.run([sys.executable, "-m", "faasgd.cli", "up", "--port", "0", "--dir", str(directory)],
+    started = subprocess.run([sys.executable, "-m", "faasgd.cli", "up", "--port", "0", "--dir", str(directory), "--wait"],
                              capture_output=True, text=True, cwd=ROOT, timeout=180)
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())

@@ -589,7 +589,7 @@ def check_blobs(store):
     assert store.get_blob(job, "model:0") == data and store.get_blob(job, "empty") == b""
     store.put_blob(job, "model:0", data[:5])  # overwritten by a shorter one
     assert store.get_blob(job, "model:0") == data[:5]
-    store._put(keys.blob_chunks(job, "model:0", 1)[0], b"XXXXX", 0)  # a chunk changed under its meta
+    store._put(keys.blob_chunks(job, "model:0", 1)[0], b"XXXXX", 60)  # a chunk changed under its meta
     with pytest.raises(StoreError, match="does not match"):
         store.get_blob(job, "model:0")
     store.put_blob(job, "residual:0:3", data)

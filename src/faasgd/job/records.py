@@ -34,6 +34,7 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
     """Initialise the network (seeded) and write the job's records; returns the job id."""
     job_id = job_id or new_job_id()
     train_rows, validation_rows = holdout(config)  # refused before anything is written
+    store.keep(job_id, config.keep_s)  # every key below expires keep_s after its last write (store/expiry.py)
     sizes = network_sizes(config)
     net = network(config)
     weights = net.init_params(np.random.default_rng(config.seed)) if config.model in ("mlp", "cnn") \

@@ -15,6 +15,7 @@ from faasgd.config_model import (LOCATION_KEYS, Choice, ConfigModel, Flag, Float
                                  check_body, describe, environment_values, refuse_locations, require_object)
 from faasgd.errors import ConfigError
 from faasgd.stacking.models import DEFAULT_MODELS, ModelSpec, parse_models
+from faasgd.store.expiry import DEFAULT_KEEP_S, MAX_KEEP_S, MIN_KEEP_S
 
 TRANSFERS = ("inline", "store", "s3")  # vSwarm's TRANSFER_TYPE; s3: the function's S3-compatible space (faasgd.channels)
 AVAILABLE_TRANSFERS = TRANSFERS
@@ -45,6 +46,9 @@ class StackingConfig(ConfigModel):
         "a store the function has configured, by name (its `stores`); \"\": its store_url"))
     call_timeout_s: Float(0.0, 86400.0, low_open=True) = Field(300.0, description=(
         "how long the driver waits for each function it calls"))
+    keep_s: Int(MIN_KEEP_S, MAX_KEEP_S) = Field(DEFAULT_KEEP_S, description=(
+        "the job's keys in its store expire this many seconds after its last write (7 days; 1 s to 30 days); "
+        "a result stays readable that long"))
 
     def to_dict(self) -> dict[str, Any]:
         out = {key: getattr(self, key) for key in FIELDS}

@@ -4,7 +4,7 @@ Public methods validate their arguments, build keys (keys.py), encode values (co
 few backend primitives inside `self._errors()`, the one place where a backend maps its client's
 exceptions to StoreUnavailable / StoreTimeout / StoreError. A public method never lets a raw backend
 exception out. The parts that are not weights are mixed in: records (records.py), blobs (blobs.py),
-kept copies of parameters (copies.py) and the clocks (clock.py).
+kept copies of parameters (copies.py), the clocks (clock.py) and every write's expiry (expiry.py).
 
 Concurrency contract of push_update: every call adds its delta exactly once (no lost update). How
 a backend achieves it (optimistic transaction, per-chunk CAS, lock) is in its module docstring.
@@ -30,11 +30,12 @@ from faasgd.store import codec, keys, push_codec
 from faasgd.store.blobs import BlobsMixin
 from faasgd.store.clock import ClockMixin
 from faasgd.store.copies import CopiesMixin
+from faasgd.store.expiry import MAX_KEEP_S, ExpiryMixin
 from faasgd.store.push import LostRace, Push, PushId, Snapshot, check_record, may_replace, steps_of
 from faasgd.store.records import RecordsMixin
 from faasgd.store.update_rule import SUM, UpdateRule
 
-MAX_TTL_S = 30 * 24 * 3600  # memcached reads larger expiries as unix timestamps
+MAX_TTL_S = MAX_KEEP_S  # memcached reads larger expiries as unix timestamps
 
 
 def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
@@ -42,7 +43,7 @@ def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
     return [keys.worker(job_id, w) for w in range(meta.writers)]
 
 
-class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC):
+class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMixin, abc.ABC):
     """A job's parameters (chunked float32 weights + version) and small JSON records, in a shared store."""
 
     def __init__(
@@ -59,6 +60,8 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC)
         self.chunk_floats = codec.check_chunk_floats(chunk_floats)
         self.conflict_policy = replace(PUSH_CONFLICT, deadline_s=retry_deadline_s, max_attempts=max_retries + 1)
         self._meta: dict[str, codec.WeightsMeta] = {}  # per job; never changes once written
+        self._keep_by_job: dict[str, int] = {}  # per job: its keys' expiry (expiry.py)
+        self._renewed_at: dict[str, float] = {}  # per job: when its lasting keys were last renewed (expiry.py)
         # Test hook: called with job_id between the read and the conditional write of push_update,
         # so a test can make another client write there and provoke a real conflict.
         self._after_read_hook: Callable[[str], None] | None = None
@@ -87,8 +90,9 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC)
             raise ConfigError("update_rule", f"must be an UpdateRule, got {type(rule).__name__}")
         data = codec.as_vector(flat, "flat")
         meta = codec.WeightsMeta(data.size, max(1, self.chunk_floats // rule.width), writers, rule)
+        ttl = self._expiry(job_id)
         with self._errors():
-            self._write_weights(job_id, codec.meta_to_bytes(meta), codec.encode_chunks(data, meta), version)
+            self._write_weights(job_id, codec.meta_to_bytes(meta), codec.encode_chunks(data, meta), version, ttl)
         self._meta[job_id] = meta
 
     def get_weights(self, job_id: str, out: np.ndarray | None = None) -> tuple[np.ndarray, int]:
@@ -147,9 +151,9 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC)
     def update_worker(self, job_id: str, worker_id: int, record: dict) -> bool:
         """Write a worker's record between pushes (progress, an epoch's end, the end) unless the stored one
         is further on (more pushes, or final): False then, and nothing is written (store/push.py)."""
-        key, data = keys.worker(job_id, worker_id), codec.record_to_bytes(record)
+        key, data, ttl = keys.worker(job_id, worker_id), codec.record_to_bytes(record), self._expiry(job_id)
         with self._errors():
-            return self._update_worker(key, data, lambda stored: may_replace(stored, record))
+            return self._update_worker(key, data, lambda stored: may_replace(stored, record), ttl)
 
     def recover_worker(self, job_id: str, worker_id: int) -> None:
         """Finish a push of this worker that a crash left half-applied (Memcached; elsewhere pushes are
@@ -159,7 +163,9 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC)
         """Another store object on the same store, with a client of its own (for another thread)."""
         if getattr(self, "_reopen", None) is None:
             return self  # a store on an injected client (tests): that client is all there is
-        return self._reopen()
+        other = self._reopen()
+        other._keep_by_job.update(self._keep_by_job)  # the jobs' expiries this object was told (expiry.py)
+        return other
 
     def authoritative(self) -> "ParameterStore":
         """The store holding the authoritative parameters: itself (a cache in front of it returns the store behind)."""
@@ -259,7 +265,7 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC)
     @staticmethod
     def _ttl(ttl_s: int) -> int:
         if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 <= ttl_s <= MAX_TTL_S:
-            raise ConfigError("ttl_s", f"must be an integer 0 (no expiry) to {MAX_TTL_S}, got {ttl_s!r}")
+            raise ConfigError("ttl_s", f"must be an integer 0 (the job's keep_s) to {MAX_TTL_S}, got {ttl_s!r}")
         return ttl_s
 
     @contextlib.contextmanager
@@ -289,18 +295,21 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, abc.ABC)
         """The server's clock (seconds since the epoch)."""
 
     @abc.abstractmethod
-    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
-        """Write meta, all chunks and version 0; a concurrent push must not survive it half-applied."""
+    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int, ttl_s: int) -> None:
+        """Write meta, all chunks and the version, each expiring `ttl_s` from now; a concurrent push must not
+        survive it half-applied."""
 
     @abc.abstractmethod
     def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
               record: dict | None) -> tuple[Push, list[bytes]]:
         """Add `delta` once (lost races redone with `_until_won`; with a push id, exactly once, the record
-        written with it); (what it saw, the weights' chunks as the push left them)."""
+        written with it); (what it saw, the weights' chunks as the push left them). Every key it writes
+        expires `self._expiry(job_id)` from now."""
 
     @abc.abstractmethod
-    def _update_worker(self, key: str, data: bytes, allowed) -> bool:
-        """Replace the record at `key` with `data` if `allowed(stored record or None)`, atomically."""
+    def _update_worker(self, key: str, data: bytes, allowed, ttl_s: int) -> bool:
+        """Replace the record at `key` with `data` (expiring `ttl_s` from now) if `allowed(stored record or
+        None)`, atomically."""
 
     @abc.abstractmethod
     def _get_many(self, names: list[str]) -> list[bytes | None]:

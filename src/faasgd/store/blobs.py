@@ -23,10 +23,11 @@ class BlobsMixin:
     """put_blob / get_blob on the store's _put and _get_many primitives (mixed into ParameterStore)."""
 
     def put_blob(self, job_id: str, name: str, data: bytes, ttl_s: int = 0) -> None:
-        """Write blob `name` of a job (overwrites one of the same name)."""
+        """Write blob `name` of a job (overwrites one of the same name); it expires after `ttl_s` (0: the job's
+        keep_s, store/expiry.py)."""
         if not isinstance(data, (bytes, bytearray)) or len(data) > MAX_BLOB_BYTES:
             raise ConfigError("data", f"must be bytes, at most {MAX_BLOB_BYTES}, got {type(data).__name__}")
-        ttl = self._ttl(ttl_s)
+        ttl = self._expiry(job_id, self._ttl(ttl_s))
         count = -(-len(data) // BLOB_CHUNK_BYTES)
         meta = json.dumps({"length": len(data), "chunks": count, "sha256": hashlib.sha256(data).hexdigest()}).encode()
         names = keys.blob_chunks(job_id, name, count)

@@ -17,14 +17,15 @@ class CopiesMixin:
 
     def keep_copy(self, job_id: str, name: str, flat: np.ndarray) -> None:
         """Write a copy of parameters that pushes never change (`m:<name>`), chunked below the item limit;
-        its meta last, so a copy whose meta is there is whole. Overwrites a copy of the same name."""
+        its meta last, so a copy whose meta is there is whole. Overwrites a copy of the same name. It expires
+        with the job's other keys (store/expiry.py)."""
         data = codec.as_vector(flat, "flat")
         meta = codec.WeightsMeta(data.size, self.chunk_floats)
-        names = keys.model_chunks(job_id, name, meta.chunks)
+        names, ttl = keys.model_chunks(job_id, name, meta.chunks), self._expiry(job_id)
         with self._errors():
             for key, chunk in zip(names, codec.encode_chunks(data, meta)):
-                self._put(key, chunk, 0)
-            self._put(keys.model_meta(job_id, name), codec.meta_to_bytes(meta), 0)
+                self._put(key, chunk, ttl)
+            self._put(keys.model_meta(job_id, name), codec.meta_to_bytes(meta), ttl)
 
     def read_copy(self, job_id: str, name: str) -> np.ndarray | None:
         """A copy written by keep_copy (float32), or None when there is none (or it is not whole yet)."""

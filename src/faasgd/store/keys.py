@@ -16,6 +16,10 @@ Keys, prefixed `faasgd:{job_id}:` (one letter per namespace, so names of differe
     b:{name}:{i}  chunk i of that blob
 Job ids may not contain ':' (that would make one job's prefix another's key); record names may.
 All keys stay below memcached's 250-byte limit: 7 + 64 + 1 + 2 + 128 < 250.
+Every key above expires: `keep_s` (the job's config, 7 days by default, 1 s to 30 days) after its last write,
+each write refreshing it, and the keys a job reads throughout renewed while the job is written to; leases,
+heartbeats and claims keep their own shorter expiry, capped at keep_s. How each backend writes it, what is
+renewed, and where a store learns a job's keep_s: store/expiry.py.
 
 Names inside the job's key space (the `{name}` above), each built by a constant or function below:
     records   config, job, done, result, lost (faasgd.job.records, faasgd.job.ending); state (a stacking job);

@@ -14,6 +14,8 @@ push ends applied exactly once. A client retry after a timeout at any step redoe
 missing. The version is derived, not counted: `w:version` (pushes without ids, and a copy's base)
 plus the `pushes` of every writer's record, so it can never drift from the sum of the pushes; the
 steps the weights hold likewise (their `pushed_steps`, store/push.py), as of the push's first read.
+Every item written (chunks, copies, records) carries the job's expiry (store/expiry.py), refreshed by each
+write; a half-applied push's copy expires with the job's other keys.
 What Memcached cannot promise: it may evict any key under memory pressure (size it with -m, and the
 README says so); a lost chunk, record or copy is reported as lost state, never silently rebuilt.
 """
@@ -83,7 +85,7 @@ def push_with_id(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
                 0, 0)
     write_copy(store, job_id, meta, delta, push_id, record)
     floats, conflicts, retries = apply_chunks(store, job_id, meta, delta, push_id, current)
-    commit(store, worker_key, token, record, push_id)
+    commit(store, worker_key, token, record, push_id, store._expiry(job_id))
     return other_pushes + push_id.seq, other_steps + steps_of([record]), floats, outcome, conflicts, retries
 
 
@@ -91,7 +93,7 @@ def write_copy(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, p
     wire = codec.encode_delta(delta, meta)
     values = dict(zip(keys.pending_chunks(job_id, push_id.worker, meta.chunks), wire))
     values[keys.pending(job_id, push_id.worker)] = codec.record_to_bytes({"seq": push_id.seq, "record": record})
-    refused = store.client.set_many(values, noreply=False)
+    refused = store.client.set_many(values, expire=store._expiry(job_id), noreply=False)
     if refused:
         raise StoreError(store.url, f"memcached refused {len(refused)} keys of a push copy of job {job_id!r}")
 
@@ -103,6 +105,7 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
     chunk_keys = keys.weights_chunks(job_id, meta.chunks)
     floats: list[bytes] = [b""] * meta.chunks
     seen = {"pending": list(range(meta.chunks)), "conflicts": 0, "first": True}
+    ttl_s = store._expiry(job_id)
 
     def attempt() -> None:
         if not seen["first"]:
@@ -121,7 +124,7 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
                 continue
             new = store._added(job_id, old, delta, meta, i)
             header = applied if push_id is None else {**applied, push_id.worker: push_id.seq}
-            stored = store.client.cas(chunk_keys[i], join(header, new), token, noreply=False)
+            stored = store.client.cas(chunk_keys[i], join(header, new), token, expire=ttl_s, noreply=False)
             if stored is None:
                 raise StateLost(store.url, f"job {job_id!r}: weight chunk {i} vanished during push_update")
             if stored:
@@ -134,16 +137,17 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
 
     _, retries = store._until_won(lambda: (attempt(),), job_id)
     if seen["conflicts"]:
-        store._incr(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"])
+        store._incr(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"], ttl_s)
     return floats, seen["conflicts"], retries
 
 
-def commit(store, worker_key: str, token, record: dict, push_id: PushId) -> None:
-    """Write the worker's record (pushes = seq): the push's commit. Done already by a roll-forward is fine."""
+def commit(store, worker_key: str, token, record: dict, push_id: PushId, ttl_s: int) -> None:
+    """Write the worker's record (pushes = seq), expiring `ttl_s` from now: the push's commit. Done already by
+    a roll-forward is fine."""
     data = codec.record_to_bytes(record)
     for _ in range(100):
-        done = store.client.add(worker_key, data, noreply=False) if token is None else \
-            store.client.cas(worker_key, data, token, noreply=False)
+        done = store.client.add(worker_key, data, expire=ttl_s, noreply=False) if token is None else \
+            store.client.cas(worker_key, data, token, expire=ttl_s, noreply=False)
         if done:
             return
         stored, token = store.client.gets(worker_key)
@@ -171,7 +175,7 @@ def roll_forward(store, job_id: str, worker_id: int) -> None:
     chunk_keys = keys.weights_chunks(job_id, meta.chunks)
     found = store.client.gets_many(chunk_keys)
     apply_chunks(store, job_id, meta, delta, push_id, {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)})
-    commit(store, worker_key, token, copy["record"], push_id)
+    commit(store, worker_key, token, copy["record"], push_id, store._expiry(job_id))
 
 
 def strip(store, job_id: str, raw: bytes | None, index: int) -> bytes | None:

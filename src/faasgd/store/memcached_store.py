@@ -14,8 +14,9 @@ part of its delta applied; a timed-out cas is not retried because its outcome is
 Memcached may evict items under memory pressure: a missing chunk raises StoreError.
 
 Records: JSON bytes (`set`, `add` for set-if-absent, `get_many`); counters: `incr`, creating the
-key with `add` of "0" when missing; events: an incr'd count plus one key per event (a reader skips
-an index whose key is not written yet or was evicted).
+key with `add` of "0" when missing, then `touch` (incr keeps an item's expiry; store/expiry.py);
+events: an incr'd count plus one key per event (a reader skips an index whose key is not written
+yet or was evicted). Every write carries the job's expiry (store/expiry.py).
 """
 
 from __future__ import annotations
@@ -77,11 +78,11 @@ class MemcachedStore(ParameterStore):
             raise StoreError(self.url, "memcached's stats carry no time")
         return float(int(value))
 
-    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
+    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int, ttl_s: int) -> None:
         values = dict(zip(keys.weights_chunks(job_id, len(chunks)), (mpush.join({}, c) for c in chunks)))
         values[keys.weights_meta(job_id)] = meta
         values[keys.weights_version(job_id)] = str(version).encode()
-        refused = self.client.set_many(values, noreply=False)
+        refused = self.client.set_many(values, expire=ttl_s, noreply=False)
         if refused:
             raise StoreError(self.url, f"memcached refused {len(refused)} keys of job {job_id!r} "
                                        f"(item larger than its -I limit?)")
@@ -114,17 +115,18 @@ class MemcachedStore(ParameterStore):
         found = self.client.gets_many(chunk_keys)
         current = {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)}
         floats, conflicts, retries = mpush.apply_chunks(self, job_id, meta, delta, None, current)
-        self.client.incr(keys.weights_version(job_id), 1, noreply=False)
+        if self.client.incr(keys.weights_version(job_id), 1, noreply=False) is not None:  # gone: JobNotFound below
+            self.client.touch(keys.weights_version(job_id), expire=self._expiry(job_id), noreply=False)
         version, steps, _ = self._read_weights(job_id, meta)  # base + the writers' pushes
         return Push(version, conflicts, retries, steps=steps), floats
 
-    def _update_worker(self, key: str, data: bytes, allowed) -> bool:
+    def _update_worker(self, key: str, data: bytes, allowed, ttl_s: int) -> bool:
         for _ in range(100):
             stored, token = self.client.gets(key)
             if not allowed(self._decode(codec.record_from_bytes, stored, "worker record")):
                 return False
-            done = self.client.add(key, data, noreply=False) if stored is None else \
-                self.client.cas(key, data, token, noreply=False)
+            done = self.client.add(key, data, expire=ttl_s, noreply=False) if stored is None else \
+                self.client.cas(key, data, token, expire=ttl_s, noreply=False)
             if done:
                 return True
         raise StoreError(self.url, f"{key}: could not write the worker record (it keeps changing)")
@@ -142,18 +144,25 @@ class MemcachedStore(ParameterStore):
     def _delete(self, key: str) -> None:
         self.client.delete(key, noreply=False)
 
-    def _incr(self, key: str, by: int) -> int:
+    def _touch(self, names: list[str], ttl_s: int) -> None:
+        for name in names:  # memcached has no multi-key touch
+            self.client.touch(name, expire=ttl_s, noreply=False)
+
+    def _incr(self, key: str, by: int, ttl_s: int) -> int:
+        """incr keeps an item's expiry: created by `add` with it, then pushed on by `touch` (a lost race with
+        another creator is fine)."""
         value = self.client.incr(key, by, noreply=False)
         if value is None:
-            self.client.add(key, b"0", noreply=False)  # lost race with another creator is fine
+            self.client.add(key, b"0", expire=ttl_s, noreply=False)
             value = self.client.incr(key, by, noreply=False)
         if value is None:
             raise StoreError(self.url, f"counter {key!r} vanished right after it was created")
+        self.client.touch(key, expire=ttl_s, noreply=False)
         return int(value)
 
-    def _append_event(self, job_id: str, data: bytes) -> None:
-        index = self._incr(keys.events(job_id), 1) - 1
-        self.client.set(keys.event(job_id, index), data, noreply=False)
+    def _append_event(self, job_id: str, data: bytes, ttl_s: int) -> None:
+        index = self._incr(keys.events(job_id), 1, ttl_s) - 1
+        self.client.set(keys.event(job_id, index), data, expire=ttl_s, noreply=False)
 
     def _events(self, job_id: str, start: int) -> list[bytes]:
         count = self._int(self.client.get(keys.events(job_id))) or 0

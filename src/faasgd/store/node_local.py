@@ -4,7 +4,8 @@ A background thread copies the global weights (and their version) into the node-
 `refresh_s`. Every worker process on the node runs such a thread, but a lock record with a TTL of
 `refresh_s` in the cache lets only one of them refresh per interval. Workers see parameters up to
 about `refresh_s` old; the staleness they report at push (other workers' steps applied since the
-parameters they stepped from) includes that. When the cache is empty, unreachable or lost, a fetch falls back to
+parameters they stepped from) includes that. The cache's copy of a job expires like the job's keys in the
+global store (its keep_s, store/expiry.py). When the cache is empty, unreachable or lost, a fetch falls back to
 the global store (and seeds the cache).
 
 The cache copy does not carry the minibatch steps its weights hold (`fetch` answers steps None), so
@@ -62,6 +63,7 @@ class NodeLocalStore:
     def get_weights(self, job_id: str, out: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """The cached parameters and the global version they are a copy of."""
         self._last_fetch[job_id] = time.monotonic()
+        self.local.keep(job_id, self.global_store.keep_s_of(job_id))  # the copy expires like the job's keys
         self._ensure_refresher(job_id)
         try:
             return self.local.get_weights(job_id, out=out)
@@ -82,6 +84,7 @@ class NodeLocalStore:
         """Copy the global weights into the cache unless another process did this interval."""
         bucket = int(self.clock() / self.refresh_s)  # one refresh per interval, whatever its length
         ttl = max(1, math.ceil(2 * self.refresh_s))  # the lock only has to outlive its interval
+        self._refresh_local.keep(job_id, self._refresh_global.keep_s_of(job_id))
         if not self._refresh_local.add_record(job_id, keys.cache_refresh_name(bucket), {"at": self.clock()}, ttl_s=ttl):
             return False
         weights, version = self._refresh_global.get_weights(job_id)

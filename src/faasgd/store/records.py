@@ -1,7 +1,8 @@
 """A job's small JSON records, counters and event log: the part of the store API that is not weights.
 
-Mixed into ParameterStore; each method validates, builds the key (keys.py), encodes (codec.py) and
-calls one backend primitive inside the store's `_errors()`, which maps client exceptions.
+Mixed into ParameterStore; each method validates, builds the key (keys.py), encodes (codec.py), decides
+the write's expiry (expiry.py) and calls one backend primitive inside the store's `_errors()`, which maps
+client exceptions.
 """
 
 from __future__ import annotations
@@ -16,14 +17,18 @@ class RecordsMixin(abc.ABC):
     """Records (JSON objects), counters (integers that only grow) and an ordered event log per job."""
 
     def put_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> None:
-        """Write JSON record `name` of a job (ttl_s 0: no expiry)."""
+        """Write JSON record `name` of a job; it expires after `ttl_s` (0: the job's keep_s, store/expiry.py)."""
         key, data, ttl = keys.record(job_id, name), codec.record_to_bytes(value), self._ttl(ttl_s)
+        self._learn(job_id, name, value)
+        ttl = self._expiry(job_id, ttl)
         with self._errors():
             self._put(key, data, ttl)
 
     def add_record(self, job_id: str, name: str, value: dict, ttl_s: int = 0) -> bool:
         """Create record `name` only if absent (atomically); True if this call created it."""
         key, data, ttl = keys.record(job_id, name), codec.record_to_bytes(value), self._ttl(ttl_s)
+        self._learn(job_id, name, value)
+        ttl = self._expiry(job_id, ttl)
         with self._errors():
             return self._add(key, data, ttl)
 
@@ -59,15 +64,17 @@ class RecordsMixin(abc.ABC):
         if isinstance(by, bool) or not isinstance(by, int) or by < 0:
             raise ConfigError("by", f"must be a non-negative integer (memcached counters only grow), got {by!r}")
         key = keys.counter(job_id, name)
+        ttl = self._expiry(job_id)
         with self._errors():
-            return self._incr(key, by)
+            return self._incr(key, by, ttl)
 
     def append_event(self, job_id: str, event: dict) -> None:
         """Append a JSON event to the job's ordered log."""
         keys.check_job_id(job_id)
         data = codec.record_to_bytes(event)
+        ttl = self._expiry(job_id)
         with self._errors():
-            self._append_event(job_id, data)
+            self._append_event(job_id, data, ttl)
 
     def events(self, job_id: str, start: int = 0) -> list[dict]:
         """The job's events from index `start` on, oldest first."""
@@ -80,19 +87,27 @@ class RecordsMixin(abc.ABC):
 
     # ---- backend primitives (called inside self._errors()) ---------------------------------
     @abc.abstractmethod
-    def _put(self, key: str, data: bytes, ttl_s: int) -> None: ...
+    def _put(self, key: str, data: bytes, ttl_s: int) -> None:
+        """Write `key`, expiring `ttl_s` (> 0) from now (a previous expiry is replaced, never dropped)."""
 
     @abc.abstractmethod
-    def _add(self, key: str, data: bytes, ttl_s: int) -> bool: ...
+    def _add(self, key: str, data: bytes, ttl_s: int) -> bool:
+        """Create `key` expiring `ttl_s` (> 0) from now unless it exists; True if this call created it."""
 
     @abc.abstractmethod
     def _delete(self, key: str) -> None: ...
 
     @abc.abstractmethod
-    def _incr(self, key: str, by: int) -> int: ...
+    def _touch(self, names: list[str], ttl_s: int) -> None:
+        """Make each of `names` that exists expire `ttl_s` from now (absent ones stay absent)."""
 
     @abc.abstractmethod
-    def _append_event(self, job_id: str, data: bytes) -> None: ...
+    def _incr(self, key: str, by: int, ttl_s: int) -> int:
+        """Add `by` to the counter at `key` (created at 0), which then expires `ttl_s` from now."""
+
+    @abc.abstractmethod
+    def _append_event(self, job_id: str, data: bytes, ttl_s: int) -> None:
+        """Append to the job's event log, which then expires `ttl_s` from now."""
 
     @abc.abstractmethod
     def _events(self, job_id: str, start: int) -> list[bytes]: ...

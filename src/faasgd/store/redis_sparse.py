@@ -115,11 +115,12 @@ local function updated(key, raw, bits, values, a, b, g_bits, rule, c1, c2)
 end
 
 -- KEYS: version, [worker record], other writers' records, every weight chunk
--- ARGV: has_worker, others, seq, record, rule, c1, c2, length, chunk_floats, pairs per chunk...
+-- ARGV: has_worker, others, seq, record, rule, c1, c2, length, chunk_floats, the record's expiry (s; 0: none),
+--       pairs per chunk...
 local function sparse_add(keys, args)
   local has_worker, others, seq, record = tonumber(args[1]), tonumber(args[2]), tonumber(args[3]), args[4]
   local rule, c1, c2 = args[5], tonumber(args[6]), tonumber(args[7])
-  local length, per_chunk = tonumber(args[8]), tonumber(args[9])
+  local length, per_chunk, expiry = tonumber(args[8]), tonumber(args[9]), tonumber(args[10])
   local width, first = (rule == 'adagrad') and 2 or 1, 2 + has_worker + others
   local head = redis.call('MGET', unpack(keys, 1, first - 1))
   if not head[1] then return redis.error_reply('FAASGD_NO_JOB') end
@@ -131,7 +132,7 @@ local function sparse_add(keys, args)
     if size ~= span * width * 4 then
       return redis.error_reply(name .. ' has ' .. size .. ' bytes, expected ' .. span * width * 4)
     end
-    local bits, values, why = parsed(args[9 + c], span)
+    local bits, values, why = parsed(args[10 + c], span)
     if why then return redis.error_reply(name .. ': ' .. why) end
     local dense = #bits * 256 >= size  -- above ~1.5% of a chunk's weights one GET reads faster than BITFIELD_RO
     chunks[c] = {key = keys[first + c - 1], bits = bits, values = values, g_bits = span * 32, dense = dense}
@@ -153,7 +154,9 @@ local function sparse_add(keys, args)
       redis.call('BITFIELD', chunk.key, unpack(set))
     end
   end
-  if has_worker == 1 then redis.call('SET', keys[2], record) end
+  if has_worker == 1 then
+    if expiry > 0 then redis.call('SET', keys[2], record, 'EX', expiry) else redis.call('SET', keys[2], record) end
+  end
   reply[1], reply[2] = 1, redis.call('INCR', keys[1])
   return reply
 end

@@ -17,7 +17,9 @@ atomic call with the same push id and record (redis_sparse.py; the client path w
 
 Failure semantics: redis-py reconnects once after a dropped connection. If the connection is lost
 while EXEC is in flight the push's outcome is unknown, so it is not retried: StoreUnavailable says so.
-Records are plain string keys with JSON (SET, SET NX EX, MGET, INCRBY); events a list (RPUSH, LRANGE).
+Records are plain string keys with JSON (SET EX, SET NX EX, MGET, INCRBY); events a list (RPUSH, LRANGE).
+Every write carries the job's expiry (store/expiry.py): SET ... EX, or EXPIRE in the same MULTI after MSET,
+INCRBY and RPUSH.
 """
 
 from __future__ import annotations
@@ -34,6 +36,13 @@ from faasgd.store import codec, keys, meter, redis_sparse
 from faasgd.store.base import ParameterStore, writer_keys
 from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 from faasgd.store.url import StoreUrl
+
+
+def expire(pipe, names: list[str], ttl_s: int) -> None:
+    """Queue an EXPIRE of each key on `pipe`: after MSET, INCRBY or RPUSH in the same MULTI, none of which
+    can carry an expiry (MSET and SET without EX even drop one; store/expiry.py)."""
+    for name in names:
+        pipe.expire(name, ttl_s)
 
 
 def connect(url: StoreUrl, password: str | None, timeout_s: float) -> redis.Redis:
@@ -83,12 +92,14 @@ class RedisStore(ParameterStore):
         seconds, micros = self.client.time()
         return seconds + micros / 1e6
 
-    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int = 0) -> None:
+    def _write_weights(self, job_id: str, meta: bytes, chunks: list[bytes], version: int, ttl_s: int) -> None:
+        chunk_keys = keys.weights_chunks(job_id, len(chunks))
         with self.client.pipeline(transaction=True) as pipe:
             if chunks:
-                pipe.mset(dict(zip(keys.weights_chunks(job_id, len(chunks)), chunks)))
-            pipe.set(keys.weights_meta(job_id), meta)
-            pipe.set(keys.weights_version(job_id), str(version).encode())  # aborts any push WATCHing this job
+                pipe.mset(dict(zip(chunk_keys, chunks)))
+                expire(pipe, chunk_keys, ttl_s)
+            pipe.set(keys.weights_meta(job_id), meta, ex=ttl_s)
+            pipe.set(keys.weights_version(job_id), str(version).encode(), ex=ttl_s)  # aborts any push WATCHing it
             pipe.execute()
 
     def _get_many(self, names: list[str]) -> list[bytes | None]:
@@ -101,6 +112,7 @@ class RedisStore(ParameterStore):
         worker_key = [keys.worker(job_id, push_id.worker)] if push_id else []
         others = [k for k in writer_keys(job_id, meta) if k not in worker_key]  # their steps: read, WATCHed by version
         seen = {"conflicts": 0, "reconnected": False}
+        ttl_s = self._expiry(job_id)
 
         def attempt() -> tuple[int, int, list[bytes], str]:
             committing = False
@@ -126,7 +138,8 @@ class RedisStore(ParameterStore):
                         pipe.set(worker_key[0], codec.record_to_bytes(record))
                     if seen["conflicts"]:  # the store's count, likewise
                         pipe.incrby(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"])
-                    pipe.incr(version_key)
+                    expire(pipe, [*chunk_keys, *worker_key, keys.counter(job_id, keys.CONFLICTS), version_key], ttl_s)
+                    pipe.incr(version_key)  # INCR keeps the expiry just set
                     committing = True
                     return int(pipe.execute()[-1]), steps + steps_of([record]), new, APPLY
                 except redis.WatchError as e:
@@ -160,7 +173,7 @@ class RedisStore(ParameterStore):
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         args = [len(worker_key), len(others), push_id.seq if push_id else 0,
                 codec.record_to_bytes(record) if push_id else b"", *redis_sparse.rule_arguments(meta.rule),
-                meta.length, meta.chunk_floats, *redis_sparse.pairs_by_chunk(payload, meta)]
+                meta.length, meta.chunk_floats, self._expiry(job_id), *redis_sparse.pairs_by_chunk(payload, meta)]
         try:
             reply, chunks = self._server_add.call(self.client, [keys.weights_version(job_id), *worker_key, *others,
                                                                 *chunk_keys], args, chunk_keys if returning else [],
@@ -185,7 +198,7 @@ class RedisStore(ParameterStore):
             return JobNotFound(job_id)
         return StoreError(self.url, f"job {job_id!r}: {text.removeprefix(redis_sparse.BAD).strip()}")
 
-    def _update_worker(self, key: str, data: bytes, allowed) -> bool:
+    def _update_worker(self, key: str, data: bytes, allowed, ttl_s: int) -> bool:
         while True:
             with self.client.pipeline(transaction=True) as pipe:
                 try:
@@ -193,7 +206,7 @@ class RedisStore(ParameterStore):
                     if not allowed(self._decode(codec.record_from_bytes, pipe.get(key), "worker record")):
                         return False
                     pipe.multi()
-                    pipe.set(key, data)
+                    pipe.set(key, data, ex=ttl_s)
                     pipe.execute()
                     return True
                 except redis.WatchError as e:
@@ -201,19 +214,38 @@ class RedisStore(ParameterStore):
                         raise self._map(e.__context__, "connection lost while writing a worker record") from None
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
-        self.client.set(key, data, ex=ttl_s or None)
+        self.client.set(key, data, ex=ttl_s)
 
     def _add(self, key: str, data: bytes, ttl_s: int) -> bool:
-        return bool(self.client.set(key, data, ex=ttl_s or None, nx=True))
+        return bool(self.client.set(key, data, ex=ttl_s, nx=True))
 
     def _delete(self, key: str) -> None:
         self.client.delete(key)
 
-    def _incr(self, key: str, by: int) -> int:
-        return int(self.client.incrby(key, by))
+    def _touch(self, names: list[str], ttl_s: int) -> None:
+        """Only keys with less than half of `ttl_s` left (or, by a writer that forgot it, none): an EXPIRE counts
+        as a write to a WATCH, and a key a push writes (the version WATCHed by every push) always has more."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.pttl(name)
+            left = pipe.execute()
+        due = [name for name, ms in zip(names, left) if ms == -1 or 0 <= ms < ttl_s * 500]
+        if due:
+            with self.client.pipeline(transaction=False) as pipe:
+                expire(pipe, due, ttl_s)
+                pipe.execute()
 
-    def _append_event(self, job_id: str, data: bytes) -> None:
-        self.client.rpush(keys.events(job_id), data)
+    def _incr(self, key: str, by: int, ttl_s: int) -> int:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.incrby(key, by)
+            pipe.expire(key, ttl_s)
+            return int(pipe.execute()[0])
+
+    def _append_event(self, job_id: str, data: bytes, ttl_s: int) -> None:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.rpush(keys.events(job_id), data)
+            pipe.expire(keys.events(job_id), ttl_s)
+            pipe.execute()
 
     def _events(self, job_id: str, start: int) -> list[bytes]:
         return self.client.lrange(keys.events(job_id), start, -1)

@@ -34,7 +34,8 @@ def test_only_the_served_methods(store, function):
 
 
 @pytest.mark.parametrize("body, field", [({"transfer": "s3"}, "transfer"), ({"store_url": "redis://x:1/0"}, "store_url"),
-                                         ({"store": "elsewhere"}, "store"), ({"trainers": 2}, "trainers")])
+                                         ({"store": "elsewhere"}, "store"), ({"trainers": 2}, "trainers"),
+                                         ({"keep_s": 0}, "keep_s"), ({"keep_s": 31 * 86400}, "keep_s")])
 def test_the_driver_refuses_bad_bodies_and_writes_nothing(store, body, field):
     with pytest.raises(ConfigError) as info:
         load_handler("stacking-driver").handle(FakeEvent("POST", body), None)
