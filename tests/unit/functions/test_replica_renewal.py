@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -56,6 +57,8 @@ def renewal(server, busy=False, draining=False):
 
 
 def test_a_worker_ending_where_tensorflow_is_loaded_asks_for_a_renewal(monkeypatch):
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)  # an earlier test of this process may have loaded it
+    monkeypatch.setattr(replica_renewal, "_asked", threading.Event())  # ... and asked for a renewal then
     with replica_cache.training_call() as ended:
         ended["worker"] = True
     assert not replica_renewal.asked()  # no TensorFlow here: nothing to shed
