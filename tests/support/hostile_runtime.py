@@ -81,7 +81,8 @@ def runtime_up(directory: Path, stack: Path | str | None = None, *up_args):
     """`faasgd up` on a free port in `directory` (the repository's stack, replicas draining for 1 s, unless `stack`;
     `up_args` more flags of `faasgd up`); `faasgd down` afterwards, every process checked gone."""
     stack = stack or stacks.stack_copy(ROOT, Path(directory).parent / "stack")
-    started = faasgd("up", "--port", free_port(), "--dir", directory, "-f", stack, *up_args)
+    # --wait: every replica listed and serving, so the sweeps and process checks see them all
+    started = faasgd("up", "--port", free_port(), "--dir", directory, "-f", stack, "--wait", *up_args)
     assert started.returncode == 0, started.stdout + started.stderr
     state = json.loads((directory / "state.json").read_text())
     runtime = Runtime(directory, state, GatewayClient(state["gateway_url"], 30,

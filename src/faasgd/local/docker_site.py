@@ -126,10 +126,11 @@ class ImageCatalog(Catalog):
             return self.codes[image]
         return Code(FunctionSpec(name="", lang="", handler=Path("."), image=image), Path("."), {})
 
-    def stack_deployments(self, now: float) -> dict[str, Deployment]:
-        """The stack's functions whose image is here or in the registry; the others wait for a deploy."""
+    def stack_deployments(self, now: float, only: str = "*") -> dict[str, Deployment]:
+        """The stack's functions (matching `only`) whose image is here or in the registry; the others wait for a
+        deploy."""
         ready = {}
-        for name, deployment in super().stack_deployments(now).items():
+        for name, deployment in super().stack_deployments(now, only).items():
             try:
                 docker_cli.ensure_image(deployment.spec.image)
             except docker_cli.DockerError as error:

@@ -71,8 +71,9 @@ class Runtime:
     extra: list = field(default_factory=list)  # servers a scenario started in the runtime's place
 
     def up(self) -> Runtime:
+        # --wait: a fault strikes the replicas the state file lists, so every one is there and serving first
         run = faasgd(self.project, "up", "--port", str(self.port), "--dir", str(self.directory), "-f", self.stack,
-                     *self.flags)
+                     "--wait", *self.flags)
         if run.returncode != 0:
             raise RuntimeError(f"faasgd up failed: {run.stdout[-2000:]} {run.stderr[-2000:]}")
         self.state = json.loads((self.directory / "state.json").read_text())
