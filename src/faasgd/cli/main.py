@@ -146,7 +146,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     output.add_flags(train, "print the result record as the one JSON document on stdout; progress and the "
                             "summary on stderr")
     train.add_argument("--dry-run", action="store_true", help="validate and print the config; start nothing")
-    train.add_argument("--keep-up", action="store_true", help="leave a runtime this command started running")
+    train.add_argument("--keep-up", action="store_true", help="leave a runtime this command started running (it runs the training functions only)")
     train.add_argument("--timeout", type=float, default=3600.0, help="stop watching after this many seconds")
     train.add_argument("-f", "--file", default="stack.yml",
                        help="the stack file if this command starts the runtime (default stack.yml)")
