@@ -92,11 +92,7 @@ def kill(target: Target) -> bool:
     if isinstance(target, subprocess.Popen):
         if target.poll() is not None:
             return False
-        target.kill()
-        try:
-            target.wait(KILL_WAIT_S)
-        except subprocess.TimeoutExpired:
-            pass  # stuck in the kernel (state D)
+        _kill_child(target)
         return True
     return bool(stop_all([target], term=False))
 
@@ -139,9 +135,14 @@ def _stop_child(popen: subprocess.Popen, timeout: float) -> bool:
     try:
         popen.wait(timeout)
     except subprocess.TimeoutExpired:
-        popen.kill()
-        try:
-            popen.wait(KILL_WAIT_S)
-        except subprocess.TimeoutExpired:
-            pass  # stuck in the kernel (state D); nothing more a signal can do
+        _kill_child(popen)
     return True
+
+
+def _kill_child(popen: subprocess.Popen) -> None:
+    """SIGKILL a child and reap it (a child stuck in the kernel, state D, is left: no signal can do more)."""
+    popen.kill()
+    try:
+        popen.wait(KILL_WAIT_S)
+    except subprocess.TimeoutExpired:
+        pass

@@ -79,3 +79,22 @@ def test_stop_all_waits_once_for_all_of_them_and_skips_what_is_not_ours(table):
     assert [p.signals for p in stubborn] == [[signal.SIGTERM, signal.SIGKILL]] * 3
     assert polite.signals == [signal.SIGTERM] and reused.signals == []
     assert 3 <= table.clock.now < 3 + 2 * processes.POLL_S  # one shared wait, not three in a row
+
+
+def test_kill_sends_sigkill_alone_and_waits_for_no_grace(table):
+    ours = table.add(31, STARTED)
+    reused = table.add(32, STARTED + 999)
+    assert processes.kill(ProcessRef(31, STARTED)) is True
+    assert ours.signals == [signal.SIGKILL] and table.clock.now < 2 * processes.POLL_S
+    assert processes.kill(ProcessRef(32, STARTED)) is False and reused.signals == []
+
+
+def test_kill_of_a_child_reaps_it_and_a_dead_one_is_left_alone():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                                                    "signal.SIG_IGN); time.sleep(60)"])
+    assert processes.kill(child) is True
+    assert child.returncode == -signal.SIGKILL  # reaped, by SIGKILL (its SIGTERM handler never ran)
+    assert processes.kill(child) is False
