@@ -82,6 +82,8 @@ def open_db(path: str | os.PathLike, create: bool = True) -> sqlite3.Connection:
     if not create:
         check_results_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if create and not path.exists():
+        create_whole(path)
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)  # transactions explicit
     db.row_factory = sqlite3.Row
     db.text_factory = lambda raw: raw.decode("utf-8", "backslashreplace")  # a non-UTF-8 name is shown, not fatal
@@ -92,6 +94,27 @@ def open_db(path: str | os.PathLike, create: bool = True) -> sqlite3.Connection:
     db.execute("PRAGMA foreign_keys = ON")
     migrate(db)
     return db
+
+
+def create_whole(path: Path) -> None:
+    """Make the database beside `path`, migrated, then link it in: a reader never sees the empty or unmigrated file
+    SQLite leaves between creating a file and its first commit. Two writers at once: the first link wins, and
+    the other opens that one."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}.{random.randrange(1 << 30)}.new")
+    try:
+        db = sqlite3.connect(partial, isolation_level=None)
+        try:
+            use_wal(db)
+            migrate(db)
+        finally:
+            db.close()
+        try:
+            os.link(partial, path)
+        except FileExistsError:
+            pass
+    finally:
+        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 def check_results_file(path: Path) -> None:

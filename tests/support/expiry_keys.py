@@ -38,8 +38,12 @@ def redis_ttls(url: str, job_id: str) -> dict[str, float | None]:
         client.close()
 
 
+SINGLE_KEYS = ("w:meta", "w:version", "r:config", "r:job", "r:result", "r:done", "events")  # a job's fixed names
+
+
 def memcached_ttls(url: str, job_id: str, dumps: int = 3) -> dict[str, float | None]:
-    """The union of a few metadumps: one crawl can miss an item the LRU moves between its segments meanwhile."""
+    """The union of a few metadumps: one crawl can miss an item the LRU moves between its segments meanwhile (seen:
+    r:job missed by three in a row); a job's fixed names the crawls missed are asked for by name (`mg KEY t`)."""
     parsed = parse_store_url(url)
     prefix, found = keys.job_prefix(job_id), {}
     for line in [line for _ in range(dumps) for line in metadump(parsed.host, parsed.port)]:
@@ -48,7 +52,31 @@ def memcached_ttls(url: str, job_id: str, dumps: int = 3) -> dict[str, float | N
         if key.startswith(prefix):
             exp = int(fields["exp"])
             found[key] = None if exp == -1 else exp - time.time()
+    for name in SINGLE_KEYS:
+        key = prefix + name
+        if key not in found and (left := meta_ttl(parsed.host, parsed.port, key)) is not MISSING:
+            found[key] = left
     return found
+
+
+MISSING = object()
+
+
+def meta_ttl(host: str, port: int, key: str, timeout_s: float = 10.0):
+    """memcached's meta get with the t flag: the item's seconds left (None: no expiry), or MISSING."""
+    with socket.create_connection((host, port), timeout=timeout_s) as conn:
+        conn.sendall(f"mg {key} t\r\n".encode())
+        reply = b""
+        while not reply.endswith(b"\r\n"):
+            chunk = conn.recv(4096)
+            if not chunk:
+                raise ConnectionError("memcached closed the meta get")
+            reply += chunk
+    words = reply.decode().split()
+    if words[0] == "EN":
+        return MISSING
+    left = int(next(word[1:] for word in words[1:] if word.startswith("t")))
+    return None if left == -1 else float(left)
 
 
 def metadump(host: str, port: int, timeout_s: float = 10.0) -> list[str]:
