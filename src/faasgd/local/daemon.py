@@ -42,12 +42,9 @@ from faasgd.local.replicas import Supervisor
 from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
-from faasgd.local.state_file import STATE_FILE, write_state
+from faasgd.local.state_file import STATE_FILE, STATE_LOCK, write_state
 from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
                                  start_redis)
-
-_STATE_LOCK = threading.Lock()  # record_s3 (a replica's start) and the state's rewrites (state_file.write_state)
-
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m faasgd.local.daemon")
@@ -219,7 +216,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     state = initial_state(args, directory, stores, table)
 
     def record_s3(addresses: dict[str, str], entry: dict) -> None:  # written to state.json with the replica that asked
-        with _STATE_LOCK:
+        with STATE_LOCK:
             table.update(addresses)
             state["stores"]["s3"] = entry
     s3.attach(record_s3)

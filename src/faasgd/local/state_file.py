@@ -12,13 +12,14 @@ import threading
 from pathlib import Path
 
 STATE_FILE = "state.json"
-_LOCK = threading.Lock()  # the supervisor's thread and the gateway's scale calls both rewrite the file
+STATE_LOCK = threading.Lock()  # the supervisor's thread and the gateway's scale calls rewrite the file; the daemon
+# also holds it while it changes the state it writes (a replica asking for S3), so a rewrite never sees it half-changed
 
 
 def write_state(directory: Path, state: dict) -> None:
     """Atomically replace the state file."""
     tmp = directory / (STATE_FILE + ".tmp")
-    with _LOCK:
+    with STATE_LOCK:
         tmp.write_text(json.dumps(state, indent=2))
         os.replace(tmp, directory / STATE_FILE)
 
