@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from faasgd.errors import ConfigError
 from faasgd.store.base import ParameterStore
 from faasgd.store.push import Push, PushId, Snapshot
 from faasgd.store.codec import DEFAULT_CHUNK_FLOATS
@@ -54,6 +55,8 @@ def open_store(
 
 
 def _open(parsed: StoreUrl, client, timeout_s: float, secrets_dir: str | None, options: dict) -> ParameterStore:
+    if parsed.scheme == "redis-cluster" or len(parsed.nodes) > 1:
+        raise ConfigError("store_url", f"stores of several servers are not built yet, got {parsed.masked!r}")
     if parsed.scheme == "redis":
         from faasgd.store import redis_store
 

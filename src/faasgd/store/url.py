@@ -1,4 +1,9 @@
-"""Store URLs: parse `redis://`, `memcached://` and `memory://` into a StoreUrl; mask passwords for messages."""
+"""Store URLs: parse `redis://`, `redis-cluster://`, `memcached://` and `memory://` into a StoreUrl; mask passwords.
+
+A store of several servers names them all, comma-separated: `redis-cluster://[[user]:password@]H1:P1,H2:P2`
+(seed nodes of one Redis Cluster; the client learns the rest from them) and `memcached://H1:P1,H2:P2` (a pool:
+every key lives on one of them, chosen by hashing). `redis://` names one server.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,11 @@ from urllib.parse import unquote, urlsplit
 
 from faasgd.errors import ConfigError
 
-SCHEMES = ("redis", "memcached", "memory")
-DEFAULT_PORTS = {"redis": 6379, "memcached": 11211}
-EXAMPLE = "redis://[:password@]host:6379/0, memcached://host:11211 or memory://name"
+SCHEMES = ("redis", "redis-cluster", "memcached", "memory")
+DEFAULT_PORTS = {"redis": 6379, "redis-cluster": 6379, "memcached": 11211}
+EXAMPLE = ("redis://[:password@]host:6379/0, redis-cluster://[:password@]host:6379[,host:port...], "
+           "memcached://host:11211[,host:port...] or memory://name")
+MAX_NODES = 64  # servers one URL may name
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")  # memory:// space names
 
 
@@ -18,13 +25,14 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")  # memory:// space names
 class StoreUrl:
     """A parsed store URL; `masked` is the form to print (password replaced by ***)."""
 
-    scheme: str  # redis, memcached or memory
-    host: str  # server host, or the space name for memory://
-    port: int  # 0 for memory://
+    scheme: str  # redis, redis-cluster, memcached or memory
+    host: str  # server host (the first one named), or the space name for memory://
+    port: int  # its port; 0 for memory://
     db: int  # Redis database number; 0 elsewhere
     username: str | None  # Redis ACL user, if given
     password: str | None  # Redis password from the URL, if given
     masked: str  # the URL with any password replaced by ***
+    nodes: tuple[tuple[str, int], ...] = ()  # every (host, port) named, in order; () for memory://
 
 
 def mask_password(url: str) -> str:
@@ -60,24 +68,42 @@ def parse_store_url(url: str) -> StoreUrl:
         raise ConfigError("store_url", f"query parameters and fragments are not supported, got {masked!r}")
     if scheme == "memory":
         return _memory(parts, masked)
-    host = parts.hostname
-    if not host:
-        raise ConfigError("store_url", f"missing host, got {masked!r} (expected {EXAMPLE})")
-    port = _port(parts, scheme, masked)
+    userinfo, _, hostlist = parts.netloc.rpartition("@")
+    nodes = _nodes(hostlist, scheme, masked)
+    host, port = nodes[0]
+    username = unquote(parts.username) if userinfo and parts.username else None
+    password = unquote(parts.password) if userinfo and parts.password else None
     if scheme == "memcached":
-        if parts.username or parts.password:
+        if userinfo:
             raise ConfigError(
                 "store_url", f"memcached has no authentication; remove the credentials from {masked!r}"
             )
         if parts.path not in ("", "/"):
             raise ConfigError("store_url", f"memcached URLs take no path, got {parts.path!r} in {masked!r}")
-        return StoreUrl(scheme, host, port, 0, None, None, masked)
-    return StoreUrl(
-        scheme, host, port, _db(parts.path, masked),
-        unquote(parts.username) if parts.username else None,
-        unquote(parts.password) if parts.password else None,
-        masked,
-    )
+        return StoreUrl(scheme, host, port, 0, None, None, masked, nodes)
+    if scheme == "redis" and len(nodes) > 1:
+        raise ConfigError("store_url", f"redis:// names one server; a Redis Cluster is "
+                                       f"redis-cluster://host:port,host:port, got {masked!r}")
+    db = _db(parts.path, masked)
+    if scheme == "redis-cluster" and db != 0:
+        raise ConfigError("store_url", f"a Redis Cluster has database 0 only, got {db} in {masked!r}")
+    return StoreUrl(scheme, host, port, db, username, password, masked, nodes)
+
+
+def _nodes(hostlist: str, scheme: str, masked: str) -> tuple[tuple[str, int], ...]:
+    """(host, port) of every comma-separated server of `hostlist`, each checked."""
+    items = hostlist.split(",")
+    if len(items) > MAX_NODES:
+        raise ConfigError("store_url", f"at most {MAX_NODES} servers, got {len(items)} in {masked!r}")
+    nodes = []
+    for item in items:
+        node = urlsplit(f"//{item}")
+        if not item or not node.hostname:
+            raise ConfigError("store_url", f"missing host, got {masked!r} (expected {EXAMPLE})")
+        nodes.append((node.hostname, _port(node, scheme, masked)))
+    if len(set(nodes)) != len(nodes):
+        raise ConfigError("store_url", f"a server is named twice in {masked!r}")
+    return tuple(nodes)
 
 
 def _port(parts, scheme: str, masked: str) -> int:
@@ -112,4 +138,4 @@ def _memory(parts, masked: str) -> StoreUrl:
         )
     if parts.path not in ("", "/"):
         raise ConfigError("store_url", f"memory URLs take no path, got {parts.path!r} in {masked!r}")
-    return StoreUrl("memory", name, 0, 0, None, None, masked)
+    return StoreUrl("memory", name, 0, 0, None, None, masked, ())

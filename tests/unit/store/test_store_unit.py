@@ -131,6 +131,35 @@ def test_parse_good_urls(url, expected):
     assert (u.scheme, u.host, u.port, u.db, u.username, u.password) == expected
 
 
+@pytest.mark.parametrize("url, nodes", [
+    ("redis-cluster://:pw@a:7000,b:7001,c", (("a", 7000), ("b", 7001), ("c", 6379))),
+    ("redis-cluster://a:7000/0", (("a", 7000),)),
+    ("memcached://a:1,b:2", (("a", 1), ("b", 2))),
+    ("memcached://a", (("a", 11211),)),
+    ("redis://h:1/0", (("h", 1),)),
+])
+def test_every_server_of_a_url_is_kept_in_order(url, nodes):
+    u = parse_store_url(url)
+    assert u.nodes == nodes and (u.host, u.port) == nodes[0]
+
+
+@pytest.mark.parametrize("url, words", [
+    ("redis://a:1,b:2/0", ["names one server", "redis-cluster://"]),
+    ("redis-cluster://a:1,b:2/3", ["database 0 only"]),
+    ("memcached://a:1,,b:2", ["missing host"]),
+    ("memcached://a:1,a:1", ["named twice"]),
+    ("memcached://a:1,b:99999", ["port", "'99999'"]),
+    ("redis-cluster://:secret@a:1,b:x", ["port", "***"]),
+    ("memcached://" + ",".join(f"h{i}:1" for i in range(65)), ["at most 64"]),
+])
+def test_bad_server_lists_name_store_url(url, words):
+    with pytest.raises(ConfigError) as e:
+        parse_store_url(url)
+    assert e.value.field == "store_url" and "secret" not in str(e.value)
+    for word in words:
+        assert word in str(e.value), (word, str(e.value))
+
+
 def test_password_is_masked_everywhere():
     assert mask_password("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"
     assert mask_password("redis://bob:hunter2@h/0") == "redis://bob:***@h/0"
@@ -146,7 +175,7 @@ def test_password_is_masked_everywhere():
     ("", ["expected a URL"]),
     (None, ["expected a URL"]),
     ("127.0.0.1:6379", ["missing scheme"]),
-    ("x://h:1", ["unknown scheme 'x'", "allowed: redis, memcached, memory", "'x://h:1'"]),
+    ("x://h:1", ["unknown scheme 'x'", "allowed: redis, redis-cluster, memcached, memory", "'x://h:1'"]),
     ("http://h:1", ["unknown scheme 'http'"]),
     ("redis://", ["missing host"]),
     ("redis://:6379/0", ["missing host"]),
