@@ -4,8 +4,13 @@ Prints, in one run on this machine:
   * single-process numpy samples/s for 784-100-10 (tanh, batch 128), for each BLAS thread count,
     and the best of them (the limit);
   * 2 worker processes (one BLAS thread each) through Redis and through Memcached at
-    n_fetch = n_push in {1, 10}: aggregate training samples/s and its ratio to the limit.
-Goal (issue 2): ratio >= 0.90 at n_fetch = n_push = 10 on Redis.
+    n_fetch = n_push in {1, 10}: aggregate training samples/s, its ratio to the limit and (`pair`) to two
+    1-thread processes running at once (what two workers on two cores would be without any store);
+  * where the cores went while both workers ran: the store server's cores and the whole machine's busy cores
+    (testing/cpu_watch.py: CPU seconds from /proc over the workers' common wall window). With 2 cores, two
+    workers computing at one process's rate need both cores; whatever the store and the communication
+    threads use comes out of that, so `2 / (2 + store + rest)` bounds the ratio before any waiting.
+Clocks: samples/s on each worker's own perf_counter (train_s); CPU on /proc (10 ms ticks) over time.time().
 
 Usage: python bench/throughput.py [--dataset fashion-mnist] [--epochs 2]
 """
@@ -25,6 +30,7 @@ from faasgd.config import load_config
 from faasgd.cli import direct
 from faasgd.local.stores import start_memcached, start_redis
 from faasgd.store import open_store
+from faasgd.testing.cpu_watch import CLOCK as CPU_CLOCK, CpuWatch
 
 
 def single_process(dataset: str, steps: int, threads: int) -> float:
@@ -47,23 +53,37 @@ def single_process(dataset: str, steps: int, threads: int) -> float:
     return steps * batch / elapsed
 
 
+def two_processes(dataset: str, steps: int) -> float:
+    """Two single-process loops (1 BLAS thread each) at once, as two workers run: their samples/s summed."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(2) as pool:
+        return sum(pool.map(single_process, [dataset] * 2, [steps] * 2, [1] * 2))
+
+
 def _dims(dataset: str) -> tuple[int, tuple[int, ...], int]:
     input_dim, n_classes = data.dataset_info(dataset)
     return input_dim, (100,), n_classes
 
 
-def two_workers(dataset: str, store_url: str, period: int, epochs: int, communication: str) -> dict:
-    """A real job with 2 worker processes; aggregate training samples/s over the workers' training time."""
+def two_workers(dataset: str, store_url: str, period: int, epochs: int, communication: str,
+                store_pid: int) -> dict:
+    """A real job with 2 worker processes; aggregate training samples/s over the workers' training time, and the
+    cores the store and the machine used while both workers ran."""
     config = load_config({}, {
         "dataset": dataset, "number_of_workers": 2, "n_fetch": period, "n_push": period,
         "max_epochs": epochs, "target_accuracy": 1.0, "store_url": store_url, "batch_size": 128,
         "communication": communication,
     })
-    result = direct.train(config)
-    workers = job.read_progress(open_store(store_url), result["job_id"], 2).values()
+    with CpuWatch(store_pid) as watch:
+        result = direct.train(config)
+    workers = list(job.read_progress(open_store(store_url), result["job_id"], 2).values())
     train_s = max(w["train_s"] for w in workers)
+    share = watch.cores(max(w["started_at"] for w in workers), min(w["finished_at"] for w in workers))
     return {
         "samples_per_s": sum(w["samples"] for w in workers) / train_s,
+        "per_worker": [w["samples"] / w["train_s"] for w in workers],
+        "store_cores": share.store, "busy_cores": share.busy,
         "conflicts": result["conflicts"],
         "staleness_p50": result["staleness_p50"],
         "accuracy": result["final_test_accuracy"],
@@ -80,24 +100,30 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"machine: {os.cpu_count()} cores; dataset {args.dataset}; 784-100-10 tanh, batch 128")
+    print(f"clocks: samples/s on each worker's perf_counter (train_s); cores: {CPU_CLOCK}")
     single_process(args.dataset, 100, 1)  # warm up
     limits = {t: single_process(args.dataset, args.steps, t) for t in (1, 2, 4, 8) if t <= (os.cpu_count() or 1)}
     for threads, rate in limits.items():
         print(f"single process, {threads} BLAS thread(s): {rate:,.0f} samples/s")
     best_threads = max(limits, key=limits.get)
     limit = limits[best_threads]
-    print(f"limit (best thread count {best_threads}): {limit:,.0f} samples/s\n")
+    print(f"limit (best thread count {best_threads}): {limit:,.0f} samples/s")
+    pair = two_processes(args.dataset, args.steps)
+    print(f"two 1-thread processes at once: {pair:,.0f} samples/s (the 'pair' ratio's denominator)\n")
 
     servers = [start_redis(), start_memcached()]
     try:
-        print(f"{'store':<10} {'communication':<13} {'n_fetch=n_push':>14} {'samples/s':>11} {'ratio':>6} "
-              f"{'conflicts':>9} {'staleness p50':>13} {'accuracy':>8}")
+        print(f"{'store':<10} {'communication':<13} {'n_fetch=n_push':>14} {'samples/s':>11} {'ratio':>6} {'pair':>5} "
+              f"{'conflicts':>9} {'staleness p50':>13} {'accuracy':>8} {'per worker':>15} {'store cores':>11} "
+              f"{'busy cores':>10}")
         for server in servers:
             for communication, period in itertools.product(args.communication.split(","), (1, 10)):
-                row = two_workers(args.dataset, server.url, period, args.epochs, communication)
+                row = two_workers(args.dataset, server.url, period, args.epochs, communication, server.pid)
+                per_worker = "/".join(f"{r / 1000:.0f}k" for r in row["per_worker"])
                 print(f"{server.name:<10} {communication:<13} {period:>14} {row['samples_per_s']:>11,.0f} "
-                      f"{row['samples_per_s'] / limit:>6.2f} {row['conflicts']:>9} "
-                      f"{row['staleness_p50']!s:>13} {row['accuracy']:>8.4f}", flush=True)
+                      f"{row['samples_per_s'] / limit:>6.2f} {row['samples_per_s'] / pair:>5.2f} {row['conflicts']:>9} "
+                      f"{row['staleness_p50']!s:>13} {row['accuracy']:>8.4f} {per_worker:>15} "
+                      f"{row['store_cores']:>11.2f} {row['busy_cores']:>10.2f}", flush=True)
     finally:
         for server in servers:
             server.stop()
