@@ -181,7 +181,8 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
         pids = gateway.request("GET", "/system/function/emnist-train").json()["pids"]
         return {"time_to_target_s": reached, "ready_s": started - launched, "samples_per_s": result["samples_per_s"],
                 "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": [tree_hwm_mb(pid) for pid in pids],
-                "epochs": result.get("epochs"), "lower": lower}
+                "epochs": result.get("epochs"), "lower": lower,
+                "split": {key: result[key] for key in peers_report.SPLIT_KEYS}}
     finally:
         control.down(directory)
         shutil.rmtree(directory, ignore_errors=True)  # the runtime's state, logs and builds: nothing left in /tmp

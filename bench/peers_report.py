@@ -11,6 +11,8 @@ import statistics
 import subprocess
 import sys
 
+# where faasgd's workers' time went (the job's result: perf_counter parts within the workers' calls, job timeline)
+SPLIT_KEYS = ("worker_s", "compute_s", "batches_s", "eval_s", "load_s", "comm_wait_s")
 THREADS = {"numpy": "1 BLAS", "torch": "1 (set_num_threads)", "keras": "TF default", "torch-ddp": "2 procs x 1",
            "faasgd": "2 workers x 1 BLAS"}
 
@@ -38,7 +40,9 @@ def summarise(runs: list[dict]) -> dict:
             "reached": f"{len(times)}/{len(runs)}", "ready_s": median("ready_s"),
             "samples_per_s": median("samples_per_s"), "final_accuracy": median("final_accuracy"),
             "peak_rss_mb": max(run["peak_rss_mb"] for run in done),
-            "same_params": all(len(set(run.get("param_digests", [""]))) == 1 for run in done)}
+            "same_params": all(len(set(run.get("param_digests", [""]))) == 1 for run in done),
+            "split": {key: statistics.median(run["split"][key] for run in done) for key in SPLIT_KEYS}
+            if all("split" in run for run in done) else None}
 
 
 def ratio(rows: dict, a: str, b: str) -> str:
@@ -66,12 +70,25 @@ def print_mlp(rows: dict[str, dict], target: float) -> None:
     if "error" not in rows["torch-ddp"]:
         same = "yes" if rows["torch-ddp"]["same_params"] else "NO"
         print(f"torch-ddp: the ranks ended with identical parameters: {same}")
+    if "error" not in rows["faasgd"] and rows["faasgd"].get("split"):
+        print_split(rows["faasgd"]["split"])
     if "error" not in rows["faasgd"]:
         shard_mb = 30000 * 784 / 2**20  # the shard as the worker holds it: raw uint8 pixels
         params_mb = 79510 * 4 / 2**20
         budget = 1.5 * (shard_mb + 3 * params_mb + interpreter_with_numpy_mb())
         print(f"worker peak RSS {max(rows['faasgd']['peak_rss_mb']):.0f} MB against the budget 1.5 x (uint8 shard "
               f"{shard_mb:.0f} + 3 x params {params_mb:.1f} + interpreter with numpy) = {budget:.0f} MB")
+
+
+def print_split(split: dict) -> None:
+    """Where faasgd's workers' calls went: each part's seconds and share of worker_s; the rest, named."""
+    worker_s = split["worker_s"] or float("nan")
+    parts = {"gradient steps": split["compute_s"], "minibatches": split["batches_s"], "evaluations": split["eval_s"],
+             "data loading": split["load_s"], "waiting on the store": split["comm_wait_s"]}
+    rest = worker_s - sum(parts.values())
+    shown = ", ".join(f"{name} {s:.2f} s ({s / worker_s:.0%})" for name, s in parts.items())
+    print(f"faasgd workers' calls, {worker_s:.2f} worker-s (job timeline; parts on perf_counter, medians): {shown}; "
+          f"the rest (records, submitting operations, the loop) {rest:.2f} s ({rest / worker_s:.0%})")
 
 
 def print_cnn(rows: dict[str, dict], target: float, lower: tuple[float, ...]) -> None:

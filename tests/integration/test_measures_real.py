@@ -142,3 +142,20 @@ def test_durations_are_consistent_and_the_model_has_the_reported_accuracy(store_
     assert model_file.evaluate_file(loaded)["test_accuracy"] == final["final_test_accuracy"]
     assert main(["evaluate", str(out)]) == 0
     assert f"test accuracy {final['final_test_accuracy']:.4f}" in capsys.readouterr().out
+
+
+def test_a_workers_time_split_adds_up_within_its_calls_and_its_epochs(store_server):
+    config, store, job_id, status, seen = run_job(store_server.url, number_of_workers=1, hidden_sizes=[256],
+                                                  train_samples=3000, max_epochs=3, target_accuracy=0.999)
+    final = status["result"]
+    assert final["state"] == "done", final
+    parts = [final[k] for k in ("compute_s", "batches_s", "eval_s", "load_s", "comm_wait_s")]
+    assert all(p > 0 for p in parts), parts
+    # every part was spent inside the worker's calls, timed on the job's timeline (an independent clock)
+    assert sum(parts) <= final["worker_s"] * 1.02 + 0.005, (parts, final["worker_s"])
+    assert final["worker_s"] <= seen * 1.05 and final["compute_share"] == final["compute_s"] / final["worker_s"]
+    # the steps and their minibatches lie inside the training epochs' own stopwatch (train_s), and with a
+    # 256-unit hidden layer they are most of it
+    record = job.read_progress(store, job_id, 1)[0]
+    inside = record["time_split"]["compute"] + record["time_split"]["batches"]
+    assert 0.5 * record["train_s"] <= inside <= record["train_s"] * 1.001, (inside, record["train_s"])

@@ -20,6 +20,7 @@ CLOCKS = {
     "job": "the job's timeline (column `clock`): Redis TIME on Redis (1 µs), the hosts' time.time on the other "
            "stores (1 µs; Memcached's own clock has whole seconds), read once a call and moved on by time.monotonic",
     "call": "time.monotonic within each call, summed over calls",
+    "perf": "time.perf_counter around each piece of work within each call, summed over calls and workers",
     "sampler": "the worker's resource sampler (profile/), every 1/profile_hz s within each call",
 }
 
@@ -81,6 +82,13 @@ MEASURED = (
     Column("round_bytes_read", "bytes", "", "rounds' object bytes read, every worker"),
     Column("round_bytes_per_worker", "bytes", "", "(written + read) / workers"),
     Column("barrier_wait_s", "s", "call", "seconds waited at the rounds' barriers, every worker"),
+    Column("compute_s", "s", "perf", "downpour gradient steps (loss, gradients, update), every worker"),
+    Column("batches_s", "s", "perf", "gathering and scaling minibatches, every worker"),
+    Column("eval_s", "s", "perf", "evaluating parameters (stop-rule checks, epoch ends), every worker"),
+    Column("load_s", "s", "perf", "loading the shard and the evaluation rows, every worker"),
+    Column("comm_wait_s", "s", "perf", "waiting on fetches and pushes, every worker"),
+    Column("worker_s", "s", "job", "every worker's calls' time: entry to last record, summed"),
+    Column("compute_share", "fraction", "", "compute_s / worker_s"),
     *_sampler("cpu", "cores"), *_sampler("rss", "MB"), *_sampler("tx", "bytes/s"), *_sampler("rx", "bytes/s"),
     Column("cpu_s", "CPU s", "sampler", "CPU time of the workers' threads"),
     Column("tx_bytes", "bytes", "sampler", "bytes the workers sent to the stores, on the wire"),

@@ -116,8 +116,20 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
         f"workers          {result.get('number_of_workers')}, at most {_num(result.get('max_concurrent_workers'))} "
         f"training at once",
     ]
-    for line in lines + cost_lines(result) + resource_lines(result):
+    for line in lines + split_lines(result) + cost_lines(result) + resource_lines(result):
         out.print(visible(line), highlight=False, markup=False)
+
+
+def split_lines(result: dict) -> list[str]:
+    """Where the workers' calls went (job/result.py time_split); none when nothing was split (rounds, older results)."""
+    worker_s = result.get("worker_s") or 0.0
+    if not result.get("compute_s") or worker_s <= 0:
+        return []
+    parts = (("steps", "compute_s"), ("minibatches", "batches_s"), ("evaluation", "eval_s"), ("loading", "load_s"),
+             ("waiting", "comm_wait_s"))
+    shown = "   ".join(f"{name} {result[key] / worker_s:.0%}" for name, key in parts)
+    rest = 1 - sum(result[key] for _, key in parts) / worker_s
+    return [f"workers' time    {worker_s:.1f} worker-s: {shown}   rest {rest:.0%}"]
 
 
 def cost_lines(result: dict) -> list[str]:

@@ -141,10 +141,12 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
 
     # -- training --------------------------------------------------------------------------
     def step(self, x: np.ndarray, y: np.ndarray) -> float:
+        started = time.perf_counter()
         loss, grad = self.net.loss_and_grads(self.weights, x, y, self.rng, grad_out=self.grad)
         np.multiply(grad, -self.config.learning_rate, out=grad)
         self.weights += grad
         self.pending += grad
+        self.progress.spend("compute", time.perf_counter() - started)
         if self.unpushed_steps == 0:  # the oldest step of the next push: computed from these parameters
             self.base_others = self.snap_others
         self.unpushed_steps += 1
@@ -153,13 +155,15 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
 
     def minibatch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The shard's `rows` as float32 inputs in [0, 1] and labels, in the reused buffers (no allocation)."""
+        started = time.perf_counter()
         raw, x, y = self.batch_raw[:len(rows)], self.batch_x[:len(rows)], self.batch_y[:len(rows)]
         np.take(self.shard.y, rows, out=y)
         if raw.dtype == np.float32:  # a shard loaded already scaled (scaled=True)
             np.take(self.shard.x, rows, axis=0, out=x)
-            return x, y
-        np.take(self.shard.x, rows, axis=0, out=raw)
-        np.divide(raw, np.float32(255), out=x)  # as data.scale_pixels: the same float32 values
+        else:
+            np.take(self.shard.x, rows, axis=0, out=raw)
+            np.divide(raw, np.float32(255), out=x)  # as data.scale_pixels: the same float32 values
+        self.progress.spend("batches", time.perf_counter() - started)
         return x, y
 
     def epoch_order(self) -> np.ndarray:
@@ -204,7 +208,11 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
         """Accuracy of `weights` on the validation rows (or `rows`, e.g. self.test); raw uint8, scaled in chunks."""
         shard = rows if rows is not None else self.validation
-        return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net)
+        started = time.perf_counter()
+        try:
+            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net)
+        finally:
+            self.progress.spend("eval", time.perf_counter() - started)
 
     def end_of_epoch(self) -> bool:
         """Close the epoch: evaluate the global parameters on the validation rows (the stop rule); at the target
@@ -256,12 +264,14 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progres
     `loader` is data.load_shard or a caching wrapper of it (a warm function replica keeps shards).
     """
     progress.note_replica()
+    started = time.perf_counter()
     _, held = job.holdout(config)
     shard = loader(config.dataset, "train", progress.worker_id, config.number_of_workers, config.train_samples,
                    scaled=False, holdout=held)  # raw uint8, scaled per minibatch (DownpourWorker.minibatch)
     validation = loader(config.dataset, "validation", 0, 1, config.train_samples, scaled=False, holdout=held)
     test = loader(config.dataset, "test", 0, 1, config.test_samples, scaled=False)
     progress.shard_size = len(shard.y)
+    progress.spend("load", time.perf_counter() - started)
     trainer = DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test, budget)
     trainer.validation = validation  # the stop rule's rows
     if trainer.residual is not None and progress.residual:  # what the last call held back at its clean end

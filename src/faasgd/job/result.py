@@ -29,6 +29,11 @@ from faasgd import cost, profile
 from faasgd.config import TrainConfig
 from faasgd.job.records import WORKER_ENDED_STATES
 
+# What a worker record's `time_split` names: gradient steps (loss, gradients, the update), gathering minibatches,
+# evaluating parameters (the stop rule's checks, epoch ends, a kept model's test accuracy), loading the shard and
+# the evaluation rows (downpour/worker.py adds to it)
+SPLIT: tuple[str, ...] = ("compute", "batches", "eval", "load")
+
 # What a run measured, in the order test.sh's CSV and tables show it. staleness_p50/p99: in minibatch steps of
 # other workers applied between the parameters a push's oldest step was computed from and the push (downpour/comm.py).
 MEASURES: tuple[str, ...] = (
@@ -44,6 +49,10 @@ MEASURES: tuple[str, ...] = (
     # synchronous algorithms (lambdaml/sync_worker.py; 0 for downpour): rounds run (every worker runs the same), the
     # rounds' object bytes written and read by all workers, their mean per worker, seconds waited at barriers (sum)
     "rounds", "round_bytes_written", "round_bytes_read", "round_bytes_per_worker", "barrier_wait_s",
+    # where downpour workers' time went (their time_split, perf_counter, every worker; 0 for synchronous algorithms):
+    # gradient steps, gathering minibatches, evaluations, loading data, waiting on the store; worker_s is every
+    # worker's calls' time on the job's timeline, compute_share = compute_s / worker_s
+    "compute_s", "batches_s", "eval_s", "load_s", "comm_wait_s", "worker_s", "compute_share",
 ) + profile.MEASURES + cost.MEASURES  # resources: Driple's 12 figures, totals, peaks; billing and money (cost.py)
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
@@ -100,6 +109,15 @@ def training_span(progress: dict[int, dict | None]) -> tuple[float, float] | Non
     return min(a for a, _ in intervals), max(b for _, b in intervals)
 
 
+def time_split(records: list[dict]) -> dict[str, float]:
+    """compute_s ... comm_wait_s summed over the workers' records, their calls' time (worker_s), compute's share."""
+    split = {f"{kind}_s": sum(float((r.get("time_split") or {}).get(kind, 0.0)) for r in records) for kind in SPLIT}
+    split["comm_wait_s"] = sum(float(r.get("comm_wait_s") or 0.0) for r in records)
+    split["worker_s"] = sum(float(b) - float(a) for r in records for a, b in r.get("intervals") or ())
+    split["compute_share"] = split["compute_s"] / split["worker_s"] if split["worker_s"] > 0 else 0.0
+    return split
+
+
 def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, dict | None], done: dict | None,
                  final: dict | None, error: str | None = None, now: float | None = None,
                  extra_calls: Sequence[dict] = ()) -> dict[str, Any]:
@@ -154,6 +172,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "round_bytes_per_worker": sum(int(r.get("round_bytes_written") or 0) + int(r.get("round_bytes_read") or 0)
                                       for r in records) / max(1, len(records)),
         "barrier_wait_s": sum(float(r.get("barrier_wait_s") or 0.0) for r in records),
+        **time_split(records),
         **profile.job_figures(progress.values()),
         "target_accuracy": config.target_accuracy,
         "number_of_workers": config.number_of_workers,

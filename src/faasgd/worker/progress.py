@@ -42,6 +42,9 @@ class WorkerProgress:
     last_staleness: int | None = None
     train_s: float = 0.0  # seconds spent in training epochs (excludes loading and evaluation)
     comm_wait_s: float = 0.0  # seconds the worker waited on fetches and pushes (all of them when blocking)
+    # seconds its calls spent, by what (perf_counter, summed over calls; job/result.py SPLIT): what is not in it nor comm_wait_s
+    # of the intervals' wall time is the rest (records, submitting operations, the loop itself, start-up)
+    time_split: dict[str, float] = field(default_factory=dict)
     push_bytes: int = 0  # bytes of the updates its applied pushes handed over, as encoded (config push_codec)
     fetch_bytes: int = 0  # bytes of parameters its fetches and pushes brought back (float32, 4 per parameter)
     pushed_steps: int = 0  # minibatches in this worker's applied pushes (the store sums them: steps the weights hold)
@@ -70,6 +73,10 @@ class WorkerProgress:
     memory_mb: float | None = None  # the memory limit its latest call was billed at
     cold_starts: int = 0  # its calls that were the first call their replica process served
     clock_error_s: float = 0.0  # its stamps are right within this either way: its calls' largest CallClock.error_s
+
+    def spend(self, kind: str, seconds: float) -> None:
+        """Add `seconds` to `time_split[kind]` (one of faasgd.job.result.SPLIT)."""
+        self.time_split[kind] = self.time_split.get(kind, 0.0) + seconds
 
     def note_replica(self) -> None:
         """Record the replica running this worker now (HOSTNAME: the pod name on a cluster)."""

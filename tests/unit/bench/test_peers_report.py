@@ -61,3 +61,16 @@ def test_the_ratio_of_times_needs_both_times():
             "failed": {"error": "boom"}}
     assert report.ratio(rows, "torch", "faasgd") == "3.00"
     assert report.ratio(rows, "never", "faasgd") == "-" and report.ratio(rows, "failed", "faasgd") == "-"
+
+
+def test_faasgd_workers_time_is_split_by_medians_and_the_rest_is_what_no_part_holds(capsys):
+    split = lambda worker_s, compute_s: {"worker_s": worker_s, "compute_s": compute_s, "batches_s": 0.1,  # noqa: E731
+                                         "eval_s": 0.2, "load_s": 0.3, "comm_wait_s": 0.4}
+    summary = report.summarise([{**row(2.0), "split": split(4.0, 1.0)}, {**row(3.0), "split": split(6.0, 3.0)},
+                                {**row(4.0), "split": split(5.0, 2.0)}])
+    assert summary["split"]["worker_s"] == 5.0 and summary["split"]["compute_s"] == 2.0
+    report.print_split(summary["split"])
+    out = capsys.readouterr().out
+    assert "gradient steps 2.00 s (40%)" in out and "data loading 0.30 s (6%)" in out
+    assert "the rest (records, submitting operations, the loop) 2.00 s (40%)" in out
+    assert report.summarise([row(2.0)])["split"] is None

@@ -35,3 +35,16 @@ def test_an_unknown_memory_limit_says_so_and_a_result_without_billing_prints_no_
     assert line.startswith("cost             unknown   FaaS unknown (GB-s unknown (no memory_limit)")
     assert cost_lines(missing("j", "x")) == []
 
+
+
+def test_the_summary_says_where_the_workers_time_went_from_their_records():
+    from faasgd.job.result import time_split
+
+    records = [{"time_split": {"compute": 3.0, "batches": 0.5, "eval": 1.0, "load": 0.5}, "comm_wait_s": 1.0,
+                "intervals": [[10.0, 14.0], [20.0, 22.0]]},
+               {"time_split": {"compute": 1.0}, "comm_wait_s": 0.0, "intervals": [[10.0, 12.0]]}]
+    result = {**missing("j1", "x"), "state": "done", "error": None, **time_split(records)}
+    assert result["worker_s"] == 8.0 and result["compute_share"] == 0.5
+    (line,) = [line for line in summary_text(result).splitlines() if line.startswith("workers' time")]
+    assert "8.0 worker-s: steps 50%   minibatches 6%   evaluation 12%   loading 6%   waiting 12%   rest 12%" in line
+    assert not [line for line in summary_text(missing("j", "x")).splitlines() if line.startswith("workers' time")]
