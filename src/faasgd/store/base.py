@@ -89,7 +89,7 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
         if not isinstance(rule, UpdateRule):
             raise ConfigError("update_rule", f"must be an UpdateRule, got {type(rule).__name__}")
         data = codec.as_vector(flat, "flat")
-        meta = codec.WeightsMeta(data.size, max(1, self.chunk_floats // rule.width), writers, rule)
+        meta = codec.WeightsMeta(data.size, self._chunk_floats_for(data.size, rule), writers, rule)
         ttl = self._expiry(job_id)
         with self._errors():
             self._write_weights(job_id, codec.meta_to_bytes(meta), codec.encode_chunks(data, meta), version, ttl)
@@ -224,6 +224,11 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
             return codec.add_to_chunk(raw, delta, meta, index)
         except ValueError as e:
             raise StoreError(self.url, f"job {job_id!r}: {e}") from e
+
+    def _chunk_floats_for(self, length: int, rule: UpdateRule) -> int:
+        """Weights per chunk of a new job of `length` weights: chunk_floats floats per stored chunk (a backend
+        spreading chunks over several servers may make them smaller)."""
+        return max(1, self.chunk_floats // rule.width)
 
     def _after_read(self, job_id: str) -> None:
         if self._after_read_hook is not None:
