@@ -3,7 +3,8 @@
 The cluster is put together by hand, which works for any number of masters (`redis-cli --cluster create`
 wants at least 3): each master takes an even range of the 16384 hash slots (CLUSTER ADDSLOTSRANGE), every
 node meets the first (CLUSTER MEET), each replica follows its master (CLUSTER REPLICATE), and the group is
-returned once every node reports cluster_state:ok and every master sees its replicas. Like `start_redis`:
+returned once every node reports cluster_state:ok and every replica holds its master's first copy (the
+replicas sync at once: repl-diskless-sync-delay 0). Like `start_redis`:
 no persistence, 127.0.0.1 (and `also_bind`), a free port of its own for each node's cluster bus (the default,
 port + 10000, may be taken or past 65535), a password only in a 0600 config file (replicas authenticate
 to their masters with it: masterauth). `node_timeout_ms` is how long a master may be silent before its
@@ -59,6 +60,7 @@ def start_node(password: str | None, also_bind: str | None, node_timeout_ms: int
                 *([also_bind, "--protected-mode", "no"] if also_bind else []),
                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", str(stores.free_port()),
                 "--cluster-node-timeout", str(node_timeout_ms), "--cluster-replica-validity-factor", "0",
+                "--repl-diskless-sync-delay", "0",
                 "--save", "", "--appendonly", "no", "--dir", tmp.name, "--daemonize", "no"]
         server = stores.spawn_server("redis", f"redis://{LOOPBACK}:{port}/0", port, argv, tmp, password)
         server.workdir = tmp.name
@@ -87,8 +89,8 @@ def join(masters: list[ServerProcess], replicas: list[ServerProcess], password: 
             master_id = clients[masters[k % len(masters)].port].execute_command("CLUSTER MYID")
             wait_until(lambda: replicate(clients[replica.port], master_id), deadline, "a replica to attach")
         expected = {m.port: sum(1 for k in range(len(replicas)) if k % len(masters) == i) for i, m in enumerate(masters)}
-        wait_until(lambda: all(ok(c) for c in clients.values())
-                   and all(attached(clients[p]) >= n for p, n in expected.items()), deadline, "cluster_state:ok")
+        wait_until(lambda: all(ok(c) for c in clients.values()) and all(attached(clients[p]) >= n for p, n in expected.items())
+                   and all(synced(clients[r.port]) for r in replicas), deadline, "cluster_state:ok")
     finally:
         for c in clients.values():
             c.close()
@@ -104,6 +106,11 @@ def ok(client: redis.Redis) -> bool:
 
 def attached(client: redis.Redis) -> int:
     return int(client.info("replication").get("connected_slaves", 0))
+
+
+def synced(client: redis.Redis) -> bool:
+    """A replica whose first full copy of its master is done (its link is up)."""
+    return client.info("replication").get("master_link_status") == "up"
 
 
 def replicate(client: redis.Redis, master_id: str) -> bool:

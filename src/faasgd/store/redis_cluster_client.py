@@ -73,6 +73,7 @@ class ClusterClient:
         self._cluster: RedisCluster | None = None
         self._lock = threading.Lock()
         self.placed: dict[str, str] = {}  # logical key -> key with a hash tag
+        self._replicas: dict[str, int] = {}  # master name -> replicas its writes wait for
 
     @property
     def cluster(self) -> RedisCluster:
@@ -161,20 +162,22 @@ class ClusterClient:
                 node = self.cluster.get_node_from_key(self._key(commands[i][0]))
                 by_node.setdefault(node.name, []).append(i)
                 nodes[node.name] = node
-            pending = []
+            pending, refusing = [], []
             for name, indexes in by_node.items():
-                pending += self._write_on(nodes[name], [commands[i] for i in indexes], indexes, replies)
+                refused = self._write_on(nodes[name], [commands[i] for i in indexes], indexes, replies)
+                pending, refusing = pending + refused, refusing + ([name] if refused else [])
             if pending:
                 if time.monotonic() >= deadline:
-                    raise StoreUnavailable(self.url, f"shards refused writes for {self.failover_s:.0f}s (failing over?)")
+                    raise StoreUnavailable(self.url, f"shard {', '.join(refusing)} refused writes for "
+                                                     f"{self.failover_s:.0f}s (the cluster is down or failing over)")
                 time.sleep(0.1)
                 self._refresh()
         return [replies[i] for i in range(len(commands))]
 
     def _write_on(self, node, commands: list[tuple], indexes: list[int], replies: dict) -> list[int]:
         """Run `commands` on `node`; the indexes it refused before running them (to be sent again)."""
-        waiting = self._replicas_to_wait(node)
         try:
+            waiting = self._replicas_to_wait(node)
             with self.cluster.get_redis_connection(node).pipeline(transaction=False) as pipe:
                 for command in commands:
                     pipe.execute_command(*command[1:])
@@ -202,17 +205,18 @@ class ClusterClient:
         return refused
 
     def _replicas_to_wait(self, node) -> int:
-        """WAIT for this many replicas: `wait_replicas`, or (None) 1 when the shard has a replica."""
+        """WAIT for this many replicas: `wait_replicas`, or (None) 1 when the master has a replica connected
+        (asked once per master, again after the slot map changes)."""
         if self.wait_replicas is not None:
             return self.wait_replicas
-        cache = self.cluster.nodes_manager.slots_cache
-        for holders in cache.values():
-            if holders and holders[0].name == node.name:
-                return min(1, len(holders) - 1)
-        return 0
+        if node.name not in self._replicas:
+            info = self.cluster.get_redis_connection(node).info("replication")
+            self._replicas[node.name] = min(1, int(info.get("connected_slaves", 0)))
+        return self._replicas[node.name]
 
     def _refresh(self) -> None:
         """Learn the slot map again (a failover promoted a replica, or a slot moved)."""
+        self._replicas.clear()
         try:
             self.cluster.nodes_manager.initialize()
         except (redis.RedisError, OSError):
