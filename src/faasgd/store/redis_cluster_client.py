@@ -122,6 +122,12 @@ class ClusterClient:
         (done,) = self._write([(name, "EVAL", CAS, 1, self._key(name), cas_token, value, int(expire))])
         return {1: True, 0: False}.get(int(done))
 
+    def cas_many(self, items: list[tuple[str, bytes, str]], expire: int = 0) -> list[bool | None]:
+        """cas of each (name, value, token), one round trip (and one WAIT) per master."""
+        done = self._write([(name, "EVAL", CAS, 1, self._key(name), cas_token, value, int(expire))
+                            for name, value, cas_token in items])
+        return [{1: True, 0: False}.get(int(d)) for d in done]
+
     def add(self, name: str, value: bytes, expire: int = 0, noreply: bool = False) -> bool:
         (done,) = self._write([(name, *self._set(name, value, expire), "NX")])
         return bool(done)

@@ -95,8 +95,8 @@ class RedisClusterStore(MemcachedStore):
         seconds, micros = self.client.time()
         return seconds + micros / 1e6
 
-    def _chunk_floats_for(self, length: int, rule: UpdateRule) -> int:
-        per = super()._chunk_floats_for(length, rule)
+    def _chunk_floats(self, job_id: str, length: int, rule: UpdateRule) -> int:
+        per = super()._chunk_floats(job_id, length, rule)
         with self._errors():
             wanted = CHUNKS_PER_MASTER * len(self.client.masters())
         if -(-length // per) < wanted:
