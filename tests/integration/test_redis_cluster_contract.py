@@ -4,15 +4,18 @@ chunks on every master, the placement kept in the meta, a non-cluster server ref
 from __future__ import annotations
 
 import json
+import re
+import threading
 
 import numpy as np
 import pytest
 import redis
 
 from support import store_contract as contract
+from support.expiry_keys import KINDS, MEMCACHED_KINDS, missing_kinds, redis_ttls, write_every_kind
 from faasgd.errors import ConfigError, JobNotFound, StoreUnavailable
 from faasgd.local.redis_cluster import start_redis_cluster
-from faasgd.store import UpdateRule, keys, memcached_push, open_store
+from faasgd.store import UpdateRule, keys, memcached_push, meter, open_store
 from faasgd.store.redis_cluster_store import CHUNKS_PER_MASTER
 
 pytestmark = pytest.mark.integration
@@ -114,3 +117,32 @@ def test_password_from_url_and_secret_file(tmp_path):
             open_store(group.url, secrets_dir=str(tmp_path)).get_weights("none")
     finally:
         group.stop()
+
+
+def test_every_key_of_a_job_expires_on_every_master(redis_cluster):
+    """store/expiry.py's rule over a cluster: each master's keys of the job (SCAN is per node) carry keep_s."""
+    job = contract.new_job()
+    with open_store(redis_cluster.url) as store:
+        write_every_kind(store, job, 60)
+    found = {}
+    for port in redis_cluster.ports[:3]:
+        found.update({re.sub(r"\{[^}]*\}$", "", k): left for k, left in redis_ttls(f"redis://127.0.0.1:{port}/0", job).items()})
+    assert missing_kinds(found, job, KINDS + MEMCACHED_KINDS) == []
+    assert all(left is not None and 0 < left <= 60 for left in found.values()), found
+
+
+def test_the_byte_meter_counts_every_nodes_traffic(redis_cluster):
+    """store/meter.py counts at the sockets of every node's connections: a fetch of 90k floats reads them all."""
+    seen = {}
+
+    def fetch():
+        with open_store(redis_cluster.url) as store:
+            store.set_weights("meter", np.zeros(90_000, np.float32))
+            before = meter.counter().received
+            store.get_weights("meter")
+            seen["read"], seen["sent"] = meter.counter().received - before, meter.counter().sent
+
+    thread = threading.Thread(target=fetch)
+    thread.start()
+    thread.join(30)
+    assert 90_000 * 4 <= seen["read"] < 90_000 * 4 * 1.1 and seen["sent"] >= 90_000 * 4

@@ -52,6 +52,7 @@ def count_bytes(cluster: RedisCluster) -> None:
     for node in manager.nodes_cache.values():
         if node.redis_connection is not None:
             meter.count_redis(node.redis_connection)
+            node.redis_connection.connection_pool.reset()  # the connections made before: new ones count
     create = manager.create_redis_node
 
     def counted(*args, **kwargs):
