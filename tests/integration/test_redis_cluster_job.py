@@ -18,7 +18,7 @@ import pytest
 
 from faasgd import job
 from faasgd.config import load_config
-from faasgd.errors import StoreUnavailable
+from faasgd.errors import StoreTimeout, StoreUnavailable
 from faasgd.functions.workloads import run_worker
 from faasgd.local.redis_cluster import start_redis_cluster
 from faasgd.store import keys, memcached_push, open_store
@@ -30,14 +30,25 @@ class RecordingStore:
     """Delegates to a real store; keeps every applied push's update, by push id."""
 
     def __init__(self, inner):
-        self.inner, self.applied, self.lock = inner, {}, threading.Lock()
+        self.inner, self.applied, self.lock, self.outages = inner, {}, threading.Lock(), []
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
+    def fetch(self, *args, **kwargs):
+        try:
+            return self.inner.fetch(*args, **kwargs)
+        except (StoreUnavailable, StoreTimeout) as e:
+            self.outages.append(str(e))
+            raise
+
     def push_update(self, job_id, delta, out=None, **push):
         sent = np.array(delta, copy=True)
-        result = self.inner.push_update(job_id, delta, out=out, **push)
+        try:
+            result = self.inner.push_update(job_id, delta, out=out, **push)
+        except (StoreUnavailable, StoreTimeout) as e:
+            self.outages.append(str(e))
+            raise
         if result.applied:
             with self.lock:
                 self.applied.setdefault(push["push_id"], sent)
@@ -129,6 +140,8 @@ def test_a_master_killed_mid_job_fails_over_and_the_job_keeps_the_exact_sum():
             job_id, init, finals = run_job(config, store, during=kill_a_master)
             assert killed and all(f is not None and f["state"] == "finished" for f in finals), finals
             assert len(store.applied) > killed[0][1] + 10  # the job went on after the kill
+            assert store.outages and all(o.startswith(("store unavailable", "store timeout")) for o in store.outages)
+            assert any(f"127.0.0.1:{killed[0][0]}" in o for o in store.outages), store.outages  # the shard, named
             promoted = master_of_chunk(group, inner, job_id, 0)
             assert promoted.port != killed[0][0]  # chunk 0 is served by the replica now
             assert_exact_sum_per_chunk(store, job_id, init, finals)
