@@ -146,3 +146,15 @@ def test_the_byte_meter_counts_every_nodes_traffic(redis_cluster):
     thread.start()
     thread.join(30)
     assert 90_000 * 4 <= seen["read"] < 90_000 * 4 * 1.1 and seen["sent"] >= 90_000 * 4
+
+
+def test_with_also_bind_the_nodes_announce_that_address():
+    """What CLUSTER SLOTS tells clients is the second address (a container network's gateway in `faasgd up`)."""
+    group = start_redis_cluster(masters=2, also_bind="127.0.0.2")
+    try:
+        with open_store(group.url) as store:
+            store.set_weights("j", np.ones(100, np.float32))
+            assert store.get_weights("j")[1] == 0
+            assert {n.host for n in store.client.cluster.get_nodes()} == {"127.0.0.2"}
+    finally:
+        group.stop()

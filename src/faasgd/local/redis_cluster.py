@@ -4,11 +4,14 @@ The cluster is put together by hand, which works for any number of masters (`red
 wants at least 3): each master takes an even range of the 16384 hash slots (CLUSTER ADDSLOTSRANGE), every
 node meets the first (CLUSTER MEET), each replica follows its master (CLUSTER REPLICATE), and the group is
 returned once every node reports cluster_state:ok and every replica holds its master's first copy (the
-replicas sync at once: repl-diskless-sync-delay 0). Like `start_redis`:
-no persistence, 127.0.0.1 (and `also_bind`), a free port of its own for each node's cluster bus (the default,
-port + 10000, may be taken or past 65535), a password only in a 0600 config file (replicas authenticate
-to their masters with it: masterauth). `node_timeout_ms` is how long a master may be silent before its
-replica takes over (redis' cluster-node-timeout; low here, so a test's failover takes seconds).
+replicas sync at once: repl-diskless-sync-delay 0).
+
+Like `start_redis`: no persistence, 127.0.0.1 (and `also_bind`), a password only in a 0600 config file
+(replicas authenticate to their masters with it: masterauth). Each node's cluster bus gets a free port of its
+own (the default, port + 10000, may be taken or past 65535). With `also_bind` the nodes announce that
+address (what CLUSTER SLOTS tells clients), which this host and the containers behind it both reach; else
+127.0.0.1. `node_timeout_ms` is how long a master may be silent before its replica takes over (redis'
+cluster-node-timeout; low here, so a test's failover takes seconds).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def start_redis_cluster(masters: int = 3, replicas: int = 0, password: str | Non
         for _ in range(masters * (1 + replicas)):
             servers.append(start_node(password, also_bind, node_timeout_ms, ready_timeout))
         group.url = group_url("redis-cluster", servers)
-        join(servers[:masters], servers[masters:], password, ready_timeout)
+        join(servers[:masters], servers[masters:], password, ready_timeout, also_bind or LOOPBACK)
     except BaseException:
         group.stop()
         raise
@@ -57,7 +60,7 @@ def start_node(password: str | None, also_bind: str | None, node_timeout_ms: int
             if password else ""
         conf = stores.private_file(tmp.name, "redis.conf", secret)
         argv = [binary, conf, "--port", str(port), "--bind", LOOPBACK,
-                *([also_bind, "--protected-mode", "no"] if also_bind else []),
+                *([also_bind, "--protected-mode", "no", "--cluster-announce-ip", also_bind] if also_bind else []),
                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", str(stores.free_port()),
                 "--cluster-node-timeout", str(node_timeout_ms), "--cluster-replica-validity-factor", "0",
                 "--repl-diskless-sync-delay", "0",
@@ -73,8 +76,10 @@ def client_of(server: ServerProcess, password: str | None) -> redis.Redis:
     return redis.Redis(LOOPBACK, server.port, password=password, socket_timeout=5.0, decode_responses=True)
 
 
-def join(masters: list[ServerProcess], replicas: list[ServerProcess], password: str | None, timeout: float) -> None:
-    """Give the masters their slots, introduce every node to the first, attach the replicas round-robin."""
+def join(masters: list[ServerProcess], replicas: list[ServerProcess], password: str | None, timeout: float,
+         announced: str) -> None:
+    """Give the masters their slots, introduce every node to the first (at the address the nodes announce),
+    attach the replicas round-robin."""
     clients = {s.port: client_of(s, password) for s in masters + replicas}
     try:
         for i, master in enumerate(masters):
@@ -82,7 +87,7 @@ def join(masters: list[ServerProcess], replicas: list[ServerProcess], password: 
             clients[master.port].execute_command("CLUSTER ADDSLOTSRANGE", first, last)
         bus = clients[masters[0].port].config_get("cluster-port")["cluster-port"]
         for server in masters[1:] + replicas:
-            clients[server.port].execute_command("CLUSTER MEET", LOOPBACK, masters[0].port, bus)
+            clients[server.port].execute_command("CLUSTER MEET", announced, masters[0].port, bus)
         deadline = time.monotonic() + timeout
         wait_until(lambda: all(known(c) >= len(clients) for c in clients.values()), deadline, "every node to meet")
         for k, replica in enumerate(replicas):
