@@ -35,7 +35,7 @@ def weights(length: int, seed: int = 0) -> np.ndarray:
 
 def check_ping(store):
     store.ping()
-    assert store.url.split("://")[0] in ("redis", "memcached", "memory")
+    assert store.url.split("://")[0] in ("redis", "redis-cluster", "memcached", "memory")
 
 
 def check_weights_round_trip(store):

@@ -77,8 +77,8 @@ def check_job(config: TrainConfig, env: Mapping[str, str], store_scheme: str) ->
         parts["model"] = TENSORFLOW_BYTES
     worker = INTERPRETER_BYTES + sum(parts.values())
     width = job.update_rule(config).width  # adagrad stores G beside each weight
-    # the weights, the job's model (one kept copy; more only while workers cross at once), Memcached's push copies
-    stored = params * 4 * (width + 1 + (config.number_of_workers if store_scheme == "memcached" else 0))
+    # the weights, the job's model (one kept copy; more only while workers cross at once), the push copies (Memcached, Redis Cluster)
+    stored = params * 4 * (width + 1 + (config.number_of_workers if store_scheme in ("memcached", "redis-cluster") else 0))
     if config.algorithm != "downpour":  # per worker: two checkpoint slots (admm: 3 vectors each), two rounds' objects
         stored += params * 4 * config.number_of_workers * (2 * (3 if config.algorithm == "admm" else 1)
                                                            + (2 if config.channel == "store" else 0))

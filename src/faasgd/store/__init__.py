@@ -1,4 +1,4 @@
-"""Parameter stores chosen by URL: redis://, memcached://, memory:// (tests only).
+"""Parameter stores chosen by URL: redis://, redis-cluster://, memcached://, memory:// (tests only).
 
     store = open_store("redis://:secret@127.0.0.1:6379/0")
     store.set_weights(job_id, flat)
@@ -55,6 +55,12 @@ def open_store(
 
 
 def _open(parsed: StoreUrl, client, timeout_s: float, secrets_dir: str | None, options: dict) -> ParameterStore:
+    if parsed.scheme == "redis-cluster":
+        from faasgd.store import redis_cluster_store
+
+        if client is None:
+            client = redis_cluster_store.connect(parsed, parsed.password or read_password(secrets_dir), timeout_s)
+        return redis_cluster_store.RedisClusterStore(parsed.masked, client, **options)
     if parsed.scheme == "redis-cluster" or len(parsed.nodes) > 1:
         raise ConfigError("store_url", f"stores of several servers are not built yet, got {parsed.masked!r}")
     if parsed.scheme == "redis":

@@ -113,7 +113,7 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
             current.update({i: found.get(chunk_keys[i], (None, None)) for i in seen["pending"]})
         seen["first"] = False
         store._after_read(job_id)
-        failed = []
+        failed, writes = [], []
         for i in seen["pending"]:
             raw, token = current[i]
             if raw is None:
@@ -124,7 +124,8 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
                 continue
             new = store._added(job_id, old, delta, meta, i)
             header = applied if push_id is None else {**applied, push_id.worker: push_id.seq}
-            stored = store.client.cas(chunk_keys[i], join(header, new), token, expire=ttl_s, noreply=False)
+            writes.append((i, new, (chunk_keys[i], join(header, new), token)))
+        for (i, new, _), stored in zip(writes, cas_all(store.client, [w[2] for w in writes], ttl_s)):
             if stored is None:
                 raise StateLost(store.url, f"job {job_id!r}: weight chunk {i} vanished during push_update")
             if stored:
@@ -139,6 +140,14 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
     if seen["conflicts"]:
         store._incr(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"], ttl_s)
     return floats, seen["conflicts"], retries
+
+
+def cas_all(client, items: list[tuple], ttl_s: int) -> list:
+    """cas of each (key, value, token) in order: by the client class's `cas_many` where it has one (a Redis
+    Cluster's: one round trip per master), else one cas after another (None: gone, False: changed)."""
+    if getattr(type(client), "cas_many", None) is not None:
+        return client.cas_many(items, expire=ttl_s)
+    return [client.cas(key, value, token, expire=ttl_s, noreply=False) for key, value, token in items]
 
 
 def commit(store, worker_key: str, token, record: dict, push_id: PushId, ttl_s: int) -> None:

@@ -1,0 +1,168 @@
+"""Jobs through a real Redis Cluster: two workers reach the target, and a master killed mid-job fails over.
+
+Each applied push's update is kept (as test_comm_real.py does); at the end, per chunk, the chunk's header holds
+every push of both workers, and its values are the initial ones plus every applied update; the job's version is
+the sum of the workers' pushes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from faasgd import job
+from faasgd.config import load_config
+from faasgd.errors import StoreTimeout, StoreUnavailable
+from faasgd.functions.workloads import run_worker
+from faasgd.local.redis_cluster import start_redis_cluster
+from faasgd.store import keys, memcached_push, open_store
+
+pytestmark = pytest.mark.integration
+
+
+class RecordingStore:
+    """Delegates to a real store; keeps every applied push's update, by push id."""
+
+    def __init__(self, inner):
+        self.inner, self.applied, self.lock, self.outages = inner, {}, threading.Lock(), []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def fetch(self, *args, **kwargs):
+        try:
+            return self.inner.fetch(*args, **kwargs)
+        except (StoreUnavailable, StoreTimeout) as e:
+            self.outages.append(str(e))
+            raise
+
+    def push_update(self, job_id, delta, out=None, **push):
+        sent = np.array(delta, copy=True)
+        try:
+            result = self.inner.push_update(job_id, delta, out=out, **push)
+        except (StoreUnavailable, StoreTimeout) as e:
+            self.outages.append(str(e))
+            raise
+        if result.applied:
+            with self.lock:
+                self.applied.setdefault(push["push_id"], sent)
+        return result
+
+
+def config_for(url: str, **overrides):
+    return load_config({}, {
+        "dataset": "synthetic", "train_samples": 3000, "validation_samples": 300, "test_samples": 500,
+        "hidden_sizes": [16], "batch_size": 20, "number_of_workers": 2, "n_fetch": 1, "n_push": 2,
+        "max_epochs": 10, "target_accuracy": 0.85, "store_url": url, "store_timeout_s": 30.0, **overrides})
+
+
+def run_job(config, store, during=None) -> tuple[str, np.ndarray, list]:
+    """Create the job, run both workers in threads (calling `during(job_id)` meanwhile); (job id, initial
+    weights, each worker's final record)."""
+    job_id = job.create_job(store, config)
+    init, _ = store.get_weights(job_id)
+    finals = [None, None]
+
+    def work(worker_id):
+        finals[worker_id] = run_worker(config, store, job_id, worker_id, f"call-{uuid.uuid4().hex[:6]}")
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(2)]
+    for t in threads:
+        t.start()
+    if during is not None:
+        during(job_id)
+    for t in threads:
+        t.join(180)
+    return job_id, init, finals
+
+
+def assert_exact_sum_per_chunk(store: RecordingStore, job_id: str, init: np.ndarray, finals: list) -> None:
+    """Version = the workers' pushes; per chunk: its header holds each worker's last push, its values are
+    init + the applied updates."""
+    inner = store.inner
+    weights, version = inner.get_weights(job_id)
+    pushes = {w: f["pushes"] for w, f in enumerate(finals)}
+    assert version == sum(pushes.values()) == len(store.applied)
+    assert {(p.worker, p.seq) for p in store.applied} == {(w, s) for w in pushes for s in range(1, pushes[w] + 1)}
+    # the default rule, average: each push moves the weights delta / workers
+    replayed = np.array(init, np.float64) + np.sum(list(store.applied.values()), axis=0, dtype=np.float64) / 2
+    meta = inner._weights_meta(job_id)
+    raw = inner.client.get_many(keys.weights_chunks(job_id, meta.chunks))
+    for i in range(meta.chunks):
+        header, _ = memcached_push.split(raw[keys.weights_chunk(job_id, i)])
+        assert header == pushes, (i, header, pushes)
+        np.testing.assert_allclose(weights[meta.span(i)], replayed[meta.span(i)], atol=1e-4, err_msg=f"chunk {i}")
+
+
+def test_two_workers_reach_the_target_with_the_exact_sum_per_chunk(redis_cluster):
+    config = config_for(redis_cluster.url)
+    with open_store(redis_cluster.url, timeout_s=5.0) as inner:
+        store = RecordingStore(inner)
+        job_id, init, finals = run_job(config, store)
+        assert all(f is not None and f["state"] == "finished" for f in finals), finals
+        result = inner.get_record(job_id, "result")
+        assert result["state"] == "done" and result["reached_target"], result
+        assert result["final_validation_accuracy"] >= 0.85
+        assert result["clock"] == inner.server_clock
+        assert_exact_sum_per_chunk(store, job_id, init, finals)
+
+
+def master_of_chunk(group, store, job_id: str, index: int):
+    """The server process of the master holding chunk `index` of the job."""
+    name = store.client.cluster.get_node_from_key(store.client.placed[keys.weights_chunk(job_id, index)]).name
+    return next(s for s in group.servers if name.endswith(f":{s.port}"))
+
+
+def test_a_master_killed_mid_job_fails_over_and_the_job_keeps_the_exact_sum():
+    group = start_redis_cluster(masters=3, replicas=1, node_timeout_ms=1000)
+    killed = []
+    try:
+        config = config_for(group.url, max_epochs=6, target_accuracy=1.0)  # runs every epoch: pushes after the kill
+        with open_store(group.url, timeout_s=2.0) as inner:
+            store = RecordingStore(inner)
+
+            def kill_a_master(job_id):
+                deadline = time.monotonic() + 60
+                while len(store.applied) < 20 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                victim = master_of_chunk(group, inner, job_id, 0)
+                node = inner.client.cluster.get_node_from_key(inner.client.placed[keys.weights_chunk(job_id, 0)])
+                assert inner.client._replicas_to_wait(node) == 1  # its writes were acknowledged by its replica
+                os.kill(victim.pid, signal.SIGKILL)
+                killed.append((victim.port, len(store.applied)))
+
+            job_id, init, finals = run_job(config, store, during=kill_a_master)
+            assert killed and all(f is not None and f["state"] == "finished" for f in finals), finals
+            assert len(store.applied) > killed[0][1] + 10  # the job went on after the kill
+            assert store.outages and all(o.startswith(("store unavailable", "store timeout")) for o in store.outages)
+            assert any(f"127.0.0.1:{killed[0][0]}" in o for o in store.outages), store.outages  # the shard, named
+            promoted = master_of_chunk(group, inner, job_id, 0)
+            assert promoted.port != killed[0][0]  # chunk 0 is served by the replica now
+            assert_exact_sum_per_chunk(store, job_id, init, finals)
+            assert inner.get_record(job_id, "result")["state"] == "done"
+    finally:
+        group.stop()
+
+
+def test_a_master_without_a_replica_killed_fails_calls_naming_the_shard():
+    """No replica to promote: pushes, fetches and record writes fail as StoreUnavailable naming the dead shard."""
+    group = start_redis_cluster(masters=3, replicas=0, node_timeout_ms=1000)
+    try:
+        with open_store(group.url, timeout_s=1.0) as store:
+            store.set_weights("j", np.zeros(1200, np.float32))
+            victim = master_of_chunk(group, store, "j", 0)
+            os.kill(victim.pid, signal.SIGKILL)
+            store.client.failover_s = 1.0
+            for call in (lambda: store.push_update("j", np.ones(1200, np.float32)), lambda: store.get_weights("j"),
+                         lambda: store.client.set(keys.weights_chunk("j", 0), b"x")):
+                with pytest.raises(StoreUnavailable) as e:
+                    call()
+                assert f"127.0.0.1:{victim.port}" in str(e.value)
+    finally:
+        group.stop()
