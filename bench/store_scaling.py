@@ -16,6 +16,8 @@ time-sliced. Every cell runs twice on the same servers: unshaped first, then sha
   KB/sample   per node, in/out: bytes each server itself counted (memcached stats bytes_read/bytes_written,
               Redis INFO total_net_input_bytes/total_net_output_bytes) over the whole job, per training sample
   link use    the busiest node's bytes per training second over the link rate (near 1: the link is the limit)
+  conflicts   pushes that lost a race (and were sent again) per applied push, unshaped/shaped: on a slow link
+              pushes overlap more, so more are sent twice and the bytes per sample grow
 
 Needs root (namespaces, links, qdiscs). Multi-node cells need the sharded stores; where open_store refuses a
 URL the cell prints why and the table goes on. Ctrl-C or SIGTERM removes the nodes.
@@ -39,6 +41,7 @@ from faasgd.store import open_store
 from faasgd.testing.shaped_net import ShapedNet
 from faasgd.testing.shaped_stores import counters, start_cluster, start_in, store_url
 
+COUNTS = ("pushes", "fetches", "conflicts", "retries", "push_bytes", "fetch_bytes")  # summed over the workers
 WIRE_EFFICIENCY = 1448 / 1514  # TCP payload of a full frame (tbf counts the frame: +32 TCP, 20 IP, 14 Ethernet)
 
 
@@ -59,7 +62,8 @@ def run_job(url: str, servers: list, workers: int, args) -> dict:
     progress = [p for p in job.read_progress(open_store(url), result["job_id"], workers).values() if p]
     samples, train_s = sum(p["samples"] for p in progress), max(p["train_s"] for p in progress)
     return {"samples": samples, "train_s": train_s, "samples_per_s": samples / train_s, "wall_s": wall_s,
-            "node_bytes": [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before)]}
+            "node_bytes": [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before)],
+            **{name: sum(p.get(name, 0) for p in progress) for name in COUNTS}}
 
 
 def predict(unshaped: dict, rate_mbit: float) -> tuple[float, float]:
@@ -120,19 +124,22 @@ def row_text(row: dict) -> str:
     per_node = " ".join(f"{kb(r, shaped['samples']):.2f}/{kb(w, shaped['samples']):.2f}" for r, w in shaped["node_bytes"])
     return (f"{row['store']:<9} {row['nodes']:>5} {row['workers']:>7} {unshaped['samples_per_s']:>10,.0f} "
             f"{shaped['samples_per_s']:>10,.0f} {row['ratio']:>9.2f} {row['model'][0]:>8,.0f}-{row['model'][1]:<8,.0f}"
-            f"{shaped['samples_per_s'] / row['model'][1]:>7.2f} {row['link_use']:>8.2f}   {per_node}")
+            f"{shaped['samples_per_s'] / row['model'][1]:>7.2f} {row['link_use']:>8.2f} "
+            f"{unshaped['conflicts'] / unshaped['pushes']:>5.2f}/{shaped['conflicts'] / shaped['pushes']:<5.2f}  {per_node}")
 
 
 def print_table(rows: list[dict], args) -> None:
     print(f"\nn_fetch = n_push = {args.period}; links {args.rate_mbit:g} Mbit/s each way per node; {args.dataset}, "
           f"784-100-10 MLP, batch 128, {args.samples} rows x {args.epochs} epochs a job")
     print(f"{'store':<9} {'nodes':>5} {'workers':>7} {'unshaped':>10} {'shaped':>10} {'x unshaped':>9} "
-          f"{'model (low-high)':>17} {'/ high':>7} {'link use':>8}   KB/sample per node, in/out (server counters)")
+          f"{'model (low-high)':>17} {'/ high':>7} {'link use':>8} {'conflicts':>11}  KB/sample per node, in/out")
     for row in rows:
         print(row_text(row))
     print("samples/s: training samples over the longest worker's training seconds (time.perf_counter in the workers)."
           "\nmodel: link payload rate / busiest node's bytes per sample, in + out (low) and the larger way (high), from"
           " the unshaped run, capped by its samples/s; / high: shaped over the high end."
+          "\nconflicts: pushes lost to a race per applied push, unshaped/shaped (each is sent again: more bytes)."
+          "\nKB/sample: the shaped run's bytes each server counted itself (read/written) per training sample."
           "\nMore workers than this machine's cores run time-sliced: the unshaped column at 4 workers measures sharing.")
 
 
