@@ -38,7 +38,7 @@ from faasgd.cli import direct
 from faasgd.config import load_config
 from faasgd.errors import FaasgdError
 from faasgd.store import open_store
-from faasgd.testing.shaped_net import ShapedNet
+from faasgd.testing.shaped_net import PREFIX, ShapedNet
 from faasgd.testing.shaped_stores import counters, start_cluster, start_in, store_url
 
 COUNTS = ("pushes", "fetches", "conflicts", "retries", "push_bytes", "fetch_bytes")  # summed over the workers
@@ -101,7 +101,8 @@ def start_servers(kind: str, net: ShapedNet) -> list:
 
 def measure(kind: str, nodes: int, args, say) -> list[dict]:
     """Every worker count's cell on `nodes` shaped nodes of `kind`; a refused URL gives one row naming why."""
-    with ShapedNet(nodes, args.rate_mbit, node_to_node=kind == "redis" and nodes > 1) as net:
+    with ShapedNet(nodes, args.rate_mbit, prefix=args.prefix, subnet=args.subnet,
+                   node_to_node=kind == "redis" and nodes > 1) as net:
         servers = start_servers(kind, net)
         url = store_url(kind, servers)
         try:
@@ -163,6 +164,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--dataset", default="fashion-mnist")
     parser.add_argument("--out", default="results/store_scaling")
+    parser.add_argument("--prefix", default=PREFIX, help="names of the namespaces and links (removed at start)")
+    parser.add_argument("--subnet", type=int, default=0, help="the nodes' 198.18.SUBNET.0/24")
     args = parser.parse_args()
     args.workers = [int(w) for w in args.workers.split(",")]
     signal.signal(signal.SIGTERM, interrupt)
