@@ -59,7 +59,8 @@ def run_job(url: str, servers: list, workers: int, args) -> dict:
     after = [counters(server) for server in servers]
     if result.get("error"):
         raise FaasgdError(f"job {result.get('job_id')} failed: {result['error']}")
-    progress = [p for p in job.read_progress(open_store(url), result["job_id"], workers).values() if p]
+    with open_store(url) as store:
+        progress = [p for p in job.read_progress(store, result["job_id"], workers).values() if p]
     samples, train_s = sum(p["samples"] for p in progress), max(p["train_s"] for p in progress)
     return {"samples": samples, "train_s": train_s, "samples_per_s": samples / train_s, "wall_s": wall_s,
             "node_bytes": [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before)],
@@ -109,18 +110,21 @@ def measure(kind: str, nodes: int, args, say) -> list[dict]:
             open_store(url).close()
         except FaasgdError as error:
             say(f"{kind} x {nodes} nodes: skipped, {url} refused: {error}")
-            return [{"store": kind, "nodes": nodes, "skipped": str(error)}]
+            return [{"store": kind, "nodes": nodes, "skipped": f"skipped: {error}"}]
         rows = []
         for workers in args.workers:
             say(f"{kind} x {nodes} node(s), {workers} worker(s): unshaped, then {args.rate_mbit:g} Mbit/s ...")
-            rows.append(cell(kind, nodes, workers, net, url, servers, args))
+            try:
+                rows.append(cell(kind, nodes, workers, net, url, servers, args))
+            except FaasgdError as error:  # one failed job costs its cell, not the table
+                rows.append({"store": kind, "nodes": nodes, "workers": workers, "skipped": f"failed: {error}"})
             say(row_text(rows[-1]))
         return rows
 
 
 def row_text(row: dict) -> str:
     if "skipped" in row:
-        return f"{row['store']:<9} {row['nodes']:>5}   skipped: {row['skipped']}"
+        return f"{row['store']:<9} {row['nodes']:>5} {row.get('workers', ''):>7}   {row['skipped']}"
     shaped, unshaped = row["shaped"], row["unshaped"]
     per_node = " ".join(f"{kb(r, shaped['samples']):.2f}/{kb(w, shaped['samples']):.2f}" for r, w in shaped["node_bytes"])
     return (f"{row['store']:<9} {row['nodes']:>5} {row['workers']:>7} {unshaped['samples_per_s']:>10,.0f} "
