@@ -7,6 +7,8 @@ faasgd without putting tests/ on sys.path.
 - `stacks`: a project's stack.yml copied for a test's runtime, handlers as absolute paths.
 - `fault_matrix` and `faults`: a fresh `faasgd up`, four jobs at once, one fault injected from outside,
   each job's end read back (tests/e2e/test_faults.py asserts on it; bench/faults.py tabulates it).
+- `shaped_net` and `shaped_stores`: store servers in network namespaces behind bandwidth-limited links, and
+  their own byte counters (bench/store_scaling.py; root only).
 
 No module of faasgd imports this package (an import-linter contract in pyproject.toml). Its dependencies
 (moto, boto3, psutil, PyYAML) come with the `dev` extra, not with the core. One module is also a program the
