@@ -89,7 +89,7 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
         if not isinstance(rule, UpdateRule):
             raise ConfigError("update_rule", f"must be an UpdateRule, got {type(rule).__name__}")
         data = codec.as_vector(flat, "flat")
-        meta = codec.WeightsMeta(data.size, max(1, self.chunk_floats // rule.width), writers, rule)
+        meta = codec.WeightsMeta(data.size, self._chunk_floats(job_id, data.size, rule), writers, rule)
         ttl = self._expiry(job_id)
         with self._errors():
             self._write_weights(job_id, codec.meta_to_bytes(meta), codec.encode_chunks(data, meta), version, ttl)
@@ -213,6 +213,11 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
             raise JobNotFound(job_id)
         held = self._steps(raw[1:1 + len(writers)]) if steps else None
         return version, held, raw[1 + len(writers):]
+
+    def _chunk_floats(self, job_id: str, length: int, rule: UpdateRule) -> int:
+        """Weights per chunk of a new job: chunk_floats over the rule's width (a store of several servers
+        chooses its own, to spread the chunks over them)."""
+        return max(1, self.chunk_floats // rule.width)
 
     def _steps(self, records: list[bytes | None]) -> int:
         """Minibatch steps the writers' raw records say their applied pushes hold (push.steps_of)."""
