@@ -1,4 +1,4 @@
-"""Parameter stores chosen by URL: redis://, memcached://, memory:// (tests only).
+"""Parameter stores chosen by URL: redis://, memcached:// (one server, or a pool: H1:P1,H2:P2,...), memory:// (tests only).
 
     store = open_store("redis://:secret@127.0.0.1:6379/0")
     store.set_weights(job_id, flat)
@@ -55,6 +55,11 @@ def open_store(
 
 
 def _open(parsed: StoreUrl, client, timeout_s: float, secrets_dir: str | None, options: dict) -> ParameterStore:
+    if parsed.scheme == "memcached" and len(parsed.nodes) > 1:
+        from faasgd.store import memcached_pool, memcached_pool_store
+
+        client = client if client is not None else memcached_pool.connect_pool(parsed, timeout_s)
+        return memcached_pool_store.MemcachedPoolStore(parsed.masked, client, **options)
     if parsed.scheme == "redis-cluster" or len(parsed.nodes) > 1:
         raise ConfigError("store_url", f"stores of several servers are not built yet, got {parsed.masked!r}")
     if parsed.scheme == "redis":

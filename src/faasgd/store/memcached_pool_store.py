@@ -1,0 +1,112 @@
+"""memcached://H1:P1,H2:P2,... — one store over several memcached servers (memcached_pool.py's client).
+
+Everything memcached_store.py does works unchanged over the pool: each key (a weight chunk, the version, a
+worker's record, a push's copy) lives on one server, and the per-chunk CAS path of memcached_push.py applies a
+push chunk by chunk, exactly once, whichever server each chunk is on. What the pool adds:
+
+- Spread: a job's chunk size is chosen at set_weights so that every server holds a few of its chunks
+  (memcached_pool.spread_chunk_floats), recorded in the weights meta like any layout; the default one chunk
+  of 131,072 floats would put a whole MLP on one server.
+- Set-up: set_weights first asks every server for its version; one that does not answer fails the job's
+  creation naming it, before anything is written.
+- Errors name the server: a timeout, a refused or closed connection on one server is StoreTimeout /
+  StoreUnavailable with `server host:port` in its detail. Keys never move to another server (no server is
+  dropped from the ring), so a server that stops answering fails the calls needing it, never reroutes them.
+- Lost state names the server: a server that restarted empty (or evicted) lost the job's chunks it held;
+  a read or push that finds chunks missing (or the job's version gone) asks every server for the job's chunks
+  and raises StateLost naming the servers that lost theirs (each server holds some: the spread above).
+- The clock: `stats` time of the first server named (whole seconds, as on one server).
+
+Every client of a job must name the servers alike (the same `host:port` strings): the ring is built from them.
+"""
+
+from __future__ import annotations
+
+from faasgd.errors import JobNotFound, StateLost, StoreError
+from faasgd.store import keys
+from faasgd.store.memcached_pool import ServerFailed, placement, spread_chunk_floats
+from faasgd.store.memcached_store import MemcachedStore
+from faasgd.store.update_rule import SUM, UpdateRule
+
+
+class MemcachedPoolStore(MemcachedStore):
+    """ParameterStore over a memcached_pool.PoolClient (or any client with its server_of/client_of/servers)."""
+
+    server_clock = "memcached stats time (1 s), first server of the pool"
+
+    def _map(self, error: BaseException, detail: str = "") -> StoreError | None:
+        if isinstance(error, ServerFailed):
+            return super()._map(error.error, f"server {error.server}" + (f"; {detail}" if detail else ""))
+        return super()._map(error, detail)
+
+    def set_weights(self, job_id: str, flat, version: int = 0, writers: int = 0, rule: UpdateRule = SUM) -> None:
+        """As ParameterStore.set_weights, once every server has answered (else nothing is written)."""
+        self.ping()
+        super().set_weights(job_id, flat, version, writers, rule)
+
+    def _chunk_floats(self, job_id: str, length: int, rule: UpdateRule) -> int:
+        limit = max(1, self.chunk_floats // rule.width)
+        return spread_chunk_floats(job_id, length, limit, self.client.servers, self.client.server_of)
+
+    def holdings(self, job_id: str) -> dict[str, int]:
+        """How many of the job's weight chunks each server holds now, asking each server alone (every server
+        named, 0 for one holding none)."""
+        meta = self._weights_meta(job_id)
+        names = keys.weights_chunks(job_id, meta.chunks)
+        held = dict.fromkeys(self.client.servers, 0)
+        with self._errors():
+            for server in self.client.servers:
+                mine = [k for k in names if self.client.server_of(k) == server]
+                found = self._ask(server, mine)
+                held[server] = sum(1 for k in mine if found.get(k) is not None)
+        return held
+
+    def _ask(self, server: str, names: list[str]) -> dict:
+        client = self.client.client_of(server)
+        if not names:
+            return {}
+        try:
+            return client.get_many(names)
+        except Exception as error:
+            raise ServerFailed(server, error) from error
+
+    # ---- lost state, named by server -----------------------------------------------------------------------
+    def _fetch(self, job_id, out, steps):
+        try:
+            return super()._fetch(job_id, out, steps)
+        except (JobNotFound, StateLost) as error:
+            raise self._lost(job_id, error) from error
+
+    def push_update(self, job_id, delta, out=None, *, push_id=None, record=None):
+        try:
+            return super().push_update(job_id, delta, out, push_id=push_id, record=record)
+        except (JobNotFound, StateLost) as error:
+            raise self._lost(job_id, error) from error
+
+    def recover_worker(self, job_id: str, worker_id: int) -> None:
+        try:
+            super().recover_worker(job_id, worker_id)
+        except (JobNotFound, StateLost) as error:
+            raise self._lost(job_id, error) from error
+
+    def _lost(self, job_id: str, error: Exception) -> Exception:
+        """StateLost naming the servers that no longer hold the job's chunks they held, when some still hold
+        theirs; else `error` as it was (the whole job is gone: expired, or never there)."""
+        meta = self._meta.get(job_id)
+        if meta is None:
+            return error
+        names = keys.weights_chunks(job_id, meta.chunks)
+        expected = placement(job_id, meta.chunks, self.client.server_of)
+        try:
+            with self._errors():
+                held = {server: self._ask(server, [k for k in names if self.client.server_of(k) == server])
+                        for server in expected}
+        except StoreError as failure:
+            return failure
+        emptied = sorted(s for s, found in held.items() if len(found) < expected[s])
+        if not emptied or len(emptied) == len(expected) and not any(held.values()):
+            return error
+        detail = ", ".join(f"{s} holds {len(held[s])} of its {expected[s]}" for s in emptied)
+        return StateLost(self.url, f"job {job_id!r}: weight chunks missing on server {detail} "
+                                   f"(restarted empty, or evicted)")
+
