@@ -12,9 +12,10 @@ push chunk by chunk, exactly once, whichever server each chunk is on. What the p
 - Errors name the server: a timeout, a refused or closed connection on one server is StoreTimeout /
   StoreUnavailable with `server host:port` in its detail. Keys never move to another server (no server is
   dropped from the ring), so a server that stops answering fails the calls needing it, never reroutes them.
-- Lost state names the server: a server that restarted empty (or evicted) lost the job's chunks it held;
-  a read or push that finds chunks missing (or the job's version gone) asks every server for the job's chunks
-  and raises StateLost naming the servers that lost theirs (each server holds some: the spread above).
+- Lost state names the server: a server that restarted empty (or evicted) lost the job's keys it held; a
+  read or push that finds chunks missing (or the job's meta or version gone) asks every server for the job's
+  chunks (or, with its layout unknown, its meta, version and first chunk) and raises StateLost naming the servers that
+  lost theirs while others kept theirs (each server holds chunks: the spread above). All gone: JobNotFound.
 - The clock: `stats` time of the first server named (whole seconds, as on one server).
 
 Every client of a job must name the servers alike (the same `host:port` strings): the ring is built from them.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from faasgd.errors import JobNotFound, StateLost, StoreError
 from faasgd.store import keys
-from faasgd.store.memcached_pool import ServerFailed, placement, spread_chunk_floats
+from faasgd.store.memcached_pool import ServerFailed, spread_chunk_floats
 from faasgd.store.memcached_store import MemcachedStore
 from faasgd.store.update_rule import SUM, UpdateRule
 
@@ -84,29 +85,45 @@ class MemcachedPoolStore(MemcachedStore):
             raise self._lost(job_id, error) from error
 
     def recover_worker(self, job_id: str, worker_id: int) -> None:
+        """As MemcachedStore's, then a check that every server still holds the job's chunks: a worker resuming
+        on a server that restarted empty (its record, its copy gone) learns it before it trains."""
         try:
             super().recover_worker(job_id, worker_id)
         except (JobNotFound, StateLost) as error:
             raise self._lost(job_id, error) from error
+        emptied = self._emptied(job_id)
+        if emptied is not None:
+            raise emptied
+
+    def _weights_meta(self, job_id: str, fresh: bool = False):
+        try:
+            return super()._weights_meta(job_id, fresh)
+        except JobNotFound as error:
+            raise self._lost(job_id, error) from error
 
     def _lost(self, job_id: str, error: Exception) -> Exception:
-        """StateLost naming the servers that no longer hold the job's chunks they held, when some still hold
-        theirs; else `error` as it was (the whole job is gone: expired, or never there)."""
+        """StateLost naming the servers that lost the job's keys (`_emptied`), else `error` as it was."""
+        return self._emptied(job_id) or error
+
+    def _emptied(self, job_id: str) -> Exception | None:
+        """StateLost naming the servers that no longer hold keys of the job they held, when others still hold
+        theirs; None when none lost any or all lost all (the whole job is gone: expired, or never there); the
+        StoreError of a server that does not answer. The keys asked: every weight chunk when the layout is known
+        here, else those every job's weights have (meta, version, first chunk)."""
         meta = self._meta.get(job_id)
-        if meta is None:
-            return error
-        names = keys.weights_chunks(job_id, meta.chunks)
-        expected = placement(job_id, meta.chunks, self.client.server_of)
+        names = keys.weights_chunks(job_id, meta.chunks) if meta is not None else \
+            [keys.weights_meta(job_id), keys.weights_version(job_id), keys.weights_chunk(job_id, 0)]
+        by_server: dict[str, list[str]] = {}
+        for name in names:
+            by_server.setdefault(self.client.server_of(name), []).append(name)
         try:
             with self._errors():
-                held = {server: self._ask(server, [k for k in names if self.client.server_of(k) == server])
-                        for server in expected}
+                held = {server: self._ask(server, mine) for server, mine in by_server.items()}
         except StoreError as failure:
             return failure
-        emptied = sorted(s for s, found in held.items() if len(found) < expected[s])
-        if not emptied or len(emptied) == len(expected) and not any(held.values()):
-            return error
-        detail = ", ".join(f"{s} holds {len(held[s])} of its {expected[s]}" for s in emptied)
-        return StateLost(self.url, f"job {job_id!r}: weight chunks missing on server {detail} "
-                                   f"(restarted empty, or evicted)")
+        emptied = sorted(s for s, found in held.items() if len(found) < len(by_server[s]))
+        if not emptied or not any(held.values()):
+            return None
+        detail = ", ".join(f"{s} holds {len(held[s])} of {len(by_server[s])} of its keys asked" for s in emptied)
+        return StateLost(self.url, f"job {job_id!r}: state missing on server {detail} (restarted empty, or evicted)")
 
