@@ -1,6 +1,7 @@
 """A pool of three real memcached servers as one store: a 2-worker MLP job reaches 0.85 with its chunks on every
-server, each chunk holding every push exactly once; a server down at set-up is named and nothing is written; the
-byte meter counts the pool's sockets. Each server is asked alone, with a client of its own."""
+server, each chunk holding every push exactly once; a server down at set-up is named and nothing is written; one
+that keeps failing stays in the ring; the byte meter counts the pool's sockets. Each server is asked alone, with a
+client of its own."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from faasgd.errors import StoreUnavailable
 from faasgd.functions.workloads import run_worker
 from faasgd.local.stores import free_port
 from faasgd.store import keys, memcached_push, meter, open_store
-from faasgd.store.memcached_pool import CHUNKS_PER_SERVER
+from faasgd.store.memcached_pool import CHUNKS_PER_SERVER, PoolClient, ServerFailed
 
 pytestmark = pytest.mark.integration
 
@@ -108,6 +109,19 @@ def test_a_server_down_at_set_up_is_named_and_nothing_is_written(memcached_pool)
     for server in live:
         with closing(alone(server)) as client:
             assert client.get_many(names) == {}, server
+
+
+def test_a_server_that_keeps_failing_stays_in_the_ring_and_every_failure_names_it(memcached_pool):
+    down, live = f"127.0.0.1:{free_port()}", memcached_pool.url.split("//")[1].split(",")[0]
+    client = PoolClient([tuple(s.split(":")) for s in (down, live)], connect_timeout=1, timeout=1)
+    key = next(f"k{n}" for n in range(1000) if client.server_of(f"k{n}") == down)
+    for _ in range(5):  # HashClient would have dropped it after retry_attempts and moved the key to the live one
+        with pytest.raises(ServerFailed) as e:
+            client.get(key)
+        assert e.value.server == down and isinstance(e.value.error, OSError)
+        assert client.server_of(key) == down
+    assert sorted(client.hasher.nodes) == sorted(client.servers) == sorted([down, live])
+    client.close()
 
 
 def test_the_byte_meter_counts_the_pool_sockets(memcached_pool):

@@ -16,7 +16,7 @@ the whole pool; `stats` asks the first server named, whose clock is the job's) a
 from __future__ import annotations
 
 import collections
-from typing import Callable
+from typing import Callable, Protocol
 
 from pymemcache.client.hash import HashClient
 
@@ -25,6 +25,16 @@ from faasgd.store.url import StoreUrl
 
 CHUNKS_PER_SERVER = 3  # weight chunks each server holds at least, when the model is long enough
 MAX_SEARCH = 4096  # chunk counts tried beyond the first before settling for the first
+
+
+class ServerRing(Protocol):
+    """What the pool store asks of its client besides memcached's commands: the servers and whose key is whose."""
+
+    servers: list[str]  # every server named, `host:port`, in the URL's order
+
+    def server_of(self, key: str) -> str: ...
+
+    def client_of(self, server: str): ...
 
 
 class ServerFailed(Exception):

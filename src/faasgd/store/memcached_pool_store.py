@@ -31,7 +31,7 @@ from faasgd.store.update_rule import SUM, UpdateRule
 
 
 class MemcachedPoolStore(MemcachedStore):
-    """ParameterStore over a memcached_pool.PoolClient (or any client with its server_of/client_of/servers)."""
+    """ParameterStore over a memcached_pool.PoolClient (any pymemcache-like client that is a ServerRing)."""
 
     server_clock = "memcached stats time (1 s), first server of the pool"
 
