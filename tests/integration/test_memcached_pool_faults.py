@@ -77,10 +77,19 @@ def when(predicate, timeout_s: float = 30) -> None:
         time.sleep(0.01)
 
 
-def new_job(url: str) -> tuple[str, np.ndarray]:
-    job_id, start = f"fault-{uuid.uuid4().hex[:8]}", (np.arange(LENGTH) % 1000).astype(np.float32)
+def new_job(url: str, job_id: str | None = None) -> tuple[str, np.ndarray]:
+    job_id, start = job_id or f"fault-{uuid.uuid4().hex[:8]}", (np.arange(LENGTH) % 1000).astype(np.float32)
     open_store(url).set_weights(job_id, start, writers=WORKERS)
     return job_id, start
+
+
+def job_with_meta_version_and_first_chunk_together(url: str) -> str:
+    """A job id whose meta, version and first chunk all live on one server: a client that lost the meta must
+    learn the layout's loss from the chunks after the first."""
+    ring = open_store(url).client
+    return next(job_id for job_id in (f"together-{uuid.uuid4().hex[:8]}" for _ in range(10_000))
+                if len({ring.server_of(k) for k in (keys.weights_meta(job_id), keys.weights_version(job_id),
+                                                     keys.weights_chunk(job_id, 0))}) == 1)
 
 
 def pause(server, seconds: float, done: list) -> list:
@@ -149,9 +158,10 @@ def restart_empty(pool, index: int):
     raise AssertionError(f"no memcached on port {old.port} again")
 
 
-@pytest.mark.parametrize("holding_meta", [True, False], ids=["the-meta-server", "another-server"])
-def test_a_server_restarted_empty_fails_every_caller_naming_it(pool, holding_meta):
-    job_id, _ = new_job(pool.url)
+@pytest.mark.parametrize("holding_meta, together", [(True, False), (True, True), (False, False)],
+                         ids=["the-meta-server", "meta-version-and-first-chunk", "another-server"])
+def test_a_server_restarted_empty_fails_every_caller_naming_it(pool, holding_meta, together):
+    job_id, _ = new_job(pool.url, job_with_meta_version_and_first_chunk_together(pool.url) if together else None)
     meta_server = open_store(pool.url).client.server_of(keys.weights_meta(job_id))
     index = next(i for i, s in enumerate(pool.servers) if (f"127.0.0.1:{s.port}" == meta_server) == holding_meta)
     threads, done, errors = start_pushers(pool.url, job_id, 2.0)
@@ -170,17 +180,17 @@ def test_a_server_restarted_empty_fails_every_caller_naming_it(pool, holding_met
         assert named in str(e.value)
 
 
-def test_a_job_whose_server_restarts_empty_fails_as_lost_naming_it(pool):
+def start_job(url: str, epochs: int, store_timeout_s: float, socket_timeout_s: float):
+    """A 2-worker synthetic MLP job, its workers in threads here: (store, job id, threads, what they raised)."""
     config = load_config({}, {"dataset": "synthetic", "train_samples": 20_000, "test_samples": 200,
-                              "hidden_sizes": [64], "number_of_workers": 2, "max_epochs": 50, "target_accuracy": 1.0,
-                              "store_url": pool.url, "store_timeout_s": 2.0})
-    store = open_store(pool.url, timeout_s=2.0)
-    job_id = job.create_job(store, config)
-    raised = []
+                              "hidden_sizes": [64], "number_of_workers": 2, "max_epochs": epochs,
+                              "target_accuracy": 1.0, "store_url": url, "store_timeout_s": store_timeout_s})
+    store = open_store(url, timeout_s=socket_timeout_s)
+    job_id, raised = job.create_job(store, config), []
 
     def work(worker: int) -> None:
         try:
-            run_worker(config, open_store(pool.url, timeout_s=2.0), job_id, worker)
+            run_worker(config, open_store(url, timeout_s=socket_timeout_s), job_id, worker)
         except Exception as error:
             raised.append(error)
 
@@ -188,6 +198,47 @@ def test_a_job_whose_server_restarts_empty_fails_as_lost_naming_it(pool):
     for t in threads:
         t.start()
     when(lambda: store.get_weights(job_id)[1] >= 10, 60)
+    return store, job_id, threads, raised
+
+
+def assert_job_exact(store, job_id: str) -> None:
+    """version = the workers' recorded pushes, and every chunk on every server holds each of them once (each
+    chunk's header: the pushes applied to it)."""
+    pushes = {w: int(store.worker_record(job_id, w)["pushes"]) for w in range(2)}
+    assert store.get_weights(job_id)[1] == sum(pushes.values()) > 0
+    meta, seen = store._weights_meta(job_id), 0
+    for server in store.client.servers:
+        host, port = server.rsplit(":", 1)
+        names = [k for k in keys.weights_chunks(job_id, meta.chunks) if store.client.server_of(k) == server]
+        with closing(Client((host, int(port)), timeout=5)) as client:
+            found = client.get_many(names)
+        assert names and all(memcached_push.split(found[k])[0] == pushes for k in names), server
+        seen += len(names)
+    assert seen == meta.chunks
+
+
+@pytest.mark.parametrize("seconds, store_timeout_s", [(2.0, 10.0), (3.0, 1.0)], ids=["within", "past"])
+def test_a_job_with_a_paused_server_ends_exactly_or_fails_naming_it(pool, seconds, store_timeout_s):
+    store, job_id, threads, raised = start_job(pool.url, 4, store_timeout_s, 0.5)
+    victim = pool.servers[1]
+    assert not job.has_ended(store, job_id)  # the pause strikes a running job
+    pause(victim, seconds, [0])
+    for t in threads:
+        t.join(120)
+    named = f"server 127.0.0.1:{victim.port}"
+    assert all(isinstance(e, StoreError) and named in str(e) for e in raised), raised
+    if store_timeout_s > seconds:
+        assert raised == [] and job.read_status(store, job_id)["result"]["state"] == "done"
+    else:
+        assert raised, "the pause did not outlast store_timeout_s"
+    time.sleep(1)  # a push a failing worker had in flight lands once the server answers again
+    for worker in range(2):  # what a resumed worker does first: finish a push its failure left half-applied
+        store.recover_worker(job_id, worker)
+    assert_job_exact(store, job_id)
+
+
+def test_a_job_whose_server_restarts_empty_fails_as_lost_naming_it(pool):
+    store, job_id, threads, raised = start_job(pool.url, 50, 2.0, 2.0)
     victim = restart_empty(pool, 0)
     for t in threads:
         t.join(120)

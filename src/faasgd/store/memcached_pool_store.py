@@ -14,7 +14,7 @@ push chunk by chunk, exactly once, whichever server each chunk is on. What the p
   dropped from the ring), so a server that stops answering fails the calls needing it, never reroutes them.
 - Lost state names the server: a server that restarted empty (or evicted) lost the job's keys it held; a
   read or push that finds chunks missing (or the job's meta or version gone) asks every server for the job's
-  chunks (or, with its layout unknown, its meta, version and first chunk) and raises StateLost naming the servers that
+  chunks (or, with its layout unknown, its meta, version and first chunks) and raises StateLost naming the servers that
   lost theirs while others kept theirs (each server holds chunks: the spread above). All gone: JobNotFound.
 - The clock: `stats` time of the first server named (whole seconds, as on one server).
 
@@ -23,10 +23,15 @@ Every client of a job must name the servers alike (the same `host:port` strings)
 
 from __future__ import annotations
 
+import contextlib
+
+import numpy as np
+
 from faasgd.errors import JobNotFound, StateLost, StoreError
-from faasgd.store import keys
-from faasgd.store.memcached_pool import ServerFailed, spread_chunk_floats
+from faasgd.store import codec, keys
+from faasgd.store.memcached_pool import CHUNKS_PER_SERVER, ServerFailed, spread_chunk_floats
 from faasgd.store.memcached_store import MemcachedStore
+from faasgd.store.push import Push, PushId
 from faasgd.store.update_rule import SUM, UpdateRule
 
 
@@ -72,58 +77,71 @@ class MemcachedPoolStore(MemcachedStore):
             raise ServerFailed(server, error) from error
 
     # ---- lost state, named by server -----------------------------------------------------------------------
-    def _fetch(self, job_id, out, steps):
-        try:
+    def _fetch(self, job_id: str, out: np.ndarray | None, steps: bool):
+        with self._naming_lost(job_id):
             return super()._fetch(job_id, out, steps)
-        except (JobNotFound, StateLost) as error:
-            raise self._lost(job_id, error) from error
 
-    def push_update(self, job_id, delta, out=None, *, push_id=None, record=None):
-        try:
+    def push_update(self, job_id: str, delta: np.ndarray, out: np.ndarray | None = None, *,
+                    push_id: PushId | None = None, record: dict | None = None) -> Push:
+        with self._naming_lost(job_id):
             return super().push_update(job_id, delta, out, push_id=push_id, record=record)
-        except (JobNotFound, StateLost) as error:
-            raise self._lost(job_id, error) from error
 
     def recover_worker(self, job_id: str, worker_id: int) -> None:
         """As MemcachedStore's, then a check that every server still holds the job's chunks: a worker resuming
         on a server that restarted empty (its record, its copy gone) learns it before it trains."""
-        try:
+        with self._naming_lost(job_id):
             super().recover_worker(job_id, worker_id)
-        except (JobNotFound, StateLost) as error:
-            raise self._lost(job_id, error) from error
         emptied = self._emptied(job_id)
         if emptied is not None:
             raise emptied
 
-    def _weights_meta(self, job_id: str, fresh: bool = False):
-        try:
+    def _weights_meta(self, job_id: str, fresh: bool = False) -> codec.WeightsMeta:
+        with self._naming_lost(job_id):
             return super()._weights_meta(job_id, fresh)
-        except JobNotFound as error:
-            raise self._lost(job_id, error) from error
 
-    def _lost(self, job_id: str, error: Exception) -> Exception:
-        """StateLost naming the servers that lost the job's keys (`_emptied`), else `error` as it was."""
-        return self._emptied(job_id) or error
+    @contextlib.contextmanager
+    def _naming_lost(self, job_id: str):
+        """A JobNotFound or StateLost inside becomes StateLost naming the servers that lost the job's keys
+        (`_emptied`), or the error of a server that does not answer; else it passes as it is."""
+        try:
+            yield
+        except (JobNotFound, StateLost) as error:
+            named = self._emptied(job_id)
+            if named is None:
+                raise
+            raise named from error
 
-    def _emptied(self, job_id: str) -> Exception | None:
-        """StateLost naming the servers that no longer hold keys of the job they held, when others still hold
-        theirs; None when none lost any or all lost all (the whole job is gone: expired, or never there); the
-        StoreError of a server that does not answer. The keys asked: every weight chunk when the layout is known
-        here, else those every job's weights have (meta, version, first chunk)."""
+    def _emptied(self, job_id: str) -> StoreError | None:
+        """StateLost naming the servers that no longer hold keys of the job they held, while other keys of the job
+        are still there; None when none is missing or all are (the whole job is gone: expired, or never there); the
+        StoreError of a server that does not answer. With the job's layout known here, every weight chunk is asked
+        for; else (its meta is gone) the meta, the version and the first chunks, a chunk counted missing only below
+        one that is there (the job may have fewer)."""
         meta = self._meta.get(job_id)
-        names = keys.weights_chunks(job_id, meta.chunks) if meta is not None else \
-            [keys.weights_meta(job_id), keys.weights_version(job_id), keys.weights_chunk(job_id, 0)]
+        head = [] if meta is not None else [keys.weights_meta(job_id), keys.weights_version(job_id)]
+        chunks = keys.weights_chunks(job_id, meta.chunks if meta is not None else
+                                     len(self.client.servers) * CHUNKS_PER_SERVER)
+        found = self._found(head + chunks)
+        if isinstance(found, StoreError):
+            return found
+        last = len(chunks) if meta is not None else max((i for i, k in enumerate(chunks) if k in found), default=-1)
+        missing = [k for k in head + chunks[:last] if k not in found]
+        if not missing or not found:
+            return None
+        servers = ", ".join(sorted({self.client.server_of(k) for k in missing}))
+        return StateLost(self.url, f"job {job_id!r}: {len(missing)} of its keys missing on server {servers} "
+                                   f"(restarted empty, or evicted)")
+
+    def _found(self, names: list[str]) -> dict | StoreError:
+        """The values of `names` that are there, each asked of its server alone; the StoreError of one that fails."""
         by_server: dict[str, list[str]] = {}
         for name in names:
             by_server.setdefault(self.client.server_of(name), []).append(name)
+        found: dict = {}
         try:
             with self._errors():
-                held = {server: self._ask(server, mine) for server, mine in by_server.items()}
+                for server, mine in by_server.items():
+                    found.update(self._ask(server, mine))
         except StoreError as failure:
             return failure
-        emptied = sorted(s for s, found in held.items() if len(found) < len(by_server[s]))
-        if not emptied or not any(held.values()):
-            return None
-        detail = ", ".join(f"{s} holds {len(held[s])} of {len(by_server[s])} of its keys asked" for s in emptied)
-        return StateLost(self.url, f"job {job_id!r}: state missing on server {detail} (restarted empty, or evicted)")
-
+        return found
