@@ -7,6 +7,9 @@ another one, where they are missing (or, once it is back, stale): a job would tr
 never does that: a key's server never changes while the client lives, and any failure is raised at once as
 `ServerFailed`, naming the server of the key that failed, for the store to map (memcached_pool_store.py).
 
+Multi-key commands (get_many, gets_many, set_many) ask every server's share at the same time, one thread per
+extra server, so a fetch of chunks spread over N servers takes about the slowest server's time, not the sum.
+
 What HashClient lacks is here too: `version` and `stats` per server (`version` asks every server: a ping of
 the whole pool; `stats` asks the first server named, whose clock is the job's) and `server_of(key)`.
 
@@ -16,6 +19,8 @@ the whole pool; `stats` asks the first server named, whose clock is the job's) a
 from __future__ import annotations
 
 import collections
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Protocol
 
 from pymemcache.client.hash import HashClient
@@ -57,6 +62,88 @@ class PoolClient(HashClient):
         options.update(use_pooling=True, ignore_exc=False, retry_attempts=0, dead_timeout=float("inf"))
         super().__init__(servers, **options)
         self.servers = [server_name(s) for s in servers]
+        self._threads: ThreadPoolExecutor | None = None  # made at the first multi-key call spanning servers
+        self._threads_lock = threading.Lock()
+
+    # ---- multi-key commands: each server's share at once ------------------------------------------------------
+    def get_many(self, keys, gets=False, *args, **kwargs) -> dict:
+        """The values of `keys` that are there (with cas tokens when `gets`); every server's share asked at once."""
+        method = "gets_many" if gets else "get_many"
+        found: dict = {}
+        for part in self._fan_out({server: (method, (mine, *args), kwargs)
+                                   for server, mine in self._batches(keys).items()}).values():
+            found.update(part)
+        return found
+
+    get_multi = get_many
+
+    def gets_many(self, keys, *args, **kwargs) -> dict:
+        return self.get_many(keys, True, *args, **kwargs)
+
+    def set_many(self, values: dict, *args, **kwargs) -> list:
+        """Set every item, every server's share at once; the keys refused (too large)."""
+        calls = {server: ("set_many", ({k: values[k] for k in mine}, *args), kwargs)
+                 for server, mine in self._batches(values).items()}
+        return [key for refused in self._fan_out(calls).values() for key in refused]
+
+    set_multi = set_many
+
+    def _batches(self, names) -> dict[str, list[str]]:
+        """`names` grouped by the server holding each, in the order given."""
+        batches: dict[str, list[str]] = {}
+        for name in names:
+            batches.setdefault(server_name(self._get_client(name).server), []).append(name)
+        return batches
+
+    def _fan_out(self, calls: dict) -> dict:
+        """Run each server's (method, args, kwargs): the first on this thread, the others on the pool's threads at
+        the same time; their results by server. What the other threads sent and received is added to this
+        thread's byte counter (store/meter.py), whose they are. A failure: the ServerFailed of the first server
+        that failed, raised once every call has ended."""
+        items = list(calls.items())
+        if not items:
+            return {}
+        pending = [(server, self._executor().submit(self._counted, server, call)) for server, call in items[1:]]
+        results, failures, mine = {}, [], meter.counter()
+        try:
+            results[items[0][0]] = self._call(*items[0])
+        except ServerFailed as error:
+            failures.append(error)
+        for server, future in pending:
+            try:
+                results[server], sent, received = future.result()
+                mine.sent, mine.received = mine.sent + sent, mine.received + received
+            except ServerFailed as error:
+                failures.append(error)
+        if failures:
+            raise failures[0]
+        return results
+
+    def _call(self, server: str, call: tuple):
+        method, args, kwargs = call
+        client = self.clients[server]
+        return self._safely_run_func(client, getattr(client, method), None, *args, **kwargs)
+
+    def _counted(self, server: str, call: tuple) -> tuple:
+        """(the call's result, bytes it sent, bytes it received), run on one of the pool's threads."""
+        counter = meter.counter()
+        sent, received = counter.sent, counter.received
+        result = self._call(server, call)
+        return result, counter.sent - sent, counter.received - received
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._threads_lock:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(max(1, len(self.servers) - 1), "faasgd-memcached-pool")
+            return self._threads
+
+    def close(self) -> None:
+        """Close every server's connections and end the pool's threads."""
+        super().close()
+        with self._threads_lock:
+            threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=False)
 
     def _safely_run_func(self, client, func, default_val, *args, **kwargs):
         """Run `func` on `client`; any failure is raised as ServerFailed (the ring is left as it is)."""
