@@ -124,6 +124,19 @@ def test_a_server_that_keeps_failing_stays_in_the_ring_and_every_failure_names_i
     client.close()
 
 
+def test_cas_many_answers_each_item_in_order_across_servers(memcached_pool):
+    client = open_store(memcached_pool.url).client
+    names = [f"cas-{uuid.uuid4().hex[:8]}-{n}" for n in range(12)]
+    assert len({client.server_of(k) for k in names}) == 3  # the items span every server
+    assert client.set_many({k: b"0" for k in names}, expire=60) == []
+    tokens = client.gets_many(names)
+    client.set(names[1], b"changed", expire=60)
+    client.delete(names[2])
+    items = [(k, b"1", tokens[k][1]) for k in names]
+    assert client.cas_many(items, expire=60) == [True, False, None] + [True] * 9
+    assert client.get_many(names) == {k: (b"changed" if k == names[1] else b"1") for k in names if k != names[2]}
+
+
 def test_the_byte_meter_counts_the_pool_sockets(memcached_pool):
     store = open_store(memcached_pool.url)
     job_id = f"meter-{uuid.uuid4().hex[:8]}"

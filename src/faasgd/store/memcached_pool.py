@@ -7,8 +7,9 @@ another one, where they are missing (or, once it is back, stale): a job would tr
 never does that: a key's server never changes while the client lives, and any failure is raised at once as
 `ServerFailed`, naming the server of the key that failed, for the store to map (memcached_pool_store.py).
 
-Multi-key commands (get_many, gets_many, set_many) ask every server's share at the same time, one thread per
-extra server, so a fetch of chunks spread over N servers takes about the slowest server's time, not the sum.
+Multi-key commands (get_many, gets_many, set_many, and cas_many: a cas of each of several items) ask every
+server's share at the same time, one thread per extra server, so a fetch of chunks spread over N servers takes
+about the slowest server's time, not the sum.
 
 What HashClient lacks is here too: `version` and `stats` per server (`version` asks every server: a ping of
 the whole pool; `stats` asks the first server named, whose clock is the job's) and `server_of(key)`.
@@ -68,10 +69,11 @@ class PoolClient(HashClient):
     # ---- multi-key commands: each server's share at once ------------------------------------------------------
     def get_many(self, keys, gets=False, *args, **kwargs) -> dict:
         """The values of `keys` that are there (with cas tokens when `gets`); every server's share asked at once."""
-        method = "gets_many" if gets else "get_many"
         found: dict = {}
-        for part in self._fan_out({server: (method, (mine, *args), kwargs)
-                                   for server, mine in self._batches(keys).items()}).values():
+        for part in self._fan_out({
+            server: lambda client, mine=mine: (client.gets_many if gets else client.get_many)(mine, *args, **kwargs)
+            for server, mine in self._batches(keys).items()
+        }).values():
             found.update(part)
         return found
 
@@ -82,24 +84,40 @@ class PoolClient(HashClient):
 
     def set_many(self, values: dict, *args, **kwargs) -> list:
         """Set every item, every server's share at once; the keys refused (too large)."""
-        calls = {server: ("set_many", ({k: values[k] for k in mine}, *args), kwargs)
-                 for server, mine in self._batches(values).items()}
-        return [key for refused in self._fan_out(calls).values() for key in refused]
+        done = self._fan_out({
+            server: lambda client, mine=mine: client.set_many({k: values[k] for k in mine}, *args, **kwargs)
+            for server, mine in self._batches(values).items()
+        })
+        return [key for refused in done.values() for key in refused]
 
     set_multi = set_many
 
-    def _batches(self, names) -> dict[str, list[str]]:
-        """`names` grouped by the server holding each, in the order given."""
-        batches: dict[str, list[str]] = {}
+    def cas_many(self, items: list[tuple], expire: int = 0) -> list:
+        """cas of each (key, value, token): every server's share at once, each server's in order; per item True
+        (stored), False (changed since it was read) or None (gone), in the order of `items`."""
+        order = self._batches(range(len(items)), lambda i: items[i][0])
+        done = self._fan_out({
+            server: lambda client, mine=mine: [client.cas(*items[i], expire=expire, noreply=False) for i in mine]
+            for server, mine in order.items()
+        })
+        outcome: list = [None] * len(items)
+        for server, results in done.items():
+            for index, result in zip(order[server], results):
+                outcome[index] = result
+        return outcome
+
+    def _batches(self, names, key_of=lambda name: name) -> dict[str, list]:
+        """`names` grouped by the server holding each (`key_of(name)` its key), in the order given."""
+        batches: dict[str, list] = {}
         for name in names:
-            batches.setdefault(server_name(self._get_client(name).server), []).append(name)
+            batches.setdefault(server_name(self._get_client(key_of(name)).server), []).append(name)
         return batches
 
     def _fan_out(self, calls: dict) -> dict:
-        """Run each server's (method, args, kwargs): the first on this thread, the others on the pool's threads at
-        the same time; their results by server. What the other threads sent and received is added to this
-        thread's byte counter (store/meter.py), whose they are. A failure: the ServerFailed of the first server
-        that failed, raised once every call has ended."""
+        """Run each server's call (a function of its client): the first on this thread, the others on the pool's
+        threads at the same time; their results by server. What the other threads sent and received is added to
+        this thread's byte counter (store/meter.py), whose they are. A failure: the ServerFailed of the first
+        server that failed, raised once every call has ended."""
         items = list(calls.items())
         if not items:
             return {}
@@ -119,12 +137,11 @@ class PoolClient(HashClient):
             raise failures[0]
         return results
 
-    def _call(self, server: str, call: tuple):
-        method, args, kwargs = call
+    def _call(self, server: str, call: Callable):
         client = self.clients[server]
-        return self._safely_run_func(client, getattr(client, method), None, *args, **kwargs)
+        return self._safely_run_func(client, call, None, client)
 
-    def _counted(self, server: str, call: tuple) -> tuple:
+    def _counted(self, server: str, call: Callable) -> tuple:
         """(the call's result, bytes it sent, bytes it received), run on one of the pool's threads."""
         counter = meter.counter()
         sent, received = counter.sent, counter.received
