@@ -13,6 +13,8 @@ import tempfile
 
 import pytest
 
+from faasgd.local.memcached_pool import start_memcached_pool
+from faasgd.local.store_groups import ServerGroup
 from faasgd.local.stores import ServerProcess, start_memcached, start_redis
 from support import openfaas_bin
 
@@ -43,6 +45,15 @@ def memcached_server() -> ServerProcess:
     server = start_memcached()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def memcached_pool() -> ServerGroup:
+    """Three memcached servers on 127.0.0.1 as one store (`url`: memcached://127.0.0.1:P1,P2,P3), stopped at the
+    end of the session. Tests that pause or restart a member start a pool of their own."""
+    pool = start_memcached_pool(servers=3)
+    yield pool
+    pool.stop()
 
 
 @pytest.fixture(scope="session")

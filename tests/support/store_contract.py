@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from faasgd.errors import ConfigError, JobNotFound, StoreConflict, StoreError, StoreTimeout
-from faasgd.store import PushId, Snapshot, UpdateRule, keys, memcached_push, push_codec
+from faasgd.store import ParameterStore, PushId, Snapshot, UpdateRule, keys, memcached_push, push_codec
 from faasgd.store.blobs import BLOB_CHUNK_BYTES
 from faasgd.store.update_rule import ADAGRAD_EPS, ADAGRAD_G0
 
@@ -215,15 +215,25 @@ def check_names_validated(store):
     assert len(longest.encode()) < 250  # memcached's key limit
 
 
+def stored_chunk_floats(store, job: str, most: int) -> int:
+    """Weights per chunk of `job` as its meta records them: `most` on a store of one server; at most that on one
+    choosing its own layout to spread chunks over several servers (ParameterStore._chunk_floats overridden)."""
+    size = store._weights_meta(job, fresh=True).chunk_floats
+    spreads = type(store)._chunk_floats is not ParameterStore._chunk_floats
+    assert size == most or (spreads and 1 <= size <= most), (size, most)
+    return size
+
+
 def check_wire_format(store):
     """Chunks are raw little-endian float32 bytes under the documented keys (on Memcached after the header
     of push numbers each chunk holds, empty at first); records are JSON."""
     job, flat = new_job(), weights(2 * CHUNK + 500, seed=3)
     store.set_weights(job, flat)
-    wire = flat.astype("<f4")
+    wire, size = flat.astype("<f4"), stored_chunk_floats(store, job, CHUNK)
+    last = (flat.size - 1) // size
     header = memcached_push.join({}, b"") if store.url.startswith("memcached") else b""
-    assert store.client.get(keys.weights_chunk(job, 0)) == header + wire[:CHUNK].tobytes()
-    assert store.client.get(keys.weights_chunk(job, 2)) == header + wire[2 * CHUNK:].tobytes()
+    assert store.client.get(keys.weights_chunk(job, 0)) == header + wire[:size].tobytes()
+    assert store.client.get(keys.weights_chunk(job, last)) == header + wire[last * size:].tobytes()
     assert int(store.client.get(keys.weights_version(job))) == 0
     store.put_record(job, "result", {"accuracy": 0.9})
     assert json.loads(store.client.get(keys.record(job, "result"))) == {"accuracy": 0.9}
@@ -480,7 +490,8 @@ def check_adagrad_state_stored_with_the_weights(store):
     """An adagrad chunk is [w | G] float32 (on Memcached after its header), half as many weights per chunk."""
     job, flat = new_job(), weights(2 * CHUNK + 7, seed=5)
     store.set_weights(job, flat, rule=UpdateRule("adagrad", learning_rate=LR))
-    half = CHUNK // 2
+    half = stored_chunk_floats(store, job, CHUNK // 2)
+    last = (flat.size - 1) // half
     header = memcached_push.join({}, b"") if store.url.startswith("memcached") else b""
     raw = store.client.get(keys.weights_chunk(job, 0))
     assert raw == header + flat[:half].astype("<f4").tobytes() + np.full(half, ADAGRAD_G0, "<f4").tobytes()
@@ -488,8 +499,9 @@ def check_adagrad_state_stored_with_the_weights(store):
     store.push_update(job, g * np.float32(-LR))
     stored = np.frombuffer(store.client.get(keys.weights_chunk(job, 1))[len(header):], "<f4")
     np.testing.assert_allclose(stored[half:], ADAGRAD_G0 + g[half:2 * half] ** 2, rtol=2e-6)  # G of chunk 1's weights
-    assert len(store.client.get(keys.weights_chunk(job, 4))) == len(header) + 7 * 2 * 4  # 4 chunks of 500, one of 7
-    assert store.client.get(keys.weights_chunk(job, 5)) is None
+    tail = flat.size - last * half  # one store: 4 chunks of 500, one of 7
+    assert len(store.client.get(keys.weights_chunk(job, last))) == len(header) + tail * 2 * 4
+    assert store.client.get(keys.weights_chunk(job, last + 1)) is None
 
 
 def check_update_rule_validated(store):

@@ -1,4 +1,5 @@
-"""Parameter stores chosen by URL: redis://, redis-cluster://, memcached://, memory:// (tests only).
+"""Parameter stores chosen by URL: redis://, redis-cluster://H1:P1,H2:P2,... (a Redis Cluster), memcached:// (one
+server, or a pool: H1:P1,H2:P2,...), memory:// (tests only).
 
     store = open_store("redis://:secret@127.0.0.1:6379/0")
     store.set_weights(job_id, flat)
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import os
 
-from faasgd.errors import ConfigError
 from faasgd.store.base import ParameterStore
 from faasgd.store.push import Push, PushId, Snapshot
 from faasgd.store.codec import DEFAULT_CHUNK_FLOATS
@@ -61,8 +61,11 @@ def _open(parsed: StoreUrl, client, timeout_s: float, secrets_dir: str | None, o
         if client is None:
             client = redis_cluster_store.connect(parsed, parsed.password or read_password(secrets_dir), timeout_s)
         return redis_cluster_store.RedisClusterStore(parsed.masked, client, **options)
-    if parsed.scheme == "redis-cluster" or len(parsed.nodes) > 1:
-        raise ConfigError("store_url", f"stores of several servers are not built yet, got {parsed.masked!r}")
+    if parsed.scheme == "memcached" and len(parsed.nodes) > 1:
+        from faasgd.store import memcached_pool, memcached_pool_store
+
+        client = client if client is not None else memcached_pool.connect_pool(parsed, timeout_s)
+        return memcached_pool_store.MemcachedPoolStore(parsed.masked, client, **options)
     if parsed.scheme == "redis":
         from faasgd.store import redis_store
 
