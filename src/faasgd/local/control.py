@@ -78,7 +78,7 @@ def check_filter(only: str, stack: str | os.PathLike) -> None:
         raise ConfigError("--filter", f"{only!r} matches none of the stack's functions ({', '.join(names)})")
 
 
-def check_groups(stack: str | os.PathLike, only: str, sizes: GroupSizes, backend: str) -> None:
+def check_groups(stack: str | os.PathLike, only: str, sizes: GroupSizes) -> None:
     """ConfigError naming the flag when the store groups the stack names cannot be started as asked (the
     daemon plans them again from its catalog)."""
     from faasgd.local.stack import load_stack
@@ -88,7 +88,7 @@ def check_groups(stack: str | os.PathLike, only: str, sizes: GroupSizes, backend
         specs = [spec for name, spec in load_stack(stack).items() if fnmatch.fnmatchcase(name, only)]
     except ConfigError:
         return  # the daemon reads the stack again and names what is wrong in it
-    plan((spec.environment for spec in specs), sizes, backend)
+    plan((spec.environment for spec in specs), sizes)
 
 
 def serving(state: dict | None) -> bool:
@@ -151,7 +151,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     if not Path(stack).is_file():
         raise FaasgdError(f"stack: no stack file {stack!r} (run from the repository root or pass -f)")
     check_filter(only, stack)
-    check_groups(stack, only, groups, backend)
+    check_groups(stack, only, groups)
     if port and _port_taken(port):
         raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port (0: a free one)")
     _, adopt = _leftovers(directory, keep_stores=True)

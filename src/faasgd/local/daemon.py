@@ -78,7 +78,7 @@ def group_plan(args: argparse.Namespace, catalog: Catalog) -> stack_groups.Group
     sizes = stack_groups.GroupSizes(args.redis_cluster_masters, args.redis_cluster_replicas,
                                     args.memcached_pool_servers)
     deployed = catalog.stack_deployments(time.time(), args.filter).values()
-    return stack_groups.plan((d.spec.environment for d in deployed), sizes, args.backend)
+    return stack_groups.plan((d.spec.environment for d in deployed), sizes)
 
 
 def build_catalog(stack_path: Path, builds: Path, environ: Mapping[str, str]) -> Catalog:

@@ -11,9 +11,10 @@ member's pod DNS name `memcached-pool-<i>.memcached-pool.openfaas-fn:11211` (k8s
 - a memcached pool of `--memcached-pool-servers` servers (default: as many as the stack names, 3 in stack.yml;
   fewer than the stack names is refused) (faasgd.local.memcached_pool.start_memcached_pool).
 
-Under `--backend docker` the pool binds the network's gateway address too, as the single stores do; a Redis
-Cluster is refused there: its nodes tell clients where every slot lives by the address they announce, and
-one announced address cannot be 127.0.0.1 for the host and the bridge's address for the containers.
+Under `--backend docker` both bind the network's gateway address too, as the single stores do, and the
+cluster's nodes announce that address (`announce`): a node tells clients where every slot lives by the one
+address it announces, and the bridge's address is one both the containers and the host reach (127.0.0.1 is
+not, from a container).
 
 state.json records each group's URL and every member's identity (`group_entries`), so `faasgd down` stops
 them all (`member_refs`). A runtime started after a crash never adopts a group: its members are stopped and
@@ -22,17 +23,21 @@ a fresh group is started (a job on it then fails naming the store that restarted
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from faasgd.errors import ConfigError
+from faasgd.errors import ConfigError, StoreUnavailable
 from faasgd.local import services
 from faasgd.local.processes import ProcessRef
 from faasgd.local.store_groups import ServerGroup
+from faasgd.local.stores import LOOPBACK
 
 CLUSTER = "redis-cluster"  # the group names: ServerGroup.name, state.json's keys, what `faasgd up` prints
 POOL = "memcached-pool"
 DEFAULT_MASTERS = 3
+ANNOUNCE_TIMEOUT_S = 30.0
+ANNOUNCE_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -71,15 +76,11 @@ class GroupPlan:
     pool_servers: int = 0
 
 
-def plan(environments: Iterable[Mapping[str, str]], sizes: GroupSizes, backend: str = "process") -> GroupPlan:
+def plan(environments: Iterable[Mapping[str, str]], sizes: GroupSizes) -> GroupPlan:
     """The groups the deployed functions' environments name, sized by `sizes`; ConfigError naming the flag
-    (or --backend) when they cannot be started as asked."""
+    when they cannot be started as asked."""
     sizes.check()
     cluster, members = services.named_groups(value for env in environments for value in env.values())
-    if cluster and backend == "docker":
-        raise ConfigError("--backend", "the stack names a Redis Cluster (redis-cluster.openfaas-fn), which runs "
-                                       "with the process backend only: its nodes announce one address to every "
-                                       "client, and containers cannot reach the host's 127.0.0.1")
     if members and sizes.pool_servers is not None and sizes.pool_servers < members:
         raise ConfigError("--memcached-pool-servers", f"the stack names {members} memcached pool members "
                                                       f"({POOL}-0 .. {POOL}-{members - 1}), more than "
@@ -94,7 +95,15 @@ def starters(group_plan: GroupPlan, also_bind: str | None = None) -> dict[str, C
     def start_cluster() -> ServerGroup:
         from faasgd.local.redis_cluster import start_redis_cluster
 
-        return start_redis_cluster(masters=group_plan.cluster_masters, replicas=group_plan.cluster_replicas)
+        group = start_redis_cluster(masters=group_plan.cluster_masters, replicas=group_plan.cluster_replicas,
+                                    also_bind=also_bind)
+        try:
+            if also_bind:
+                announce(group, also_bind)
+        except BaseException:
+            group.stop()
+            raise
+        return group
 
     def start_pool() -> ServerGroup:
         from faasgd.local.memcached_pool import start_memcached_pool
@@ -102,6 +111,32 @@ def starters(group_plan: GroupPlan, also_bind: str | None = None) -> dict[str, C
         return start_memcached_pool(servers=group_plan.pool_servers, also_bind=also_bind)
     return {**({CLUSTER: start_cluster} if group_plan.cluster_masters else {}),
             **({POOL: start_pool} if group_plan.pool_servers else {})}
+
+
+def announce(group: ServerGroup, address: str, timeout_s: float = ANNOUNCE_TIMEOUT_S) -> None:
+    """Make every node of a Redis Cluster announce `address` (CONFIG SET cluster-announce-ip) and wait until the
+    slot map of every node names only it (the nodes gossip it in about two seconds); StoreUnavailable naming
+    the group's URL when they have not after `timeout_s`."""
+    import redis
+
+    clients = [redis.Redis(host=LOOPBACK, port=port, password=group.password, socket_timeout=5) for port in group.ports]
+    try:
+        for client in clients:
+            client.config_set("cluster-announce-ip", address)
+        deadline = time.monotonic() + timeout_s
+        while not all(_slot_hosts(client) == {address} for client in clients):
+            if time.monotonic() >= deadline:
+                raise StoreUnavailable(group.url, f"the cluster's nodes did not announce {address} within {timeout_s:g}s")
+            time.sleep(ANNOUNCE_POLL_S)
+    finally:
+        for client in clients:
+            client.close()
+
+
+def _slot_hosts(client) -> set[str]:
+    """The hosts a node's CLUSTER SLOTS names for the masters and replicas of every slot range."""
+    return {node[0].decode() if isinstance(node[0], bytes) else str(node[0])
+            for slot_range in client.execute_command("CLUSTER", "SLOTS") for node in slot_range[2:]}
 
 
 def players(groups: Mapping[str, ServerGroup], host: str = "127.0.0.1") -> dict[str, str]:
