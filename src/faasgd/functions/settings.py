@@ -1,7 +1,8 @@
 """What a function replica takes from its own environment (stack.yml `environment`) besides job defaults.
 
 Store locations live here and nowhere a caller reaches: `store_url` (the function's own store), `stores`
-(the others a request may name: "redis=URL,pool=memcached://H:P,H:P"; named_stores), `local_store_url` (the node-local cache).
+(the others a request may name: "redis=URL,pool=memcached://H:P,H:P"; named_stores), `local_store_url`
+(the node-local cache).
 A request names a store (`store`); the password a URL needs comes from the secret file, sent only there.
 Every function reads these (stacking's too): nothing here imports a worker (a call's clock and budget: call_limits.py).
 """

@@ -126,7 +126,8 @@ def announce(group: ServerGroup, address: str, timeout_s: float = ANNOUNCE_TIMEO
         deadline = time.monotonic() + timeout_s
         while not all(_slot_hosts(client) == {address} for client in clients):
             if time.monotonic() >= deadline:
-                raise StoreUnavailable(group.url, f"the cluster's nodes did not announce {address} within {timeout_s:g}s")
+                raise StoreUnavailable(group.url, f"the cluster's nodes did not announce {address} "
+                                                  f"within {timeout_s:g}s")
             time.sleep(ANNOUNCE_POLL_S)
     finally:
         for client in clients:
