@@ -23,6 +23,7 @@ a fresh group is started (a job on it then fails naming the store that restarted
 
 from __future__ import annotations
 
+import socket
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
@@ -114,30 +115,53 @@ def starters(group_plan: GroupPlan, also_bind: str | None = None) -> dict[str, C
 
 
 def announce(group: ServerGroup, address: str, timeout_s: float = ANNOUNCE_TIMEOUT_S) -> None:
-    """Make every node of a Redis Cluster announce `address` (CONFIG SET cluster-announce-ip) and wait until the
-    slot map of every node names only it (the nodes gossip it in about two seconds); StoreUnavailable naming
-    the group's URL when they have not after `timeout_s`."""
-    import redis
-
-    clients = [redis.Redis(host=LOOPBACK, port=port, password=group.password, socket_timeout=5) for port in group.ports]
-    try:
-        for client in clients:
-            client.config_set("cluster-announce-ip", address)
-        deadline = time.monotonic() + timeout_s
-        while not all(_slot_hosts(client) == {address} for client in clients):
-            if time.monotonic() >= deadline:
-                raise StoreUnavailable(group.url, f"the cluster's nodes did not announce {address} "
-                                                  f"within {timeout_s:g}s")
-            time.sleep(ANNOUNCE_POLL_S)
-    finally:
-        for client in clients:
-            client.close()
+    """Make every node of a Redis Cluster announce `address` (CONFIG SET cluster-announce-ip) and wait until
+    every node's view of the cluster (CLUSTER NODES) gives each node that address (the nodes gossip it in about
+    two seconds); StoreUnavailable naming the group's URL when they have not after `timeout_s`."""
+    for port in group.ports:
+        _command(port, group.password, "CONFIG", "SET", "cluster-announce-ip", address)
+    deadline = time.monotonic() + timeout_s
+    while not all(_node_hosts(port, group.password) == {address} for port in group.ports):
+        if time.monotonic() >= deadline:
+            raise StoreUnavailable(group.url, f"the cluster's nodes did not announce {address} "
+                                              f"within {timeout_s:g}s")
+        time.sleep(ANNOUNCE_POLL_S)
 
 
-def _slot_hosts(client) -> set[str]:
-    """The hosts a node's CLUSTER SLOTS names for the masters and replicas of every slot range."""
-    return {node[0].decode() if isinstance(node[0], bytes) else str(node[0])
-            for slot_range in client.execute_command("CLUSTER", "SLOTS") for node in slot_range[2:]}
+def _node_hosts(port: int, password: str | None) -> set[str]:
+    """The addresses a node gives the cluster's nodes: CLUSTER NODES lines are `id host:port@bus[,name] ...`."""
+    lines = _command(port, password, "CLUSTER", "NODES").decode().splitlines()
+    return {line.split()[1].rsplit(":", 1)[0] for line in lines if line.strip()}
+
+
+def _command(port: int, password: str | None, *args: str) -> bytes:
+    """One Redis command on 127.0.0.1:port (after AUTH with `password`): a simple or bulk string reply.
+
+    The local runtime speaks no store client of its own (faasgd.local knows no store library): this is the
+    few bytes of RESP the announcement needs."""
+    with socket.create_connection((LOOPBACK, port), timeout=5) as sock:
+        reader = sock.makefile("rb")
+        for command in ((("AUTH", password),) if password else ()) + (args,):
+            sock.sendall(_encode(command))
+            reply = _reply(reader)
+        return reply
+
+
+def _encode(args: tuple[str, ...]) -> bytes:
+    parts = [f"*{len(args)}\r\n".encode()]
+    for arg in args:
+        data = arg.encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(parts)
+
+
+def _reply(reader) -> bytes:
+    line = reader.readline()
+    if line.startswith(b"+"):
+        return line[1:].rstrip(b"\r\n")
+    if line.startswith(b"$"):
+        return reader.read(int(line[1:]) + 2)[:-2]
+    raise StoreUnavailable(f"redis-cluster://{LOOPBACK}", f"unexpected reply {line[:200]!r}")
 
 
 def players(groups: Mapping[str, ServerGroup], host: str = "127.0.0.1") -> dict[str, str]:

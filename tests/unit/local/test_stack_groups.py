@@ -177,3 +177,15 @@ def test_a_group_that_fails_to_start_stops_the_others(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="no slots"):
         daemon.start_servers(tmp_path, groups=stack_groups.GroupPlan(cluster_masters=3))
     assert started and not started[0].alive()
+
+
+def test_up_and_status_print_each_group_with_its_members_pids():
+    from faasgd.cli.runtime import store_lines
+
+    state = {"stores": {"redis": {"url": "redis://127.0.0.1:7001/0", "pid": 501}},
+             "store_groups": stack_groups.group_entries(
+                 {"memcached-pool": fake_group("memcached", "memcached", [7201, 7202], 701)})}
+    assert store_lines(state) == [
+        "redis      redis://127.0.0.1:7001/0  (pid 501)",
+        "memcached-pool memcached://127.0.0.1:7201,127.0.0.1:7202  (2 servers, pids 701, 702)"]
+    assert store_lines({"stores": {}}) == []  # a state file written before groups existed
