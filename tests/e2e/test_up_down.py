@@ -1,7 +1,8 @@
 """`faasgd up` returns once the gateway serves, before its replicas do, and a first call waits for one; `--filter`
 deploys only the functions it matches;
 `faasgd down` stops idle replicas without their drain and leaves nothing behind: no process of the runtime's
-tree (replicas under the watchdog, their functions, the stores, the broker), no listening port, no state file."""
+tree (replicas under the watchdog, their functions, the stores, the store groups the stack names, the broker), no
+listening port, no state file. A stack that names no store group starts none."""
 
 import json
 import socket
@@ -54,29 +55,62 @@ def refused(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) != 0
 
 
+def answers(port: int, request: bytes, reply: bytes) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(request)
+        return sock.recv(64).startswith(reply)
+
+
 def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp_path):
     directory = tmp_path / ".faasgd"
-    started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*")  # as `faasgd train` does
+    started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*",  # as `faasgd train` does
+                     "--redis-cluster-masters", 2)
     assert started.returncode == 0, started.stdout + started.stderr
-    state = json.loads((directory / "state.json").read_text())
-    gateway = GatewayClient(state["gateway_url"], 60, auth=credentials.read(directory / "secrets"))
-    # at once: an unknown job's status is emnist-setup's own 404, not the gateway's 502 "no healthy replica"
-    answer = gateway.invoke("emnist-setup", method="GET", query={"job_id": "no-such-job"})
-    assert answer.status == 404 and "no-such-job" in answer.body.decode(), answer.body
-    functions = gateway.request("GET", "/system/functions").json()
-    assert sorted(f["name"] for f in functions) == ["emnist-setup", "emnist-train"]
+    try:
+        state = json.loads((directory / "state.json").read_text())
+        groups = state["store_groups"]  # stack.yml's emnist functions name a cluster and a pool of three
+        assert [len(groups[name]["members"]) for name in ("redis-cluster", "memcached-pool")] == [2, 3]
+        asks = (("redis-cluster", b"PING\r\n", b"+PONG"), ("memcached-pool", b"version\r\n", b"VERSION"))
+        for name, request, reply in asks:
+            ports = [int(member["url"].rsplit(":", 1)[1].split("/")[0]) for member in groups[name]["members"]]
+            assert all(answers(port, request, reply) for port in ports), name
+            assert groups[name]["url"] in started.stdout  # `up` prints each group
+        member_pids = [member["pid"] for group in groups.values() for member in group["members"]]
+        assert all(str(pid) in started.stdout for pid in member_pids)
+        pool = state["services"]["memcached-pool-2.memcached-pool.openfaas-fn:11211"]
+        assert pool == groups["memcached-pool"]["members"][2]["url"].split("://")[1]
+        gateway = GatewayClient(state["gateway_url"], 60, auth=credentials.read(directory / "secrets"))
+        # at once: an unknown job's status is emnist-setup's own 404, not the gateway's 502 "no healthy replica"
+        answer = gateway.invoke("emnist-setup", method="GET", query={"job_id": "no-such-job"})
+        assert answer.status == 404 and "no-such-job" in answer.body.decode(), answer.body
+        functions = gateway.request("GET", "/system/functions").json()
+        assert sorted(f["name"] for f in functions) == ["emnist-setup", "emnist-train"]
 
-    state = json.loads((directory / "state.json").read_text())  # now with every replica listed
-    pids = [state["pid"], state["broker"]["pid"], *(s["pid"] for s in state["stores"].values()),
-            *(r["pid"] for r in state["replicas"])]
-    processes = tree(pids)
-    ports = listening_ports(processes)
-    assert len(processes) > len(pids) and ports  # the watchdogs' functions are in the tree; the servers listen
+        state = json.loads((directory / "state.json").read_text())  # now with every replica listed
+        pids = [state["pid"], state["broker"]["pid"], *(s["pid"] for s in state["stores"].values()),
+                *(r["pid"] for r in state["replicas"]), *member_pids]
+        processes = tree(pids)
+        ports = listening_ports(processes)
+        assert len(processes) > len(pids) and ports  # the watchdogs' functions are in the tree; the servers listen
 
-    stopped = faasgd("down", "--dir", directory)
-    assert stopped.returncode == 0, stopped.stderr
-    left = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert not left, f"faasgd down left {[(p.pid, p.name()) for p in left]}"
-    assert [port for port in ports if not refused(port)] == []
-    assert not (directory / "state.json").exists()
-    assert not (directory / "replicas").exists() or not list((directory / "replicas").iterdir())
+        stopped = faasgd("down", "--dir", directory)
+        assert stopped.returncode == 0, stopped.stderr
+        left = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert not left, f"faasgd down left {[(p.pid, p.name()) for p in left]}"
+        assert [port for port in ports if not refused(port)] == []
+        assert not (directory / "state.json").exists()
+        assert not (directory / "replicas").exists() or not list((directory / "replicas").iterdir())
+    finally:
+        faasgd("down", "--dir", directory)  # after a failed assertion too; nothing to stop otherwise
+
+
+def test_a_stack_naming_no_store_group_starts_none(tmp_path):
+    directory = tmp_path / ".faasgd"
+    started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "stacking-driver")
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        state = json.loads((directory / "state.json").read_text())
+        assert state["store_groups"] == {} and set(state["stores"]) == {"redis", "memcached"}
+        assert "redis-cluster" not in started.stdout and "memcached-pool" not in started.stdout
+    finally:
+        assert faasgd("down", "--dir", directory).returncode == 0

@@ -11,7 +11,8 @@ function has configured, and how to name one (the CLI's flag and the Python keyw
 
 from __future__ import annotations
 
-from faasgd.errors import FaasgdError, JobNotFound
+from faasgd.errors import ConfigError, FaasgdError, JobNotFound
+from faasgd.functions.settings import named_stores
 from faasgd.openfaas import SETUP_FUNCTION, FunctionError, GatewayClient
 from faasgd.store.url import mask_password
 
@@ -39,8 +40,11 @@ def configured_stores(client: GatewayClient) -> list[str]:
         env = client.function_status(SETUP_FUNCTION).get("envVars") or {}
     except (FaasgdError, AttributeError):
         return []
-    names = [part.partition("=")[0].strip() for part in str(env.get("stores") or "").split(",")]
-    return ["default", *(name for name in names if name)]
+    try:
+        names = list(named_stores(str(env.get("stores") or "")))  # a pool's URL has commas of its own
+    except ConfigError:
+        names = []
+    return ["default", *names]
 
 
 def through_gateway(job_id: str, store: str | None, stores: list[str], verb: str) -> JobNotFoundIn:

@@ -95,6 +95,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     up.add_argument("--wait", action="store_true",
                     help="return once every replica serves (default: once the gateway serves; a call for a function "
                          "whose replicas are still starting waits for one)")
+    up.add_argument("--redis-cluster-masters", type=int, default=3, metavar="N",
+                    help="masters of the Redis Cluster started when the stack names redis-cluster (default 3)")
+    up.add_argument("--redis-cluster-replicas", type=int, default=0, metavar="N",
+                    help="replicas per master of that cluster (default 0)")
+    up.add_argument("--memcached-pool-servers", type=int, default=None, metavar="N",
+                    help="servers of the memcached pool started when the stack names memcached-pool members "
+                         "(default: as many as it names)")
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")

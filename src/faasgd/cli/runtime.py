@@ -11,6 +11,7 @@ from faasgd.errors import ConfigError
 from faasgd.local import control, queue_rules
 from faasgd.local.logs import split_line
 from faasgd.local.secrets import GATEWAY_SECRETS
+from faasgd.local.stack_groups import GroupSizes
 
 # `faasgd down` imports only what stopping needs: faasgd.api (and its numpy), the gateway client (httpx) and the
 # watchdog's finder are imported by the commands that use them.
@@ -23,17 +24,19 @@ def up(args) -> int:
     delivery = queue_rules.from_flags(args)
     flags.stack_file(args.file)
     control.check_filter(getattr(args, "filter", "*"), args.file)
+    sizes = GroupSizes(getattr(args, "redis_cluster_masters", 3), getattr(args, "redis_cluster_replicas", 0),
+                       getattr(args, "memcached_pool_servers", None)).check()
     (user, password), generated = control.login(args.dir)
     state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
                                 delivery=delivery, backend=getattr(args, "backend", "process"),
                                 watchdog_choice=args.watchdog, wait=getattr(args, "wait", False),
-                                only=getattr(args, "filter", "*"))  # faasgd.api.start_runtime
+                                only=getattr(args, "filter", "*"), groups=sizes)  # faasgd.api.start_runtime
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
     if "broker" in state:
         print(f"  {'queue':<10} {state['broker']['url']}  (pid {state['broker']['pid']}, "
               f"{state['delivery']['mode']} delivery)")
-    for name, store in state["stores"].items():
-        print(f"  {name:<10} {store['url']}  (pid {store['pid']})")
+    for line in store_lines(state):
+        print(f"  {line}")
     if "registry" in state:
         print(f"  {'registry':<10} {state['registry']['url']}  (pid {state['registry']['pid']}; "
               f"REGISTRY={state['registry']['url']} faas-cli up -f stack.yml)")
@@ -46,6 +49,15 @@ def up(args) -> int:
     print(f"state and logs: {Path(args.dir).resolve()}")
     print_login(state["gateway_url"], user, password if generated else None, Path(args.dir).resolve() / "secrets")
     return 0
+
+
+def store_lines(state: dict) -> list[str]:
+    """A line per store the runtime started: single servers, then each store group with its members' pids."""
+    lines = [f"{name:<10} {store['url']}  (pid {store['pid']})" for name, store in state.get("stores", {}).items()]
+    for name, group in (state.get("store_groups") or {}).items():
+        pids = ", ".join(str(member.get("pid", "-")) for member in group.get("members", []))
+        lines.append(f"{name:<10} {group['url']}  ({len(group.get('members', []))} servers, pids {pids})")
+    return lines
 
 
 def watchdog_line(state: dict | None) -> str | None:

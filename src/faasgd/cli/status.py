@@ -10,7 +10,7 @@ from faasgd.api.jobs import in_store, through_gateway
 from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json
-from faasgd.cli.runtime import watchdog_line
+from faasgd.cli.runtime import store_lines, watchdog_line
 from faasgd.cli.progress import LiveProgress, console, print_batch_note, print_summary, worker_table
 from faasgd.cli.terminal_text import cell, visible
 from faasgd.config import read_setting
@@ -85,6 +85,9 @@ def runtime_status(args) -> int:
     if state and "registry" in state and state.get("gateway_url") == client.url.rstrip("/"):  # the container backend's registry, where faas-cli pushes
         out.print(f"registry {state['registry']['url']} ({state.get('backend')} backend)", highlight=False,
                   markup=False)
+    if state and state.get("gateway_url") == client.url.rstrip("/"):  # the local runtime's stores
+        for line in store_lines(state):
+            out.print(f"store {line}", highlight=False, markup=False)
     line = local_watchdog_line(args, client.url)
     if line:
         out.print(line, highlight=False, markup=False)

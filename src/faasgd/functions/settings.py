@@ -1,13 +1,15 @@
 """What a function replica takes from its own environment (stack.yml `environment`) besides job defaults.
 
 Store locations live here and nowhere a caller reaches: `store_url` (the function's own store), `stores`
-(the others a request may name: "redis=URL,memcached=URL"), `local_store_url` (the node-local cache).
+(the others a request may name: "redis=URL,pool=memcached://H:P,H:P"; named_stores), `local_store_url`
+(the node-local cache).
 A request names a store (`store`); the password a URL needs comes from the secret file, sent only there.
 Every function reads these (stacking's too): nothing here imports a worker (a call's clock and budget: call_limits.py).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -44,11 +46,28 @@ class FunctionEnv:
 
 
 def named_stores(text: str) -> dict[str, str]:
-    """`stores` from the environment: "name=URL,name=URL" (each URL checked; names as the `store` key takes)."""
-    stores = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    """`stores` from the environment: "name=URL,name=URL" (each URL checked; names as the `store` key takes).
+
+    A URL may name several servers with commas of its own (`memcached://h1:11211,h2:11211`), so a comma starts
+    a new entry only where a `name=` follows it: hosts and ports never hold '='. Empty entries are skipped;
+    a name given twice, an entry without `=` and a bad URL are ConfigErrors naming `stores`.
+    """
+    stores: dict[str, str] = {}
+    for part in filter(None, (p.strip(" ,") for p in _ENTRY_START.split(text))):
         name, sep, url = part.partition("=")
         if not sep:
-            raise ConfigError("stores", f"must be name=URL pairs separated by commas, got {mask_password(part)!r}")
-        stores[read_setting({"store": name}, "store")] = read_setting({"store_url": url}, "store_url")
+            raise ConfigError("stores", f"must be name=URL entries separated by commas, got {mask_password(part)!r}")
+        if not name.strip():
+            raise ConfigError("stores", f"entry {mask_password(part)!r} has no name before '='")
+        try:
+            name = read_setting({"store": name}, "store")
+            url = read_setting({"store_url": url}, "store_url")
+        except ConfigError as error:
+            raise ConfigError("stores", f"entry {mask_password(part)!r}: {error}") from error
+        if name in stores:
+            raise ConfigError("stores", f"store {name!r} is named twice")
+        stores[name] = url
     return stores
+
+
+_ENTRY_START = re.compile(r",(?=\s*[A-Za-z0-9_-]*\s*=)")  # a comma followed by `name=`: the next entry

@@ -22,6 +22,7 @@ from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import credentials, processes
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
+from faasgd.local.stack_groups import GroupSizes, member_refs
 from faasgd.local.state_file import STATE_FILE, load_state
 
 # `faasgd down` and `status` import this module: what only `up` or a container runtime needs (httpx through
@@ -77,6 +78,19 @@ def check_filter(only: str, stack: str | os.PathLike) -> None:
         raise ConfigError("--filter", f"{only!r} matches none of the stack's functions ({', '.join(names)})")
 
 
+def check_groups(stack: str | os.PathLike, only: str, sizes: GroupSizes) -> None:
+    """ConfigError naming the flag when the store groups the stack names cannot be started as asked (the
+    daemon plans them again from its catalog)."""
+    from faasgd.local.stack import load_stack
+    from faasgd.local.stack_groups import plan
+
+    try:
+        specs = [spec for name, spec in load_stack(stack).items() if fnmatch.fnmatchcase(name, only)]
+    except ConfigError:
+        return  # the daemon reads the stack again and names what is wrong in it
+    plan((spec.environment for spec in specs), sizes)
+
+
 def serving(state: dict | None) -> bool:
     """The runtime is ready and its gateway answers /healthz: calls are taken (one for a function whose
     replicas are still starting waits for one, gateway/directory.py)."""
@@ -102,7 +116,8 @@ def healthy(state: dict | None) -> bool:
 def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
        upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
        delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process",
-       watchdog_choice: str = "auto", wait: bool = False, only: str = "*") -> tuple[dict, bool]:
+       watchdog_choice: str = "auto", wait: bool = False, only: str = "*",
+       groups: GroupSizes = GroupSizes()) -> tuple[dict, bool]:
     """Start the runtime unless it already runs; returns (state, whether this call started it).
 
     It returns once the gateway serves (`serving`): the replicas start meanwhile, and a call for a function
@@ -113,7 +128,8 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     Port 0 picks a free one (state["gateway_url"] has it). The gateway's login is generated first
     if absent (`login`). `backend` "docker" runs the replicas as containers (faasgd.local.docker_site)
     and is refused at once when no Docker daemon answers. `watchdog_choice` (the process backend's): auto,
-    off or fwatchdog's path (faasgd.local.watchdog).
+    off or fwatchdog's path (faasgd.local.watchdog). `groups` sizes the Redis Cluster and the memcached pool
+    started when the stack names them (faasgd.local.stack_groups).
     """
     from faasgd.local import docker_cli, watchdog
     from faasgd.openfaas import poll_until
@@ -135,6 +151,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     if not Path(stack).is_file():
         raise FaasgdError(f"stack: no stack file {stack!r} (run from the repository root or pass -f)")
     check_filter(only, stack)
+    check_groups(stack, only, groups)
     if port and _port_taken(port):
         raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port (0: a free one)")
     _, adopt = _leftovers(directory, keep_stores=True)
@@ -143,7 +160,8 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     argv = [sys.executable, "-m", "faasgd.local.daemon", "--stack", str(Path(stack).resolve()),
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
             "--upstream-timeout", str(upstream_timeout_s), "--backend", backend, "--watchdog", watchdog_choice,
-            "--filter", only, "--found-watchdog", json.dumps(found.to_json())]  # its `--version` is asked once
+            "--filter", only, "--found-watchdog", json.dumps(found.to_json()),  # its `--version` is asked once
+            *groups.to_argv()]
     if queue_workers:
         argv += ["--queue-workers", str(queue_workers)]
     argv += delivery.to_argv()
@@ -215,11 +233,12 @@ def _load(directory: Path) -> dict | None:
 
 
 def _children(state: dict) -> list[ProcessRef]:
-    """The replicas, stores and broker a state file names (an entry without an identity is never ours)."""
+    """The replicas, stores, store groups' members and broker a state file names (an entry without an identity
+    is never ours)."""
     replicas, stores = state.get("replicas"), state.get("stores")
     entries = (replicas if isinstance(replicas, list) else []) + \
         (list(stores.values()) if isinstance(stores, dict) else []) + [state.get("broker"), state.get("registry")]
-    return [ref for ref in map(ProcessRef.from_json, entries) if ref is not None]
+    return [ref for ref in map(ProcessRef.from_json, entries) if ref is not None] + member_refs(state)
 
 
 def _daemon_alive(state: dict | None) -> bool:

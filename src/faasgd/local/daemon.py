@@ -6,7 +6,8 @@ ports, nats-server with JetStream for the async queue (its files in <dir>/jetstr
 outlive the daemon), lays out each function's build folder, deploys the stack's functions (replicas
 with the layered environment of faasgd.local.environment, in which every in-cluster Service address
 points at the process playing it here), serves the gateway on 127.0.0.1 (port 0: a free one), starts an
-S3-compatible server when a function asks for S3 (faasgd.local.s3), and records every process (pid + create
+S3-compatible server when a function asks for S3 (faasgd.local.s3), a Redis Cluster and a memcached pool
+when the stack names them (faasgd.local.stack_groups), and records every process (pid + create
 time) in <dir>/state.json. SIGTERM stops it all; `faasgd down`
 sends it and then stops whatever a crash may have left, checking each identity first.
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd import __version__
-from faasgd.local import credentials, environment, processes, queue_rules, services, watchdog
+from faasgd.local import credentials, environment, processes, queue_rules, services, stack_groups, watchdog
 from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.build import build_function, template_fprocess
@@ -42,6 +43,7 @@ from faasgd.local.replicas import Supervisor
 from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
+from faasgd.local.store_groups import ServerGroup
 from faasgd.local.state_file import STATE_FILE, STATE_LOCK, write_state
 from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
                                  start_redis)
@@ -62,8 +64,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="JSON: what `faasgd up` found for --watchdog (faasgd.local.watchdog.Watchdog), not asked again")
     parser.add_argument("--adopt", type=json.loads, default={},
                         help="JSON: the stores and broker a crashed runtime left running, to keep (faasgd up)")
+    parser.add_argument("--redis-cluster-masters", type=int, default=stack_groups.DEFAULT_MASTERS,
+                        help="a Redis Cluster's masters, when the stack names one (faasgd.local.stack_groups)")
+    parser.add_argument("--redis-cluster-replicas", type=int, default=0, help="its replicas per master")
+    parser.add_argument("--memcached-pool-servers", type=int, default=None,
+                        help="a memcached pool's servers, when the stack names one (default: as many as it names)")
     queue_rules.add_flags(parser)
     return parser.parse_args(argv)
+
+
+def group_plan(args: argparse.Namespace, catalog: Catalog) -> stack_groups.GroupPlan:
+    """The store groups the functions deployed at start name (faasgd.local.stack_groups), sized by the flags."""
+    sizes = stack_groups.GroupSizes(args.redis_cluster_masters, args.redis_cluster_replicas,
+                                    args.memcached_pool_servers)
+    deployed = catalog.stack_deployments(time.time(), args.filter).values()
+    return stack_groups.plan((d.spec.environment for d in deployed), sizes)
 
 
 def build_catalog(stack_path: Path, builds: Path, environ: Mapping[str, str]) -> Catalog:
@@ -91,25 +106,29 @@ def source_sha() -> str:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
 
 
-def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None,
-                  also_bind: str | None = None) -> tuple[dict[str, ServerProcess], ServerProcess]:
-    """redis-server and memcached on free loopback ports, by name, and nats-server for the async queue, all
-    three started at once; if one fails, those started are stopped and its error raised.
+def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, also_bind: str | None = None,
+                  groups: stack_groups.GroupPlan = stack_groups.GroupPlan(),
+                  ) -> tuple[dict[str, ServerProcess], ServerProcess, dict[str, ServerGroup]]:
+    """redis-server and memcached on free loopback ports, by name, nats-server for the async queue, and the
+    store groups of `groups` (faasgd.local.stack_groups), all started at once; if one fails, those started are
+    stopped and its error raised. Returns (stores, broker, groups by name).
 
     A server in `adopted` (state-file entries a crashed runtime left, see control.up) is kept, data
     and all, when it is still that process and answers; otherwise it is stopped and started afresh.
+    Groups are always started afresh (control._leftovers stopped a crashed runtime's members).
     """
     adopted = adopted or {}
     starters = {"redis": (lambda: start_redis(workdir=str(directory), also_bind=also_bind), STORE_ANSWERS["redis"]),
                 "memcached": (lambda: start_memcached(also_bind=also_bind), STORE_ANSWERS["memcached"]),
-                "nats": (lambda: start_nats(directory / "jetstream"), jetstream_answers)}
-    started: dict[str, ServerProcess] = {}
+                "nats": (lambda: start_nats(directory / "jetstream"), jetstream_answers),
+                **{name: (launch, None) for name, launch in stack_groups.starters(groups, also_bind).items()}}
+    started: dict[str, ServerProcess | ServerGroup] = {}
     failed: list[BaseException] = []
 
     def start(name: str) -> None:
         launch, answers = starters[name]
         try:
-            started[name] = _adopt(name, adopted.get(name), answers) or launch()
+            started[name] = (answers and _adopt(name, adopted.get(name), answers)) or launch()
         except BaseException as error:  # re-raised below, in the daemon's thread
             failed.append(error)
     threads = [threading.Thread(target=start, args=(name,), name=f"faasgd-start-{name}") for name in starters]
@@ -121,7 +140,8 @@ def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None,
         stop_servers(list(started.values()))
         raise failed[0]
     broker = started.pop("nats")
-    return started, broker
+    started_groups = {name: started.pop(name) for name in list(started) if isinstance(started[name], ServerGroup)}
+    return started, broker, started_groups
 
 
 def _adopt(name: str, entry: dict | None, answers) -> ServerProcess | None:
@@ -136,7 +156,7 @@ def _adopt(name: str, entry: dict | None, answers) -> ServerProcess | None:
     return server
 
 
-def stop_servers(servers: list[ServerProcess]) -> None:
+def stop_servers(servers: list[ServerProcess | ServerGroup]) -> None:
     """Stop the stores and the broker all at once (memcached alone takes ~0.3 s to exit on SIGTERM)."""
     threads = [threading.Thread(target=server.stop, name=f"faasgd-stop-{server.name}") for server in servers]
     for thread in threads:
@@ -145,20 +165,24 @@ def stop_servers(servers: list[ServerProcess]) -> None:
         thread.join()
 
 
-def service_table(port: int, stores: dict[str, ServerProcess]) -> dict[str, str]:
-    """Every in-cluster Service address -> the loopback address of what plays it here."""
-    local = {"gateway": f"127.0.0.1:{port}", **{name: f"127.0.0.1:{s.port}" for name, s in stores.items()}}
-    return services.addresses(local)
+def service_table(port: int, stores: dict[str, ServerProcess], groups: Mapping[str, ServerGroup] | None = None,
+                  host: str = LOOPBACK) -> dict[str, str]:
+    """Every in-cluster Service address -> the address on `host` of what plays it here (the store groups'
+    Services only when they run)."""
+    groups = groups or {}
+    local = {"gateway": f"{host}:{port}", **{name: f"{host}:{s.port}" for name, s in stores.items()},
+             **stack_groups.players(groups, host)}
+    return services.addresses(local, [*services.SERVICES, *stack_groups.group_services(groups)])
 
 
 def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, ServerProcess],
-                  table: dict[str, str]) -> dict:
+                  table: dict[str, str], groups: Mapping[str, ServerGroup] | None = None) -> dict:
     """What state.json holds before the replicas start (`faasgd up`/`down` and the CLI read it)."""
     return {**ProcessRef.of(os.getpid()).to_json(), "version": __version__,
             "gateway_url": f"http://127.0.0.1:{args.port}", "stack": str(Path(args.stack).resolve()),
             "dir": str(directory), "started_at": time.time(),
             "stores": {name: {"url": s.url, **s.ref.to_json()} for name, s in stores.items()},
-            "services": table, "replicas": []}
+            "store_groups": stack_groups.group_entries(groups or {}), "services": table, "replicas": []}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,11 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
     s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK)
     try:
-        stores, broker = start_servers(directory, args.adopt, site.gateway_ip if site else None)
+        stores, broker, groups = start_servers(directory, args.adopt, site.gateway_ip if site else None,
+                                               group_plan(args, catalog))
         try:
-            serve(args, directory, catalog, stores, login, stop, broker, listener, s3, site)
+            serve(args, directory, catalog, stores, login, stop, broker, listener, s3, site, groups)
         finally:
-            stop_servers([*stores.values(), broker])
+            stop_servers([*stores.values(), broker, *groups.values()])
             (directory / STATE_FILE).unlink(missing_ok=True)
     finally:
         s3.stop()
@@ -204,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
           login: credentials.Login, stop: threading.Event, broker: ServerProcess,
-          listener: socket.socket, s3: LocalS3, site: DockerSite | None = None) -> None:
+          listener: socket.socket, s3: LocalS3, site: DockerSite | None = None,
+          groups: Mapping[str, ServerGroup] | None = None) -> None:
     """Start the replicas and the gateway (on `listener`, the socket main took first), keep state.json current,
     and run until `stop` is set. A replica of a function asking for S3 gets it from `s3` (faasgd.local.s3).
     With a DockerSite the replicas are containers on its network, and the gateway also listens on the
@@ -212,8 +238,9 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
     from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 
-    table = service_table(args.port, stores)
-    state = initial_state(args, directory, stores, table)
+    groups = groups or {}
+    table = service_table(args.port, stores, groups)
+    state = initial_state(args, directory, stores, table, groups)
 
     def record_s3(addresses: dict[str, str], entry: dict) -> None:  # written to state.json with the replica that asked
         with STATE_LOCK:
@@ -225,7 +252,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
                  delivery=delivery.to_json())
     if site is not None:
         state.update(site.state())
-        table, catalog = site.service_table(args.port, stores), site.catalog(catalog)
+        table, catalog = service_table(args.port, stores, groups, site.gateway_ip), site.catalog(catalog)
     else:  # containers run their image's own of-watchdog; processes run under this one, or bare
         state.update(watchdog=args.found_watchdog.to_json())
         print(f"faasgd runtime: {args.found_watchdog.describe()}", flush=True)
@@ -252,7 +279,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
         write_state(directory, {**state, "replicas": supervisor.processes()})
         print(f"faasgd runtime ready: gateway {state['gateway_url']}, "
-              + ", ".join(f"{name} {s.url}" for name, s in stores.items())
+              + ", ".join(f"{name} {s.url}" for name, s in [*stores.items(), *groups.items()])
               + f", queue {broker.url} ({delivery.mode} delivery)", flush=True)
         stop.wait()
     finally:

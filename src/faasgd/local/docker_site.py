@@ -6,7 +6,7 @@ The runtime creates one bridge network per runtime folder (`faasgd-<id>`, labell
 gateway, e.g. 172.18.0.1) is where the containers find them: redis-server and memcached bind it
 beside 127.0.0.1, and the gateway listens on it too, each on its usual port. In a container's
 environment every in-cluster Service address (`redis.openfaas-fn:6379`, `gateway.openfaas:8080`, ...)
-is rewritten to that address and the port (faasgd.local.services, as for processes with loopback),
+is rewritten to that address and the port (faasgd.local.daemon.service_table, as for processes with loopback),
 and the Service names resolve to it (`--add-host`). The gateway reaches each container on its own
 address, port 8080. Nothing is published on the host's other interfaces.
 
@@ -24,12 +24,11 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Mapping
 
 import httpx
 
 from faasgd.errors import FaasgdError, StoreUnavailable
-from faasgd.local import docker_cli, services
+from faasgd.local import docker_cli
 from faasgd.local.api import Refused
 from faasgd.local.containers import RUNTIME_LABEL, ContainerReplica, Network, start_container
 from faasgd.local.deployments import Catalog, Code, Deployment
@@ -158,12 +157,6 @@ class DockerSite:
     @property
     def gateway_ip(self) -> str:
         return self.network.gateway_ip
-
-    def service_table(self, gateway_port: int, stores: Mapping[str, ServerProcess]) -> dict[str, str]:
-        """Every in-cluster Service address -> the network's gateway address and the port of what plays it."""
-        local = {"gateway": f"{self.gateway_ip}:{gateway_port}",
-                 **{name: f"{self.gateway_ip}:{store.port}" for name, store in stores.items()}}
-        return services.addresses(local)
 
     def catalog(self, catalog: Catalog) -> ImageCatalog:
         return ImageCatalog(catalog.stack)

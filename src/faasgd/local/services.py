@@ -11,6 +11,11 @@ A name matches in every form cluster DNS answers from a function pod (namespace 
 search path `openfaas-fn.svc.cluster.local svc.cluster.local cluster.local`): `name.namespace`,
 `name.namespace.svc`, `name.namespace.svc.cluster.local`, and the bare `name` for a Service in the
 functions' own namespace. Only `host:port` is rewritten: a host without its port is left alone.
+
+Stores of several servers (k8s/redis-cluster.yaml, k8s/memcached-pool.yaml) are played only when a stack names
+them (`named_groups`): the Redis Cluster's Service `redis-cluster` by one of its nodes (a seed: the client learns
+the others from it), and each memcached pool member's pod DNS name `memcached-pool-<i>.memcached-pool` (a
+StatefulSet pod behind a headless Service) by a server of its own (`group_services`).
 """
 
 from __future__ import annotations
@@ -47,6 +52,34 @@ SERVICES = (
     # k8s/memcached-local.yaml: one memcached per node (internalTrafficPolicy: Local); here, one node
     Service("memcached-local", FUNCTION_NAMESPACE, 11211, "memcached"),
 )
+
+
+CLUSTER = Service("redis-cluster", FUNCTION_NAMESPACE, 6379, "redis-cluster")  # k8s/redis-cluster.yaml
+POOL = "memcached-pool"  # k8s/memcached-pool.yaml: StatefulSet and headless Service of this name
+POOL_PORT = 11211
+_POOL_MEMBER = re.compile(rf"(?<!{_HOST_CHAR}){POOL}-([0-9]+)\.{POOL}(?:\.{FUNCTION_NAMESPACE}(?:\.svc"
+                          rf"(?:\.{re.escape(CLUSTER_DOMAIN)})?)?)?:{POOL_PORT}(?![0-9])", re.IGNORECASE)
+
+
+def pool_member(index: int) -> Service:
+    """Pod `index` of the memcached pool, by its pod DNS name; played by "memcached-pool/<index>"."""
+    return Service(f"{POOL}-{index}.{POOL}", FUNCTION_NAMESPACE, POOL_PORT, f"{POOL}/{index}")
+
+
+def group_services(cluster: bool, pool_size: int) -> list[Service]:
+    """The Services of the groups started: the cluster's, and one per pool member (0 .. pool_size - 1)."""
+    return ([CLUSTER] if cluster else []) + [pool_member(i) for i in range(pool_size)]
+
+
+def named_groups(values: Iterable[str]) -> tuple[bool, int]:
+    """Which groups these environment values name: (the Redis Cluster's Service, with its port, is named;
+    how many memcached pool members they reach: the highest member index named + 1, 0 when none)."""
+    cluster_pattern = _pattern({f"{host}:{CLUSTER.port}": "" for host in CLUSTER.hostnames()})
+    cluster, members = False, 0
+    for value in values:
+        cluster = cluster or cluster_pattern.search(value) is not None
+        members = max([members, *(int(index) + 1 for index in _POOL_MEMBER.findall(value))])
+    return cluster, members
 
 
 def addresses(local: Mapping[str, str], services: Iterable[Service] = SERVICES) -> dict[str, str]:

@@ -7,13 +7,14 @@ import socket
 import pytest
 
 from faasgd.local import daemon
+from faasgd.local.deployments import Catalog
 from faasgd.local.stores import free_port
 
 
 def test_the_gateway_port_is_taken_before_the_stores_start_and_released_after(tmp_path, monkeypatch):
     port, seen = free_port(), []
 
-    def start_servers(directory, adopt, also_bind=None):  # what the servers would find when they pick their ports
+    def start_servers(directory, adopt, also_bind=None, groups=None):  # what the servers would find when they pick their ports
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
@@ -23,7 +24,7 @@ def test_the_gateway_port_is_taken_before_the_stores_start_and_released_after(tm
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(daemon, "start_servers", start_servers)
-    monkeypatch.setattr(daemon, "build_catalog", lambda *args: None)
+    monkeypatch.setattr(daemon, "build_catalog", lambda *args: Catalog([]))
     monkeypatch.setattr(signal, "signal", lambda *args: None)  # main installs handlers: not in the test process
     with pytest.raises(RuntimeError, match="stop here"):
         daemon.main(["--stack", "stack.yml", "--dir", str(tmp_path), "--port", str(port)])

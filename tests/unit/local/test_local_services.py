@@ -10,7 +10,8 @@ from faasgd.local.stack import load_stack
 from support.paths import ROOT
 
 LOCAL = {"gateway": "127.0.0.1:7000", "redis": "127.0.0.1:7001", "memcached": "127.0.0.1:7002"}
-TABLE = services.addresses(LOCAL)
+GROUPS = {"redis-cluster": "127.0.0.1:7100", **{f"memcached-pool/{i}": f"127.0.0.1:{7200 + i}" for i in range(3)}}
+TABLE = services.addresses({**LOCAL, **GROUPS}, [*services.SERVICES, *services.group_services(True, 3)])
 CLUSTER_HOST = re.compile(r"[a-z0-9-]+\.openfaas(?:-fn)?(?:\.svc)?(?:\.cluster\.local)?:[0-9]+")
 
 
@@ -44,9 +45,37 @@ def test_the_repository_stack_points_at_the_local_gateway_and_stores():
 
 
 def test_the_table_plays_every_service_of_k8s():
-    table = {(s.name, s.namespace, s.port) for s in services.SERVICES}
-    found = set(kubernetes_services())
-    assert found and found <= table
+    played = [*services.SERVICES, *services.group_services(True, 3)]
+    table = {(s.name, s.namespace, s.port) for s in played}
+    found = set(kubernetes_services()) - {(services.POOL, services.FUNCTION_NAMESPACE, services.POOL_PORT)}
+    assert found and found <= table  # the pool's headless Service is only its pods' DNS domain: they are played
+
+
+def test_the_repository_stack_names_the_cluster_and_each_pool_member():
+    env = services.rewrite(load_stack(ROOT / "stack.yml", env={})["emnist-setup"].environment, TABLE)
+    stores = dict(part.split("=", 1) for part in env["stores"].split(",") if "=" in part)
+    assert stores["cluster"] == "redis-cluster://127.0.0.1:7100"
+    assert env["stores"].endswith("pool=memcached://127.0.0.1:7200,127.0.0.1:7201,127.0.0.1:7202")
+
+
+@pytest.mark.parametrize("values, named", [
+    (["pool=memcached://memcached-pool-0.memcached-pool.openfaas-fn:11211,"
+      "memcached-pool-2.memcached-pool.openfaas-fn.svc.cluster.local:11211"], (False, 3)),
+    (["redis-cluster://redis-cluster:6379", "memcached://memcached-pool-0.memcached-pool:11211"], (True, 1)),
+    (["redis-cluster://REDIS-CLUSTER.openfaas-fn.svc:6379"], (True, 0)),
+    (["redis-cluster.openfaas-fn", "redis-cluster.openfaas-fn:63790", "my-redis-cluster.openfaas-fn:6379",
+      "memcached-pool-1.memcached-pool:1121", "xmemcached-pool-1.memcached-pool:11211",
+      "memcached://memcached-pool.openfaas-fn:11211", "redis://redis.openfaas-fn:6379/0"], (False, 0)),
+])
+def test_a_stack_names_a_group_by_its_address_with_the_port(values, named):
+    assert services.named_groups(values) == named
+
+
+def test_each_pool_member_is_played_by_its_own_server():
+    value = "memcached://memcached-pool-0.memcached-pool:11211,memcached-pool-1.memcached-pool.openfaas-fn.svc:11211"
+    assert rewrite_one(value) == "memcached://127.0.0.1:7200,127.0.0.1:7201"
+    assert rewrite_one("memcached://memcached-pool-3.memcached-pool:11211") == \
+        "memcached://memcached-pool-3.memcached-pool:11211"  # no fourth member here
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -1,6 +1,8 @@
 """k8s/ manifests: strict schema validation (kubernetes-validate, offline) and the placement facts."""
 
 import re
+import shutil
+import subprocess
 
 import kubernetes_validate
 import pytest
@@ -15,6 +17,8 @@ OLDEST = "1.29.0"  # the oldest Kubernetes we claim to support
 NEWEST = ".".join(kubernetes_validate.latest_version().split(".")[:2]) + ".0"  # the newest bundled schemas
 NAMESPACE = "openfaas-fn"
 TRAIN_POD = {"faas_function": "emnist-train"}  # faas-netes labels every function pod this way
+WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet", "Job")  # kinds whose pods run containers
+SERVERS = ("Deployment", "DaemonSet", "StatefulSet")  # kinds whose pods serve
 
 
 def documents(path):
@@ -61,20 +65,21 @@ def test_everything_lives_in_the_function_namespace():
 def test_services_select_their_workloads_by_pod_labels():
     found = resources()
     for (kind, name), doc in found.items():
-        if kind in ("Deployment", "DaemonSet"):
+        if kind in WORKLOADS and "selector" in doc["spec"]:
             selector = doc["spec"]["selector"]["matchLabels"]
             assert selector.items() <= doc["spec"]["template"]["metadata"]["labels"].items()
-    for name in ("redis", "memcached", "memcached-local"):
+    for name in ("redis", "memcached", "memcached-local", "redis-cluster", "memcached-pool"):
         service = found[("Service", name)]
-        workload = found.get(("Deployment", name)) or found[("DaemonSet", name)]
+        workload = found.get(("Deployment", name)) or found.get(("DaemonSet", name)) or found[("StatefulSet", name)]
         assert service["spec"]["selector"].items() <= workload["spec"]["template"]["metadata"]["labels"].items()
         ports = {c["name"] for c in workload["spec"]["template"]["spec"]["containers"][0]["ports"]}
         assert {p["targetPort"] for p in service["spec"]["ports"]} <= ports
 
 
-@pytest.mark.parametrize("name", ["redis", "memcached"])
-def test_global_stores_prefer_the_node_of_a_train_replica(name):
-    spec = resources()[("Deployment", name)]["spec"]["template"]["spec"]
+@pytest.mark.parametrize("kind, name", [("Deployment", "redis"), ("Deployment", "memcached"),
+                                        ("StatefulSet", "redis-cluster"), ("StatefulSet", "memcached-pool")])
+def test_global_stores_prefer_the_node_of_a_train_replica(kind, name):
+    spec = resources()[(kind, name)]["spec"]["template"]["spec"]
     affinity = spec["affinity"]["podAffinity"]
     assert "requiredDuringSchedulingIgnoredDuringExecution" not in affinity  # never Pending for lack of a worker
     (term,) = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
@@ -93,16 +98,18 @@ def test_node_local_cache_is_a_daemonset_behind_a_local_only_service():
 
 def test_memcached_item_limit_is_raised_for_large_models():
     found = resources()
-    for kind, name in (("Deployment", "memcached"), ("DaemonSet", "memcached-local")):
+    for kind, name in (("Deployment", "memcached"), ("DaemonSet", "memcached-local"),
+                       ("StatefulSet", "memcached-pool")):
         args = found[(kind, name)]["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args[args.index("-I") + 1] == "4m"
 
 
-def test_redis_password_comes_from_the_store_password_secret_through_a_file():
+@pytest.mark.parametrize("kind, name", [("Deployment", "redis"), ("StatefulSet", "redis-cluster")])
+def test_redis_password_comes_from_the_store_password_secret_through_a_file(kind, name):
     found = resources()
     secret = found[("Secret", "store-password")]
     assert list(secret["stringData"]) == ["store-password"]  # the file /var/openfaas/secrets/store-password
-    spec = found[("Deployment", "redis")]["spec"]["template"]["spec"]
+    spec = found[(kind, name)]["spec"]["template"]["spec"]
     (volume,) = [v for v in spec["volumes"] if "secret" in v]
     assert volume["secret"]["secretName"] == "store-password" and volume["secret"]["defaultMode"] & 0o007 == 0
     (init,) = spec["initContainers"]
@@ -115,7 +122,7 @@ def test_redis_password_comes_from_the_store_password_secret_through_a_file():
 
 def test_no_secret_reaches_a_command_line_or_an_environment_variable():
     for (kind, name), doc in resources().items():
-        if kind not in ("Deployment", "DaemonSet"):
+        if kind not in WORKLOADS:
             continue
         spec = doc["spec"]["template"]["spec"]
         for container in spec.get("initContainers", []) + spec["containers"]:
@@ -127,7 +134,7 @@ def test_no_secret_reaches_a_command_line_or_an_environment_variable():
 
 def test_every_container_runs_on_a_read_only_root_filesystem_writing_only_its_volumes():
     for (kind, name), doc in resources().items():
-        if kind not in ("Deployment", "DaemonSet"):
+        if kind not in WORKLOADS:
             continue
         spec = doc["spec"]["template"]["spec"]
         volumes = {v["name"] for v in spec.get("volumes", [])}
@@ -136,8 +143,9 @@ def test_every_container_runs_on_a_read_only_root_filesystem_writing_only_its_vo
             assert context["readOnlyRootFilesystem"] is True, f"{kind}/{name}/{container['name']}"
             assert context["allowPrivilegeEscalation"] is False and context["capabilities"]["drop"] == ["ALL"]
             assert {m["name"] for m in container.get("volumeMounts", [])} <= volumes
-    redis = resources()[("Deployment", "redis")]["spec"]["template"]["spec"]["containers"][0]
-    assert {m["mountPath"] for m in redis["volumeMounts"] if not m.get("readOnly")} == {"/data"}  # its --dir
+    for kind, name in (("Deployment", "redis"), ("StatefulSet", "redis-cluster")):
+        redis = resources()[(kind, name)]["spec"]["template"]["spec"]["containers"][0]
+        assert {m["mountPath"] for m in redis["volumeMounts"] if not m.get("readOnly")} == {"/data"}  # its --dir
 
 
 def test_the_node_local_cache_never_leaves_a_node_without_one_while_it_rolls():
@@ -148,13 +156,53 @@ def test_the_node_local_cache_never_leaves_a_node_without_one_while_it_rolls():
     assert not [p for c in pod["containers"] for p in c["ports"] if "hostPort" in p]  # two pods fit on a node
 
 
-def test_every_container_has_resources_and_probes():
+def test_every_container_has_resources_and_every_server_probes():
     for (kind, name), doc in resources().items():
-        if kind not in ("Deployment", "DaemonSet"):
+        if kind not in WORKLOADS:
             continue
         for container in doc["spec"]["template"]["spec"]["containers"]:
             assert {"requests", "limits"} <= set(container["resources"]), f"{kind}/{name}"
-            assert "readinessProbe" in container and "livenessProbe" in container, f"{kind}/{name}"
+            if kind in SERVERS:
+                assert "readinessProbe" in container and "livenessProbe" in container, f"{kind}/{name}"
+
+
+def test_the_redis_cluster_is_six_nodes_made_three_masters_with_a_replica_each_by_its_job():
+    found = resources()
+    statefulset = found[("StatefulSet", "redis-cluster")]["spec"]
+    assert statefulset["replicas"] == 6 and statefulset["serviceName"] == "redis-cluster"
+    args = statefulset["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--cluster-enabled") + 1] == "yes" and "/data/nodes.conf" in args
+    service = found[("Service", "redis-cluster")]["spec"]
+    assert service["clusterIP"] == "None" and [p["port"] for p in service["ports"]] == [6379]
+    job = found[("Job", "redis-cluster-bootstrap")]["spec"]["template"]["spec"]
+    env = {e["name"]: e["value"] for e in job["containers"][0]["env"]}
+    pods = env["PODS"].split()
+    assert pods == [f"redis-cluster-{i}.redis-cluster:6379" for i in range(statefulset["replicas"])]
+    assert env["REPLICAS"] == "1" and statefulset["replicas"] // (1 + int(env["REPLICAS"])) == 3
+    script = job["containers"][0]["args"][0]
+    assert "--cluster create" in script and "--askpass" in script and " -a " not in script
+    (volume,) = job["volumes"]
+    assert volume["secret"]["secretName"] == "store-password"
+
+
+def test_each_pool_member_is_a_pod_the_stack_names_by_its_dns_name():
+    found = resources()
+    statefulset = found[("StatefulSet", "memcached-pool")]["spec"]
+    assert statefulset["serviceName"] == "memcached-pool"
+    assert found[("Service", "memcached-pool")]["spec"]["clusterIP"] == "None"
+    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
+    stores = stack["functions"]["emnist-setup"]["environment"]["stores"]
+    pool = stores.split("pool=memcached://", 1)[1].split(",")
+    assert pool == [f"memcached-pool-{i}.memcached-pool.{NAMESPACE}:11211" for i in range(statefulset["replicas"])]
+    assert "cluster=redis-cluster://redis-cluster.openfaas-fn:6379" in stores
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kustomize_renders_every_listed_resource():
+    rendered = subprocess.run(["kubectl", "kustomize", str(K8S)], capture_output=True, text=True, timeout=60)
+    assert rendered.returncode == 0, rendered.stderr
+    kinds = {(doc["kind"], doc["metadata"]["name"]) for doc in yaml.safe_load_all(rendered.stdout) if doc}
+    assert kinds == set(resources()) - {("Secret", "store-password")}
 
 
 @pytest.mark.parametrize("version", [OLDEST, NEWEST])

@@ -62,7 +62,12 @@ def test_environment_holds_every_config_default(name):
     assert config.store_url == "redis://redis.openfaas-fn:6379/0"
     assert config.local_store_url == "memcached://memcached-local.openfaas-fn:11211"
     assert env["gateway_url"] == "http://gateway.openfaas:8080"
-    assert set(named_stores(env["stores"])) == {"redis", "memcached"}
+    stores = named_stores(env["stores"])
+    if name.startswith("emnist-"):  # the sharded stores (k8s/redis-cluster.yaml, k8s/memcached-pool.yaml)
+        assert set(stores) == {"redis", "memcached", "cluster", "pool"}
+        assert stores["pool"].count(",") == 2 and stores["cluster"].startswith("redis-cluster://")
+    else:
+        assert set(stores) == {"redis", "memcached"}
 
 
 @pytest.mark.parametrize("name", ["emnist-setup", "emnist-train", "stacking-driver", "stacking-trainer",

@@ -1,0 +1,195 @@
+"""Stores of several servers in the local runtime: started only when the stack names them.
+
+A stack names a group when an environment value of a function it deploys holds the group's in-cluster address
+(faasgd.local.services.named_groups): `redis-cluster.openfaas-fn:6379` (k8s/redis-cluster.yaml) or a pool
+member's pod DNS name `memcached-pool-<i>.memcached-pool.openfaas-fn:11211` (k8s/memcached-pool.yaml). Then
+`faasgd up` starts, beside the single stores and at the same time:
+
+- a Redis Cluster of `--redis-cluster-masters` masters (default 3) and `--redis-cluster-replicas` replicas per
+  master (default 0) on loopback (faasgd.local.redis_cluster.start_redis_cluster); its nodes announce 127.0.0.1,
+  so the MOVED redirects a client follows reach them from the replicas' processes;
+- a memcached pool of `--memcached-pool-servers` servers (default: as many as the stack names, 3 in stack.yml;
+  fewer than the stack names is refused) (faasgd.local.memcached_pool.start_memcached_pool).
+
+Under `--backend docker` both bind the network's gateway address too, as the single stores do, and the
+cluster's nodes announce that address (`announce`): a node tells clients where every slot lives by the one
+address it announces, and the bridge's address is one both the containers and the host reach (127.0.0.1 is
+not, from a container).
+
+state.json records each group's URL and every member's identity (`group_entries`), so `faasgd down` stops
+them all (`member_refs`). A runtime started after a crash never adopts a group: its members are stopped and
+a fresh group is started (a job on it then fails naming the store that restarted empty, as on a cluster).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+from faasgd.errors import ConfigError, StoreUnavailable
+from faasgd.local import services
+from faasgd.local.processes import ProcessRef
+from faasgd.local.store_groups import ServerGroup
+from faasgd.local.stores import LOOPBACK
+
+CLUSTER = "redis-cluster"  # the group names: ServerGroup.name, state.json's keys, what `faasgd up` prints
+POOL = "memcached-pool"
+DEFAULT_MASTERS = 3
+ANNOUNCE_TIMEOUT_S = 30.0
+ANNOUNCE_POLL_S = 0.1
+
+
+@dataclass(frozen=True)
+class GroupSizes:
+    """How large a group is when started (the `faasgd up` flags); pool_servers None: as many as the stack names."""
+
+    cluster_masters: int = DEFAULT_MASTERS
+    cluster_replicas: int = 0
+    pool_servers: int | None = None
+
+    def check(self) -> "GroupSizes":
+        """ConfigError naming the flag when a size is out of range."""
+        for flag, value, low in (("--redis-cluster-masters", self.cluster_masters, 1),
+                                 ("--redis-cluster-replicas", self.cluster_replicas, 0),
+                                 ("--memcached-pool-servers", self.pool_servers, 1)):
+            if value is None and flag == "--memcached-pool-servers":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 64:
+                raise ConfigError(flag, f"must be a whole number in [{low}, 64], got {value!r}")
+        return self
+
+    def to_argv(self) -> list[str]:
+        """The daemon's flags for these sizes."""
+        argv = ["--redis-cluster-masters", str(self.cluster_masters),
+                "--redis-cluster-replicas", str(self.cluster_replicas)]
+        return argv + (["--memcached-pool-servers", str(self.pool_servers)] if self.pool_servers else [])
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """What to start: the cluster's masters and replicas per master (0 masters: none), the pool's servers
+    (0: none)."""
+
+    cluster_masters: int = 0
+    cluster_replicas: int = 0
+    pool_servers: int = 0
+
+
+def plan(environments: Iterable[Mapping[str, str]], sizes: GroupSizes) -> GroupPlan:
+    """The groups the deployed functions' environments name, sized by `sizes`; ConfigError naming the flag
+    when they cannot be started as asked."""
+    sizes.check()
+    cluster, members = services.named_groups(value for env in environments for value in env.values())
+    if members and sizes.pool_servers is not None and sizes.pool_servers < members:
+        raise ConfigError("--memcached-pool-servers", f"the stack names {members} memcached pool members "
+                                                      f"({POOL}-0 .. {POOL}-{members - 1}), more than "
+                                                      f"{sizes.pool_servers}")
+    return GroupPlan(cluster_masters=sizes.cluster_masters if cluster else 0,
+                     cluster_replicas=sizes.cluster_replicas if cluster else 0,
+                     pool_servers=(sizes.pool_servers or members) if members else 0)
+
+
+def starters(group_plan: GroupPlan, also_bind: str | None = None) -> dict[str, Callable[[], ServerGroup]]:
+    """A starter per group in the plan, by group name (the starters' modules are imported when called)."""
+    def start_cluster() -> ServerGroup:
+        from faasgd.local.redis_cluster import start_redis_cluster
+
+        group = start_redis_cluster(masters=group_plan.cluster_masters, replicas=group_plan.cluster_replicas,
+                                    also_bind=also_bind)
+        try:
+            if also_bind:
+                announce(group, also_bind)
+        except BaseException:
+            group.stop()
+            raise
+        return group
+
+    def start_pool() -> ServerGroup:
+        from faasgd.local.memcached_pool import start_memcached_pool
+
+        return start_memcached_pool(servers=group_plan.pool_servers, also_bind=also_bind)
+    return {**({CLUSTER: start_cluster} if group_plan.cluster_masters else {}),
+            **({POOL: start_pool} if group_plan.pool_servers else {})}
+
+
+def announce(group: ServerGroup, address: str, timeout_s: float = ANNOUNCE_TIMEOUT_S) -> None:
+    """Make every node of a Redis Cluster announce `address` (CONFIG SET cluster-announce-ip) and wait until
+    every node's view of the cluster (CLUSTER NODES) gives each node that address (the nodes gossip it in about
+    two seconds); StoreUnavailable naming the group's URL when they have not after `timeout_s`."""
+    for port in group.ports:
+        _command(port, group.password, "CONFIG", "SET", "cluster-announce-ip", address)
+    deadline = time.monotonic() + timeout_s
+    while not all(_node_hosts(port, group.password) == {address} for port in group.ports):
+        if time.monotonic() >= deadline:
+            raise StoreUnavailable(group.url, f"the cluster's nodes did not announce {address} "
+                                              f"within {timeout_s:g}s")
+        time.sleep(ANNOUNCE_POLL_S)
+
+
+def _node_hosts(port: int, password: str | None) -> set[str]:
+    """The addresses a node gives the cluster's nodes: CLUSTER NODES lines are `id host:port@bus[,name] ...`."""
+    lines = _command(port, password, "CLUSTER", "NODES").decode().splitlines()
+    return {line.split()[1].rsplit(":", 1)[0] for line in lines if line.strip()}
+
+
+def _command(port: int, password: str | None, *args: str) -> bytes:
+    """One Redis command on 127.0.0.1:port (after AUTH with `password`): a simple or bulk string reply.
+
+    The local runtime speaks no store client of its own (faasgd.local knows no store library): this is the
+    few bytes of RESP the announcement needs."""
+    with socket.create_connection((LOOPBACK, port), timeout=5) as sock:
+        reader = sock.makefile("rb")
+        for command in ((("AUTH", password),) if password else ()) + (args,):
+            sock.sendall(_encode(command))
+            reply = _reply(reader)
+        return reply
+
+
+def _encode(args: tuple[str, ...]) -> bytes:
+    parts = [f"*{len(args)}\r\n".encode()]
+    for arg in args:
+        data = arg.encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(parts)
+
+
+def _reply(reader) -> bytes:
+    line = reader.readline()
+    if line.startswith(b"+"):
+        return line[1:].rstrip(b"\r\n")
+    if line.startswith(b"$"):
+        return reader.read(int(line[1:]) + 2)[:-2]
+    raise StoreUnavailable(f"redis-cluster://{LOOPBACK}", f"unexpected reply {line[:200]!r}")
+
+
+def players(groups: Mapping[str, ServerGroup], host: str = "127.0.0.1") -> dict[str, str]:
+    """What plays each group Service (faasgd.local.services.group_services) here: the cluster's first node
+    (a seed), and each pool member's own server."""
+    local = {}
+    if CLUSTER in groups:
+        local[services.CLUSTER.played_by] = f"{host}:{groups[CLUSTER].servers[0].port}"
+    for index, server in enumerate(groups[POOL].servers if POOL in groups else []):
+        local[services.pool_member(index).played_by] = f"{host}:{server.port}"
+    return local
+
+
+def group_services(groups: Mapping[str, ServerGroup]) -> list[services.Service]:
+    """The Services the started groups play."""
+    return services.group_services(CLUSTER in groups, len(groups[POOL].servers) if POOL in groups else 0)
+
+
+def group_entries(groups: Mapping[str, ServerGroup]) -> dict[str, dict]:
+    """state.json's `store_groups`: each group's URL and its members (URL and process identity)."""
+    return {name: {"url": group.url,
+                   "members": [{"url": server.url, **server.ref.to_json()} for server in group.servers]}
+            for name, group in groups.items()}
+
+
+def member_refs(state: Mapping) -> list[ProcessRef]:
+    """Every group member a state file names (an entry without an identity is never ours)."""
+    groups = state.get("store_groups")
+    entries = [member for group in (groups.values() if isinstance(groups, dict) else [])
+               if isinstance(group, dict) and isinstance(group.get("members"), list) for member in group["members"]]
+    return [ref for ref in map(ProcessRef.from_json, entries) if ref is not None]
