@@ -1,4 +1,5 @@
-"""A real job on each store group `faasgd up` starts for stack.yml: the Redis Cluster (`store: cluster`) and the
+"""A real job on each store group `faasgd up` starts for a stack naming them (stack.yml's opt-in line,
+faasgd.testing.stacks.with_store_groups): the Redis Cluster (`store: cluster`) and the
 memcached pool (`store: pool`). Two workers reach 0.85 on Fashion-MNIST through the gateway, and every master or
 server of the group holds some of the job's keys (the chunks spread over all of them)."""
 
@@ -10,6 +11,7 @@ import sys
 import pytest
 
 from faasgd.local.stores import free_port
+from faasgd.testing import stacks
 from support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -37,8 +39,10 @@ def keys_held(name: str, url: str) -> int:
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("groups") / ".faasgd"
-    started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*")
+    folder = tmp_path_factory.mktemp("groups")
+    directory = folder / ".faasgd"
+    stack = stacks.stack_copy(ROOT, folder / "stack", edit=stacks.with_store_groups)
+    started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*", "-f", stack)
     assert started.returncode == 0, started.stdout + started.stderr
     yield directory, json.loads((directory / "state.json").read_text())
     faasgd("down", "--dir", directory)

@@ -16,6 +16,7 @@ import pytest
 from faasgd.local import credentials
 from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
+from faasgd.testing import stacks
 from support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -63,12 +64,13 @@ def answers(port: int, request: bytes, reply: bytes) -> bool:
 
 def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp_path):
     directory = tmp_path / ".faasgd"
+    stack = stacks.stack_copy(ROOT, tmp_path / "stack", edit=stacks.with_store_groups)  # naming the sharded stores
     started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*",  # as `faasgd train` does
-                     "--redis-cluster-masters", 2)
+                     "-f", stack, "--redis-cluster-masters", 2)
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         state = json.loads((directory / "state.json").read_text())
-        groups = state["store_groups"]  # stack.yml's emnist functions name a cluster and a pool of three
+        groups = state["store_groups"]  # the emnist functions name a cluster and a pool of three
         assert [len(groups[name]["members"]) for name in ("redis-cluster", "memcached-pool")] == [2, 3]
         asks = (("redis-cluster", b"PING\r\n", b"+PONG"), ("memcached-pool", b"version\r\n", b"VERSION"))
         for name, request, reply in asks:
@@ -104,9 +106,9 @@ def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp
         faasgd("down", "--dir", directory)  # after a failed assertion too; nothing to stop otherwise
 
 
-def test_a_stack_naming_no_store_group_starts_none(tmp_path):
+def test_the_shipped_stack_names_no_store_group_and_starts_none(tmp_path):
     directory = tmp_path / ".faasgd"
-    started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "stacking-driver")
+    started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*")
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         state = json.loads((directory / "state.json").read_text())

@@ -12,7 +12,7 @@ search path `openfaas-fn.svc.cluster.local svc.cluster.local cluster.local`): `n
 `name.namespace.svc`, `name.namespace.svc.cluster.local`, and the bare `name` for a Service in the
 functions' own namespace. Only `host:port` is rewritten: a host without its port is left alone.
 
-Stores of several servers (k8s/redis-cluster.yaml, k8s/memcached-pool.yaml) are played only when a stack names
+Stores of several servers (k8s/sharded/redis-cluster.yaml, k8s/sharded/memcached-pool.yaml) are played only when a stack names
 them (`named_groups`): the Redis Cluster's Service `redis-cluster` by one of its nodes (a seed: the client learns
 the others from it), and each memcached pool member's pod DNS name `memcached-pool-<i>.memcached-pool` (a
 StatefulSet pod behind a headless Service) by a server of its own (`group_services`).
@@ -54,8 +54,8 @@ SERVICES = (
 )
 
 
-CLUSTER = Service("redis-cluster", FUNCTION_NAMESPACE, 6379, "redis-cluster")  # k8s/redis-cluster.yaml
-POOL = "memcached-pool"  # k8s/memcached-pool.yaml: StatefulSet and headless Service of this name
+CLUSTER = Service("redis-cluster", FUNCTION_NAMESPACE, 6379, "redis-cluster")  # k8s/sharded/redis-cluster.yaml
+POOL = "memcached-pool"  # k8s/sharded/memcached-pool.yaml: StatefulSet and headless Service of this name
 POOL_PORT = 11211
 _POOL_MEMBER = re.compile(rf"(?<!{_HOST_CHAR}){POOL}-([0-9]+)\.{POOL}(?:\.{FUNCTION_NAMESPACE}(?:\.svc"
                           rf"(?:\.{re.escape(CLUSTER_DOMAIN)})?)?)?:{POOL_PORT}(?![0-9])", re.IGNORECASE)

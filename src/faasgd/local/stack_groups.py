@@ -1,8 +1,8 @@
 """Stores of several servers in the local runtime: started only when the stack names them.
 
 A stack names a group when an environment value of a function it deploys holds the group's in-cluster address
-(faasgd.local.services.named_groups): `redis-cluster.openfaas-fn:6379` (k8s/redis-cluster.yaml) or a pool
-member's pod DNS name `memcached-pool-<i>.memcached-pool.openfaas-fn:11211` (k8s/memcached-pool.yaml). Then
+(faasgd.local.services.named_groups): `redis-cluster.openfaas-fn:6379` (k8s/sharded/redis-cluster.yaml) or a pool
+member's pod DNS name `memcached-pool-<i>.memcached-pool.openfaas-fn:11211` (k8s/sharded/memcached-pool.yaml). Then
 `faasgd up` starts, beside the single stores and at the same time:
 
 - a Redis Cluster of `--redis-cluster-masters` masters (default 3) and `--redis-cluster-replicas` replicas per

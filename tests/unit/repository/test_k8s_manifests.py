@@ -12,7 +12,8 @@ from kubernetes_validate.utils import all_versions
 from support.paths import ROOT
 
 K8S = ROOT / "k8s"
-MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
+SHARDED = K8S / "sharded"  # the opt-in sharded stores, a kustomization of their own
+MANIFESTS = sorted(p for p in [*K8S.glob("*.yaml"), *SHARDED.glob("*.yaml")] if p.name != "kustomization.yaml")
 OLDEST = "1.29.0"  # the oldest Kubernetes we claim to support
 NEWEST = ".".join(kubernetes_validate.latest_version().split(".")[:2]) + ".0"  # the newest bundled schemas
 NAMESPACE = "openfaas-fn"
@@ -44,17 +45,18 @@ def test_manifest_passes_strict_validation(path, version):
         kubernetes_validate.validate(doc, version, strict=True)
 
 
-def test_kustomization_lists_existing_files_of_our_namespace():
-    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+@pytest.mark.parametrize("folder", [K8S, SHARDED], ids=["k8s", "sharded"])
+def test_kustomization_lists_existing_files_of_our_namespace(folder):
+    kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
     assert kustomization["apiVersion"] == "kustomize.config.k8s.io/v1beta1"
     assert kustomization["kind"] == "Kustomization"
     assert kustomization["namespace"] == NAMESPACE
     listed = kustomization["resources"]
     assert len(listed) == len(set(listed))
     for name in listed:
-        assert (K8S / name).is_file(), f"kustomization lists missing {name}"
-    # everything but the example Secret (a published placeholder must not be applied by default)
-    assert set(listed) == {p.name for p in MANIFESTS} - {"secret.example.yaml"}
+        assert (folder / name).is_file(), f"kustomization lists missing {name}"
+    # everything of the folder but the example Secret (a published placeholder must not be applied by default)
+    assert set(listed) == {p.name for p in MANIFESTS if p.parent == folder} - {"secret.example.yaml"}
 
 
 def test_everything_lives_in_the_function_namespace():
@@ -190,8 +192,9 @@ def test_each_pool_member_is_a_pod_the_stack_names_by_its_dns_name():
     statefulset = found[("StatefulSet", "memcached-pool")]["spec"]
     assert statefulset["serviceName"] == "memcached-pool"
     assert found[("Service", "memcached-pool")]["spec"]["clusterIP"] == "None"
-    stack = yaml.safe_load((ROOT / "stack.yml").read_text())
-    stores = stack["functions"]["emnist-setup"]["environment"]["stores"]
+    from faasgd.testing.stacks import GROUP_STORES  # what stack.yml says to append to name them
+
+    stores = GROUP_STORES
     pool = stores.split("pool=memcached://", 1)[1].split(",")
     assert pool == [f"memcached-pool-{i}.memcached-pool.{NAMESPACE}:11211" for i in range(statefulset["replicas"])]
     assert "cluster=redis-cluster://redis-cluster.openfaas-fn:6379" in stores
@@ -199,9 +202,11 @@ def test_each_pool_member_is_a_pod_the_stack_names_by_its_dns_name():
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_kustomize_renders_every_listed_resource():
-    rendered = subprocess.run(["kubectl", "kustomize", str(K8S)], capture_output=True, text=True, timeout=60)
-    assert rendered.returncode == 0, rendered.stderr
-    kinds = {(doc["kind"], doc["metadata"]["name"]) for doc in yaml.safe_load_all(rendered.stdout) if doc}
+    kinds = set()
+    for folder in (K8S, SHARDED):
+        rendered = subprocess.run(["kubectl", "kustomize", str(folder)], capture_output=True, text=True, timeout=60)
+        assert rendered.returncode == 0, rendered.stderr
+        kinds |= {(doc["kind"], doc["metadata"]["name"]) for doc in yaml.safe_load_all(rendered.stdout) if doc}
     assert kinds == set(resources()) - {("Secret", "store-password")}
 
 

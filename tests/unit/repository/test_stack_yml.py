@@ -62,12 +62,17 @@ def test_environment_holds_every_config_default(name):
     assert config.store_url == "redis://redis.openfaas-fn:6379/0"
     assert config.local_store_url == "memcached://memcached-local.openfaas-fn:11211"
     assert env["gateway_url"] == "http://gateway.openfaas:8080"
-    stores = named_stores(env["stores"])
-    if name.startswith("emnist-"):  # the sharded stores (k8s/redis-cluster.yaml, k8s/memcached-pool.yaml)
-        assert set(stores) == {"redis", "memcached", "cluster", "pool"}
-        assert stores["pool"].count(",") == 2 and stores["cluster"].startswith("redis-cluster://")
-    else:
-        assert set(stores) == {"redis", "memcached"}
+    assert set(named_stores(env["stores"])) == {"redis", "memcached"}  # sharded stores are opt-in
+
+
+def test_the_sharded_stores_stack_yml_says_to_append_are_the_ones_the_tests_append():
+    from faasgd.testing.stacks import GROUP_STORES
+
+    lines = [line.strip() for line in (ROOT / "stack.yml").read_text().splitlines()]
+    assert "#   " + GROUP_STORES in lines
+    stores = named_stores("redis=redis://redis.openfaas-fn:6379/0" + GROUP_STORES)
+    assert set(stores) == {"redis", "cluster", "pool"}
+    assert stores["pool"].count(",") == 2 and stores["cluster"].startswith("redis-cluster://")
 
 
 @pytest.mark.parametrize("name", ["emnist-setup", "emnist-train", "stacking-driver", "stacking-trainer",
