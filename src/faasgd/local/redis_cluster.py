@@ -19,10 +19,8 @@ from __future__ import annotations
 import tempfile
 import time
 
-import redis
-
 from faasgd.errors import ConfigError, StoreUnavailable
-from faasgd.local import stores
+from faasgd.local import resp, stores
 from faasgd.local.store_groups import ServerGroup, group_url
 from faasgd.local.stores import LOOPBACK, ServerProcess
 
@@ -72,58 +70,51 @@ def start_node(password: str | None, also_bind: str | None, node_timeout_ms: int
     return stores.start_server(launch, None, stores._redis_answers, ready_timeout)
 
 
-def client_of(server: ServerProcess, password: str | None) -> redis.Redis:
-    return redis.Redis(LOOPBACK, server.port, password=password, socket_timeout=5.0, decode_responses=True)
-
-
 def join(masters: list[ServerProcess], replicas: list[ServerProcess], password: str | None, timeout: float,
          announced: str) -> None:
     """Give the masters their slots, introduce every node to the first (at the address the nodes announce),
-    attach the replicas round-robin."""
-    clients = {s.port: client_of(s, password) for s in masters + replicas}
-    try:
-        for i, master in enumerate(masters):
-            first, last = i * SLOTS // len(masters), (i + 1) * SLOTS // len(masters) - 1
-            clients[master.port].execute_command("CLUSTER ADDSLOTSRANGE", first, last)
-        bus = clients[masters[0].port].config_get("cluster-port")["cluster-port"]
-        for server in masters[1:] + replicas:
-            clients[server.port].execute_command("CLUSTER MEET", announced, masters[0].port, bus)
-        deadline = time.monotonic() + timeout
-        wait_until(lambda: all(known(c) >= len(clients) for c in clients.values()), deadline, "every node to meet")
-        for k, replica in enumerate(replicas):
-            master_id = clients[masters[k % len(masters)].port].execute_command("CLUSTER MYID")
-            wait_until(lambda: replicate(clients[replica.port], master_id), deadline, "a replica to attach")
-        expected = {m.port: sum(1 for k in range(len(replicas)) if k % len(masters) == i) for i, m in enumerate(masters)}
-        wait_until(lambda: all(ok(c) for c in clients.values()) and all(attached(clients[p]) >= n for p, n in expected.items())
-                   and all(synced(clients[r.port]) for r in replicas), deadline, "cluster_state:ok")
-    finally:
-        for c in clients.values():
-            c.close()
+    attach the replicas round-robin (over faasgd.local.resp: the local runtime imports no store client)."""
+    ports = [s.port for s in masters + replicas]
+    for i, master in enumerate(masters):
+        first, last = i * SLOTS // len(masters), (i + 1) * SLOTS // len(masters) - 1
+        resp.command(master.port, password, "CLUSTER", "ADDSLOTSRANGE", first, last)
+    bus = resp.command(masters[0].port, password, "CONFIG", "GET", "cluster-port")[1].decode()
+    for server in masters[1:] + replicas:
+        resp.command(server.port, password, "CLUSTER", "MEET", announced, masters[0].port, bus)
+    deadline = time.monotonic() + timeout
+    wait_until(lambda: all(known(p, password) >= len(ports) for p in ports), deadline, "every node to meet")
+    for k, replica in enumerate(replicas):
+        master_id = resp.command(masters[k % len(masters)].port, password, "CLUSTER", "MYID").decode()
+        wait_until(lambda: replicate(replica.port, password, master_id), deadline, "a replica to attach")
+    expected = {m.port: sum(1 for k in range(len(replicas)) if k % len(masters) == i) for i, m in enumerate(masters)}
+    wait_until(lambda: all(ok(p, password) for p in ports)
+               and all(attached(p, password) >= n for p, n in expected.items())
+               and all(synced(r.port, password) for r in replicas), deadline, "cluster_state:ok")
 
 
-def known(client: redis.Redis) -> int:
-    return int(client.execute_command("CLUSTER INFO")["cluster_known_nodes"])
+def known(port: int, password: str | None) -> int:
+    return int(resp.info(port, password, "CLUSTER", "INFO")["cluster_known_nodes"])
 
 
-def ok(client: redis.Redis) -> bool:
-    return client.execute_command("CLUSTER INFO")["cluster_state"] == "ok"
+def ok(port: int, password: str | None) -> bool:
+    return resp.info(port, password, "CLUSTER", "INFO")["cluster_state"] == "ok"
 
 
-def attached(client: redis.Redis) -> int:
-    return int(client.info("replication").get("connected_slaves", 0))
+def attached(port: int, password: str | None) -> int:
+    return int(resp.info(port, password, "INFO", "replication").get("connected_slaves", 0))
 
 
-def synced(client: redis.Redis) -> bool:
+def synced(port: int, password: str | None) -> bool:
     """A replica whose first full copy of its master is done (its link is up)."""
-    return client.info("replication").get("master_link_status") == "up"
+    return resp.info(port, password, "INFO", "replication").get("master_link_status") == "up"
 
 
-def replicate(client: redis.Redis, master_id: str) -> bool:
+def replicate(port: int, password: str | None, master_id: str) -> bool:
     """CLUSTER REPLICATE, which fails until the replica has learnt the master's id through gossip."""
     try:
-        client.execute_command("CLUSTER REPLICATE", master_id)
+        resp.command(port, password, "CLUSTER", "REPLICATE", master_id)
         return True
-    except redis.ResponseError:
+    except resp.ReplyError:
         return False
 
 

@@ -23,16 +23,14 @@ a fresh group is started (a job on it then fails naming the store that restarted
 
 from __future__ import annotations
 
-import socket
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from faasgd.errors import ConfigError, StoreUnavailable
-from faasgd.local import services
+from faasgd.local import resp, services
 from faasgd.local.processes import ProcessRef
 from faasgd.local.store_groups import ServerGroup
-from faasgd.local.stores import LOOPBACK
 
 CLUSTER = "redis-cluster"  # the group names: ServerGroup.name, state.json's keys, what `faasgd up` prints
 POOL = "memcached-pool"
@@ -119,7 +117,7 @@ def announce(group: ServerGroup, address: str, timeout_s: float = ANNOUNCE_TIMEO
     every node's view of the cluster (CLUSTER NODES) gives each node that address (the nodes gossip it in about
     two seconds); StoreUnavailable naming the group's URL when they have not after `timeout_s`."""
     for port in group.ports:
-        _command(port, group.password, "CONFIG", "SET", "cluster-announce-ip", address)
+        resp.command(port, group.password, "CONFIG", "SET", "cluster-announce-ip", address)
     deadline = time.monotonic() + timeout_s
     while not all(_node_hosts(port, group.password) == {address} for port in group.ports):
         if time.monotonic() >= deadline:
@@ -130,38 +128,8 @@ def announce(group: ServerGroup, address: str, timeout_s: float = ANNOUNCE_TIMEO
 
 def _node_hosts(port: int, password: str | None) -> set[str]:
     """The addresses a node gives the cluster's nodes: CLUSTER NODES lines are `id host:port@bus[,name] ...`."""
-    lines = _command(port, password, "CLUSTER", "NODES").decode().splitlines()
+    lines = resp.command(port, password, "CLUSTER", "NODES").decode().splitlines()
     return {line.split()[1].rsplit(":", 1)[0] for line in lines if line.strip()}
-
-
-def _command(port: int, password: str | None, *args: str) -> bytes:
-    """One Redis command on 127.0.0.1:port (after AUTH with `password`): a simple or bulk string reply.
-
-    The local runtime speaks no store client of its own (faasgd.local knows no store library): this is the
-    few bytes of RESP the announcement needs."""
-    with socket.create_connection((LOOPBACK, port), timeout=5) as sock:
-        reader = sock.makefile("rb")
-        for command in ((("AUTH", password),) if password else ()) + (args,):
-            sock.sendall(_encode(command))
-            reply = _reply(reader)
-        return reply
-
-
-def _encode(args: tuple[str, ...]) -> bytes:
-    parts = [f"*{len(args)}\r\n".encode()]
-    for arg in args:
-        data = arg.encode()
-        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(parts)
-
-
-def _reply(reader) -> bytes:
-    line = reader.readline()
-    if line.startswith(b"+"):
-        return line[1:].rstrip(b"\r\n")
-    if line.startswith(b"$"):
-        return reader.read(int(line[1:]) + 2)[:-2]
-    raise StoreUnavailable(f"redis-cluster://{LOOPBACK}", f"unexpected reply {line[:200]!r}")
 
 
 def players(groups: Mapping[str, ServerGroup], host: str = "127.0.0.1") -> dict[str, str]:

@@ -16,6 +16,7 @@ from faasgd.local.processes import ProcessRef
 from faasgd.local.stack import load_stack
 from faasgd.local.store_groups import ServerGroup, group_url
 from faasgd.local.stores import ServerProcess, start_memcached
+from faasgd.testing import stacks
 from support.paths import ROOT
 
 T0 = 1_700_000_000.0
@@ -33,11 +34,14 @@ def fake_group(name, scheme, ports, first_pid):
     return ServerGroup(name, group_url(scheme, servers), servers)
 
 
-def test_the_repository_stack_names_a_three_master_cluster_and_a_pool_of_three():
+def test_the_repository_stack_names_no_group_and_its_opt_in_line_a_three_master_cluster_and_a_pool_of_three(tmp_path):
     specs = load_stack(ROOT / "stack.yml", env={})
     assert stack_groups.plan([s.environment for s in specs.values()], stack_groups.GroupSizes()) == \
+        stack_groups.GroupPlan()  # sharded stores are opt-in
+    opted = load_stack(stacks.stack_copy(ROOT, tmp_path, edit=stacks.with_store_groups), env={})
+    assert stack_groups.plan([s.environment for s in opted.values()], stack_groups.GroupSizes()) == \
         stack_groups.GroupPlan(cluster_masters=3, cluster_replicas=0, pool_servers=3)
-    stacking = [s.environment for name, s in specs.items() if name.startswith("stacking-")]
+    stacking = [s.environment for name, s in opted.items() if name.startswith("stacking-")]
     assert stack_groups.plan(stacking, stack_groups.GroupSizes()) == stack_groups.GroupPlan()  # none named
 
 
