@@ -7,6 +7,7 @@ import yaml
 
 from faasgd.local import services
 from faasgd.local.stack import load_stack
+from faasgd.testing import stacks
 from support.paths import ROOT
 
 LOCAL = {"gateway": "127.0.0.1:7000", "redis": "127.0.0.1:7001", "memcached": "127.0.0.1:7002"}
@@ -20,7 +21,7 @@ def rewrite_one(value):
 
 
 def kubernetes_services():
-    for path in sorted((ROOT / "k8s").glob("*.yaml")):
+    for path in sorted([*(ROOT / "k8s").glob("*.yaml"), *(ROOT / "k8s" / "sharded").glob("*.yaml")]):
         for doc in yaml.safe_load_all(path.read_text()):
             if doc and doc["kind"] == "Service":
                 for port in doc["spec"]["ports"]:
@@ -51,8 +52,9 @@ def test_the_table_plays_every_service_of_k8s():
     assert found and found <= table  # the pool's headless Service is only its pods' DNS domain: they are played
 
 
-def test_the_repository_stack_names_the_cluster_and_each_pool_member():
-    env = services.rewrite(load_stack(ROOT / "stack.yml", env={})["emnist-setup"].environment, TABLE)
+def test_the_stack_with_its_opt_in_line_names_the_cluster_and_each_pool_member(tmp_path):
+    stack = stacks.stack_copy(ROOT, tmp_path, edit=stacks.with_store_groups)
+    env = services.rewrite(load_stack(stack, env={})["emnist-setup"].environment, TABLE)
     stores = dict(part.split("=", 1) for part in env["stores"].split(",") if "=" in part)
     assert stores["cluster"] == "redis-cluster://127.0.0.1:7100"
     assert env["stores"].endswith("pool=memcached://127.0.0.1:7200,127.0.0.1:7201,127.0.0.1:7202")
