@@ -196,8 +196,12 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
         if raw is None:
             raise JobNotFound(job_id)
         meta = self._decode(codec.meta_from_bytes, raw, job_id)
+        self._read_meta(job_id, raw, meta)
         self._meta[job_id] = meta
         return meta
+
+    def _read_meta(self, job_id: str, raw: bytes, meta: codec.WeightsMeta) -> None:
+        """What a backend learns from a job's weight meta as it is read (the cluster: where each chunk lives)."""
 
     def _read_weights(self, job_id: str, meta: codec.WeightsMeta,
                       steps: bool = False) -> tuple[int, int | None, list[bytes | None]]:

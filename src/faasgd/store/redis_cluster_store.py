@@ -39,7 +39,7 @@ import socket
 import redis
 from redis.crc import key_slot
 
-from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
+from faasgd.errors import StoreError, StoreTimeout, StoreUnavailable
 from faasgd.store import codec, keys
 from faasgd.store.memcached_store import MemcachedStore
 from faasgd.store.redis_cluster_client import ClusterClient
@@ -123,19 +123,9 @@ class RedisClusterStore(MemcachedStore):
             name = keys.weights_chunk(job_id, index)
             self.client.place(name, tagged(name, tag))
 
-    def _weights_meta(self, job_id: str, fresh: bool = False) -> codec.WeightsMeta:
-        """The job's chunk layout and placement: read once, then cached (neither changes for a job)."""
-        keys.check_job_id(job_id)
-        if not fresh and job_id in self._meta:
-            return self._meta[job_id]
-        with self._errors():
-            (raw,) = self._get_many([keys.weights_meta(job_id)])
-        if raw is None:
-            raise JobNotFound(job_id)
-        meta = self._decode(codec.meta_from_bytes, raw, job_id)
+    def _read_meta(self, job_id: str, raw: bytes, meta: codec.WeightsMeta) -> None:
+        """The chunks' placement, from the meta set_weights wrote (it never changes for a job)."""
         spread = self._decode(lambda r: json.loads(r).get(SPREAD) or [], raw, job_id)
         if not isinstance(spread, list) or len(spread) != meta.chunks or not all(isinstance(t, str) for t in spread):
             raise StoreError(self.url, f"job {job_id!r}: the weights' meta has no valid chunk spread")
         self._place(job_id, spread)
-        self._meta[job_id] = meta
-        return meta
