@@ -1,5 +1,6 @@
-"""The store contract over a real Redis Cluster (3 masters, a replica each), plus what only a cluster has:
-chunks on every master, the placement kept in the meta, a non-cluster server refused, the password."""
+"""What only a Redis Cluster (3 masters, a replica each) has, beyond the store contract it passes with every other
+store (test_store_real.py): its own wire format, chunks on every master, the placement kept in the meta, a
+non-cluster server refused, the password."""
 
 from __future__ import annotations
 
@@ -20,11 +21,6 @@ from faasgd.store.redis_cluster_store import CHUNKS_PER_MASTER
 
 pytestmark = pytest.mark.integration
 
-# the two wire-format checks expect chunks of CHUNK floats under plain keys; the cluster makes them smaller and
-# tags their keys (its own check below)
-WIRE = (contract.check_wire_format, contract.check_adagrad_state_stored_with_the_weights)
-SINGLE = [c for c in contract.SINGLE_CLIENT_CHECKS if c not in WIRE] + contract.MEMCACHED_CHECKS
-
 
 def open_cluster(group, **options):
     return open_store(group.url, chunk_floats=contract.CHUNK, timeout_s=2.0, **options)
@@ -32,18 +28,6 @@ def open_cluster(group, **options):
 
 def masters_of(group) -> list[redis.Redis]:
     return [redis.Redis("127.0.0.1", s.port) for s in group.servers[:3]]
-
-
-@pytest.mark.parametrize("check", SINGLE, ids=lambda c: c.__name__[6:])
-def test_contract(redis_cluster, check):
-    with open_cluster(redis_cluster) as store:
-        check(store)
-
-
-@pytest.mark.parametrize("check", contract.TWO_CLIENT_CHECKS, ids=lambda c: c.__name__[6:])
-def test_contract_two_clients(redis_cluster, check):
-    with open_cluster(redis_cluster) as store, open_cluster(redis_cluster) as other:
-        check(store, other)
 
 
 def stored_chunk(store, job: str, index: int) -> bytes:

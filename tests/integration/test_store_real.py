@@ -21,22 +21,39 @@ def open_real(server, **options):
     return open_store(server.url, chunk_floats=contract.CHUNK, timeout_s=2.0, **options)
 
 
-@pytest.mark.parametrize("check", contract.SINGLE_CLIENT_CHECKS, ids=lambda c: c.__name__[6:])
-def test_contract(store_server, check):
-    with open_real(store_server) as store:
+# Every store the contract holds and the checks each takes: the fixture that starts it (tests/conftest.py,
+# tests/integration/conftest.py), the ParameterStore class its URL opens. Memcached, its pool and the Redis Cluster run
+# the same push algorithm (store/memcached_push.py), so its half-applied-push check too; the cluster's chunks are
+# smaller than CHUNK and their keys tagged, so the two wire-format checks are its own (test_redis_cluster_contract.py).
+WIRE = (contract.check_wire_format, contract.check_adagrad_state_stored_with_the_weights)
+HALF_APPLIED = contract.SINGLE_CLIENT_CHECKS + contract.MEMCACHED_CHECKS
+STORES = {
+    "redis": ("redis_server", "RedisStore", contract.SINGLE_CLIENT_CHECKS),
+    "memcached": ("memcached_server", "MemcachedStore", HALF_APPLIED),
+    "memcached-pool": ("memcached_pool", "MemcachedPoolStore", HALF_APPLIED),
+    "redis-cluster": ("redis_cluster", "RedisClusterStore", [c for c in HALF_APPLIED if c not in WIRE]),
+}
+
+
+def single_checks():
+    return [pytest.param(kind, check, id=f"{kind}-{check.__name__[6:]}")
+            for kind, (_, _, checks) in STORES.items() for check in checks]
+
+
+@pytest.mark.parametrize("kind, check", single_checks())
+def test_contract(request, kind, check):
+    server = request.getfixturevalue(STORES[kind][0])
+    with open_real(server) as store:
+        assert type(store).__name__ == STORES[kind][1]  # the URL opened this kind of store
         check(store)
 
 
 @pytest.mark.parametrize("check", contract.TWO_CLIENT_CHECKS, ids=lambda c: c.__name__[6:])
-def test_contract_two_clients(store_server, check):
-    with open_real(store_server) as store, open_real(store_server) as other:
+@pytest.mark.parametrize("kind", list(STORES))
+def test_contract_two_clients(request, kind, check):
+    server = request.getfixturevalue(STORES[kind][0])
+    with open_real(server) as store, open_real(server) as other:
         check(store, other)
-
-
-@pytest.mark.parametrize("check", contract.MEMCACHED_CHECKS, ids=lambda c: c.__name__[6:])
-def test_contract_memcached_only(memcached_server, check):
-    with open_real(memcached_server) as store:
-        check(store)
 
 
 @pytest.mark.parametrize("scheme", ["redis", "memcached"])
