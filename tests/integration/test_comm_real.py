@@ -1,42 +1,21 @@
 """Background communication with two concurrent workers on a real redis-server and memcached.
 
-Each applied push's update is kept (by the version it produced); at the end the job's version is the
+Each applied push's update is kept (by the version it produced, support/push_recording.py); at the end the job's version is the
 sum of the workers' pushes and its parameters are the initial ones plus every applied update, and
 the steps the store says its weights hold are every step the workers pushed.
 """
 
 from __future__ import annotations
 
-import threading
-import uuid
 
 import numpy as np
 import pytest
 
-from faasgd import job
 from faasgd.config import load_config
-from faasgd.functions.workloads import run_worker
 from faasgd.store import open_store
+from support.push_recording import RecordingStore, run_two_workers
 
 pytestmark = pytest.mark.integration
-
-
-class RecordingStore:
-    """Delegates to a real store; keeps every applied push's update (and the version it reported), by push id."""
-
-    def __init__(self, inner):
-        self.inner, self.applied, self.lock = inner, {}, threading.Lock()
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def push_update(self, job_id, delta, out=None, **push):
-        sent = np.array(delta, copy=True)
-        result = self.inner.push_update(job_id, delta, out=out, **push)
-        if result.applied:
-            with self.lock:
-                self.applied.setdefault(push["push_id"], (result.version, sent))
-        return result
 
 
 @pytest.mark.parametrize("communication", ["background", "coalesce"])
@@ -49,18 +28,7 @@ def test_two_background_workers_keep_the_exact_sum(backend, communication, redis
         "store_url": server.url, "communication": communication, "update_rule": "average"})
     with open_store(server.url, timeout_s=5.0) as inner:
         store = RecordingStore(inner)
-        job_id = job.create_job(store, config)
-        init, _ = store.get_weights(job_id)
-        finals = [None, None]
-
-        def work(worker_id):
-            finals[worker_id] = run_worker(config, store, job_id, worker_id, f"call-{uuid.uuid4().hex[:6]}")
-
-        threads = [threading.Thread(target=work, args=(w,)) for w in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
+        job_id, init, finals = run_two_workers(config, store, timeout_s=120)
         assert all(f is not None and f["state"] == "finished" for f in finals), finals
         weights, version = store.get_weights(job_id)
         assert version == sum(f["pushes"] for f in finals) == len(store.applied)

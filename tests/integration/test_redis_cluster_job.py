@@ -1,6 +1,6 @@
 """Jobs through a real Redis Cluster: two workers reach the target, and a master killed mid-job fails over.
 
-Each applied push's update is kept (as test_comm_real.py does); at the end, per chunk, the chunk's header holds
+Each applied push's update is kept (support/push_recording.py); at the end, per chunk, the chunk's header holds
 every push of both workers, and its values are the initial ones plus every applied update; the job's version is
 the sum of the workers' pushes.
 """
@@ -9,50 +9,18 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
-import uuid
 
 import numpy as np
 import pytest
 
-from faasgd import job
 from faasgd.config import load_config
-from faasgd.errors import StoreTimeout, StoreUnavailable
-from faasgd.functions.workloads import run_worker
+from faasgd.errors import StoreUnavailable
 from faasgd.local.redis_cluster import start_redis_cluster
 from faasgd.store import keys, memcached_push, open_store
+from support.push_recording import RecordingStore, run_two_workers
 
 pytestmark = pytest.mark.integration
-
-
-class RecordingStore:
-    """Delegates to a real store; keeps every applied push's update, by push id."""
-
-    def __init__(self, inner):
-        self.inner, self.applied, self.lock, self.outages = inner, {}, threading.Lock(), []
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def fetch(self, *args, **kwargs):
-        try:
-            return self.inner.fetch(*args, **kwargs)
-        except (StoreUnavailable, StoreTimeout) as e:
-            self.outages.append(str(e))
-            raise
-
-    def push_update(self, job_id, delta, out=None, **push):
-        sent = np.array(delta, copy=True)
-        try:
-            result = self.inner.push_update(job_id, delta, out=out, **push)
-        except (StoreUnavailable, StoreTimeout) as e:
-            self.outages.append(str(e))
-            raise
-        if result.applied:
-            with self.lock:
-                self.applied.setdefault(push["push_id"], sent)
-        return result
 
 
 def config_for(url: str, **overrides):
@@ -60,26 +28,6 @@ def config_for(url: str, **overrides):
         "dataset": "synthetic", "train_samples": 3000, "validation_samples": 300, "test_samples": 500,
         "hidden_sizes": [16], "batch_size": 20, "number_of_workers": 2, "n_fetch": 1, "n_push": 2,
         "max_epochs": 10, "target_accuracy": 0.85, "store_url": url, "store_timeout_s": 30.0, **overrides})
-
-
-def run_job(config, store, during=None) -> tuple[str, np.ndarray, list]:
-    """Create the job, run both workers in threads (calling `during(job_id)` meanwhile); (job id, initial
-    weights, each worker's final record)."""
-    job_id = job.create_job(store, config)
-    init, _ = store.get_weights(job_id)
-    finals = [None, None]
-
-    def work(worker_id):
-        finals[worker_id] = run_worker(config, store, job_id, worker_id, f"call-{uuid.uuid4().hex[:6]}")
-
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(2)]
-    for t in threads:
-        t.start()
-    if during is not None:
-        during(job_id)
-    for t in threads:
-        t.join(180)
-    return job_id, init, finals
 
 
 def assert_exact_sum_per_chunk(store: RecordingStore, job_id: str, init: np.ndarray, finals: list) -> None:
@@ -91,7 +39,7 @@ def assert_exact_sum_per_chunk(store: RecordingStore, job_id: str, init: np.ndar
     assert version == sum(pushes.values()) == len(store.applied)
     assert {(p.worker, p.seq) for p in store.applied} == {(w, s) for w in pushes for s in range(1, pushes[w] + 1)}
     # the default rule, average: each push moves the weights delta / workers
-    replayed = np.array(init, np.float64) + np.sum(list(store.applied.values()), axis=0, dtype=np.float64) / 2
+    replayed = np.array(init, np.float64) + np.sum(store.updates(), axis=0, dtype=np.float64) / 2
     meta = inner._weights_meta(job_id)
     raw = inner.client.get_many(keys.weights_chunks(job_id, meta.chunks))
     for i in range(meta.chunks):
@@ -104,7 +52,7 @@ def test_two_workers_reach_the_target_with_the_exact_sum_per_chunk(redis_cluster
     config = config_for(redis_cluster.url)
     with open_store(redis_cluster.url, timeout_s=5.0) as inner:
         store = RecordingStore(inner)
-        job_id, init, finals = run_job(config, store)
+        job_id, init, finals = run_two_workers(config, store)
         assert all(f is not None and f["state"] == "finished" for f in finals), finals
         result = inner.get_record(job_id, "result")
         assert result["state"] == "done" and result["reached_target"], result
@@ -137,7 +85,7 @@ def test_a_master_killed_mid_job_fails_over_and_the_job_keeps_the_exact_sum():
                 os.kill(victim.pid, signal.SIGKILL)
                 killed.append((victim.port, len(store.applied)))
 
-            job_id, init, finals = run_job(config, store, during=kill_a_master)
+            job_id, init, finals = run_two_workers(config, store, during=kill_a_master)
             assert killed and all(f is not None and f["state"] == "finished" for f in finals), finals
             assert len(store.applied) > killed[0][1] + 10  # the job went on after the kill
             assert store.outages and all(o.startswith(("store unavailable", "store timeout")) for o in store.outages)
