@@ -157,3 +157,22 @@ def test_the_job_clock_is_the_first_servers(memcached_pool):
         theirs = int(client.stats()[b"time"])
     assert abs(store.server_time() - theirs) <= 1 and abs(store.server_time() - time.time()) < 3
     assert "first server" in store.server_clock
+
+
+def test_a_resuming_worker_asks_one_chunk_of_each_server_not_the_whole_model(memcached_pool):
+    with closing(open_store(memcached_pool.url, timeout_s=2.0)) as store:
+        job_id = f"probe-{uuid.uuid4().hex[:8]}"
+        store.set_weights(job_id, np.arange(79510, dtype=np.float32), writers=1)
+        chunks = set(keys.weights_chunks(job_id, store._weights_meta(job_id).chunks))
+        asked: list[str] = []
+        real = store.client.get_many
+
+        def get_many(names, *args, **kwargs):
+            asked.extend(names)
+            return real(names, *args, **kwargs)
+
+        store.client.get_many = get_many
+        store.recover_worker(job_id, 0)  # what every worker call does before it trains
+        probed = [name for name in asked if name in chunks]
+        assert sorted(store.client.server_of(name) for name in probed) == sorted(memcached_pool.url[12:].split(","))
+        assert len(chunks) >= 3 * len(probed)  # a chunk per server, of at least three each

@@ -40,8 +40,6 @@ class ServerRing(Protocol):
 
     def server_of(self, key: str) -> str: ...
 
-    def client_of(self, server: str): ...
-
 
 class ServerFailed(Exception):
     """A call to one server of the pool failed; `server` is its `host:port`, `error` what the call raised."""
@@ -78,9 +76,6 @@ class PoolClient(HashClient):
         return found
 
     get_multi = get_many
-
-    def gets_many(self, keys, *args, **kwargs) -> dict:
-        return self.get_many(keys, True, *args, **kwargs)
 
     def set_many(self, values: dict, *args, **kwargs) -> list:
         """Set every item, every server's share at once; the keys refused (too large)."""
@@ -169,20 +164,9 @@ class PoolClient(HashClient):
         except Exception as error:
             raise ServerFailed(server_name(client.server), error) from error
 
-    def _safely_run_set_many(self, client, values, *args, **kwargs):
-        """set_many on one server: the keys it refused (too large), or ServerFailed."""
-        try:
-            return client.set_many(values, *args, **kwargs)
-        except Exception as error:
-            raise ServerFailed(server_name(client.server), error) from error
-
     def server_of(self, key: str) -> str:
         """`host:port` of the server holding `key`."""
         return self.hasher.get_node(key)
-
-    def client_of(self, server: str):
-        """The pooled client of one server (`host:port`), for asking it alone."""
-        return self.clients[server]
 
     def version(self) -> dict[str, bytes]:
         """Every server's version, asked one by one: a ping of the whole pool, naming the first that fails."""

@@ -28,7 +28,7 @@ import contextlib
 import numpy as np
 
 from faasgd.errors import JobNotFound, StateLost, StoreError
-from faasgd.store import codec, keys
+from faasgd.store import keys
 from faasgd.store.memcached_pool import CHUNKS_PER_SERVER, ServerFailed, spread_chunk_floats
 from faasgd.store.memcached_store import MemcachedStore
 from faasgd.store.push import Push, PushId
@@ -55,26 +55,15 @@ class MemcachedPoolStore(MemcachedStore):
         return spread_chunk_floats(job_id, length, limit, self.client.servers, self.client.server_of)
 
     def holdings(self, job_id: str) -> dict[str, int]:
-        """How many of the job's weight chunks each server holds now, asking each server alone (every server
-        named, 0 for one holding none)."""
+        """How many of the job's weight chunks each server holds now (every server named, 0 for one holding none)."""
         meta = self._weights_meta(job_id)
-        names = keys.weights_chunks(job_id, meta.chunks)
+        found = self._found(keys.weights_chunks(job_id, meta.chunks))
+        if isinstance(found, StoreError):
+            raise found
         held = dict.fromkeys(self.client.servers, 0)
-        with self._errors():
-            for server in self.client.servers:
-                mine = [k for k in names if self.client.server_of(k) == server]
-                found = self._ask(server, mine)
-                held[server] = sum(1 for k in mine if found.get(k) is not None)
+        for name in found:
+            held[self.client.server_of(name)] += 1
         return held
-
-    def _ask(self, server: str, names: list[str]) -> dict:
-        client = self.client.client_of(server)
-        if not names:
-            return {}
-        try:
-            return client.get_many(names)
-        except Exception as error:
-            raise ServerFailed(server, error) from error
 
     # ---- lost state, named by server -----------------------------------------------------------------------
     def _fetch(self, job_id: str, out: np.ndarray | None, steps: bool):
@@ -91,13 +80,9 @@ class MemcachedPoolStore(MemcachedStore):
         on a server that restarted empty (its record, its copy gone) learns it before it trains."""
         with self._naming_lost(job_id):
             super().recover_worker(job_id, worker_id)
-        emptied = self._emptied(job_id)
+        emptied = self._emptied(job_id, probe=True)
         if emptied is not None:
             raise emptied
-
-    def _weights_meta(self, job_id: str, fresh: bool = False) -> codec.WeightsMeta:
-        with self._naming_lost(job_id):
-            return super()._weights_meta(job_id, fresh)
 
     @contextlib.contextmanager
     def _naming_lost(self, job_id: str):
@@ -111,16 +96,19 @@ class MemcachedPoolStore(MemcachedStore):
                 raise
             raise named from error
 
-    def _emptied(self, job_id: str) -> StoreError | None:
+    def _emptied(self, job_id: str, probe: bool = False) -> StoreError | None:
         """StateLost naming the servers that no longer hold keys of the job they held, while other keys of the job
         are still there; None when none is missing or all are (the whole job is gone: expired, or never there); the
         StoreError of a server that does not answer. With the job's layout known here, every weight chunk is asked
         for; else (its meta is gone) the meta, the version and the first chunks, a chunk counted missing only below
-        one that is there (the job may have fewer)."""
+        one that is there (the job may have fewer). `probe` (a worker's every call asks it): with the layout known,
+        only the first chunk each server holds, enough to tell a server that restarted empty, not a whole model."""
         meta = self._meta.get(job_id)
         head = [] if meta is not None else [keys.weights_meta(job_id), keys.weights_version(job_id)]
         chunks = keys.weights_chunks(job_id, meta.chunks if meta is not None else
                                      len(self.client.servers) * CHUNKS_PER_SERVER)
+        if probe and meta is not None:
+            chunks = list({self.client.server_of(name): name for name in reversed(chunks)}.values())
         found = self._found(head + chunks)
         if isinstance(found, StoreError):
             return found
@@ -133,15 +121,10 @@ class MemcachedPoolStore(MemcachedStore):
                                    f"(restarted empty, or evicted)")
 
     def _found(self, names: list[str]) -> dict | StoreError:
-        """The values of `names` that are there, each asked of its server alone; the StoreError of one that fails."""
-        by_server: dict[str, list[str]] = {}
-        for name in names:
-            by_server.setdefault(self.client.server_of(name), []).append(name)
-        found: dict = {}
+        """The values of `names` that are there (every server asked at once); the StoreError naming a server that
+        fails."""
         try:
             with self._errors():
-                for server, mine in by_server.items():
-                    found.update(self._ask(server, mine))
+                return self.client.get_many(names)
         except StoreError as failure:
             return failure
-        return found
