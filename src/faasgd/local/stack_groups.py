@@ -30,6 +30,7 @@ from typing import Callable, Iterable, Mapping
 from faasgd.errors import ConfigError, StoreUnavailable
 from faasgd.local import resp, services
 from faasgd.local.processes import ProcessRef
+from faasgd.local.memcached_pool import MAX_SERVERS as MAX_POOL_SERVERS
 from faasgd.local.store_groups import ServerGroup
 
 CLUSTER = "redis-cluster"  # the group names: ServerGroup.name, state.json's keys, what `faasgd up` prints
@@ -49,13 +50,13 @@ class GroupSizes:
 
     def check(self) -> "GroupSizes":
         """ConfigError naming the flag when a size is out of range."""
-        for flag, value, low in (("--redis-cluster-masters", self.cluster_masters, 1),
-                                 ("--redis-cluster-replicas", self.cluster_replicas, 0),
-                                 ("--memcached-pool-servers", self.pool_servers, 1)):
+        for flag, value, low, high in (("--redis-cluster-masters", self.cluster_masters, 1, 64),
+                                       ("--redis-cluster-replicas", self.cluster_replicas, 0, 64),
+                                       ("--memcached-pool-servers", self.pool_servers, 1, MAX_POOL_SERVERS)):
             if value is None and flag == "--memcached-pool-servers":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 64:
-                raise ConfigError(flag, f"must be a whole number in [{low}, 64], got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ConfigError(flag, f"must be a whole number in [{low}, {high}], got {value!r}")
         return self
 
     def to_argv(self) -> list[str]:
@@ -80,6 +81,9 @@ def plan(environments: Iterable[Mapping[str, str]], sizes: GroupSizes) -> GroupP
     when they cannot be started as asked."""
     sizes.check()
     cluster, members = services.named_groups(value for env in environments for value in env.values())
+    if members > MAX_POOL_SERVERS:  # refused here, before `faasgd up` starts anything, not by the starter after
+        raise ConfigError("stores", f"the stack names {members} memcached pool members ({POOL}-0 .. "
+                                    f"{POOL}-{members - 1}); a local pool has at most {MAX_POOL_SERVERS}")
     if members and sizes.pool_servers is not None and sizes.pool_servers < members:
         raise ConfigError("--memcached-pool-servers", f"the stack names {members} memcached pool members "
                                                       f"({POOL}-0 .. {POOL}-{members - 1}), more than "

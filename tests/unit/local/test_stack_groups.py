@@ -45,6 +45,14 @@ def test_the_repository_stack_names_no_group_and_its_opt_in_line_a_three_master_
     assert stack_groups.plan(stacking, stack_groups.GroupSizes()) == stack_groups.GroupPlan()  # none named
 
 
+def test_a_stack_naming_more_pool_members_than_a_local_pool_starts_is_refused_before_anything_starts():
+    env = {"stores": "pool=memcached://" + ",".join(f"memcached-pool-{i}.memcached-pool.openfaas-fn:11211"
+                                                    for i in range(17))}
+    with pytest.raises(ConfigError, match="at most 16") as error:
+        stack_groups.plan([env], stack_groups.GroupSizes())
+    assert error.value.field == "stores"
+
+
 def test_sizes_come_from_the_flags():
     sizes = stack_groups.GroupSizes(cluster_masters=1, cluster_replicas=1, pool_servers=4)
     assert stack_groups.plan([POOL_ENV, CLUSTER_ENV], sizes) == stack_groups.GroupPlan(1, 1, 4)
@@ -58,6 +66,7 @@ def test_sizes_come_from_the_flags():
     (stack_groups.GroupSizes(cluster_replicas=-1), "--redis-cluster-replicas"),
     (stack_groups.GroupSizes(pool_servers=0), "--memcached-pool-servers"),
     (stack_groups.GroupSizes(pool_servers=1), "--memcached-pool-servers"),  # the stack names two members
+    (stack_groups.GroupSizes(pool_servers=17), "--memcached-pool-servers"),  # more than a local pool starts
 ])
 def test_sizes_that_cannot_be_started_are_refused_naming_the_flag(sizes, flag):
     with pytest.raises(ConfigError) as error:
