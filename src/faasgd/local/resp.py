@@ -1,7 +1,7 @@
-"""A few Redis commands over a socket, for starting a Redis Cluster and telling it what to announce.
+"""A few Redis commands over a socket, for joining the nodes of a Redis Cluster the local runtime starts.
 
 The local runtime speaks no store client of its own (faasgd.local knows no store library: an import contract,
-pyproject.toml), and joining or announcing a cluster takes a handful of commands whose replies are simple
+pyproject.toml), and joining a cluster takes a handful of commands whose replies are simple
 strings, integers, bulk strings and arrays of them: this is that much of RESP2, one connection per command.
 """
 

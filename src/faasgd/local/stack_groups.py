@@ -12,7 +12,8 @@ member's pod DNS name `memcached-pool-<i>.memcached-pool.openfaas-fn:11211` (k8s
   fewer than the stack names is refused) (faasgd.local.memcached_pool.start_memcached_pool).
 
 Under `--backend docker` both bind the network's gateway address too, as the single stores do, and the
-cluster's nodes announce that address (`announce`): a node tells clients where every slot lives by the one
+cluster's nodes announce that address from their start (start_redis_cluster's `also_bind`: cluster-announce-ip,
+and the nodes meet there): a node tells clients where every slot lives by the one
 address it announces, and the bridge's address is one both the containers and the host reach (127.0.0.1 is
 not, from a container).
 
@@ -23,12 +24,11 @@ a fresh group is started (a job on it then fails naming the store that restarted
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from faasgd.errors import ConfigError, StoreUnavailable
-from faasgd.local import resp, services
+from faasgd.errors import ConfigError
+from faasgd.local import services
 from faasgd.local.processes import ProcessRef
 from faasgd.local.memcached_pool import MAX_SERVERS as MAX_POOL_SERVERS
 from faasgd.local.store_groups import ServerGroup
@@ -36,8 +36,6 @@ from faasgd.local.store_groups import ServerGroup
 CLUSTER = "redis-cluster"  # the group names: ServerGroup.name, state.json's keys, what `faasgd up` prints
 POOL = "memcached-pool"
 DEFAULT_MASTERS = 3
-ANNOUNCE_TIMEOUT_S = 30.0
-ANNOUNCE_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -98,15 +96,8 @@ def starters(group_plan: GroupPlan, also_bind: str | None = None) -> dict[str, C
     def start_cluster() -> ServerGroup:
         from faasgd.local.redis_cluster import start_redis_cluster
 
-        group = start_redis_cluster(masters=group_plan.cluster_masters, replicas=group_plan.cluster_replicas,
-                                    also_bind=also_bind)
-        try:
-            if also_bind:
-                announce(group, also_bind)
-        except BaseException:
-            group.stop()
-            raise
-        return group
+        return start_redis_cluster(masters=group_plan.cluster_masters, replicas=group_plan.cluster_replicas,
+                                   also_bind=also_bind)  # its nodes announce also_bind when given
 
     def start_pool() -> ServerGroup:
         from faasgd.local.memcached_pool import start_memcached_pool
@@ -114,26 +105,6 @@ def starters(group_plan: GroupPlan, also_bind: str | None = None) -> dict[str, C
         return start_memcached_pool(servers=group_plan.pool_servers, also_bind=also_bind)
     return {**({CLUSTER: start_cluster} if group_plan.cluster_masters else {}),
             **({POOL: start_pool} if group_plan.pool_servers else {})}
-
-
-def announce(group: ServerGroup, address: str, timeout_s: float = ANNOUNCE_TIMEOUT_S) -> None:
-    """Make every node of a Redis Cluster announce `address` (CONFIG SET cluster-announce-ip) and wait until
-    every node's view of the cluster (CLUSTER NODES) gives each node that address (the nodes gossip it in about
-    two seconds); StoreUnavailable naming the group's URL when they have not after `timeout_s`."""
-    for port in group.ports:
-        resp.command(port, group.password, "CONFIG", "SET", "cluster-announce-ip", address)
-    deadline = time.monotonic() + timeout_s
-    while not all(_node_hosts(port, group.password) == {address} for port in group.ports):
-        if time.monotonic() >= deadline:
-            raise StoreUnavailable(group.url, f"the cluster's nodes did not announce {address} "
-                                              f"within {timeout_s:g}s")
-        time.sleep(ANNOUNCE_POLL_S)
-
-
-def _node_hosts(port: int, password: str | None) -> set[str]:
-    """The addresses a node gives the cluster's nodes: CLUSTER NODES lines are `id host:port@bus[,name] ...`."""
-    lines = resp.command(port, password, "CLUSTER", "NODES").decode().splitlines()
-    return {line.split()[1].rsplit(":", 1)[0] for line in lines if line.strip()}
 
 
 def players(groups: Mapping[str, ServerGroup], host: str = "127.0.0.1") -> dict[str, str]:

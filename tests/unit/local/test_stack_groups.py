@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from faasgd.errors import ConfigError, StoreUnavailable
+from faasgd.errors import ConfigError
 from faasgd.local import control, daemon, stack_groups
 from faasgd.local.processes import ProcessRef
 from faasgd.local.stack import load_stack
@@ -74,41 +74,28 @@ def test_sizes_that_cannot_be_started_are_refused_naming_the_flag(sizes, flag):
     assert error.value.field == flag
 
 
-def test_under_docker_the_groups_bind_the_bridge_address_and_the_cluster_announces_it(monkeypatch):
-    started, announced, stopped = [], [], []
+def test_under_docker_the_groups_bind_the_bridge_address(monkeypatch):
+    started = []
 
     def start_redis_cluster(**kwargs):
         started.append(kwargs)
-        group = fake_group("redis", "redis-cluster", [7101], 601)
-        group.stop = lambda timeout=5.0: stopped.append(group.url)
-        return group
+        return fake_group("redis", "redis-cluster", [7101], 601)
 
     monkeypatch.setitem(sys.modules, "faasgd.local.redis_cluster",
                         types.SimpleNamespace(start_redis_cluster=start_redis_cluster))
-    monkeypatch.setattr(stack_groups, "announce", lambda group, address: announced.append((group.url, address)))
     start = stack_groups.starters(stack_groups.GroupPlan(cluster_masters=2), also_bind="172.18.0.1")
     assert set(start) == {"redis-cluster"}
-    group = start["redis-cluster"]()
+    start["redis-cluster"]()
     assert started == [{"masters": 2, "replicas": 0, "also_bind": "172.18.0.1"}]
-    assert announced == [(group.url, "172.18.0.1")] and stopped == []
-
-    def unannounced(group, address):
-        raise StoreUnavailable(group.url, "did not announce")
-    monkeypatch.setattr(stack_groups, "announce", unannounced)
-    with pytest.raises(StoreUnavailable):
-        start["redis-cluster"]()
-    assert stopped == [group.url]  # a cluster that cannot announce is not left running
-    stack_groups.starters(stack_groups.GroupPlan(cluster_masters=1))["redis-cluster"]()  # on loopback: nothing to
-    assert len(announced) == 1                                                           # announce
 
 
-def test_a_real_cluster_announces_the_address_it_also_binds():
-    starter = pytest.importorskip("faasgd.local.redis_cluster", reason="the Redis Cluster starter is not here")
+def test_a_real_cluster_started_with_a_second_address_announces_it_and_serves_there():
     from redis.cluster import RedisCluster
 
-    group = starter.start_redis_cluster(masters=2, also_bind="127.0.0.2")
+    from faasgd.local.redis_cluster import start_redis_cluster
+
+    group = start_redis_cluster(masters=2, also_bind="127.0.0.2")
     try:
-        stack_groups.announce(group, "127.0.0.2")
         client = RedisCluster(host="127.0.0.1", port=group.ports[0])  # seeded on loopback, as the host is
         try:
             assert {node.host for node in client.get_nodes()} == {"127.0.0.2"}
