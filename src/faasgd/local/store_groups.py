@@ -8,10 +8,9 @@ faasgd.local.stores) and the one URL `faasgd.store.open_store` takes for all of 
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 
-from faasgd.local.stores import ServerProcess
+from faasgd.local.stores import ServerProcess, stop_all
 
 
 @dataclass
@@ -33,12 +32,7 @@ class ServerGroup:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop every member at once; calling it again does nothing."""
-        threads = [threading.Thread(target=server.stop, args=(timeout,), name=f"faasgd-stop-{server.name}")
-                   for server in self.servers]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        stop_all(self.servers, timeout)
 
 
 def group_url(scheme: str, servers: list[ServerProcess], host: str = "127.0.0.1", path: str = "") -> str:

@@ -120,8 +120,7 @@ class ClusterClient:
     # ---- writes (per master, then WAIT) ----------------------------------------------------------
     def cas(self, name: str, value: bytes, cas_token: str, expire: int = 0, noreply: bool = False) -> bool | None:
         """True: written; False: the value changed since `cas_token`; None: the key is gone."""
-        (done,) = self._write([(name, "EVAL", CAS, 1, self._key(name), cas_token, value, int(expire))])
-        return {1: True, 0: False}.get(int(done))
+        return self.cas_many([(name, value, cas_token)], expire)[0]
 
     def cas_many(self, items: list[tuple[str, bytes, str]], expire: int = 0) -> list[bool | None]:
         """cas of each (name, value, token), one round trip (and one WAIT) per master."""
