@@ -130,7 +130,8 @@ def row_text(row: dict) -> str:
     return (f"{row['store']:<9} {row['nodes']:>5} {row['workers']:>7} {unshaped['samples_per_s']:>10,.0f} "
             f"{shaped['samples_per_s']:>10,.0f} {row['ratio']:>9.2f} {row['model'][0]:>8,.0f}-{row['model'][1]:<8,.0f}"
             f"{shaped['samples_per_s'] / row['model'][1]:>7.2f} {row['link_use']:>8.2f} "
-            f"{unshaped['conflicts'] / unshaped['pushes']:>5.2f}/{shaped['conflicts'] / shaped['pushes']:<5.2f}  {per_node}")
+            f"{unshaped['conflicts'] / max(1, unshaped['pushes']):>5.2f}/{shaped['conflicts'] / max(1, shaped['pushes']):<5.2f}  "
+            f"{per_node}")
 
 
 def print_table(rows: list[dict], args) -> None:

@@ -21,6 +21,7 @@ import argparse
 import itertools
 import os
 import time
+import types
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -79,7 +80,10 @@ def two_workers(dataset: str, store_url: str, period: int, epochs: int, communic
         result = direct.train(config)
     workers = list(job.read_progress(open_store(store_url), result["job_id"], 2).values())
     train_s = max(w["train_s"] for w in workers)
-    share = watch.cores(max(w["started_at"] for w in workers), min(w["finished_at"] for w in workers))
+    try:
+        share = watch.cores(max(w["started_at"] for w in workers), min(w["finished_at"] for w in workers))
+    except ValueError:  # the workers ran together too briefly to tell: the row prints nan, the table goes on
+        share = types.SimpleNamespace(store=float("nan"), busy=float("nan"))
     return {
         "samples_per_s": sum(w["samples"] for w in workers) / train_s,
         "per_worker": [w["samples"] / w["train_s"] for w in workers],

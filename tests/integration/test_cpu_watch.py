@@ -44,3 +44,15 @@ def test_a_sleeping_process_uses_nothing_and_short_windows_are_refused():
     assert watch.cores(start, end).store < 0.05
     with pytest.raises(ValueError, match="too few samples"):
         watch.cores(start, start + 0.03)
+
+
+def test_the_machine_is_at_least_as_busy_as_two_burning_processes_say_they_were():
+    children = [subprocess.Popen([sys.executable, "-c", BURN], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    with CpuWatch(children[0].pid, period_s=0.02) as watch:
+        outs = [json.loads(child.communicate(timeout=30)[0]) for child in children]
+        time.sleep(0.05)
+    start, end = max(o[0] for o in outs), min(o[1] for o in outs)
+    own = sum((o[3] - o[2]) / (o[1] - o[0]) for o in outs)  # each child's own CPU clock over its own wall time
+    share = watch.cores(start, end)
+    assert own > 0.4  # they ran
+    assert own - 0.25 <= share.busy <= share.cores + 0.05, (own, share)  # anything else running only adds to busy
