@@ -226,4 +226,12 @@ def test_the_stop_rule_is_checked_every_period_of_samples_for_one_worker_and_for
     assert first <= result["samples_to_target"] <= first + (workers - 1) * period, (result["samples_to_target"], first)
     if workers == 1:
         assert result["samples_to_target"] == first
-    assert sorted(c["samples"] // period for c in checks) == list(range(1, len(checks) + 1))  # every period
+    # every period is checked by the worker whose push crossed it, but with several workers a push's result is
+    # taken in at that worker's next synchronisation: when the job has ended by then (another worker's later check
+    # met the target first), it is not evaluated. Each other worker holds at most one such result, all after the
+    # periods checked before them
+    periods = sorted(c["samples"] // period for c in checks)
+    missing = sorted(set(range(1, periods[-1] + 1)) - set(periods))
+    if workers == 1:
+        assert not missing, periods
+    assert len(missing) <= workers - 1 and all(m > periods[-1] - workers for m in missing), (periods, missing)
