@@ -230,9 +230,11 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         steps = max(1, progress.epoch_step)
         progress.epoch, progress.epoch_step, progress.epoch_rng_state = progress.epoch + 1, 0, None
         progress.loss, progress.epoch_loss_sum = progress.epoch_loss_sum / steps, 0.0
+        last = progress.epoch >= self.config.max_epochs
         started = self.clock()
         progress.accuracy = self.evaluate(self.weights)
-        test_accuracy = self.evaluate(self.weights, self.test)  # reported only (the curve), never a stop rule
+        # reported only (the test curve), never a stop rule; one worker per round of epoch ends (reports_test)
+        test_accuracy = self.evaluate(self.weights, self.test) if self.reports_test(last) else None
         self.eval_s = self.clock() - started
         now = progress.now()  # on the job's timeline (worker/call_clock.py)
         self.retry(lambda: self.store.append_event(self.job_id, {
@@ -243,17 +245,25 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
                  progress.pushes, progress.conflicts)
         # the stop rule is the period's checks (check_target), the same for 1 and W workers; an epoch's end decides
         # only at the worker's last epoch, so a job never ends at its target unclaimed
-        last = progress.epoch >= self.config.max_epochs
         reached = last and progress.accuracy >= self.config.target_accuracy
         if reached:
             weights, crossing = self.weights.copy(), {
                 "validation_accuracy": progress.accuracy, "at": now, "samples": samples,
                 "epochs": samples / self.shard.total, "version": version}
             self.retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
-                                                        lambda: self.evaluate(weights, self.test), crossing))
+                                                        lambda: test_accuracy, crossing))  # a last epoch's: evaluated
         self.save()
         self.heartbeat(force=True)
         return last or self.crossed
+
+    def reports_test(self, last: bool) -> bool:
+        """Whether this epoch's end evaluates the test rows for the curve. The W workers' e-th epoch ends come at
+        about the same point of the job (each worker's epoch is its 1/W of the rows), so W evaluations of nearly the
+        same parameters would cost W x test_samples rows a job epoch (with 2 workers more rows than the validation
+        and the stop rule's checks together): the e-th ends are evaluated by worker (e - 1) mod W only, and every
+        worker's last epoch (the curve's final points). One worker: every epoch."""
+        workers = self.config.number_of_workers
+        return last or (self.progress.epoch - 1) % workers == self.progress.worker_id % workers
 
 
 def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,

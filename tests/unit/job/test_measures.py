@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from faasgd import data, job, model
+from faasgd.batch import runs
 from faasgd.job import ending, model_file
 from faasgd.cli.main import main
 from faasgd.config import load_config
@@ -103,11 +104,26 @@ def test_the_results_accuracies_are_those_of_the_kept_model_and_its_file():
     assert kept.version == final["model_version"] <= store.get_weights(job_id)[1]
 
 
-def test_each_epoch_reports_the_test_accuracy_of_the_parameters_it_validated():
-    config = small_config("curve")
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_each_round_of_epoch_ends_reports_the_test_accuracy_once_of_the_parameters_it_validated(workers):
+    config = small_config(f"curve-{workers}", number_of_workers=workers, target_accuracy=1.0, max_epochs=4)
     store, job_id, status = run_job(config)
     epochs = [e for e in store.events(job_id) if e["event"] == "epoch"]
-    assert len(epochs) >= config.number_of_workers and all(0 <= e["test_accuracy"] <= 1 for e in epochs)
+    assert len(epochs) == workers * config.max_epochs and all(0 <= e["accuracy"] <= 1 for e in epochs)
+    # the e-th epoch ends of the W workers are at about one point of the job: worker (e - 1) mod W evaluates the
+    # test rows there, every worker at its last epoch (the curve's final points)
+    reported = sorted((e["epoch"], e["worker_id"]) for e in epochs if e["test_accuracy"] is not None)
+    expected = sorted([(e, (e - 1) % workers) for e in range(1, config.max_epochs)]
+                      + [(config.max_epochs, w) for w in range(workers)])
+    assert reported == expected
+    assert all(0 <= e["test_accuracy"] <= 1 for e in epochs if e["test_accuracy"] is not None)
+    assert len(runs.curve({**status, "events": store.events(job_id)}, "test_accuracy")) == len(expected)
+
+
+def test_the_crossing_reports_the_test_accuracy_of_the_parameters_it_validated():
+    config = small_config("curve")
+    store, job_id, status = run_job(config)
+    epochs = [e for e in store.events(job_id) if e["event"] == "epoch" and e["test_accuracy"] is not None]
     done = status["done"]  # the crossing (an epoch's end, or a check between them): its event's test accuracy is the kept model's
     evaluated = epochs + [e for e in store.events(job_id) if e["event"] == "check" and "test_accuracy" in e]
     # the crossing's event: its worker's, at its validation accuracy, and (an epoch's end and a check of one worker may
