@@ -7,7 +7,10 @@ Fashion-MNIST split and the same number of epochs, five ways:
   3. keras: `model.fit` on TensorFlow CPU, TensorFlow's default threads (install the `bench` extra:
      pip install -e '.[bench]', which also brings torch);
   4. torch-ddp: DistributedDataParallel, gloo, 2 spawned processes of 1 thread, 128 rows per process a step;
-  5. faasgd: 2 workers (1 BLAS thread, 128 rows a step each) through the local OpenFaaS runtime on Redis.
+  5. faasgd: 2 workers (1 BLAS thread, 128 rows a step each) through the local OpenFaaS runtime on Redis;
+  6. faasgd-64: the same with 64 rows a step each (global_batch_size 128): the model moves by 128 rows' gradients
+     per pair of steps, as numpy's one step of 128 does, where 2 x 128 at the default `average` needs about
+     1.5-2 x numpy's samples (docs/explanation/downpour.md); shown beside faasgd, not instead of it.
 Each row runs in a fresh process the bench starts; the rows alternate (round r starts the order at row r + 1), so a
 drift of the machine's load falls on all of them. For each: time to 0.85 test accuracy on CLOCK_MONOTONIC
 (time.monotonic, one clock for every process), from the bench's reading just before it started the row's process:
@@ -149,7 +152,12 @@ def run_faasgd_cnn(epochs: int, launched: float, target: float = CNN_TARGET) -> 
     return run_faasgd(epochs, launched, target, cnn=True)
 
 
-def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool = False) -> dict:
+def run_faasgd_64(epochs: int, launched: float, target: float = TARGET) -> dict:
+    """2 workers of 64 rows a step: 128 rows a pair of steps, numpy's batch."""
+    return run_faasgd(epochs, launched, target, batch=BATCH // 2)
+
+
+def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool = False, batch: int = BATCH) -> dict:
     from faasgd.openfaas import wait_for_job
     from faasgd.local import control
     from faasgd.local.stores import free_port
@@ -159,7 +167,7 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
     try:
         gateway = control.client(state, timeout_s=60)  # logs in to /system
         body = {"number_of_workers": 2, "max_epochs": epochs, "target_accuracy": 1.0, "n_fetch": 10, "n_push": 10,
-                "learning_rate": LEARNING_RATE, "batch_size": BATCH}
+                "learning_rate": LEARNING_RATE, "batch_size": batch}
         if cnn:  # stops once the validation accuracy passes the target (test_accuracy below is what is timed)
             body.update(model="cnn", cnn_arch=CNN_ARCH, update_rule="sum", target_accuracy=target + 0.01)
         started = time.monotonic()
@@ -240,7 +248,7 @@ def mlp_rows(epochs: int, rounds: int, target: float) -> None:
     """The MLP rows, alternating over `rounds`, summarised as medians (peers_report.py)."""
     runs = peers_report.alternate(MLP_ROLES, rounds, lambda role: in_subprocess(role, epochs, target))
     print(f"Fashion-MNIST, 784-100-10 tanh, lr {LEARNING_RATE}, {BATCH} rows a step per process (torch-ddp and faasgd: "
-          f"per worker, 2 workers), {epochs} epochs, target {target} test accuracy, {rounds} round(s), medians")
+          f"per worker, 2 workers; faasgd-64: {BATCH // 2} per worker), {epochs} epochs, target {target} test accuracy, {rounds} round(s), medians")
     peers_report.print_mlp({role: peers_report.summarise(role_runs) for role, role_runs in runs.items()}, target)
 
 
@@ -265,8 +273,8 @@ def run_torch_ddp(epochs: int, launched: float, target: float = TARGET) -> dict:
 
 
 RUNNERS = {"numpy": run_numpy, "torch": run_torch, "keras": run_keras, "torch-ddp": run_torch_ddp, "faasgd": run_faasgd,
-           "keras-cnn": run_keras_cnn, "faasgd-cnn": run_faasgd_cnn}
-MLP_ROLES = ("numpy", "torch", "keras", "torch-ddp", "faasgd")  # one process and distributed rows interleaved
+           "faasgd-64": run_faasgd_64, "keras-cnn": run_keras_cnn, "faasgd-cnn": run_faasgd_cnn}
+MLP_ROLES = ("numpy", "torch", "keras", "torch-ddp", "faasgd", "faasgd-64")  # one process and distributed rows interleaved
 
 
 if __name__ == "__main__":

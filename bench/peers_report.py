@@ -14,7 +14,7 @@ import sys
 # where faasgd's workers' time went (the job's result: perf_counter parts within the workers' calls, job timeline)
 SPLIT_KEYS = ("worker_s", "compute_s", "batches_s", "eval_s", "load_s", "comm_wait_s")
 THREADS = {"numpy": "1 BLAS", "torch": "1 (set_num_threads)", "keras": "TF default", "torch-ddp": "2 procs x 1",
-           "faasgd": "2 workers x 1 BLAS"}
+           "faasgd": "2 workers x 1 BLAS", "faasgd-64": "2 workers x 1 BLAS"}
 
 
 def alternate(roles: tuple[str, ...], rounds: int, run) -> dict[str, list[dict]]:
@@ -67,11 +67,16 @@ def print_mlp(rows: dict[str, dict], target: float) -> None:
     print(f"time to {target}: faasgd / numpy limit = {ratio(rows, 'faasgd', 'numpy')} (goal <= 1.5); keras / faasgd "
           f"= {ratio(rows, 'keras', 'faasgd')}, torch / faasgd = {ratio(rows, 'torch', 'faasgd')}, torch-ddp / "
           f"faasgd = {ratio(rows, 'torch-ddp', 'faasgd')} (goals >= 2)")
+    if "faasgd-64" in rows:  # the same goals at numpy's 128 rows per move of the model
+        print(f"faasgd-64 (64 rows a step per worker): faasgd-64 / numpy = {ratio(rows, 'faasgd-64', 'numpy')}, "
+              f"keras / faasgd-64 = {ratio(rows, 'keras', 'faasgd-64')}, torch / faasgd-64 = "
+              f"{ratio(rows, 'torch', 'faasgd-64')}, torch-ddp / faasgd-64 = {ratio(rows, 'torch-ddp', 'faasgd-64')}")
     if "error" not in rows["torch-ddp"]:
         same = "yes" if rows["torch-ddp"]["same_params"] else "NO"
         print(f"torch-ddp: the ranks ended with identical parameters: {same}")
-    if "error" not in rows["faasgd"] and rows["faasgd"].get("split"):
-        print_split(rows["faasgd"]["split"])
+    for role in ("faasgd", "faasgd-64"):
+        if "error" not in rows.get(role, {"error": ""}) and rows[role].get("split"):
+            print_split(rows[role]["split"], role)
     if "error" not in rows["faasgd"]:
         shard_mb = 30000 * 784 / 2**20  # the shard as the worker holds it: raw uint8 pixels
         params_mb = 79510 * 4 / 2**20
@@ -80,14 +85,14 @@ def print_mlp(rows: dict[str, dict], target: float) -> None:
               f"{shard_mb:.0f} + 3 x params {params_mb:.1f} + interpreter with numpy) = {budget:.0f} MB")
 
 
-def print_split(split: dict) -> None:
+def print_split(split: dict, role: str = "faasgd") -> None:
     """Where faasgd's workers' calls went: each part's seconds and share of worker_s; the rest, named."""
     worker_s = split["worker_s"] or float("nan")
     parts = {"gradient steps": split["compute_s"], "minibatches": split["batches_s"], "evaluations": split["eval_s"],
              "data loading": split["load_s"], "waiting on the store": split["comm_wait_s"]}
     rest = worker_s - sum(parts.values())
     shown = ", ".join(f"{name} {s:.2f} s ({s / worker_s:.0%})" for name, s in parts.items())
-    print(f"faasgd workers' calls, {worker_s:.2f} worker-s (job timeline; parts on perf_counter, medians): {shown}; "
+    print(f"{role} workers' calls, {worker_s:.2f} worker-s (job timeline; parts on perf_counter, medians): {shown}; "
           f"the rest (records, submitting operations, the loop) {rest:.2f} s ({rest / worker_s:.0%})")
 
 
