@@ -249,3 +249,32 @@ def test_a_linear_jobs_model_file_reads_back_and_evaluate_says_where_its_accurac
     with pytest.raises(ConfigError) as info:
         model_file.evaluate_file(found)
     assert info.value.field == "dataset"
+
+
+def test_one_worker_a_round_evaluates_the_test_rows_every_worker_at_the_last_epoch():
+    config = config_of("sync-test-rows", number_of_workers=3, max_epochs=4)
+    store, job_id = train_job(config)
+    epochs = [e for e in store.events(job_id) if e["event"] == "epoch"]
+    assert len(epochs) == 3 * 4
+    reported = sorted((e["epoch"], e["worker_id"]) for e in epochs if e["test_accuracy"] is not None)
+    assert reported == sorted([(e, (e - 1) % 3) for e in range(1, 4)] + [(4, w) for w in range(3)])
+    result = job.read_status(store, job_id)["result"]
+    assert result["final_test_accuracy"] == next(e["test_accuracy"] for e in epochs if e["epoch"] == 4)
+
+
+def test_a_crossing_on_a_worker_that_did_not_evaluate_the_test_rows_evaluates_them_for_the_model(monkeypatch):
+    claims = {}  # worker -> the test accuracy its crossing hands to keep_crossing
+    original = sync_worker.job_model.keep_crossing
+
+    def recording(store, job_id, worker_id, weights, test_accuracy, crossing):
+        claims[worker_id] = test_accuracy()
+        return original(store, job_id, worker_id, weights, test_accuracy, crossing)
+
+    monkeypatch.setattr(sync_worker.job_model, "keep_crossing", recording)
+    config = config_of("sync-crossing-test", number_of_workers=2, max_epochs=6, target_accuracy=0.05)
+    store, job_id = train_job(config)
+    epochs = {(e["epoch"], e["worker_id"]): e for e in store.events(job_id) if e["event"] == "epoch"}
+    assert epochs[(1, 1)]["test_accuracy"] is None  # worker 1 did not evaluate the test rows at epoch 1
+    # both crossed at epoch 1 on the same parameters: worker 1 evaluated them for its claim, to worker 0's figure
+    assert claims == {0: epochs[(1, 0)]["test_accuracy"], 1: epochs[(1, 0)]["test_accuracy"]}
+    assert job.read_status(store, job_id)["done"]["test_accuracy"] == epochs[(1, 0)]["test_accuracy"]
