@@ -10,14 +10,16 @@ Fashion-MNIST split and the same number of epochs, five ways:
   5. faasgd: 2 workers (1 BLAS thread, 128 rows a step each) through the local OpenFaaS runtime on Redis;
   6. faasgd-64: the same with 64 rows a step each (global_batch_size 128): the model moves by 128 rows' gradients
      per pair of steps, as numpy's one step of 128 does, where 2 x 128 at the default `average` needs about
-     1.5-2 x numpy's samples (docs/explanation/downpour.md); shown beside faasgd, not instead of it.
+     1.5-2 x numpy's samples (docs/explanation/downpour.md); shown beside faasgd, not instead of it;
+  7. direct-64: `faasgd train --direct` with 2 workers of 64 rows: worker processes against a redis-server the row
+     starts, no runtime (the whole command's floor; its time holds the store's start).
 Each row runs in a fresh process the bench starts; the rows alternate (round r starts the order at row r + 1), so a
 drift of the machine's load falls on all of them. For each: time to 0.85 test accuracy on CLOCK_MONOTONIC
 (time.monotonic, one clock for every process), from the bench's reading just before it started the row's process:
 the interpreter's start, imports, data loading, spawning and (faasgd) the runtime's start are in it; "ready" is
 the time from that reading to the first training step. Also training samples/s, peak RSS per process and the
 final accuracy after the epochs; the median and spread over rounds; then the ratios of time to 0.85.
-Goals: faasgd time to 0.85 <= 1.5 x numpy; keras/faasgd, torch/faasgd and torch-ddp/faasgd >= 2.
+Goals: faasgd time to 0.85 <= 1.5 x numpy; direct-64 <= 0.8 x numpy; keras/faasgd, torch/faasgd and torch-ddp/faasgd >= 2.
 
 The CNN row: the LeNet of `model: cnn` (faasgd.model.cnn_layout), batch 128, learning rate 0.1,
 from the same initial weights, two ways: keras-cnn, `model.fit` in one process (TensorFlow's default
@@ -176,16 +178,8 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
         status = wait_for_job(lambda: gateway.job_status(query), 3600, poll_s=0.2)
         ended = time.monotonic()
         result = status["result"]
-        # test accuracy, as the other rows time (a job's stop rule reads its validation rows, held out of training)
-        # one worker per round of epoch ends evaluates the test rows (DownpourWorker.reports_test): those events
-        tested = [e for e in status["events"] if e.get("event") == "epoch" and e.get("test_accuracy") is not None]
-        epochs_seen = [e for e in tested if e["test_accuracy"] >= target]
-        # the job's clock starts at creation; add the time from the launch to it (process, imports, runtime up, our
-        # call, validation, init): the launch to the result seen, less the job's own span
-        offset = (ended - launched) - (result["finished_at"] - status["created_at"])
-        reached = min(e["at"] for e in epochs_seen) - status["created_at"] + offset if epochs_seen else None
-        lower = {str(t): min(e["at"] for e in tested if e["test_accuracy"] >= t) - status["created_at"] + offset
-                 for t in CNN_LOWER if cnn and any(e["test_accuracy"] >= t for e in tested)}
+        reached, lower = test_times(status["events"], status["created_at"], result["finished_at"], ended - launched,
+                                    target, CNN_LOWER if cnn else ())
         pids = gateway.request("GET", "/system/function/emnist-train").json()["pids"]
         return {"time_to_target_s": reached, "ready_s": started - launched, "samples_per_s": result["samples_per_s"],
                 "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": [tree_hwm_mb(pid) for pid in pids],
@@ -196,8 +190,55 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
         shutil.rmtree(directory, ignore_errors=True)  # the runtime's state, logs and builds: nothing left in /tmp
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def test_times(events: list[dict], created_at: float, finished_at: float, since_launch: float, target: float,
+               lower: tuple[float, ...] = ()) -> tuple[float | None, dict[str, float]]:
+    """When the job's test accuracy first reached `target` (and each of `lower`), in seconds from the row's launch.
+
+    The test accuracy is what the other rows time (a job's stop rule reads its validation rows, held out of training);
+    one worker per round of epoch ends evaluates the test rows (DownpourWorker.reports_test): those events. The job's
+    clock starts at its creation; the time from the launch to it (process, imports, runtime or store up, the call,
+    validation, init) is the launch to the result seen, `since_launch`, less the job's own span."""
+    tested = [e for e in events if e.get("event") == "epoch" and e.get("test_accuracy") is not None]
+    offset = since_launch - (finished_at - created_at)
+
+    def first(accuracy: float) -> float | None:
+        times = [e["at"] for e in tested if e["test_accuracy"] >= accuracy]
+        return min(times) - created_at + offset if times else None
+
+    return first(target), {str(t): first(t) for t in lower if first(t) is not None}
+
+
+def run_faasgd_direct(epochs: int, launched: float, target: float = TARGET) -> dict:
+    """`faasgd train --direct` as a user runs it: 2 worker processes (64 rows a step each: numpy's 128 a pair of
+    steps) against a redis-server this row starts (in its time), no runtime, no gateway."""
+    from faasgd import job
+    from faasgd.cli import direct
+    from faasgd.config import load_config
+    from faasgd.functions import replica_cache
+    from faasgd.local.stores import start_redis
+
+    server = start_redis()
+    try:
+        config = load_config({}, {"dataset": "fashion-mnist", "number_of_workers": 2, "max_epochs": epochs,
+                                  "target_accuracy": 1.0, "n_fetch": 10, "n_push": 10, "learning_rate": LEARNING_RATE,
+                                  "global_batch_size": BATCH, "store_url": server.url})
+        started = time.monotonic()
+        result = direct.train(config)
+        ended = time.monotonic()
+        store = replica_cache.store_for(server.url)
+        status = job.read_status(store, result["job_id"])
+        reached, _ = test_times(store.events(result["job_id"]), status["created_at"], result["finished_at"],
+                                ended - launched, target)
+        return {"time_to_target_s": reached, "ready_s": started - launched, "samples_per_s": result["samples_per_s"],
+                "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": [peak_rss_mb(children=True)],
+                "epochs": result.get("epochs"), "split": {key: result[key] for key in peers_report.SPLIT_KEYS}}
+    finally:
+        server.stop()
+
+
+def peak_rss_mb(children: bool = False) -> float:
+    """This process's peak RSS, or (children) the largest of its waited-for children's (the worker processes)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def tree_hwm_mb(pid: int) -> float:
@@ -273,8 +314,8 @@ def run_torch_ddp(epochs: int, launched: float, target: float = TARGET) -> dict:
 
 
 RUNNERS = {"numpy": run_numpy, "torch": run_torch, "keras": run_keras, "torch-ddp": run_torch_ddp, "faasgd": run_faasgd,
-           "faasgd-64": run_faasgd_64, "keras-cnn": run_keras_cnn, "faasgd-cnn": run_faasgd_cnn}
-MLP_ROLES = ("numpy", "torch", "keras", "torch-ddp", "faasgd", "faasgd-64")  # one process and distributed rows interleaved
+           "faasgd-64": run_faasgd_64, "direct-64": run_faasgd_direct, "keras-cnn": run_keras_cnn, "faasgd-cnn": run_faasgd_cnn}
+MLP_ROLES = ("numpy", "torch", "keras", "torch-ddp", "faasgd", "faasgd-64", "direct-64")  # one process and distributed rows interleaved
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import sys
 # where faasgd's workers' time went (the job's result: perf_counter parts within the workers' calls, job timeline)
 SPLIT_KEYS = ("worker_s", "compute_s", "batches_s", "eval_s", "load_s", "comm_wait_s")
 THREADS = {"numpy": "1 BLAS", "torch": "1 (set_num_threads)", "keras": "TF default", "torch-ddp": "2 procs x 1",
-           "faasgd": "2 workers x 1 BLAS", "faasgd-64": "2 workers x 1 BLAS"}
+           "faasgd": "2 workers x 1 BLAS", "faasgd-64": "2 workers x 1 BLAS", "direct-64": "2 procs x 1 BLAS"}
 
 
 def alternate(roles: tuple[str, ...], rounds: int, run) -> dict[str, list[dict]]:
@@ -67,14 +67,15 @@ def print_mlp(rows: dict[str, dict], target: float) -> None:
     print(f"time to {target}: faasgd / numpy limit = {ratio(rows, 'faasgd', 'numpy')} (goal <= 1.5); keras / faasgd "
           f"= {ratio(rows, 'keras', 'faasgd')}, torch / faasgd = {ratio(rows, 'torch', 'faasgd')}, torch-ddp / "
           f"faasgd = {ratio(rows, 'torch-ddp', 'faasgd')} (goals >= 2)")
-    if "faasgd-64" in rows:  # the same goals at numpy's 128 rows per move of the model
-        print(f"faasgd-64 (64 rows a step per worker): faasgd-64 / numpy = {ratio(rows, 'faasgd-64', 'numpy')}, "
-              f"keras / faasgd-64 = {ratio(rows, 'keras', 'faasgd-64')}, torch / faasgd-64 = "
-              f"{ratio(rows, 'torch', 'faasgd-64')}, torch-ddp / faasgd-64 = {ratio(rows, 'torch-ddp', 'faasgd-64')}")
+    for role in ("faasgd-64", "direct-64"):  # the same goals at numpy's 128 rows per move of the model
+        if role in rows:
+            print(f"{role} (64 rows a step per worker): {role} / numpy = {ratio(rows, role, 'numpy')} (goal <= 0.8 "
+                  f"for direct-64); keras / {role} = {ratio(rows, 'keras', role)}, torch / {role} = "
+                  f"{ratio(rows, 'torch', role)}, torch-ddp / {role} = {ratio(rows, 'torch-ddp', role)}")
     if "error" not in rows["torch-ddp"]:
         same = "yes" if rows["torch-ddp"]["same_params"] else "NO"
         print(f"torch-ddp: the ranks ended with identical parameters: {same}")
-    for role in ("faasgd", "faasgd-64"):
+    for role in ("faasgd", "faasgd-64", "direct-64"):
         if "error" not in rows.get(role, {"error": ""}) and rows[role].get("split"):
             print_split(rows[role]["split"], role)
     if "error" not in rows["faasgd"]:

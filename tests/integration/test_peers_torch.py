@@ -7,32 +7,17 @@ One epoch at a lower target keeps the rows short; the full bench times 0.85 over
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 
 import numpy as np
 import pytest
 
-from support.paths import ROOT
+from support.bench_scripts import load_bench
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the `bench` extra brings it "
                                              "(pip install -e '.[bench]'; `make test` installs it too)")
 
-BENCH = ROOT / "bench"
 TARGET = 0.70  # one epoch of lr 0.1 reaches 0.80-0.83 from these weights; the initial weights are at 0.10
-
-
-def load_bench(name: str):
-    """The bench script `name` as a module (its folder on sys.path while it imports its neighbours)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def timed_row(role: str) -> tuple[dict, float]:
