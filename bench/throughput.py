@@ -9,7 +9,10 @@ Prints, in one run on this machine:
   * where the cores went while both workers ran: the store server's cores and the whole machine's busy cores
     (testing/cpu_watch.py: CPU seconds from /proc over the workers' common wall window). With 2 cores, two
     workers computing at one process's rate need both cores; whatever the store and the communication
-    threads use comes out of that, so `2 / (2 + store + rest)` bounds the ratio before any waiting.
+    threads use comes out of that, so `2 / (2 + store + rest)` bounds the ratio before any waiting;
+  * where the workers' training time went (their records' `time_split` over their `train_s`, summed over both):
+    `steps` the gradient steps' share, `batches` the minibatches' (gather and scaling); the rest is the loop,
+    records, submitting store operations, waiting on them and the stop rule's checks.
 Clocks: samples/s on each worker's own perf_counter (train_s); CPU on /proc (10 ms ticks) over time.time().
 
 Usage: python bench/throughput.py [--dataset fashion-mnist] [--epochs 2]
@@ -67,6 +70,16 @@ def _dims(dataset: str) -> tuple[int, tuple[int, ...], int]:
     return input_dim, (100,), n_classes
 
 
+def time_shares(workers: list[dict]) -> tuple[float, float]:
+    """(steps, batches): the shares of the workers' training seconds (`train_s`, summed) their records' time_split
+    puts in gradient steps (`compute`) and in minibatches (`batches`); nan when they trained for no time."""
+    train = sum(w["train_s"] for w in workers)
+    if not train > 0:
+        return float("nan"), float("nan")
+    spent = [sum((w.get("time_split") or {}).get(kind, 0.0) for w in workers) for kind in ("compute", "batches")]
+    return spent[0] / train, spent[1] / train
+
+
 def two_workers(dataset: str, store_url: str, period: int, epochs: int, communication: str,
                 store_pid: int) -> dict:
     """A real job with 2 worker processes; aggregate training samples/s over the workers' training time, and the
@@ -80,6 +93,7 @@ def two_workers(dataset: str, store_url: str, period: int, epochs: int, communic
         result = direct.train(config)
     workers = list(job.read_progress(open_store(store_url), result["job_id"], 2).values())
     train_s = max(w["train_s"] for w in workers)
+    steps, batches = time_shares(workers)
     try:
         share = watch.cores(max(w["started_at"] for w in workers), min(w["finished_at"] for w in workers))
     except ValueError:  # the workers ran together too briefly to tell: the row prints nan, the table goes on
@@ -88,6 +102,7 @@ def two_workers(dataset: str, store_url: str, period: int, epochs: int, communic
         "samples_per_s": sum(w["samples"] for w in workers) / train_s,
         "per_worker": [w["samples"] / w["train_s"] for w in workers],
         "store_cores": share.store, "busy_cores": share.busy,
+        "steps_share": steps, "batches_share": batches,
         "conflicts": result["conflicts"],
         "staleness_p50": result["staleness_p50"],
         "accuracy": result["final_test_accuracy"],
@@ -119,7 +134,7 @@ def main() -> None:
     try:
         print(f"{'store':<10} {'communication':<13} {'n_fetch=n_push':>14} {'samples/s':>11} {'ratio':>6} {'pair':>5} "
               f"{'conflicts':>9} {'staleness p50':>13} {'accuracy':>8} {'per worker':>15} {'store cores':>11} "
-              f"{'busy cores':>10}")
+              f"{'busy cores':>10} {'steps':>5} {'batches':>7}")
         for server in servers:
             for communication, period in itertools.product(args.communication.split(","), (1, 10)):
                 row = two_workers(args.dataset, server.url, period, args.epochs, communication, server.pid)
@@ -127,7 +142,8 @@ def main() -> None:
                 print(f"{server.name:<10} {communication:<13} {period:>14} {row['samples_per_s']:>11,.0f} "
                       f"{row['samples_per_s'] / limit:>6.2f} {row['samples_per_s'] / pair:>5.2f} {row['conflicts']:>9} "
                       f"{row['staleness_p50']!s:>13} {row['accuracy']:>8.4f} {per_worker:>15} "
-                      f"{row['store_cores']:>11.2f} {row['busy_cores']:>10.2f}", flush=True)
+                      f"{row['store_cores']:>11.2f} {row['busy_cores']:>10.2f} {row['steps_share']:>5.0%} "
+                      f"{row['batches_share']:>7.0%}", flush=True)
     finally:
         for server in servers:
             server.stop()

@@ -29,6 +29,7 @@ import socket
 import numpy as np
 import redis
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.connection import PythonRespSerializer
 from redis.retry import Retry
 
 from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
@@ -36,6 +37,9 @@ from faasgd.store import codec, keys, meter, redis_sparse
 from faasgd.store.base import ParameterStore, writer_keys
 from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 from faasgd.store.url import StoreUrl
+
+
+LARGE_VALUE_BYTES = 6000  # redis-py's own cutoff: longer values go to the socket unjoined
 
 
 def expire(pipe, names: list[str], ttl_s: int) -> None:
@@ -58,8 +62,18 @@ def connect(url: StoreUrl, password: str | None, timeout_s: float) -> redis.Redi
         # one reconnect after a dropped connection (server restart, idle close); timeouts surface at once
         retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), 1, (redis.ConnectionError,)),
     )
+    send_large_values_as_they_are(client)
     meter.count_redis(client)  # bytes on its sockets, per thread (resource profiles)
     return client
+
+
+def send_large_values_as_they_are(client: redis.Redis) -> None:
+    """Make `client`'s connections pack commands in Python, which hands a value over 6,000 bytes (a weight chunk)
+    to the socket as it is. Replies are still parsed by hiredis when it is installed (a dependency: a fetch's
+    318 KB of chunks in ~0.2 ms of CPU instead of ~0.8 ms in redis-py's own parser), but redis-py would also pack
+    with hiredis then, which copies every value into one new buffer (~0.4 ms a push of 318 KB)."""
+    pool = client.connection_pool
+    pool.connection_kwargs["command_packer"] = PythonRespSerializer(LARGE_VALUE_BYTES, pool.get_encoder().encode)
 
 
 class RedisStore(ParameterStore):

