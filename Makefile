@@ -54,9 +54,11 @@ test-unit: deps
 bench: deps
 	$(PY) -m pip install -q -e '.[dev,bench]'
 	$(PY) bench/throughput.py
+	$(PY) bench/push_cost.py
 	$(PY) bench/node_local.py
 	$(PY) bench/invocation.py
 	$(PY) bench/peers.py
+	$(PY) bench/updown.py
 	$(PY) bench/scaling.py
 	$(PY) bench/scaling.py --global-batch 128 --out results/scaling-global-batch
 	$(PY) bench/batch_bound.py --seeds 5 --product
@@ -66,6 +68,7 @@ bench: deps
 	$(PY) bench/big_dataset.py
 	$(PY) bench/memcached_protocol.py
 	$(PY) bench/stores.py
+	$(PY) bench/store_scaling.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info src/*.egg-info
