@@ -114,3 +114,14 @@ def test_a_master_without_a_replica_killed_fails_calls_naming_the_shard():
                 assert f"127.0.0.1:{victim.port}" in str(e.value)
     finally:
         group.stop()
+
+
+def test_every_masters_client_hands_a_weight_chunk_to_the_socket_as_it_is(redis_cluster):
+    with open_store(redis_cluster.url, timeout_s=5.0) as store:
+        store.client.version()  # connects: a client per node
+        chunk = bytes(range(256)) * 1250  # 320,000 bytes, as a chunk of the MLP's weights
+        masters = store.client.cluster.get_primaries()
+        assert len(masters) == 3
+        for node in masters:
+            pieces = node.redis_connection.connection_pool.make_connection().pack_commands([("SET", "k", chunk)])
+            assert any(piece is chunk for piece in pieces), node.name  # not copied into one buffer

@@ -30,6 +30,7 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from faasgd.errors import ConfigError, StoreTimeout, StoreUnavailable
 from faasgd.store import meter
+from faasgd.store.redis_store import send_large_values_as_they_are
 
 CAS = """local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
@@ -47,17 +48,20 @@ def token(value: bytes | None) -> str | None:
 
 def count_bytes(cluster: RedisCluster) -> None:
     """Count the bytes of every node's connections (store/meter.py), of the nodes known now and of those the
-    cluster client learns later (it makes a client per node, through create_redis_node)."""
+    cluster client learns later (it makes a client per node, through create_redis_node); each node's client packs
+    commands as RedisStore's does (a weight chunk to the socket as it is: redis_store.send_large_values_as_they_are)."""
     manager = cluster.nodes_manager
     for node in manager.nodes_cache.values():
         if node.redis_connection is not None:
             meter.count_redis(node.redis_connection)
+            send_large_values_as_they_are(node.redis_connection)
             node.redis_connection.connection_pool.reset()  # the connections made before: new ones count
     create = manager.create_redis_node
 
     def counted(*args, **kwargs):
         client = create(*args, **kwargs)
         meter.count_redis(client)
+        send_large_values_as_they_are(client)
         return client
 
     manager.create_redis_node = counted
