@@ -97,3 +97,16 @@ def test_store_server_starts_with_its_identity_and_stops(start):
     assert not server.alive() and not processes.alive(server.ref)
     assert server.popen.returncode is not None  # reaped
     server.stop()  # idempotent
+
+
+def test_memcached_is_killed_at_once_and_redis_terminated_cleanly():
+    """memcached keeps nothing past its exit and acts on SIGTERM only at its once-a-second clock tick: it is
+    killed; redis gets SIGTERM (a cluster node writes its nodes.conf then) and exits 0."""
+    redis, memcached = start_redis(), start_memcached()
+    time.sleep(1.2)  # past memcached's first clock ticks, where a SIGTERM would wait for the next one
+    began = time.monotonic()
+    memcached.stop()
+    took = time.monotonic() - began
+    redis.stop()
+    assert memcached.popen.returncode == -signal.SIGKILL and took < 0.5
+    assert redis.popen.returncode == 0
