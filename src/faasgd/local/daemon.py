@@ -181,6 +181,12 @@ def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, S
             "store_groups": stack_groups.group_entries(groups or {}), "services": table, "replicas": []}
 
 
+def replica_entries(supervisor: Supervisor) -> dict:
+    """The state file's replicas (`faasgd down` stops them by pid) and whether every function's replicas are
+    available (`faasgd up --wait` reads it rather than asking the gateway until it is so)."""
+    return {"replicas": supervisor.processes(), "available": supervisor.all_available()}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -255,7 +261,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog)
     supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
                             spawn=s3.spawner(site.spawn if site is not None else start_replica))
-    supervisor.on_change = lambda: write_state(directory, {**state, "replicas": supervisor.processes()})
+    supervisor.on_change = lambda: write_state(directory, {**state, **replica_entries(supervisor)})
     watch = BrokerWatch(broker, on_restart=lambda new: (state.update(broker={**state["broker"], **new.ref.to_json()}),
                                                         supervisor.on_change()))  # `faasgd down` finds the new one
     gateway = None
@@ -273,7 +279,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         # `up` returns at "ready", and a call for a function whose replicas are still starting waits for one
         supervisor.start(ready_timeout_s=None)
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
-        write_state(directory, {**state, "replicas": supervisor.processes()})
+        write_state(directory, {**state, **replica_entries(supervisor)})
         print(f"faasgd runtime ready: gateway {state['gateway_url']}, "
               + ", ".join(f"{name} {s.url}" for name, s in [*stores.items(), *groups.items()])
               + f", queue {broker.url} ({delivery.mode} delivery)", flush=True)

@@ -181,3 +181,20 @@ def test_train_starts_its_own_runtime_on_a_free_port_unless_told(monkeypatch, tm
     for extra, port in (([], 0), (["--port", "8123"], 8123)):
         assert main(["train", "--dataset", "synthetic", "--dir", str(tmp_path), *extra]) == 1
         assert asked[-1] == port
+
+
+def test_up_wait_asks_the_gateway_only_once_the_state_file_says_every_replica_is_available(monkeypatch):
+    asked = []
+
+    class Gateway:
+        def request(self, method, path):
+            asked.append(path)
+            body = [{"replicas": 1, "availableReplicas": 1}]
+            return SimpleNamespace(status=200, json=lambda: body)
+
+    monkeypatch.setattr(control, "client", lambda state, timeout_s=30.0: Gateway())
+    state = {"ready": True, "gateway_url": "http://127.0.0.1:1", "dir": "."}
+    assert not control.healthy({**state, "available": False}) and asked == []
+    assert control.healthy({**state, "available": True}) and asked == ["/healthz", "/system/functions"]
+    asked.clear()
+    assert control.healthy(state) and asked == ["/healthz", "/system/functions"]  # a runtime that does not say
