@@ -99,14 +99,18 @@ def test_store_server_starts_with_its_identity_and_stops(start):
     server.stop()  # idempotent
 
 
-def test_memcached_is_killed_at_once_and_redis_terminated_cleanly():
-    """memcached keeps nothing past its exit and acts on SIGTERM only at its once-a-second clock tick: it is
-    killed; redis gets SIGTERM (a cluster node writes its nodes.conf then) and exits 0."""
-    redis, memcached = start_redis(), start_memcached()
+def test_the_stores_are_killed_at_once_and_the_broker_terminated(tmp_path):
+    """memcached and redis keep nothing past their exit and act on SIGTERM only at their next clock tick
+    (memcached's once a second): they are killed; nats-server keeps JetStream files and gets SIGTERM."""
+    from faasgd.local.broker import start_nats
+
+    redis, memcached, nats = start_redis(), start_memcached(), start_nats(tmp_path / "jetstream")
     time.sleep(1.2)  # past memcached's first clock ticks, where a SIGTERM would wait for the next one
-    began = time.monotonic()
-    memcached.stop()
-    took = time.monotonic() - began
-    redis.stop()
-    assert memcached.popen.returncode == -signal.SIGKILL and took < 0.5
-    assert redis.popen.returncode == 0
+    took = {}
+    for server in (memcached, redis, nats):
+        began = time.monotonic()
+        server.stop()
+        took[server.name] = time.monotonic() - began
+    assert memcached.popen.returncode == redis.popen.returncode == -signal.SIGKILL
+    assert took["memcached"] < 0.5 and took["redis"] < 0.5
+    assert nats.popen.returncode >= 0  # it exited by itself, on SIGTERM
