@@ -136,7 +136,6 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     started when the stack names them (faasgd.local.stack_groups).
     """
     from faasgd.local import docker_cli, watchdog
-    from faasgd.openfaas import poll_until
 
     check_options(port, ack_wait_s, queue_workers, upstream_timeout_s)
     if backend not in BACKENDS:
@@ -175,6 +174,8 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     with open(log, "ab") as out:
         daemon = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   start_new_session=True)
+
+    from faasgd.openfaas import poll_until  # httpx with it, imported while the runtime starts on another core
 
     def read_while_alive() -> dict | None:
         if not processes.alive(daemon):
