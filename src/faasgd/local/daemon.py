@@ -14,6 +14,13 @@ sends it and then stops whatever a crash may have left, checking each identity f
 
 from __future__ import annotations
 
+import sys
+
+# httpx's command-line client (httpx._main: rich, click, pygments; ~30 ms of the daemon's start, which `faasgd up`
+# waits for) is never run here; httpx imports it inside `try: ... except ImportError`, and None in sys.modules
+# makes that import fail at once
+sys.modules.setdefault("httpx._main", None)
+
 import argparse
 import dataclasses
 import json
@@ -23,7 +30,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
