@@ -298,5 +298,15 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         supervisor.stop(busy)
 
 
+def exit_at_once(code: int) -> None:
+    """End the process once `main` has stopped everything, without the interpreter's teardown (0.05-0.1 s on
+    `faasgd down`'s path): the log pumps are daemon threads, not waited for either way, and each server's stop
+    removed its temp folder. Logging and stdio are flushed first."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_at_once(main())
