@@ -54,6 +54,12 @@ from faasgd.local.state_file import STATE_FILE, STATE_LOCK, write_state
 from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
                                  start_redis, stop_all)
 
+# At stop, calls in flight get this long to end before the gateway stops: a replica whose call ended is then idle and
+# killed at once, where a busy one drains for its healthcheck_interval (5 s). `faasgd train` stops its runtime right
+# after the job, while the queue's reports of the workers' calls (~70 ms each) may still be reaching emnist-setup.
+STOP_SETTLE_S = 0.5
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m faasgd.local.daemon")
     parser.add_argument("--stack", required=True)
@@ -291,7 +297,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
               + f", queue {broker.url} ({delivery.mode} delivery)", flush=True)
         stop.wait()
     finally:
-        busy = gateway.busy_replicas() if gateway is not None else None
+        busy = gateway.busy_replicas(STOP_SETTLE_S) if gateway is not None else None
         if gateway is not None:
             gateway.stop()
         watch.stop()

@@ -117,3 +117,22 @@ def test_the_runtime_is_told_when_every_replica_has_become_available_and_when_on
     pods.made[0].dead = True
     supervisor.reconcile()  # replaced by one that does not serve yet
     assert told == [True, False]
+
+
+def test_at_stop_calls_in_flight_get_a_moment_to_end_so_their_replicas_are_killed_not_drained():
+    from types import SimpleNamespace
+
+    from faasgd.local.gateway.server import LocalGateway
+
+    def gateway(busy_until: float):
+        def busy():
+            return {URL} if time.monotonic() < busy_until else set()
+        return SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(balancer=SimpleNamespace(busy=busy))))
+
+    began = time.monotonic()
+    assert LocalGateway.busy_replicas(gateway(began + 0.05), 0.5) == set()  # the call ended: idle
+    assert time.monotonic() - began < 0.3
+    began = time.monotonic()
+    assert LocalGateway.busy_replicas(gateway(began + 60), 0.2) == {URL}  # still running: it drains
+    assert 0.2 <= time.monotonic() - began < 0.5
+    assert LocalGateway.busy_replicas(gateway(time.monotonic() + 60)) == {URL}  # no settling asked: now
