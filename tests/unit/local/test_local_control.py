@@ -16,6 +16,7 @@ from faasgd.local import control, daemon, queue_rules
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
 from faasgd.local.stores import ServerProcess
+from faasgd.testing import stacks
 
 T0 = 1_700_000_000.0
 
@@ -198,3 +199,25 @@ def test_up_wait_asks_the_gateway_only_once_the_state_file_says_every_replica_is
     assert control.healthy({**state, "available": True}) and asked == ["/healthz", "/system/functions"]
     asked.clear()
     assert control.healthy(state) and asked == ["/healthz", "/system/functions"]  # a runtime that does not say
+
+
+def test_up_reads_the_stack_once_to_check_its_filter_and_its_store_groups(monkeypatch, tmp_path):
+    from faasgd.local import stack
+    from faasgd.local.stack_groups import GroupSizes
+    from support.paths import ROOT
+
+    reads = []
+    real = stack.load_stack
+    monkeypatch.setattr(stack, "load_stack", lambda path, *a, **k: reads.append(path) or real(path, *a, **k))
+    control.check_stack(ROOT / "stack.yml", "emnist-*", GroupSizes())
+    assert len(reads) == 1
+    with pytest.raises(ConfigError, match="^--filter: 'nothing-\\*' matches none"):
+        control.check_stack(ROOT / "stack.yml", "nothing-*", GroupSizes())
+    with pytest.raises(ConfigError, match="^--redis-cluster-masters"):
+        control.check_stack(stacks.stack_copy(ROOT, tmp_path / "s", edit=stacks.with_store_groups), "emnist-*",
+                            GroupSizes(cluster_masters=0))
+    bad = tmp_path / "bad.yml"
+    bad.write_text("functions: [")
+    control.check_stack(bad, "*", GroupSizes())  # the daemon names what is wrong in it
+    with pytest.raises(ConfigError):
+        control.check_stack(bad, "emnist-*", GroupSizes())
