@@ -21,6 +21,10 @@ import sys
 import threading
 import traceback
 
+# httpx's command-line client (httpx._main: rich, click, pygments; ~30 ms of every replica's start) is never run
+# here; httpx imports it inside `try: ... except ImportError`, and None in sys.modules makes that import fail at once
+sys.modules.setdefault("httpx._main", None)
+
 from flask import Flask, jsonify, make_response, request
 from waitress import create_server
 from waitress.channel import HTTPChannel

@@ -2,9 +2,10 @@
 deploys only the functions it matches;
 `faasgd down` stops idle replicas without their drain and leaves nothing behind: no process of the runtime's
 tree (replicas under the watchdog, their functions, the stores, the store groups the stack names, the broker), no
-listening port, no state file. A stack that names no store group starts none."""
+listening port, no state file, no temp folder. A stack that names no store group starts none."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -22,9 +23,9 @@ from support.paths import ROOT
 pytestmark = pytest.mark.e2e
 
 
-def faasgd(*args, timeout=300):
+def faasgd(*args, timeout=300, env=None):
     return subprocess.run([sys.executable, "-m", "faasgd.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+                          timeout=timeout, cwd=ROOT, env=env)
 
 
 def tree(pids: list[int]) -> set[psutil.Process]:
@@ -65,8 +66,10 @@ def answers(port: int, request: bytes, reply: bytes) -> bool:
 def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp_path):
     directory = tmp_path / ".faasgd"
     stack = stacks.stack_copy(ROOT, tmp_path / "stack", edit=stacks.with_store_groups)  # naming the sharded stores
+    temp = tmp_path / "tmp"  # the runtime's own temp folders (servers' configs, logs, auth files) go here
+    temp.mkdir()
     started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*",  # as `faasgd train` does
-                     "-f", stack, "--redis-cluster-masters", 2)
+                     "-f", stack, "--redis-cluster-masters", 2, env={**os.environ, "TMPDIR": str(temp)})
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         state = json.loads((directory / "state.json").read_text())
@@ -94,6 +97,7 @@ def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp
         processes = tree(pids)
         ports = listening_ports(processes)
         assert len(processes) > len(pids) and ports  # the watchdogs' functions are in the tree; the servers listen
+        assert list(temp.iterdir())  # the servers' temp folders, until down
 
         stopped = faasgd("down", "--dir", directory)
         assert stopped.returncode == 0, stopped.stderr
@@ -102,6 +106,7 @@ def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp
         assert [port for port in ports if not refused(port)] == []
         assert not (directory / "state.json").exists()
         assert not (directory / "replicas").exists() or not list((directory / "replicas").iterdir())
+        assert list(temp.iterdir()) == []  # every server's temp folder removed, the daemon ending at once or not
     finally:
         faasgd("down", "--dir", directory)  # after a failed assertion too; nothing to stop otherwise
 

@@ -97,3 +97,20 @@ def test_store_server_starts_with_its_identity_and_stops(start):
     assert not server.alive() and not processes.alive(server.ref)
     assert server.popen.returncode is not None  # reaped
     server.stop()  # idempotent
+
+
+def test_the_stores_are_killed_at_once_and_the_broker_terminated(tmp_path):
+    """memcached and redis keep nothing past their exit and act on SIGTERM only at their next clock tick
+    (memcached's once a second): they are killed; nats-server keeps JetStream files and gets SIGTERM."""
+    from faasgd.local.broker import start_nats
+
+    redis, memcached, nats = start_redis(), start_memcached(), start_nats(tmp_path / "jetstream")
+    time.sleep(1.2)  # past memcached's first clock ticks, where a SIGTERM would wait for the next one
+    took = {}
+    for server in (memcached, redis, nats):
+        began = time.monotonic()
+        server.stop()
+        took[server.name] = time.monotonic() - began
+    assert memcached.popen.returncode == redis.popen.returncode == -signal.SIGKILL
+    assert took["memcached"] < 0.5 and took["redis"] < 0.5
+    assert nats.popen.returncode >= 0  # it exited by itself, on SIGTERM

@@ -21,7 +21,8 @@ import psutil
 
 CREATE_TIME_SLACK_S = 1.0  # /proc/stat's boot time is whole seconds and may step by one as the clock is set
 KILL_WAIT_S = 2.0  # how long a process gets to vanish after SIGKILL
-POLL_S = 0.05  # sleep between checks while waiting for a process to end
+POLL_S = 0.05  # the longest sleep between checks while waiting for a process to end
+FIRST_POLL_S = 0.002  # the first one: a signalled process is usually gone within milliseconds; each sleep doubles
 
 
 @dataclass(frozen=True)
@@ -117,14 +118,23 @@ def stop_all(refs: list[ProcessRef], timeout: float = 5.0, term: bool = True) ->
     return [ref for ref, _ in found]
 
 
+def backoff(first_s: float = FIRST_POLL_S, longest_s: float = POLL_S):
+    """Sleep lengths for a poll: `first_s`, doubling up to `longest_s`, then `longest_s` for ever."""
+    sleep_s = first_s
+    while True:
+        yield sleep_s
+        sleep_s = min(2 * sleep_s, longest_s)
+
+
 def _wait_all_gone(pending: list, wait_s: float) -> list:
     """Poll until none of `pending` is alive (empty list) or `wait_s` has passed (those left)."""
     deadline = time.monotonic() + wait_s
-    while True:
+    for sleep_s in backoff():
         pending = [entry for entry in pending if alive(entry[0])]
         if not pending or time.monotonic() >= deadline:
             return pending
-        time.sleep(POLL_S)
+        time.sleep(min(sleep_s, max(0.0, deadline - time.monotonic())))
+    return pending
 
 
 def _stop_child(popen: subprocess.Popen, timeout: float) -> bool:

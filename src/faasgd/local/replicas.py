@@ -49,6 +49,7 @@ class Supervisor:
         self.replicas: dict[str, list[Replica]] = {name: [] for name in self.deployments}
         self.restarts = {name: 0 for name in self.deployments}
         self._counter: dict[str, int] = {}  # never reset, so a re-created function's replicas get new names
+        self._was_available = False  # all_available at the last reconcile: a change is told to on_change
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -96,13 +97,17 @@ class Supervisor:
             self.reconcile()
 
     def reconcile(self) -> None:
-        """Replace dead replicas, reach the desired counts, re-check health, retire replaced replicas."""
+        """Replace dead replicas, reach the desired counts, re-check health, retire replaced replicas; `on_change`
+        when the replicas changed or every function's replicas became available or stopped being so."""
         changed = False
         with self._lock:
             if self._stopping.is_set():
                 return
             for name, replicas in self.replicas.items():
                 changed |= self._reconcile(name, replicas)
+            available = self.all_available()
+            changed |= available != self._was_available
+            self._was_available = available
         if changed and self.on_change is not None:
             self.on_change()
 

@@ -27,11 +27,16 @@ from faasgd.local import processes
 from faasgd.local.processes import ProcessRef
 
 LOOPBACK = "127.0.0.1"
-POLL_S = 0.05  # sleep between readiness polls
+POLL_S = 0.05  # the longest sleep between readiness polls (processes.backoff: from 2 ms, doubling)
 EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
 PORT_FLOOR = 10000  # free_port() never picks below this (well-known and registered services live there)
 START_ATTEMPTS = 3  # fresh ports tried when the caller did not fix one (another process may grab a free port)
 
+# Servers stopped with SIGKILL at once: they keep nothing past their exit (memcached has no file; redis runs with
+# `--save "" --appendonly no`, a cluster node's nodes.conf is in a folder removed with it), so a clean exit saves
+# nothing, and each acts on SIGTERM only at its next clock tick: memcached's once a second (0.3-0.9 s measured
+# here), redis's serverCron (100 ms). nats-server keeps the queue's JetStream files: it gets SIGTERM.
+KILLED_AT_ONCE = frozenset({"memcached", "redis"})
 MEMCACHED_USER = "faasgd"  # the one user of a password-protected memcached's auth file
 _random = random.SystemRandom()  # independent of any seed a caller sets
 
@@ -92,8 +97,13 @@ class ServerProcess:
         return processes.alive(self.popen if self.popen is not None else self.ref)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Terminate the server, wait up to `timeout`, kill it if needed; calling it again does nothing."""
-        processes.stop(self.popen if self.popen is not None else self.ref, timeout)
+        """Terminate the server, wait up to `timeout`, kill it if needed (KILLED_AT_ONCE: kill it at once); calling
+        it again does nothing."""
+        target = self.popen if self.popen is not None else self.ref
+        if self.name in KILLED_AT_ONCE:
+            processes.kill(target)
+        else:
+            processes.stop(target, timeout)
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
             self._tmpdir = None
@@ -108,7 +118,7 @@ class ServerProcess:
 
 def stop_all(servers, timeout: float = 5.0) -> None:
     """Stop servers (anything with `.stop(timeout)` and a `.name`) all at once: each takes its own time to exit
-    (memcached alone ~0.3 s on SIGTERM), so one after another would add them up."""
+    (nats-server flushes its JetStream files), so one after another would add them up."""
     threads = [threading.Thread(target=server.stop, args=(timeout,), name=f"faasgd-stop-{server.name}")
                for server in servers]
     for thread in threads:
@@ -244,7 +254,7 @@ def start_server(launch, port, answers, ready_timeout) -> ServerProcess:
 
 def _wait_ready(server: ServerProcess, answers, ready_timeout: float) -> None:
     deadline = time.monotonic() + ready_timeout
-    while True:
+    for sleep_s in processes.backoff(longest_s=POLL_S):
         if not server.alive():
             code = server.popen.returncode if server.popen is not None else "?"
             raise StoreUnavailable(server.url, f"{server.name} exited with code {code}: "
@@ -253,7 +263,7 @@ def _wait_ready(server: ServerProcess, answers, ready_timeout: float) -> None:
             return
         if time.monotonic() >= deadline:
             raise StoreUnavailable(server.url, f"{server.name} did not answer within {ready_timeout}s")
-        time.sleep(POLL_S)
+        time.sleep(sleep_s)
 
 
 def _ask(port: int, request: bytes, timeout: float = 0.5) -> bytes:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd.errors import ConfigError
-from faasgd.openfaas import go_seconds
 
 ENV_VAR = "FAASGD_WATCHDOG"
 CHOICES = ("auto", "off")
@@ -137,5 +136,7 @@ def stop_grace_s(env: Mapping[str, str]) -> float:
     """How long a stopping watchdog gets before SIGKILL: it takes calls for healthcheck_interval after SIGTERM
     (default: write_timeout, as the watchdog's), then shuts down once the function has exited; at most
     MAX_GRACE_S, so the runtime's own stop ends before `faasgd down` stops waiting for it."""
+    from faasgd.openfaas import go_seconds  # httpx with it: `faasgd up` finds the watchdog before it starts the runtime
+
     write_timeout = go_seconds(env.get("write_timeout"))
     return min(go_seconds(env.get("healthcheck_interval"), write_timeout) + STOP_MARGIN_S, MAX_GRACE_S)

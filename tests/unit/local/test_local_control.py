@@ -16,6 +16,7 @@ from faasgd.local import control, daemon, queue_rules
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
 from faasgd.local.stores import ServerProcess
+from faasgd.testing import stacks
 
 T0 = 1_700_000_000.0
 
@@ -181,3 +182,42 @@ def test_train_starts_its_own_runtime_on_a_free_port_unless_told(monkeypatch, tm
     for extra, port in (([], 0), (["--port", "8123"], 8123)):
         assert main(["train", "--dataset", "synthetic", "--dir", str(tmp_path), *extra]) == 1
         assert asked[-1] == port
+
+
+def test_up_wait_asks_the_gateway_only_once_the_state_file_says_every_replica_is_available(monkeypatch):
+    asked = []
+
+    class Gateway:
+        def request(self, method, path):
+            asked.append(path)
+            body = [{"replicas": 1, "availableReplicas": 1}]
+            return SimpleNamespace(status=200, json=lambda: body)
+
+    monkeypatch.setattr(control, "client", lambda state, timeout_s=30.0: Gateway())
+    state = {"ready": True, "gateway_url": "http://127.0.0.1:1", "dir": "."}
+    assert not control.healthy({**state, "available": False}) and asked == []
+    assert control.healthy({**state, "available": True}) and asked == ["/healthz", "/system/functions"]
+    asked.clear()
+    assert control.healthy(state) and asked == ["/healthz", "/system/functions"]  # a runtime that does not say
+
+
+def test_up_reads_the_stack_once_to_check_its_filter_and_its_store_groups(monkeypatch, tmp_path):
+    from faasgd.local import stack
+    from faasgd.local.stack_groups import GroupSizes
+    from support.paths import ROOT
+
+    reads = []
+    real = stack.load_stack
+    monkeypatch.setattr(stack, "load_stack", lambda path, *a, **k: reads.append(path) or real(path, *a, **k))
+    control.check_stack(ROOT / "stack.yml", "emnist-*", GroupSizes())
+    assert len(reads) == 1
+    with pytest.raises(ConfigError, match="^--filter: 'nothing-\\*' matches none"):
+        control.check_stack(ROOT / "stack.yml", "nothing-*", GroupSizes())
+    with pytest.raises(ConfigError, match="^--redis-cluster-masters"):
+        control.check_stack(stacks.stack_copy(ROOT, tmp_path / "s", edit=stacks.with_store_groups), "emnist-*",
+                            GroupSizes(cluster_masters=0))
+    bad = tmp_path / "bad.yml"
+    bad.write_text("functions: [")
+    control.check_stack(bad, "*", GroupSizes())  # the daemon names what is wrong in it
+    with pytest.raises(ConfigError):
+        control.check_stack(bad, "emnist-*", GroupSizes())

@@ -98,3 +98,8 @@ def test_kill_of_a_child_reaps_it_and_a_dead_one_is_left_alone():
     assert processes.kill(child) is True
     assert child.returncode == -signal.SIGKILL  # reaped, by SIGKILL (its SIGTERM handler never ran)
     assert processes.kill(child) is False
+
+
+def test_waits_poll_from_two_milliseconds_doubling_up_to_the_longest_sleep():
+    sleeps = processes.backoff(0.002, 0.05)
+    assert [round(next(sleeps), 3) for _ in range(7)] == [0.002, 0.004, 0.008, 0.016, 0.032, 0.05, 0.05]

@@ -88,3 +88,51 @@ def test_a_filter_deploys_only_the_functions_it_matches(tmp_path):
     catalog = stack_catalog(tmp_path / "build")
     assert set(catalog.stack_deployments(0.0, "emnist-*")) == {"emnist-setup", "emnist-train"}
     assert len(catalog.stack_deployments(0.0)) == len(catalog.stack) > 2
+
+
+class SlowPods(FakePods):
+    """Fake pods that serve only once `serving` is set (a replica whose imports are still running)."""
+
+    serving = False
+
+    def __call__(self, deployment, name, host):
+        pod = super().__call__(deployment, name, host)
+        pod.check_health = lambda: setattr(pod, "healthy", pod.alive() and self.serving) or pod.healthy
+        return pod
+
+
+def test_the_runtime_is_told_when_every_replica_has_become_available_and_when_one_no_longer_is(tmp_path):
+    pods = SlowPods()
+    supervisor = fake_supervisor(tmp_path, pods)
+    told = []
+    supervisor.on_change = lambda: told.append(supervisor.all_available())
+    supervisor.reconcile()
+    assert told == []  # nothing changed: still starting
+    pods.serving = True
+    supervisor.reconcile()
+    assert told == [True]  # the same replicas, now all available
+    supervisor.reconcile()
+    assert told == [True]
+    pods.serving = False
+    pods.made[0].dead = True
+    supervisor.reconcile()  # replaced by one that does not serve yet
+    assert told == [True, False]
+
+
+def test_at_stop_calls_in_flight_get_a_moment_to_end_so_their_replicas_are_killed_not_drained():
+    from types import SimpleNamespace
+
+    from faasgd.local.gateway.server import LocalGateway
+
+    def gateway(busy_until: float):
+        def busy():
+            return {URL} if time.monotonic() < busy_until else set()
+        return SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(balancer=SimpleNamespace(busy=busy))))
+
+    began = time.monotonic()
+    assert LocalGateway.busy_replicas(gateway(began + 0.05), 0.5) == set()  # the call ended: idle
+    assert time.monotonic() - began < 0.3
+    began = time.monotonic()
+    assert LocalGateway.busy_replicas(gateway(began + 60), 0.2) == {URL}  # still running: it drains
+    assert 0.2 <= time.monotonic() - began < 0.5
+    assert LocalGateway.busy_replicas(gateway(time.monotonic() + 60)) == {URL}  # no settling asked: now

@@ -19,6 +19,7 @@ from faasgd.local.gateway.app import create_app
 from faasgd.local.gateway.limits import MAX_HEAD_BYTES, MAX_URL_BYTES
 from faasgd.local.gateway.options import GatewayOptions, Registry
 from faasgd.local.gateway.queue import Broker, CallQueue
+from faasgd.local.processes import backoff
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +78,16 @@ class LocalGateway:
                 raise FaasgdError(f"the gateway did not start on {self.url}; see the log above")
             time.sleep(0.01)
 
-    def busy_replicas(self) -> set[str]:
-        """The replica URLs a call is in flight to now (the runtime's stop drains only those)."""
-        return self.app.state.balancer.busy()
+    def busy_replicas(self, settle_s: float = 0.0) -> set[str]:
+        """The replica URLs a call is in flight to (the runtime's stop drains only those): now, or once none is or
+        `settle_s` has passed (looked at from 2 ms apart, doubling up to 50 ms)."""
+        deadline = time.monotonic() + settle_s
+        for sleep_s in backoff():
+            busy = self.app.state.balancer.busy()
+            if not busy or time.monotonic() >= deadline:
+                return busy
+            time.sleep(min(sleep_s, max(0.0, deadline - time.monotonic())))
+        return busy
 
     def stop(self) -> None:
         """Stop serving and the queue-workers; calls in flight are cut off, not awaited. Idempotent."""
