@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml | debian
 	@touch $@
 
 run: deps
-	$(VENV)/bin/faasgd train --workers 2 --global-batch-size 128 --dataset fashion-mnist --target-accuracy 0.85
+	$(VENV)/bin/faasgd train --workers 2 --dataset fashion-mnist --target-accuracy 0.85
 
 # Unit and e2e two at a time but for the `serial` tests (deadlines, kills, the real watchdog), which then run alone
 # after the integration tests (real servers shared by a session; byte counts and clocks): the suite
