@@ -1,7 +1,7 @@
 """faasgd against the compute limit, Keras and PyTorch, in one run on this machine.
 
 The same MLP (784-100-10, tanh, softmax cross-entropy), batch 128, learning rate 0.1, the same
-Fashion-MNIST split and the same number of epochs, five ways:
+Fashion-MNIST split and the same number of epochs, seven ways:
   1. numpy: one process at 1 BLAS thread, plain minibatch SGD with faasgd's model functions, no store (the limit);
   2. torch: one process at 1 thread, the same start weights and epoch orders as numpy (bench/peers_torch.py);
   3. keras: `model.fit` on TensorFlow CPU, TensorFlow's default threads (install the `bench` extra:
