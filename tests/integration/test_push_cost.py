@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import redis.client
 
 from faasgd.store import codec
-from support.paths import ROOT
+from support.bench_scripts import load_bench
 
 pytestmark = pytest.mark.integration
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_push_cost", ROOT / "bench" / "push_cost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_bench("push_cost")
 
 
 @pytest.mark.parametrize("mode", ["blocking", "background"])

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-
-from support.paths import ROOT
+from support.bench_scripts import load_bench
 
 
-def load_report():
-    spec = importlib.util.spec_from_file_location("bench_peers_report", ROOT / "bench" / "peers_report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-report = load_report()
+report = load_bench("peers_report")
 
 
 def row(time_to_target_s, ready_s=1.0, samples_per_s=100.0, final_accuracy=0.86, rss=(200.0,), digests=None):

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
-from support.paths import ROOT
+from support.bench_scripts import load_bench
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_throughput", ROOT / "bench" / "throughput.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_bench("throughput")
 
 
 def test_shares_are_the_workers_summed_step_and_minibatch_seconds_over_their_summed_training_seconds():
