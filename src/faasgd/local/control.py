@@ -37,7 +37,7 @@ BACKENDS = ("process", "docker")  # how replicas run: host processes, or contain
 
 def read_state(directory: str | os.PathLike = DEFAULT_DIR) -> dict | None:
     """The running runtime's state, or None when there is none (or it died)."""
-    state = _load(Path(directory))
+    state = load_state(Path(directory))
     return state if _daemon_alive(state) else None
 
 
@@ -206,7 +206,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
 def down(directory: str = DEFAULT_DIR) -> list[int]:
     """Stop the runtime and everything it started; returns the pids stopped."""
     directory = Path(directory).resolve()
-    state = _load(directory)
+    state = load_state(directory)
     if state is None:
         return []
     stopped = []
@@ -233,7 +233,7 @@ def _leftovers(directory: Path, state: dict | None = None,
     Replicas are always stopped (the new runtime starts its own; supervision and the queue's
     redelivery carry the job on).
     """
-    state = _load(directory) if state is None else state
+    state = load_state(directory) if state is None else state
     state = state or {}
     kept = {}
     if keep_stores:
@@ -245,10 +245,6 @@ def _leftovers(directory: Path, state: dict | None = None,
     stopped = [ref.pid for ref in processes.stop_all([ref for ref in _children(state) if ref not in kept_refs])]
     (directory / STATE_FILE).unlink(missing_ok=True)
     return stopped, kept
-
-
-def _load(directory: Path) -> dict | None:
-    return load_state(directory)
 
 
 def _children(state: dict) -> list[ProcessRef]:
