@@ -260,8 +260,8 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         """Whether this epoch's end evaluates the test rows for the curve. The W workers' e-th epoch ends come at
         about the same point of the job (each worker's epoch is its 1/W of the rows), so W evaluations of nearly the
         same parameters would cost W x test_samples rows a job epoch (Fashion-MNIST, 2 workers: as many rows as the
-        validation and the stop rule's checks together): the e-th ends are evaluated by worker (e - 1) mod W only, and every
-        worker's last epoch (the curve's final points). One worker: every epoch."""
+        validation and the stop rule's checks together): the e-th ends are evaluated by worker (e - 1) mod W only,
+        and every worker's last epoch (the curve's final points). One worker: every epoch."""
         workers = self.config.number_of_workers
         return last or (self.progress.epoch - 1) % workers == self.progress.worker_id % workers
 
