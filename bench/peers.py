@@ -289,7 +289,8 @@ def mlp_rows(epochs: int, rounds: int, target: float) -> None:
     """The MLP rows, alternating over `rounds`, summarised as medians (peers_report.py)."""
     runs = peers_report.alternate(MLP_ROLES, rounds, lambda role: in_subprocess(role, epochs, target))
     print(f"Fashion-MNIST, 784-100-10 tanh, lr {LEARNING_RATE}, {BATCH} rows a step per process (torch-ddp and faasgd: "
-          f"per worker, 2 workers; faasgd-64: {BATCH // 2} per worker), {epochs} epochs, target {target} test accuracy, {rounds} round(s), medians")
+          f"per worker, 2 workers; faasgd-64 and direct-64: {BATCH // 2} per worker), {epochs} epochs, target {target} "
+          f"test accuracy, {rounds} round(s), medians")
     peers_report.print_mlp({role: peers_report.summarise(role_runs) for role, role_runs in runs.items()}, target)
 
 
@@ -314,8 +315,10 @@ def run_torch_ddp(epochs: int, launched: float, target: float = TARGET) -> dict:
 
 
 RUNNERS = {"numpy": run_numpy, "torch": run_torch, "keras": run_keras, "torch-ddp": run_torch_ddp, "faasgd": run_faasgd,
-           "faasgd-64": run_faasgd_64, "direct-64": run_faasgd_direct, "keras-cnn": run_keras_cnn, "faasgd-cnn": run_faasgd_cnn}
-MLP_ROLES = ("numpy", "torch", "keras", "torch-ddp", "faasgd", "faasgd-64", "direct-64")  # one process and distributed rows interleaved
+           "faasgd-64": run_faasgd_64, "direct-64": run_faasgd_direct,
+           "keras-cnn": run_keras_cnn, "faasgd-cnn": run_faasgd_cnn}
+# one process and distributed rows interleaved
+MLP_ROLES = ("numpy", "torch", "keras", "torch-ddp", "faasgd", "faasgd-64", "direct-64")
 
 
 if __name__ == "__main__":
