@@ -23,9 +23,9 @@ def up(args) -> int:
     control.check_options(args.port, args.ack_wait, args.queue_workers)  # bad flags generate no login
     delivery = queue_rules.from_flags(args)
     flags.stack_file(args.file)
-    control.check_filter(getattr(args, "filter", "*"), args.file)
     sizes = GroupSizes(getattr(args, "redis_cluster_masters", 3), getattr(args, "redis_cluster_replicas", 0),
                        getattr(args, "memcached_pool_servers", None)).check()
+    control.check_stack(args.file, getattr(args, "filter", "*"), sizes)  # before the login too
     (user, password), generated = control.login(args.dir)
     state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
                                 delivery=delivery, backend=getattr(args, "backend", "process"),

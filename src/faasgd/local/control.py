@@ -67,43 +67,24 @@ def check_options(port: int, ack_wait_s: float = 300.0, queue_workers: int | Non
         raise ConfigError("--queue-workers", f"must be >= 1 (leave it out for one per call the replicas run at once), got {queue_workers!r}")
 
 
-def check_filter(only: str, stack: str | os.PathLike, specs: dict | None = None) -> None:
-    """ConfigError naming --filter when the wildcard matches none of the stack's functions (`specs`: the stack
-    already read)."""
-    from faasgd.local.stack import load_stack
-
-    if only == "*":
-        return  # everything: the daemon reads the stack (and names what is wrong in it)
-    names = list(load_stack(stack) if specs is None else specs)
-    if not any(fnmatch.fnmatchcase(name, only) for name in names):
-        raise ConfigError("--filter", f"{only!r} matches none of the stack's functions ({', '.join(names)})")
-
-
-def check_groups(stack: str | os.PathLike, only: str, sizes: GroupSizes, specs: dict | None = None) -> None:
-    """ConfigError naming the flag when the store groups the stack names cannot be started as asked (the
-    daemon plans them again from its catalog; `specs`: the stack already read)."""
+def check_stack(stack: str | os.PathLike, only: str, sizes: GroupSizes) -> None:
+    """ConfigError naming the flag when --filter matches none of the stack's functions or the store groups the
+    matching functions name cannot be started as asked; the stack read once (~12 ms). A stack that does not load is
+    refused here only with a filter to match (with "*" the daemon reads it and names what is wrong in it); the
+    daemon plans the groups again from its catalog."""
     from faasgd.local.stack import load_stack
     from faasgd.local.stack_groups import plan
-
-    try:
-        specs = load_stack(stack) if specs is None else specs
-    except ConfigError:
-        return  # the daemon reads the stack again and names what is wrong in it
-    plan((spec.environment for name, spec in specs.items() if fnmatch.fnmatchcase(name, only)), sizes)
-
-
-def check_stack(stack: str | os.PathLike, only: str, sizes: GroupSizes) -> None:
-    """`check_filter` and `check_groups` on one reading of the stack (~12 ms each)."""
-    from faasgd.local.stack import load_stack
 
     try:
         specs = load_stack(stack)
     except ConfigError:
         if only != "*":
-            raise  # as check_filter would
+            raise
         return
-    check_filter(only, stack, specs)
-    check_groups(stack, only, sizes, specs)
+    matching = {name: spec for name, spec in specs.items() if fnmatch.fnmatchcase(name, only)}
+    if only != "*" and not matching:
+        raise ConfigError("--filter", f"{only!r} matches none of the stack's functions ({', '.join(specs)})")
+    plan((spec.environment for spec in matching.values()), sizes)
 
 
 def serving(state: dict | None) -> bool:
