@@ -195,7 +195,7 @@ def test_times(events: list[dict], created_at: float, finished_at: float, since_
     """When the job's test accuracy first reached `target` (and each of `lower`), in seconds from the row's launch.
 
     The test accuracy is what the other rows time (a job's stop rule reads its validation rows, held out of training);
-    one worker per round of epoch ends evaluates the test rows (DownpourWorker.reports_test): those events. The job's
+    one worker per round of epoch ends evaluates the test rows (faasgd.worker.test_rows): those events. The job's
     clock starts at its creation; the time from the launch to it (process, imports, runtime or store up, the call,
     validation, init) is the launch to the result seen, `since_launch`, less the job's own span."""
     tested = [e for e in events if e.get("event") == "epoch" and e.get("test_accuracy") is not None]

@@ -40,6 +40,7 @@ from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import Liveness
 from faasgd.worker.progress import WorkerProgress
 from faasgd.worker.store_calls import StoreCalls
+from faasgd.worker.test_rows import evaluates_test_rows
 
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
@@ -233,8 +234,9 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         last = progress.epoch >= self.config.max_epochs
         started = self.clock()
         progress.accuracy = self.evaluate(self.weights)
-        # reported only (the test curve), never a stop rule; one worker per round of epoch ends (reports_test)
-        test_accuracy = self.evaluate(self.weights, self.test) if self.reports_test(last) else None
+        # reported only (the test curve), never a stop rule; one worker a round of epoch ends (worker/test_rows.py)
+        tests = evaluates_test_rows(progress.epoch, progress.worker_id, self.config.number_of_workers, last)
+        test_accuracy = self.evaluate(self.weights, self.test) if tests else None
         self.eval_s = self.clock() - started
         now = progress.now()  # on the job's timeline (worker/call_clock.py)
         self.retry(lambda: self.store.append_event(self.job_id, {
@@ -255,15 +257,6 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         self.save()
         self.heartbeat(force=True)
         return last or self.crossed
-
-    def reports_test(self, last: bool) -> bool:
-        """Whether this epoch's end evaluates the test rows for the curve. The W workers' e-th epoch ends come at
-        about the same point of the job (each worker's epoch is its 1/W of the rows), so W evaluations of nearly the
-        same parameters would cost W x test_samples rows a job epoch (Fashion-MNIST, 2 workers: as many rows as the
-        validation and the stop rule's checks together): the e-th ends are evaluated by worker (e - 1) mod W only,
-        and every worker's last epoch (the curve's final points). One worker: every epoch."""
-        workers = self.config.number_of_workers
-        return last or (self.progress.epoch - 1) % workers == self.progress.worker_id % workers
 
 
 def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,

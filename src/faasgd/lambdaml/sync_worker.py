@@ -50,6 +50,7 @@ from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import ENDED_CHECK_EVERY_S, Liveness
 from faasgd.worker.progress import WorkerProgress
 from faasgd.worker.store_calls import StoreCalls
+from faasgd.worker.test_rows import evaluates_test_rows
 from faasgd.lambdaml.sync_checkpoint import cluster_accuracy, decode_state, encode_state
 from faasgd.store import ParameterStore, keys
 
@@ -270,9 +271,8 @@ class SyncWorker(Liveness, StoreCalls):
         progress.params_digest = hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()
         started = self.clock()
         progress.accuracy = self.evaluate(params)
-        # every worker holds the same parameters here: one evaluates the test rows for the curve, worker
-        # (epoch - 1) mod W, and every worker at the last epoch (the others' events carry test_accuracy null)
-        tests = progress.epoch >= self.config.max_epochs or (progress.epoch - 1) % self.workers == self.me
+        # every worker holds the same parameters here: one a round evaluates the test rows (worker/test_rows.py)
+        tests = evaluates_test_rows(progress.epoch, self.me, self.workers, progress.epoch >= self.config.max_epochs)
         test_accuracy = self.evaluate(params, self.test) if tests else None
         self.eval_s = self.clock() - started
         if self.me == 0:
