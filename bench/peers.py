@@ -178,8 +178,8 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
         status = wait_for_job(lambda: gateway.job_status(query), 3600, poll_s=0.2)
         ended = time.monotonic()
         result = status["result"]
-        reached, lower = test_times(status["events"], status["created_at"], result["finished_at"], ended - launched,
-                                    target, CNN_LOWER if cnn else ())
+        reached, lower, _ = times_to_accuracy(status, result["finished_at"], ended - launched, target,
+                                              CNN_LOWER if cnn else ())
         pids = gateway.request("GET", "/system/function/emnist-train").json()["pids"]
         return {"time_to_target_s": reached, "ready_s": started - launched, "samples_per_s": result["samples_per_s"],
                 "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": [tree_hwm_mb(pid) for pid in pids],
@@ -190,22 +190,26 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
         shutil.rmtree(directory, ignore_errors=True)  # the runtime's state, logs and builds: nothing left in /tmp
 
 
-def test_times(events: list[dict], created_at: float, finished_at: float, since_launch: float, target: float,
-               lower: tuple[float, ...] = ()) -> tuple[float | None, dict[str, float]]:
-    """When the job's test accuracy first reached `target` (and each of `lower`), in seconds from the row's launch.
+def times_to_accuracy(status: dict, finished_at: float, since_launch: float, target: float,
+                      lower: tuple[float, ...] = ()) -> tuple[float | None, dict[str, float], float]:
+    """When the job's test accuracy first reached `target` (and each of `lower`), in seconds from the row's launch,
+    and the launch-to-creation offset used.
 
-    The test accuracy is what the other rows time (a job's stop rule reads its validation rows, held out of training);
-    one worker per round of epoch ends evaluates the test rows (faasgd.worker.test_rows): those events. The job's
-    clock starts at its creation; the time from the launch to it (process, imports, runtime or store up, the call,
-    validation, init) is the launch to the result seen, `since_launch`, less the job's own span."""
-    tested = [e for e in events if e.get("event") == "epoch" and e.get("test_accuracy") is not None]
-    offset = since_launch - (finished_at - created_at)
+    The test accuracy is what the other rows time (a job's stop rule reads its validation rows, held out of
+    training): the job's test curve (faasgd.batch.runs.curve: the epoch events that evaluated the test rows, one
+    worker a round, in seconds since the job's creation on its clock). The time from the launch to the creation
+    (process, imports, runtime or store up, the call, validation, init) is the launch to the result seen,
+    `since_launch`, less the job's own span: it also holds the lag from the job's end to the result seen (a status
+    poll, the workers' exit), so every time here is late by that lag, at most."""
+    from faasgd.batch.runs import curve
+
+    points = curve(status, "test_accuracy")
+    offset = since_launch - (finished_at - status["created_at"])
 
     def first(accuracy: float) -> float | None:
-        times = [e["at"] for e in tested if e["test_accuracy"] >= accuracy]
-        return min(times) - created_at + offset if times else None
+        return next((at + offset for at, value in points if value >= accuracy), None)
 
-    return first(target), {str(t): first(t) for t in lower if first(t) is not None}
+    return first(target), {str(t): at for t in lower if (at := first(t)) is not None}, offset
 
 
 def run_faasgd_direct(epochs: int, launched: float, target: float = TARGET) -> dict:
@@ -226,10 +230,12 @@ def run_faasgd_direct(epochs: int, launched: float, target: float = TARGET) -> d
         result = direct.train(config)
         ended = time.monotonic()
         store = replica_cache.store_for(server.url)
-        status = job.read_status(store, result["job_id"])
-        reached, _ = test_times(store.events(result["job_id"]), status["created_at"], result["finished_at"],
-                                ended - launched, target)
-        return {"time_to_target_s": reached, "ready_s": started - launched, "samples_per_s": result["samples_per_s"],
+        status = {**job.read_status(store, result["job_id"]), "events": store.events(result["job_id"])}
+        reached, _, offset = times_to_accuracy(status, result["finished_at"], ended - launched, target)
+        # job_offset_s: launch to the job's creation, as the times count it (held to ready_s in a test: the job's span
+        # on the store's clock must fit inside direct.train's call on this one)
+        return {"time_to_target_s": reached, "ready_s": started - launched, "job_offset_s": offset,
+                "samples_per_s": result["samples_per_s"],
                 "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": [peak_rss_mb(children=True)],
                 "epochs": result.get("epochs"), "split": {key: result[key] for key in peers_report.SPLIT_KEYS}}
     finally:

@@ -8,6 +8,7 @@ process), and for the torch rows param_digests (one per process).
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 import subprocess
 import sys
 
@@ -69,14 +70,15 @@ def print_mlp(rows: dict[str, dict], target: float) -> None:
           f"faasgd = {ratio(rows, 'torch-ddp', 'faasgd')} (goals >= 2)")
     for role in ("faasgd-64", "direct-64"):  # the same goals at numpy's 128 rows per move of the model
         if role in rows:
-            print(f"{role} (64 rows a step per worker): {role} / numpy = {ratio(rows, role, 'numpy')} (goal <= 0.8 "
-                  f"for direct-64); keras / {role} = {ratio(rows, 'keras', role)}, torch / {role} = "
-                  f"{ratio(rows, 'torch', role)}, torch-ddp / {role} = {ratio(rows, 'torch-ddp', role)}")
+            goal = " (goal <= 0.8)" if role == "direct-64" else ""
+            print(f"{role} (64 rows a step per worker): {role} / numpy = {ratio(rows, role, 'numpy')}{goal}; keras / "
+                  f"{role} = {ratio(rows, 'keras', role)}, torch / {role} = {ratio(rows, 'torch', role)}, torch-ddp / "
+                  f"{role} = {ratio(rows, 'torch-ddp', role)}")
     if "error" not in rows["torch-ddp"]:
         same = "yes" if rows["torch-ddp"]["same_params"] else "NO"
         print(f"torch-ddp: the ranks ended with identical parameters: {same}")
     for role in ("faasgd", "faasgd-64", "direct-64"):
-        if "error" not in rows.get(role, {"error": ""}) and rows[role].get("split"):
+        if role in rows and "error" not in rows[role] and rows[role].get("split"):
             print_split(rows[role]["split"], role)
     if "error" not in rows["faasgd"]:
         # what a worker replica holds: its imports (the template's shim, the handler, the worker and a store client:
@@ -120,8 +122,10 @@ def print_cnn(rows: dict[str, dict], target: float, lower: tuple[float, ...]) ->
 
 
 def replica_imports_mb() -> float:
-    """Peak RSS of a fresh interpreter after a worker replica's imports (from the repository root)."""
-    code = ("import resource, sys; sys.path.insert(0, 'emnist-train'); "
+    """Peak RSS of a fresh interpreter after a worker replica's imports: the handler, the worker, a store client
+    and the web server the template's shim runs (flask, waitress)."""
+    handler = Path(__file__).resolve().parents[1] / "emnist-train"
+    code = (f"import resource, sys; sys.path.insert(0, {str(handler)!r}); "
             "import flask, waitress, handler, faasgd.downpour.worker, faasgd.store.redis_store; "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)

@@ -65,3 +65,16 @@ def test_faasgd_workers_time_is_split_by_medians_and_the_rest_is_what_no_part_ho
     assert "gradient steps 2.00 s (40%)" in out and "data loading 0.30 s (6%)" in out
     assert "the rest (records, submitting operations, the loop) 2.00 s (40%)" in out
     assert report.summarise([row(2.0)])["split"] is None
+
+
+def test_the_64_row_rows_get_their_ratios_and_only_direct_64_its_goal(capsys, monkeypatch):
+    monkeypatch.setattr(report, "replica_imports_mb", lambda: 70.0)  # a fresh interpreter's imports, not measured here
+    times = {"numpy": 2.0, "torch": 6.0, "keras": 10.0, "torch-ddp": 12.0, "faasgd": 5.0, "faasgd-64": 4.0,
+             "direct-64": 3.0}
+    rows = {role: {**report.summarise([row(t)]), "same_params": True} for role, t in times.items()}
+    report.print_mlp(rows, 0.85)
+    lines = capsys.readouterr().out.splitlines()
+    faasgd_64 = next(line for line in lines if line.startswith("faasgd-64 (64 rows"))
+    direct_64 = next(line for line in lines if line.startswith("direct-64 (64 rows"))
+    assert "faasgd-64 / numpy = 2.00;" in faasgd_64 and "goal" not in faasgd_64
+    assert "direct-64 / numpy = 1.50 (goal <= 0.8);" in direct_64 and "torch / direct-64 = 2.00" in direct_64
