@@ -126,13 +126,15 @@ def main() -> None:
     args = parser.parse_args()
     server = start_redis()
     try:
-        print(f"{'mode':<10} {'pushes':>6} {'batch µs/sample':>15} {'step µs/sample':>14} {'training CPU':>12} "
+        print("clocks: batch and step µs a sample on the training thread's time.perf_counter; training CPU µs a sample "
+              "on its time.thread_time; push CPU and its pieces, ms a push, on the pushing thread's time.thread_time")
+        print(f"{'mode':<10} {'pushes':>6} {'batch µs/sample':>15} {'step µs/sample':>14} {'train CPU µs/s.':>15} "
               f"{'push CPU ms':>11}  pieces (ms a push)")
         for mode in args.modes.split(","):
             row = measure(server.url, mode, args.steps, args.period, args.dataset)
             pieces = ", ".join(f"{label} {ms:.3f}" for label, ms in row["pieces_ms"].items())
             print(f"{mode:<10} {row['pushes']:>6} {row['batches_us']:>15.2f} {row['steps_us']:>14.2f} "
-                  f"{row['training_cpu_us']:>12.2f} {row['push_ms']:>11.3f}  {pieces}", flush=True)
+                  f"{row['training_cpu_us']:>15.2f} {row['push_ms']:>11.3f}  {pieces}", flush=True)
     finally:
         server.stop()
 

@@ -67,7 +67,7 @@ def one_round() -> dict[str, float]:
                                                 "--target-accuracy", str(TARGET), "--dir",
                                                 str(Path(folder) / label.replace(" ", "")), "--quiet", "--json"))
             result = json.loads(done.stdout)  # the job's own figures, on the store's clock (result["clock"])
-            figures[f"{label}: job to target"] = result["time_to_target_s"]
+            figures[f"{label}: job to target"] = result["time_to_target_s"]  # the store's clock (result["clock"])
             if label == "train":
                 figures["train: job wall"] = result["wall_s"]
     figures["numpy"], done = timed([sys.executable, __file__, "--role", "numpy"])
@@ -131,12 +131,13 @@ def main() -> None:
     if args.json:
         print(json.dumps({"clock": CLOCK, "rows": rows}))
         return
-    print(f"whole commands, seconds ({CLOCK}); median [min-max] of {args.rounds} round(s)")
+    print(f"whole commands, seconds ({CLOCK}; the 'job' rows: the job's own result, on the store's clock, Redis TIME "
+          f"at 1 µs); median [min-max] of {args.rounds} round(s)")
     for name, row in rows.items():
         if name == "numpy accuracy":
             continue
         spread = f"  [{row['min']:.2f}-{row['max']:.2f}]" if "min" in row else ""
-        print(f"  {name:<22} {row['median']:6.2f}{spread}")
+        print(f"  {name:<28} {row['median']:6.2f}{spread}")
     print(f"goals: up <= 1 s, down <= 1 s, train <= 1.5 x numpy (numpy reached {rows['numpy accuracy']['median']:.3f})")
 
 
