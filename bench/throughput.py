@@ -73,11 +73,13 @@ def _dims(dataset: str) -> tuple[int, tuple[int, ...], int]:
 def time_shares(workers: list[dict]) -> tuple[float, float]:
     """(steps, batches): the shares of the workers' training seconds (`train_s`, summed) their records' time_split
     puts in gradient steps (`compute`) and in minibatches (`batches`); nan when they trained for no time."""
+    from faasgd.job.result import time_split  # the job's own sums of the records' parts
+
     train = sum(w["train_s"] for w in workers)
     if not train > 0:
         return float("nan"), float("nan")
-    spent = [sum((w.get("time_split") or {}).get(kind, 0.0) for w in workers) for kind in ("compute", "batches")]
-    return spent[0] / train, spent[1] / train
+    split = time_split(workers)
+    return split["compute_s"] / train, split["batches_s"] / train
 
 
 def two_workers(dataset: str, store_url: str, period: int, epochs: int, communication: str,
