@@ -214,7 +214,11 @@ def times_to_accuracy(status: dict, finished_at: float, since_launch: float, tar
 
 def run_faasgd_direct(epochs: int, launched: float, target: float = TARGET) -> dict:
     """`faasgd train --direct` as a user runs it: 2 worker processes (64 rows a step each: numpy's 128 a pair of
-    steps) against a redis-server this row starts (in its time), no runtime, no gateway."""
+    steps) against a redis-server this row starts (in its time), no runtime, no gateway. The forkserver its workers
+    fork from starts first, as `faasgd train --direct` starts it before its own imports (cli/forkserver.py)."""
+    from faasgd.cli import forkserver
+
+    forkserver.start()
     from faasgd import job
     from faasgd.cli import direct
     from faasgd.config import load_config
@@ -226,8 +230,9 @@ def run_faasgd_direct(epochs: int, launched: float, target: float = TARGET) -> d
         config = load_config({}, {"dataset": "fashion-mnist", "number_of_workers": 2, "max_epochs": epochs,
                                   "target_accuracy": 1.0, "n_fetch": 10, "n_push": 10, "learning_rate": LEARNING_RATE,
                                   "global_batch_size": BATCH, "store_url": server.url})
+        peaks: dict[int, float] = {}
         started = time.monotonic()
-        result = direct.train(config)
+        result = direct.train(config, on_status=lambda _status: sample_worker_peaks(peaks))
         ended = time.monotonic()
         store = replica_cache.store_for(server.url)
         status = {**job.read_status(store, result["job_id"]), "events": store.events(result["job_id"])}
@@ -236,15 +241,34 @@ def run_faasgd_direct(epochs: int, launched: float, target: float = TARGET) -> d
         # on the store's clock must fit inside direct.train's call on this one)
         return {"time_to_target_s": reached, "ready_s": started - launched, "job_offset_s": offset,
                 "samples_per_s": result["samples_per_s"],
-                "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": [peak_rss_mb(children=True)],
+                "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": sorted(peaks.values()),
                 "epochs": result.get("epochs"), "split": {key: result[key] for key in peers_report.SPLIT_KEYS}}
     finally:
         server.stop()
 
 
-def peak_rss_mb(children: bool = False) -> float:
-    """This process's peak RSS, or (children) the largest of its waited-for children's (the worker processes)."""
-    return resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_rss_mb() -> float:
+    """This process's peak RSS."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def sample_worker_peaks(peaks: dict[int, float]) -> None:
+    """Each direct worker's peak RSS so far into `peaks` (pid -> MB). The workers are the children of this process's
+    forkserver (its other child, the redis-server, has none), so neither RUSAGE_CHILDREN here nor a wait sees them;
+    read at each status read of the job (every openfaas.POLL_S), a worker's last reading is at most that before its
+    end."""
+    import psutil
+
+    for child in psutil.Process().children():
+        try:
+            workers = child.children()
+        except psutil.Error:
+            continue
+        for worker in workers:
+            try:
+                peaks[worker.pid] = max(peaks.get(worker.pid, 0.0), vm_hwm_mb(worker.pid))
+            except OSError:  # it ended between the listing and the reading
+                pass
 
 
 def tree_hwm_mb(pid: int) -> float:

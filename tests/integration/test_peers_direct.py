@@ -22,6 +22,9 @@ def test_the_direct_row_lies_within_the_outer_stopwatch():
     # the job was created inside direct.train's call (after `ready`), and its span on the store's clock fits in it
     assert 0 < row["ready_s"] <= row["job_offset_s"] < row["time_to_target_s"] <= outer_s
     assert row["final_accuracy"] >= 0.70 and row["samples_per_s"] > 0
+    # both workers' peaks were read while they ran (they are the forkserver's children, not this row's): each holds
+    # at least its data rows (55,000 x 784 uint8 split in two: ~21 MB) and numpy, and no copy of the whole set
+    assert len(row["peak_rss_mb"]) == 2 and all(40 < mb < 400 for mb in row["peak_rss_mb"]), row["peak_rss_mb"]
     split = row["split"]  # the workers' parts inside their calls' time
     assert split["compute_s"] > 0 and split["batches_s"] > 0 and split["eval_s"] > 0
     assert split["compute_s"] + split["batches_s"] + split["eval_s"] <= split["worker_s"]

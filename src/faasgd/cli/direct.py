@@ -1,5 +1,7 @@
 """`faasgd train --direct`: the job's workers as local processes against the store, no gateway.
 
+The workers fork from a forkserver (cli/forkserver.py) that has done their imports: they start in milliseconds.
+
 The same orchestration as the functions (faasgd.functions.orchestrate): create_job, launch_workers
 (a launch is a process here), train_call inside each process (per-iteration chains its epochs in the
 process), and the job's status read straight from the store by the one wait_for_job. When every
@@ -10,13 +12,16 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.connection
 import sys
+import time
 from typing import Callable
 
 from faasgd import job
 from faasgd.job import ending, result
 from faasgd.config import TrainConfig
 from faasgd.errors import FaasgdError, StoreError
+from faasgd.cli import forkserver
 from faasgd.functions import orchestrate, replica_cache
 from faasgd.openfaas import wait_for_job
 from faasgd.store import ParameterStore
@@ -42,11 +47,12 @@ def worker_process(request: orchestrate.TrainRequest, store_url: str) -> None:
 
 
 class WorkerProcesses:
-    """Launches worker processes (spawned: no state shared with this one) and knows how they ended."""
+    """Launches worker processes (forked from the forkserver: no state shared with this one) and knows how they
+    ended."""
 
     def __init__(self, store_url: str):
         self.store_url = store_url
-        self.context = multiprocessing.get_context("spawn")
+        self.context = forkserver.start()
         self.processes: list[multiprocessing.process.BaseProcess] = []
 
     def launch(self, request: orchestrate.TrainRequest) -> str:
@@ -55,6 +61,15 @@ class WorkerProcesses:
         process.start()
         self.processes.append(process)
         return f"pid-{process.pid}"
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep `seconds`, less when a running worker process ends (the job's last worker ends right after its
+        result is written: the job's end is seen then, not up to a status poll later)."""
+        running = [p.sentinel for p in self.processes if p.exitcode is None]
+        if running:
+            multiprocessing.connection.wait(running, seconds)
+        else:
+            time.sleep(seconds)
 
     def all_exited(self) -> bool:
         return all(not p.is_alive() for p in self.processes)
@@ -82,7 +97,8 @@ def run_job(config: TrainConfig, store: ParameterStore, job_id: str, timeout_s: 
     workers = WorkerProcesses(config.store_url)
     try:
         orchestrate.launch_workers(store, config, job_id, workers.launch)
-        return wait_for_job(lambda: read_status(store, job_id, workers), timeout_s, on_status=on_status)
+        return wait_for_job(lambda: read_status(store, job_id, workers), timeout_s, on_status=on_status,
+                            sleep=workers.sleep)
     finally:
         workers.stop()
 
@@ -104,9 +120,12 @@ def read_status(store: ParameterStore, job_id: str, workers: WorkerProcesses) ->
     return status
 
 
-def train(config: TrainConfig, timeout_s: float = 24 * 3600.0) -> dict:
-    """Create the job and run it here to its end; its result (the benches' entry point)."""
+def train(config: TrainConfig, timeout_s: float = 24 * 3600.0,
+          on_status: Callable[[dict], None] | None = None) -> dict:
+    """Create the job and run it here to its end; its result (the benches' entry point). `on_status` sees every
+    status read while it runs."""
+    forkserver.start()  # when not started yet: its imports run beside the job's creation
     store = replica_cache.store_for(config.store_url)
     job_id = orchestrate.create_job(store, config)
-    status = run_job(config, store, job_id, timeout_s)
+    status = run_job(config, store, job_id, timeout_s, on_status)
     return status.get("result") or result.missing(job_id, f"still running after {timeout_s:g} s")

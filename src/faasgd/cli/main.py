@@ -13,7 +13,7 @@ import sys
 import importlib
 
 from faasgd import __version__
-from faasgd.cli import output
+from faasgd.cli import forkserver, output
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
 from faasgd.local import queue_rules
 from faasgd.local.control import DEFAULT_DIR
@@ -186,6 +186,8 @@ def command_of(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if forkserver.wanted(argv):  # the workers' imports, beside this command's own (cli/forkserver.py)
+        forkserver.start()
     args = build_parser(command_of(argv)).parse_args(argv)
     try:
         return dispatch(args)

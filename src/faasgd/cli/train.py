@@ -12,7 +12,7 @@ import os
 
 from faasgd import api
 from faasgd.job import result
-from faasgd.cli import direct, flags
+from faasgd.cli import direct, flags, forkserver
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json, progress_console
 from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
@@ -96,6 +96,7 @@ def run_direct(args, config) -> int:
     if args.dry_run:
         print(json.dumps(config.to_dict(), indent=2))
         return 0
+    forkserver.start()  # running since main() unless called otherwise: then its imports run beside the job's creation
     store = open_store(config.store_url)
     job_id = orchestrate.create_job(store, config)
     out = progress_console()

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from faasgd.blas_threads import THREADS
 from faasgd.local import services
 from faasgd.local.stack import FunctionSpec
 
 BASICS = ("PATH", "HOME", "LANG")  # what a container has without asking
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Docker's default PATH
-THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 SECRETS_ENV = "FAASGD_SECRETS_DIR"  # where the core reads secret files (faasgd.store)
 
 
