@@ -25,7 +25,7 @@ import hashlib
 import threading
 import time
 
-import redis
+from faasgd.store.redis_lib import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from faasgd.errors import ConfigError, StoreTimeout, StoreUnavailable

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import socket
 
-import redis
+from faasgd.store.redis_lib import redis
 from redis.crc import key_slot
 
 from faasgd.errors import StoreError, StoreTimeout, StoreUnavailable

@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-import redis
+from faasgd.store.redis_lib import redis
 
 from faasgd.store import codec
 from faasgd.store.push_codec import Sparse

@@ -27,7 +27,7 @@ from __future__ import annotations
 import socket
 
 import numpy as np
-import redis
+from faasgd.store.redis_lib import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.connection import PythonRespSerializer
 from redis.retry import Retry

@@ -19,7 +19,7 @@ import socket
 import tempfile
 import time
 
-import redis
+from faasgd.store.redis_lib import redis
 
 from faasgd.errors import ConfigError, StoreUnavailable
 from faasgd.local.stores import ServerProcess, _binary, spawn_server
