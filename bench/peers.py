@@ -180,9 +180,11 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
         result = status["result"]
         reached, lower, _ = times_to_accuracy(status, result["finished_at"], ended - launched, target,
                                               CNN_LOWER if cnn else ())
-        pids = gateway.request("GET", "/system/function/emnist-train").json()["pids"]
+        train = gateway.request("GET", "/system/function/emnist-train").json()
+        # a replica's worker runs in its function process: the zygote's child (local/zygote.py), else in its tree
+        peaks = [vm_hwm_mb(pid) for pid in train.get("function_pids", [])] or [tree_hwm_mb(p) for p in train["pids"]]
         return {"time_to_target_s": reached, "ready_s": started - launched, "samples_per_s": result["samples_per_s"],
-                "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": [tree_hwm_mb(pid) for pid in pids],
+                "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": peaks,
                 "epochs": result.get("epochs"), "lower": lower,
                 "split": {key: result[key] for key in peers_report.SPLIT_KEYS}}
     finally:

@@ -18,6 +18,7 @@ from support.paths import ROOT
 from faasgd.config import load_config
 from faasgd.functions import admission
 from faasgd.functions.replica_renewal import RENEWALS_ENV, RENEWED_AT_ENV
+from faasgd.local import pods
 from faasgd.openfaas import wait_for_job
 from faasgd.testing import stacks
 
@@ -48,9 +49,10 @@ def runtime(tmp_path_factory):
 
 
 def function_process(runtime) -> psutil.Process:
-    """emnist-train's `python index.py`: the replica itself, or the child of its watchdog."""
-    replica = psutil.Process(next(r["pid"] for r in runtime.state["replicas"] if r["name"].startswith("emnist-train-")))
-    return next(p for p in [replica, *replica.children(recursive=True)] if "index.py" in p.cmdline())
+    """emnist-train's `python index.py`: forked by the runtime's zygote, or the replica itself, or its watchdog's
+    child (local/pods.py)."""
+    entry = next(r for r in runtime.state["replicas"] if r["name"].startswith("emnist-train-"))
+    return pods.function_process(runtime.dir, entry["name"], entry["pid"])
 
 
 def peak_bytes(pid: int) -> int:

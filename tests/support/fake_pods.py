@@ -45,6 +45,9 @@ class FakePod:
         self.healthy = self.alive()
         return self.healthy
 
+    def function_pid(self) -> int | None:
+        return None  # no zygote forked it: the process (none here) is the replica's own
+
     def stop(self) -> None:
         self.stopped, self.drained = True, True
 

@@ -20,7 +20,7 @@ import redis
 from pymemcache.client.base import Client as Memcached
 from support.paths import ROOT
 
-from faasgd.local import credentials
+from faasgd.local import credentials, pods
 from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.testing import stacks
@@ -49,9 +49,12 @@ class Runtime:
         return next(r["port"] for r in self.state["replicas"] if r["name"].startswith(function + "-"))
 
     def pids(self) -> set[int]:
+        """The runtime's processes: the daemon, broker, stores and replicas, and (under the zygote: local/zygote.py)
+        the zygote and the function processes it forked, which are no replica's descendants."""
         state = self.state
         return {state["pid"], state["broker"]["pid"], *(s["pid"] for s in state["stores"].values()),
-                *(r["pid"] for r in state["replicas"])}
+                *(r["pid"] for r in state["replicas"]), *([state["zygote"]["pid"]] if "zygote" in state else []),
+                *pods.function_pids(self.dir)}
 
     def keys(self) -> int:
         """Keys in the runtime's own stores: redis (every database) and memcached."""

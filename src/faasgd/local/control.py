@@ -229,11 +229,12 @@ def _leftovers(directory: Path, state: dict | None = None,
 
 
 def _children(state: dict) -> list[ProcessRef]:
-    """The replicas, stores, store groups' members and broker a state file names (an entry without an identity
-    is never ours)."""
+    """The replicas, stores, store groups' members, broker and zygote a state file names (an entry without an
+    identity is never ours)."""
     replicas, stores = state.get("replicas"), state.get("stores")
     entries = (replicas if isinstance(replicas, list) else []) + \
-        (list(stores.values()) if isinstance(stores, dict) else []) + [state.get("broker"), state.get("registry")]
+        (list(stores.values()) if isinstance(stores, dict) else []) + \
+        [state.get("broker"), state.get("registry"), state.get("zygote")]
     return [ref for ref in map(ProcessRef.from_json, entries) if ref is not None] + member_refs(state)
 
 

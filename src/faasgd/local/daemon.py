@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd import __version__
-from faasgd.local import credentials, environment, processes, queue_rules, services, stack_groups, watchdog
+from faasgd.local import credentials, environment, processes, queue_rules, services, stack_groups, watchdog, zygote
 from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.build import build_function, template_fprocess
@@ -58,6 +58,7 @@ from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_s
 # killed at once, where a busy one drains for its healthcheck_interval (5 s). `faasgd train` stops its runtime right
 # after the job, while the queue's reports of the workers' calls (~70 ms each) may still be reaching emnist-setup.
 STOP_SETTLE_S = 0.5
+ZYGOTE_STOP_S = 5.0  # it kills its function processes at SIGTERM and reaps them: milliseconds
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -225,15 +226,20 @@ def main(argv: list[str] | None = None) -> int:
     site = DockerSite(directory) if args.backend == "docker" else None
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
     s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK)
+    # the function processes fork from it (local/zygote.py); its imports run beside the rest of this start
+    forks = zygote.start(directory, os.environ) \
+        if site is None and args.found_watchdog.found and zygote.wanted(os.environ) else None
     try:
         stores, broker, groups = start_servers(directory, args.adopt, site.gateway_ip if site else None,
                                                group_plan(args, catalog))
         try:
-            serve(args, directory, catalog, stores, login, stop, broker, listener, s3, site, groups)
+            serve(args, directory, catalog, stores, login, stop, broker, listener, s3, site, groups, forks)
         finally:
             stop_servers([*stores.values(), broker, *groups.values()])
             (directory / STATE_FILE).unlink(missing_ok=True)
     finally:
+        if forks is not None:  # after the replicas: it kills and reaps any function process left
+            processes.stop(forks[0], ZYGOTE_STOP_S)
         s3.stop()
         listener.close()
         if site is not None:
@@ -244,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
 def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
           login: credentials.Login, stop: threading.Event, broker: ServerProcess,
           listener: socket.socket, s3: LocalS3, site: DockerSite | None = None,
-          groups: Mapping[str, ServerGroup] | None = None) -> None:
+          groups: Mapping[str, ServerGroup] | None = None,
+          forks: tuple[subprocess.Popen, str] | None = None) -> None:
     """Start the replicas and the gateway (on `listener`, the socket main took first), keep state.json current,
     and run until `stop` is set. A replica of a function asking for S3 gets it from `s3` (faasgd.local.s3).
     With a DockerSite the replicas are containers on its network, and the gateway also listens on the
@@ -269,8 +276,12 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         table, catalog = service_table(args.port, stores, groups, site.gateway_ip), site.catalog(catalog)
     else:  # containers run their image's own of-watchdog; processes run under this one, or bare
         state.update(watchdog=args.found_watchdog.to_json())
+        if forks is not None:  # `faasgd down` after a crash stops it (and so the function processes) by its identity
+            state.update(zygote=ProcessRef.of(forks[0].pid).to_json())
         print(f"faasgd runtime: {args.found_watchdog.describe()}", flush=True)
-    host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog)
+    forked = forks is not None and zygote.wait_listening(*forks)  # bound long since, normally
+    host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog,
+                forks[1] if forked else None)
     supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
                             spawn=s3.spawner(site.spawn if site is not None else start_replica))
     supervisor.on_change = lambda: write_state(directory, {**state, **replica_entries(supervisor)})

@@ -17,11 +17,14 @@ namespace, so its 8081 is its own. Here each replica's watchdog gets one too. `s
 `enter` is how the watchdog starts the function (faasgd.local.watchdog.replica_env): back in the host's
 namespace NETNS, so the stores and the gateway stay reachable on the host's loopback (its listening socket,
 bound by bootstrap.py in the replica's namespace, stays there, where the watchdog calls it), and killed when
-the watchdog dies (PR_SET_PDEATHSIG), as a container's processes go with its PID 1; then it execs COMMAND.
+the watchdog dies (PR_SET_PDEATHSIG), as a container's processes go with its PID 1; then it execs COMMAND, or,
+when FAASGD_ZYGOTE names the runtime's zygote (faasgd.local.zygote), has the zygote fork `python index.py` with
+everything exec would have given it and stays in its place: signals passed on, the function's exit status its own.
 """
 
 import ctypes
 import fcntl
+import json
 import os
 import signal
 import socket
@@ -34,6 +37,11 @@ PR_SET_PDEATHSIG = 1
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 CHUNK = 65536
 ACCEPT_POLL_S = 1.0  # how often the forwarder looks whether its parent is still the one it had
+ZYGOTE_ENV = "FAASGD_ZYGOTE"  # faasgd.local.zygote.ENV (this file runs on the standard library alone)
+PID_FILE_ENV = "FAASGD_FUNCTION_PID_FILE"  # faasgd.local.zygote.PID_FILE_ENV
+ZYGOTE_TIMEOUT_S = 30.0  # for the zygote's answer (its imports, on a loaded machine), then exec instead
+LISTEN_FD = 3  # bootstrap.py's listening socket (LISTEN_FDS)
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
 def libc() -> ctypes.CDLL:
@@ -128,6 +136,63 @@ def serve(port: int, command: list[str]) -> None:
     os.execvp(command[0], command)
 
 
+def start_function(command: list[str]) -> None:
+    """Become the function: through the runtime's zygote when FAASGD_ZYGOTE names its socket (faasgd.local.zygote:
+    this process stays, standing in for the function forked there), else (or when the zygote cannot take it) exec."""
+    path, pid_file = os.environ.pop(ZYGOTE_ENV, ""), os.environ.pop(PID_FILE_ENV, "")
+    if path and command[:1] == [sys.executable] and len(command) > 1:
+        status = through_zygote(path, command[1:], pid_file)
+        if status is not None:
+            end_as(status)
+    os.execvp(command[0], command)
+
+
+def through_zygote(path: str, argv: list[str], pid_file: str) -> int | None:
+    """Have the zygote fork `python ARGV...` with this process's folder, environment, stdio and listening socket;
+    write its pid to `pid_file` (the runtime finds the replica's function process there: it is no descendant of
+    the watchdog); pass it the signals this process gets; its exit status. None (nothing started) when the zygote
+    cannot."""
+    targets = [0, 1, 2] + [LISTEN_FD + i for i in range(int(os.environ.get("LISTEN_FDS") or 0))]
+    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "fds": targets}).encode()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        sock.settimeout(ZYGOTE_TIMEOUT_S)  # it listens at once and imports after: the answer waits for its imports
+        sock.connect(path if len(path) < 100 else os.path.relpath(path))  # sun_path holds 108 bytes
+        socket.send_fds(sock, [request], targets)
+        pid = json.loads(sock.recv(4096) or b"{}").get("pid")
+    except (OSError, ValueError):
+        pid = None
+    if not isinstance(pid, int):
+        sock.close()  # a child it forks after this is killed at once (its requester is gone)
+        return None
+    if pid_file:
+        with open(pid_file + ".new", "w") as f:
+            f.write(str(pid))
+        os.replace(pid_file + ".new", pid_file)
+    for fd in targets[3:]:
+        os.close(fd)  # the function's now
+    for number in FORWARDED:
+        signal.signal(number, lambda signum, _frame: os.kill(pid, signum))
+    sock.settimeout(None)
+    while True:
+        message = sock.recv(4096)
+        if not message:  # the zygote went, and the function with it (its parent-death signal)
+            return -signal.SIGKILL
+        status = json.loads(message).get("status")
+        if isinstance(status, int):
+            return status
+
+
+def end_as(status: int) -> None:
+    """Exit as the function did: its code, or killed by its signal."""
+    if status < 0:
+        if -status not in (signal.SIGKILL, signal.SIGSTOP):  # the two that take no handler
+            signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        status = 128 - status  # the shell's code for it, should the signal not end this process
+    os._exit(status & 0xFF)
+
+
 def main(argv: list[str]) -> None:
     verb, where, command = argv[0], argv[1], argv[2:]
     if verb == "serve":
@@ -135,7 +200,7 @@ def main(argv: list[str]) -> None:
     elif verb == "enter":
         enter(where)
         die_with_parent()
-        os.execvp(command[0], command)
+        start_function(command)
     else:
         sys.exit(f"netns.py: serve PORT COMMAND... | enter NETNS COMMAND..., not {verb!r}")
 

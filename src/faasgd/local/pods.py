@@ -24,7 +24,7 @@ from typing import Mapping
 
 import psutil
 
-from faasgd.local import environment, processes, watchdog
+from faasgd.local import environment, processes, watchdog, zygote
 from faasgd.local.deployments import Deployment
 from faasgd.local.logs import pump, write_line
 from faasgd.local.processes import ProcessRef
@@ -57,6 +57,7 @@ class Host:
     services: Mapping[str, str]  # in-cluster host:port -> local address (faasgd.local.services)
     environ: Mapping[str, str]  # the shell's environment: only PATH, HOME and LANG are taken from it
     watchdog: Watchdog = Watchdog()  # replicas run under it when found, else as bare `python index.py`
+    zygote: str | None = None  # under the watchdog: the socket of the zygote the function processes fork from
 
 
 @dataclass
@@ -98,17 +99,28 @@ class Replica:
         self.healthy, self.failures = readiness(self.healthy, self.failures, answered)
         return self.healthy
 
+    def function_pid(self) -> int | None:
+        """The pid of its function process when the zygote forked it (function_ref), else None."""
+        function = function_ref(self.root)
+        return None if function is None else function.pid
+
+    def family(self) -> list[ProcessRef]:
+        """What the replica runs beside its own process: its descendants and, forked by the runtime's zygote, its
+        function process (function_ref)."""
+        function = function_ref(self.root)
+        return descendants(self.popen.pid) + ([function] if function is not None else [])
+
     def stop(self) -> None:
         """Stop the process (reaping it) and whatever it started (a watchdog's function), remove its folder;
         also for one already dead."""
-        children = descendants(self.popen.pid)
+        children = self.family()
         processes.stop(self.popen, self.grace_s)
         processes.stop_all(children, STOP_TIMEOUT_S)  # a watchdog killed mid-drain leaves its function
         shutil.rmtree(self.root, ignore_errors=True)
 
     def stop_now(self) -> None:
         """`stop` without the drain, for an idle replica: SIGKILL to it and what it started, reaped."""
-        children = descendants(self.popen.pid)
+        children = self.family()
         processes.kill(self.popen)
         processes.stop_all(children, term=False)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -141,6 +153,38 @@ def descendants(pid: int) -> list[ProcessRef]:
         return []
 
 
+def function_ref(root: Path) -> ProcessRef | None:
+    """The function process the zygote forked for the replica whose folder is `root` (netns.py `enter` wrote its
+    pid there), while it runs; None under no zygote, before the fork or after its end (a pid taken again since
+    is no zygote's child)."""
+    try:
+        pid = int((root / zygote.PID_FILE).read_text())
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE or not zygote.is_zygote(process.parent()):
+            return None
+        return ProcessRef(pid, process.create_time())
+    except (OSError, ValueError, AttributeError, psutil.Error):
+        return None
+
+
+def function_pids(directory: Path) -> list[int]:
+    """The function processes the zygote of the runtime at `directory` forked, running now, one per replica."""
+    return [ref.pid for root in sorted((directory / "replicas").glob("*"))
+            if (ref := function_ref(root)) is not None]
+
+
+def function_process(directory: Path, name: str, pid: int) -> psutil.Process:
+    """Replica `name`'s function process (`python index.py`'s, serving its calls) in the runtime at `directory`,
+    `pid` the replica's: forked by the zygote (function_ref), else the replica itself or its descendant running
+    `python index.py` (not `netns.py enter`, which only stands in for one)."""
+    ref = function_ref(directory / "replicas" / name)
+    if ref is not None:
+        return psutil.Process(ref.pid)
+    replica = psutil.Process(pid)
+    return next(p for p in [replica, *replica.children(recursive=True)]
+                if p.cmdline()[-1:] == ["index.py"] and p.cmdline()[1:2] != ["-S"])
+
+
 def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
     """Start the replica in the deployment's build folder (under the watchdog when the host has one, else
     `python index.py`), its output stamped into logs/<name>.log."""
@@ -156,6 +200,8 @@ def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
     argv, watched = [sys.executable, "index.py"], host.watchdog.found
     if watched:
         env.update(watchdog.replica_env(port, free_port(), f"/proc/{os.getpid()}/ns/net"))
+        if host.zygote:
+            env.update({zygote.ENV: host.zygote, zygote.PID_FILE_ENV: str(root / zygote.PID_FILE)})
         argv = watchdog.command(host.watchdog, port)
     log_path = host.directory / "logs" / f"{name}.log"
     write_line(log_path, f"faasgd: starting {name} on 127.0.0.1:{port}"

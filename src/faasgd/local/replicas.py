@@ -167,7 +167,9 @@ class Supervisor:
             if deployment is None:
                 return None
             status = function_status(deployment, self.desired[name], self._available(name))
-            return {**status, "restarts": self.restarts[name], "pids": [r.pid for r in self.replicas[name]]}
+            replicas = self.replicas[name]
+            return {**status, "restarts": self.restarts[name], "pids": [r.pid for r in replicas],
+                    "function_pids": [pid for r in replicas if (pid := r.function_pid()) is not None]}
 
     def replica_urls(self, name: str) -> list[str]:
         with self._lock:

@@ -132,11 +132,12 @@ def restart_store_empty(runtime: Runtime, queries: list[dict]) -> str:
 
 def cap_memory(runtime: Runtime, queries: list[dict]) -> str:
     """Cap every emnist-train replica's address space near its current size: its next big allocation fails.
-    Each process of the replica is capped (under of-watchdog the function is the watchdog's child), as a
-    container's memory limit covers all of its processes."""
+    Each process of the replica is capped (under of-watchdog the function is the watchdog's child, or the zygote's:
+    local/zygote.py), as a container's memory limit covers all of its processes."""
+    functions = runtime.gateway.request("GET", "/system/function/emnist-train").json().get("function_pids", [])
     for pid in runtime.replica_pids():
         replica = psutil.Process(pid)
-        for process in [replica, *replica.children(recursive=True)]:
+        for process in [replica, *replica.children(recursive=True), *map(psutil.Process, functions)]:
             size = process.memory_info().vms
             resource.prlimit(process.pid, resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
     return "replicas' address space capped"

@@ -1,0 +1,316 @@
+"""The runtime's function-process zygote: one process that has imported what the template's `index.py` and the
+faasgd handlers import, from which each replica's function process is forked, its imports done.
+
+Why: a replica's `python index.py` spent ~0.55 s of CPU importing (Flask 0.15, numpy 0.1, redis-py 0.1, faasgd's
+config and functions 0.2) before it served, and `faasgd train` starts three at once on two cores: about a second
+of its start. The zygote does those imports once, beside the daemon's own start, and a function process forks
+from it in milliseconds.
+
+The watchdog still starts the function as the image does (its fprocess, `netns.py enter`); there, when
+FAASGD_ZYGOTE names this server's socket, `enter` hands the zygote what `exec` would have given the function
+(argv, working folder, environment, stdin/stdout/stderr and the listening socket, fd 3) and stays as the
+watchdog's child, standing in for the function: it passes on the signals it gets (the watchdog's SIGTERM starts
+the function's drain), and ends with the function's exit status. The zygote forks the function with exactly those:
+nothing of the zygote's environment, folder or descriptors remains; `index.py` runs as `__main__`. When `enter`
+goes (the watchdog killed: its parent-death signal), the zygote kills the function, as the function itself died
+with the watchdog before; when the zygote goes, its functions die with it (their parent-death signal). When the
+zygote cannot be reached, `enter` execs the function as before: the zygote only makes a start faster.
+
+What the preloaded modules read at import is the zygote's, not a replica's: none of them reads the environment
+at import (faasgd.functions.replica_cache's renewal count is 0 in a forked process, which is never a renewed one:
+a renewal execs a fresh interpreter). Python's `random` reseeds in a forked child; numpy's global generator is
+not used by faasgd. The zygote runs no thread, so a fork copies no lock held by another one.
+
+    python -m faasgd.local.zygote SOCKET     (the daemon starts it: `start`)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Mapping
+
+from faasgd.blas_threads import THREADS
+
+MODULE = "faasgd.local.zygote"  # run as `python -m MODULE SOCKET`
+ENV = "FAASGD_ZYGOTE"  # the socket's path, in a replica's fprocess environment (netns.py `enter` reads it)
+PID_FILE_ENV = "FAASGD_FUNCTION_PID_FILE"  # where `enter` writes the forked function's pid (pods.function_ref)
+PID_FILE = "function.pid"  # in the replica's own folder
+OFF = "FAASGD_NO_ZYGOTE"  # set to 1 in `faasgd up`'s environment: every function process is a fresh `python index.py`
+MAX_MESSAGE = 1 << 20  # a request's JSON: argv, folder, environment
+MAX_FDS = 16
+PRELOAD = ("flask", "waitress", "waitress.channel", "waitress.parser", "waitress.task", "werkzeug.exceptions",
+           "numpy", "faasgd.functions.http_call", "faasgd.functions.replica_renewal",
+           "faasgd.functions.replica_life", "faasgd.functions.emnist_setup", "faasgd.functions.emnist_train",
+           "faasgd.store.redis_store", "faasgd.store.memcached_store")
+PR_SET_PDEATHSIG, PR_SET_NAME = 1, 15
+
+
+def start(directory: Path, environ: Mapping[str, str]) -> tuple[subprocess.Popen, str]:
+    """Start the zygote of a runtime in `directory` (its socket: directory/zygote.sock, the owner's only); returns
+    (its process, the socket's path). It listens at once and imports after: a replica may ask while it imports.
+    Its errors go to directory/logs/zygote.log."""
+    path = str(directory / "zygote.sock")
+    with open(directory / "logs" / "zygote.log", "ab") as log:
+        popen = subprocess.Popen([sys.executable, "-m", MODULE, path], env={**environ, **THREADS},
+                                 cwd=directory, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    return popen, path
+
+
+def wait_listening(popen: subprocess.Popen, path: str, timeout_s: float = 10.0) -> bool:
+    """Wait until the zygote listens (its socket exists: it binds first, ~30 ms after its start; the replicas start
+    later still). False if it ended or did not within `timeout_s`: its replicas then start as fresh processes."""
+    from faasgd.local.processes import backoff
+
+    deadline = time.monotonic() + timeout_s
+    for sleep_s in backoff():
+        if os.path.exists(path):
+            return True
+        if popen.poll() is not None or time.monotonic() >= deadline:
+            return False
+        time.sleep(sleep_s)
+    return False
+
+
+def wanted(environ: Mapping[str, str]) -> bool:
+    """Unless OFF is set (to anything but "" or "0"): a start timed as a container's, imports and all."""
+    return environ.get(OFF, "") in ("", "0")
+
+
+def is_zygote(process) -> bool:
+    """Whether a psutil.Process is a runtime's zygote (its command line names this module)."""
+    return process is not None and process.cmdline()[1:3] == ["-m", MODULE]
+
+
+def serve(path: str) -> None:
+    address = path if len(path) < 100 else os.path.basename(path)  # sun_path holds 108 bytes; the cwd is its folder
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if os.path.exists(address):
+        os.unlink(address)
+    old_mask = os.umask(0o177)  # created 0600: only the runtime's owner may have a process forked
+    try:
+        listener.bind(address)
+    finally:
+        os.umask(old_mask)
+    listener.listen(64)
+    signal.signal(signal.SIGTERM, lambda *_: leave(listener))  # until the loop takes over: nothing forked yet
+    sys.modules.setdefault("httpx._main", None)  # as index.py: httpx's command-line client is never run
+    try:
+        for name in PRELOAD:
+            importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - whatever it is, the replicas start without the zygote; its log says why
+        traceback.print_exc()
+        leave(listener)
+    if (count := threads()) != 1:  # a fork copies no other thread, nor releases a lock one holds: refuse to fork
+        print(f"faasgd zygote: {count} threads after the imports; replicas start as fresh processes", flush=True)
+        leave(listener)
+    Zygote(listener).run()
+
+
+def threads() -> int:
+    """This process's threads, native ones included (/proc/self/status)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("Threads:"))
+
+
+class Zygote:
+    """The accept-fork-reap loop: one connection per function process, closed when it ends."""
+
+    def __init__(self, listener: socket.socket):
+        self.listener = listener
+        self.selector = selectors.DefaultSelector()
+        self.children: dict[int, socket.socket] = {}  # pid -> its requester's connection
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler: the wakeup fd gets the signal
+        signal.signal(signal.SIGTERM, lambda *_: self.stop())
+        self.selector.register(listener, selectors.EVENT_READ, "accept")
+        self.selector.register(self.wake_r, selectors.EVENT_READ, "reap")
+
+    def run(self) -> None:
+        while True:
+            for key, _ in self.selector.select():
+                if key.data == "accept":
+                    self.accept()
+                elif key.data == "reap":
+                    os.read(self.wake_r, 4096)
+                    self.reap()
+                else:  # a requester's connection: readable only when it closed (it sends nothing after its request)
+                    self.abandoned(key.fileobj, key.data)
+
+    def accept(self) -> None:
+        connection, _ = self.listener.accept()
+        try:
+            connection.settimeout(5.0)  # the request comes right after the connection
+            message, fds, _, _ = socket.recv_fds(connection, MAX_MESSAGE, MAX_FDS)
+            connection.settimeout(None)
+            request = json.loads(message)
+        except (OSError, ValueError):
+            connection.close()
+            return
+        pid = os.fork()
+        if pid == 0:
+            os.close(connection.detach())  # the requester keeps its end; the function has no use for it
+            self.become(request, fds)  # never returns
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = connection
+        try:
+            connection.send(json.dumps({"pid": pid}).encode())
+        except OSError:
+            pass  # gone already: abandoned() kills the child
+        self.selector.register(connection, selectors.EVENT_READ, pid)
+
+    def abandoned(self, connection: socket.socket, pid: int) -> None:
+        """The requester (netns.py `enter`) is gone: so is its watchdog, and the function goes with them."""
+        self.selector.unregister(connection)
+        if self.children.get(pid) is connection:
+            kill(pid)
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            connection = self.children.pop(pid, None)
+            if connection is None:
+                continue
+            try:
+                connection.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+            except OSError:
+                pass
+            try:
+                self.selector.unregister(connection)
+            except (KeyError, ValueError):
+                pass
+            connection.close()
+
+    def stop(self) -> None:
+        """SIGTERM: every function process killed and reaped, then exit (the runtime's stop leaves none)."""
+        for pid in list(self.children):
+            kill(pid)
+        for pid in list(self.children):
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        leave(self.listener)
+
+    def become(self, request: dict, fds: list[int]) -> None:
+        """In the forked child: the function process `python index.py` would have been, then its end."""
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            for number in (signal.SIGCHLD, signal.SIGTERM):
+                signal.signal(number, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self.selector.close()
+            self.listener.close()
+            for connection in self.children.values():  # other functions' requesters: the zygote's, not this one's
+                connection.close()
+            os.close(self.wake_r)
+            os.close(self.wake_w)
+            die_with_parent()
+            place_fds(fds, request["fds"])
+            name_process(request["env"].get("HOSTNAME", ""))
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            sys.argv = list(request["argv"])
+            sys.orig_argv = [sys.executable, *request["argv"]]  # what a renewal execs (replica_renewal.exec_fresh)
+            run_main(os.path.join(request["cwd"], request["argv"][0]))
+            code = 0
+        except SystemExit as end:
+            code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
+            if not isinstance(end.code, int) and end.code is not None:
+                print(end.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os._exit(code)
+
+
+def run_main(script: str) -> None:
+    """Run `script` as `python script` runs it: a fresh `__main__` whose __file__ is its absolute path (as Python
+    3.9+ gives it), its folder first on sys.path, sys.argv as it was given."""
+    import builtins
+    import importlib.machinery
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__file__, main.__builtins__ = script, builtins
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", script)
+    sys.modules["__main__"] = main
+    sys.path[0] = os.path.dirname(script)
+    with open(script, "rb") as source:
+        code = compile(source.read(), script, "exec")
+    exec(code, main.__dict__)
+
+
+def place_fds(received: list[int], targets: list[int]) -> None:
+    """Put each received descriptor at its number in the requester (0, 1, 2, the listening socket's 3), inheritable
+    as there (moved clear of every target first, so none overwrites another still to be placed)."""
+    import fcntl
+
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 256) for fd in received]
+    for fd in received:
+        os.close(fd)
+    for fd, target in zip(high, targets):
+        os.dup2(fd, target, inheritable=True)
+    for fd in high:
+        os.close(fd)
+
+
+def die_with_parent() -> None:
+    import ctypes
+
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def name_process(name: str) -> None:
+    """The replica's name as the process's (ps, psutil's name(): at most 15 bytes), where `python` stood."""
+    if name:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+
+
+def leave(listener: socket.socket) -> None:
+    """Exit, the socket's file removed."""
+    try:
+        os.unlink(listener.getsockname())
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

@@ -1,0 +1,150 @@
+"""The runtime's zygote (local/zygote.py) and netns.py `enter` handing it the function: a real zygote process, a real
+`enter` (as the watchdog runs it), a small script as the function."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from faasgd.local import zygote
+from faasgd.local.watchdog import LAUNCHER
+
+FUNCTION = """\
+import json, os, signal, sys, time
+def report(**extra):
+    with open(os.environ["REPORT"], "w") as f:
+        json.dump({"env": dict(os.environ), "cwd": os.getcwd(), "argv": sys.argv, "orig_argv": sys.orig_argv,
+                   "pid": os.getpid(), "ppid": os.getppid(), "main": __name__, "file": __file__,
+                   "path0": sys.path[0], **extra}, f)
+if sys.argv[1:] == ["exit"]:
+    report()
+    sys.exit(7)
+def on_term(*_):
+    report(term=True)
+    sys.exit(3)
+signal.signal(signal.SIGTERM, on_term)
+report()
+time.sleep(60)
+"""
+
+
+@pytest.fixture
+def forks(tmp_path):
+    """A zygote of a runtime folder in tmp_path (started as the daemon starts it), stopped after."""
+    (tmp_path / "logs").mkdir()
+    popen, path = zygote.start(tmp_path, os.environ)
+    assert zygote.wait_listening(popen, path)
+    yield popen, path
+    popen.kill()
+    popen.wait(10)
+
+
+def enter(tmp_path: Path, path: str, *argv: str) -> tuple[subprocess.Popen, dict]:
+    """`netns.py enter` as the watchdog starts it (fprocess), in a build folder, with a replica's environment."""
+    build = tmp_path / "build" / "fn"
+    build.mkdir(parents=True, exist_ok=True)
+    (build / "index.py").write_text(FUNCTION)
+    env = {"PATH": os.environ["PATH"], "HOSTNAME": "fn-replica-1", "REPORT": str(tmp_path / "report.json"),
+           zygote.ENV: path, zygote.PID_FILE_ENV: str(tmp_path / "function.pid")}
+    command = [sys.executable, "-S", str(LAUNCHER), "enter", f"/proc/{os.getpid()}/ns/net", sys.executable,
+               "index.py", *argv]
+    return subprocess.Popen(command, cwd=build, env=env), env
+
+
+def reported(tmp_path: Path, timeout_s: float = 30.0, key: str = "pid") -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            report = json.loads((tmp_path / "report.json").read_text())
+            if key in report:
+                return report
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    raise AssertionError("the function never reported")
+
+
+def test_the_function_forks_from_the_zygote_as_exec_would_have_started_it(tmp_path, forks):
+    popen, path = forks
+    executed, _ = enter(tmp_path, str(tmp_path / "no-such.sock"), "exit")  # no zygote there: `enter` execs, as before
+    assert executed.wait(30) == 7
+    exec_report = reported(tmp_path)
+    (tmp_path / "report.json").unlink()
+    client, _ = enter(tmp_path, path, "exit")
+    assert client.wait(30) == 7  # its exit status is the stand-in's
+    report = reported(tmp_path)
+    assert report["ppid"] == popen.pid and report["pid"] != client.pid
+    same = ("env", "cwd", "argv", "orig_argv", "main", "file", "path0")  # orig_argv: what a renewal execs again
+    assert {k: report[k] for k in same} == {k: exec_report[k] for k in same}
+    assert report["cwd"] == str(tmp_path / "build" / "fn") and report["argv"] == ["index.py", "exit"]
+    assert zygote.ENV not in report["env"] and zygote.PID_FILE_ENV not in report["env"]
+    assert int((tmp_path / "function.pid").read_text()) == report["pid"]
+
+
+def test_signals_reach_the_function_and_a_gone_requester_takes_it_along(tmp_path, forks):
+    _, path = forks
+    client, _ = enter(tmp_path, path)
+    function = psutil.Process(reported(tmp_path)["pid"])
+    assert function.name() == "fn-replica-1"  # the replica's name where `python` stood
+    client.send_signal(signal.SIGTERM)  # the watchdog's, at a drain
+    assert client.wait(30) == 3 and reported(tmp_path, key="term")["term"]
+    (tmp_path / "report.json").unlink()
+    client, _ = enter(tmp_path, path)
+    function = psutil.Process(reported(tmp_path)["pid"])
+    client.kill()  # as its parent-death signal when the watchdog is killed
+    client.wait(10)
+    function.wait(10)  # killed by the zygote (psutil raises TimeoutExpired otherwise)
+
+
+def test_the_zygote_stops_its_functions_and_they_die_with_it(tmp_path, forks):
+    popen, path = forks
+    client, _ = enter(tmp_path, path)
+    function = psutil.Process(reported(tmp_path)["pid"])
+    popen.terminate()  # the runtime's stop
+    assert popen.wait(10) == 0
+    function.wait(10)
+    assert client.wait(10) == -signal.SIGKILL  # its function was killed, and it ends as it did
+    assert not Path(path).exists()  # the socket removed
+    (tmp_path / "report.json").unlink()
+    second, _ = zygote.start(tmp_path, os.environ)
+    try:
+        assert zygote.wait_listening(second, path)
+        client, _ = enter(tmp_path, path)
+        function = psutil.Process(reported(tmp_path)["pid"])
+        second.kill()  # a zygote killed outright: its functions go with it (their parent-death signal)
+        function.wait(10)
+        assert client.wait(10) == -signal.SIGKILL
+    finally:
+        second.kill()
+        second.wait(10)
+
+
+def test_without_a_zygote_the_function_is_executed_in_place(tmp_path):
+    client, _ = enter(tmp_path, str(tmp_path / "no-such.sock"), "exit")
+    assert client.wait(30) == 7
+    report = reported(tmp_path)
+    assert report["pid"] == client.pid  # `enter` became the function, as before the zygote
+    assert zygote.ENV not in report["env"] and not (tmp_path / "function.pid").exists()
+
+
+def test_only_the_owner_may_ask_the_zygote(tmp_path, forks):
+    _, path = forks
+    assert Path(path).stat().st_mode & 0o777 == 0o600
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:  # a request that is no JSON: dropped
+        sock.connect(path)
+        socket.send_fds(sock, [b"not json"], [0])
+        assert sock.recv(64) == b""
+
+
+def test_no_zygote_when_switched_off():
+    assert zygote.wanted({}) and zygote.wanted({zygote.OFF: "0"})
+    assert not zygote.wanted({zygote.OFF: "1"})
