@@ -104,11 +104,14 @@ def serve(path: str) -> None:
     listener.listen(64)
     signal.signal(signal.SIGTERM, lambda *_: leave(listener))  # until the loop takes over: nothing forked yet
     sys.modules.setdefault("httpx._main", None)  # as index.py: httpx's command-line client is never run
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # the runtime's own start goes first
     try:
         for name in PRELOAD:
             importlib.import_module(name)
+        os.sched_setscheduler(0, policy, param)  # back (root may: replicas under the watchdog need root)
     except Exception:  # noqa: BLE001 - whatever it is, the replicas start without the zygote; its log says why
-        traceback.print_exc()
+        traceback.print_exc()  # a priority it could not take back too: its functions must not inherit it
         leave(listener)
     if (count := threads()) != 1:  # a fork copies no other thread, nor releases a lock one holds: refuse to fork
         print(f"faasgd zygote: {count} threads after the imports; replicas start as fresh processes", flush=True)
