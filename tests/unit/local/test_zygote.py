@@ -24,7 +24,8 @@ def report(**extra):
     with open(os.environ["REPORT"], "w") as f:
         json.dump({"env": dict(os.environ), "cwd": os.getcwd(), "argv": sys.argv, "orig_argv": sys.orig_argv,
                    "pid": os.getpid(), "ppid": os.getppid(), "main": __name__, "file": __file__,
-                   "path0": sys.path[0], **extra}, f)
+                   "path0": sys.path[0], "sched": [os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)],
+                   **extra}, f)
 if sys.argv[1:] == ["exit"]:
     report()
     sys.exit(7)
@@ -83,7 +84,8 @@ def test_the_function_forks_from_the_zygote_as_exec_would_have_started_it(tmp_pa
     assert client.wait(30) == 7  # its exit status is the stand-in's
     report = reported(tmp_path)
     assert report["ppid"] == popen.pid and report["pid"] != client.pid
-    same = ("env", "cwd", "argv", "orig_argv", "main", "file", "path0")  # orig_argv: what a renewal execs again
+    # orig_argv: what a renewal execs again; sched: the policy and niceness (the zygote imports at SCHED_IDLE)
+    same = ("env", "cwd", "argv", "orig_argv", "main", "file", "path0", "sched")
     assert {k: report[k] for k in same} == {k: exec_report[k] for k in same}
     assert report["cwd"] == str(tmp_path / "build" / "fn") and report["argv"] == ["index.py", "exit"]
     assert zygote.ENV not in report["env"] and zygote.PID_FILE_ENV not in report["env"]
