@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from faasgd.local import credentials
+from faasgd.local import credentials, pods
 from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient, wait_for_job
 from support import openfaas_bin
@@ -67,9 +67,11 @@ def test_each_replica_is_fwatchdog_forking_python_index_py(watched):
     for entry in state["replicas"]:
         process = psutil.Process(entry["pid"])
         assert process.name() == "fwatchdog" and process.cmdline() == [FWATCHDOG]
-        functions = [c for c in process.children() if c.cmdline()[-1:] == ["index.py"]]
-        assert len(functions) == 1 and functions[0].cmdline()[0] == sys.executable
-        assert Path(functions[0].cwd()) == Path(watched["dir"]) / "build" / entry["function"]
+        standing = [c for c in process.children() if c.cmdline()[-2:] == [sys.executable, "index.py"]]
+        assert len(standing) == 1  # its fprocess: `netns.py enter ... python index.py`, or (executed) the function
+        function = pods.function_process(Path(watched["dir"]), entry["name"], entry["pid"])
+        assert function.pid != standing[0].pid and function.ppid() == state["zygote"]["pid"]  # forked by the zygote
+        assert Path(function.cwd()) == Path(watched["dir"]) / "build" / entry["function"]
         namespaces.add(os.readlink(f"/proc/{process.pid}/ns/net"))
     assert len(namespaces) == len(state["replicas"]) >= 2  # one 8081 each
     status = faasgd("status", "--dir", watched["dir"], "--gateway", state["gateway_url"])
@@ -97,7 +99,8 @@ def test_a_job_runs_through_the_watchdogs_and_the_lock_is_in_the_replicas_tmpdir
 def test_a_scaled_down_replica_drains_under_the_watchdog_and_leaves_nothing(watched):
     state, client = watched["state"], gateway(watched["state"])
     going = replica(state, "emnist-train-2")
-    family = [going, *going.children(recursive=True)]
+    family = [going, *going.children(recursive=True),
+              pods.function_process(Path(watched["dir"]), "emnist-train-2", going.pid)]  # the zygote's child too
     client.scale("emnist-train", 1)
     gone, alive = psutil.wait_procs(family, timeout=30)
     assert not alive, f"left running: {[p.pid for p in alive]}"

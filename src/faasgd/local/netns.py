@@ -165,9 +165,9 @@ def through_zygote(path: str, argv: list[str], pid_file: str) -> int | None:
     if not isinstance(pid, int):
         sock.close()  # a child it forks after this is killed at once (its requester is gone)
         return None
-    if pid_file:
+    if pid_file:  # "PID STARTTIME": the start (in clock ticks since boot, /proc's) tells a reused pid from it
         with open(pid_file + ".new", "w") as f:
-            f.write(str(pid))
+            f.write(f"{pid} {start_ticks(pid)}")
         os.replace(pid_file + ".new", pid_file)
     for fd in targets[3:]:
         os.close(fd)  # the function's now
@@ -181,6 +181,15 @@ def through_zygote(path: str, argv: list[str], pid_file: str) -> int | None:
         status = json.loads(message).get("status")
         if isinstance(status, int):
             return status
+
+
+def start_ticks(pid: int) -> str:
+    """When process `pid` started, in clock ticks since boot (/proc/PID/stat's 22nd field; "" once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 def end_as(status: int) -> None:

@@ -25,6 +25,7 @@ from typing import Mapping
 import psutil
 
 from faasgd.local import environment, processes, watchdog, zygote
+from faasgd.local.netns import start_ticks as netns_start_ticks
 from faasgd.local.deployments import Deployment
 from faasgd.local.logs import pump, write_line
 from faasgd.local.processes import ProcessRef
@@ -155,15 +156,17 @@ def descendants(pid: int) -> list[ProcessRef]:
 
 def function_ref(root: Path) -> ProcessRef | None:
     """The function process the zygote forked for the replica whose folder is `root` (netns.py `enter` wrote its
-    pid there), while it runs; None under no zygote, before the fork or after its end (a pid taken again since
-    is no zygote's child)."""
+    pid and start there), while it runs; None under no zygote, before the fork or after its end (a pid taken again
+    since has another start)."""
     try:
-        pid = int((root / zygote.PID_FILE).read_text())
-        process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE or not zygote.is_zygote(process.parent()):
+        pid, started = (root / zygote.PID_FILE).read_text().split()
+        if not started or netns_start_ticks(int(pid)) != started:
             return None
-        return ProcessRef(pid, process.create_time())
-    except (OSError, ValueError, AttributeError, psutil.Error):
+        process = psutil.Process(int(pid))
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return ProcessRef(process.pid, process.create_time())
+    except (OSError, ValueError, psutil.Error):
         return None
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -58,10 +59,16 @@ PR_SET_PDEATHSIG, PR_SET_NAME = 1, 15
 def start(directory: Path, environ: Mapping[str, str]) -> tuple[subprocess.Popen, str]:
     """Start the zygote of a runtime in `directory` (its socket: directory/zygote.sock, the owner's only); returns
     (its process, the socket's path). It listens at once and imports after: a replica may ask while it imports.
-    Its errors go to directory/logs/zygote.log."""
+    Its interpreter starts with what a replica's does (environment.basics: PATH, HOME, LANG, one BLAS thread; no
+    PYTHONPATH or other PYTHON* setting of the shell's), its folder the runtime's. Its errors go to
+    directory/logs/zygote.log."""
+    from faasgd.local.environment import basics
+
     path = str(directory / "zygote.sock")
+    if os.path.exists(path):  # a crashed runtime's: wait_listening must see this one's
+        os.unlink(path)
     with open(directory / "logs" / "zygote.log", "ab") as log:
-        popen = subprocess.Popen([sys.executable, "-m", MODULE, path], env={**environ, **THREADS},
+        popen = subprocess.Popen([sys.executable, "-m", MODULE, path], env=basics(environ, str(directory)),
                                  cwd=directory, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     return popen, path
 
@@ -86,11 +93,6 @@ def wanted(environ: Mapping[str, str]) -> bool:
     return environ.get(OFF, "") in ("", "0")
 
 
-def is_zygote(process) -> bool:
-    """Whether a psutil.Process is a runtime's zygote (its command line names this module)."""
-    return process is not None and process.cmdline()[1:3] == ["-m", MODULE]
-
-
 def serve(path: str) -> None:
     address = path if len(path) < 100 else os.path.basename(path)  # sun_path holds 108 bytes; the cwd is its folder
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -103,13 +105,10 @@ def serve(path: str) -> None:
         os.umask(old_mask)
     listener.listen(64)
     signal.signal(signal.SIGTERM, lambda *_: leave(listener))  # until the loop takes over: nothing forked yet
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the runtime's to act on (its stop)
     sys.modules.setdefault("httpx._main", None)  # as index.py: httpx's command-line client is never run
-    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # the runtime's own start goes first
     try:
-        for name in PRELOAD:
-            importlib.import_module(name)
-        os.sched_setscheduler(0, policy, param)  # back (root may: replicas under the watchdog need root)
+        import_at_idle(listener)
     except Exception:  # noqa: BLE001 - whatever it is, the replicas start without the zygote; its log says why
         traceback.print_exc()  # a priority it could not take back too: its functions must not inherit it
         leave(listener)
@@ -117,6 +116,23 @@ def serve(path: str) -> None:
         print(f"faasgd zygote: {count} threads after the imports; replicas start as fresh processes", flush=True)
         leave(listener)
     Zygote(listener).run()
+
+
+def import_at_idle(listener: socket.socket) -> None:
+    """Import PRELOAD under SCHED_IDLE while nothing asks for a function process (the daemon, the gateway and the
+    stores start beside it on a small machine: `faasgd up` serves as soon as without it), at the runtime's own
+    policy from the first request on (SCHED_IDLE on a busy machine would make a replica wait on these imports for
+    as long as the machine stays busy); its functions fork at the runtime's policy (root may take it back:
+    replicas under the watchdog need root)."""
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    asked = select.poll()
+    asked.register(listener, select.POLLIN)
+    for name in PRELOAD:
+        if os.sched_getscheduler(0) == os.SCHED_IDLE and asked.poll(0):
+            os.sched_setscheduler(0, policy, param)
+        importlib.import_module(name)
+    os.sched_setscheduler(0, policy, param)
 
 
 def threads() -> int:
@@ -143,40 +159,55 @@ class Zygote:
     def run(self) -> None:
         while True:
             for key, _ in self.selector.select():
-                if key.data == "accept":
-                    self.accept()
-                elif key.data == "reap":
-                    os.read(self.wake_r, 4096)
-                    self.reap()
-                else:  # a requester's connection: readable only when it closed (it sends nothing after its request)
-                    self.abandoned(key.fileobj, key.data)
+                try:
+                    if key.data == "accept":
+                        self.accept()
+                    elif key.data == "reap":
+                        os.read(self.wake_r, 4096)
+                        self.reap()
+                    else:  # a requester's connection: readable only once closed (it sends nothing after its request)
+                        self.abandoned(key.fileobj, key.data)
+                except Exception:  # noqa: BLE001 - one request's trouble must not end every function with the zygote
+                    traceback.print_exc()
 
     def accept(self) -> None:
         connection, _ = self.listener.accept()
+        fds: list[int] = []
         try:
             connection.settimeout(5.0)  # the request comes right after the connection
-            message, fds, _, _ = socket.recv_fds(connection, MAX_MESSAGE, MAX_FDS)
+            message, fds, flags, _ = socket.recv_fds(connection, MAX_MESSAGE, MAX_FDS)
             connection.settimeout(None)
             request = json.loads(message)
-        except (OSError, ValueError):
-            connection.close()
+            if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC) or len(fds) != len(request["fds"]):
+                raise ValueError("a request cut short, or its descriptors not the ones it lists")
+            if gone(connection):  # it gave up waiting (and executed the function itself): fork nothing
+                raise ValueError("the requester is gone")
+            parent = os.getpid()
+            pid = os.fork()
+        except (OSError, ValueError, KeyError, TypeError):
+            for fd in fds:
+                os.close(fd)
+            connection.close()  # `enter` executes the function itself
             return
-        pid = os.fork()
         if pid == 0:
             os.close(connection.detach())  # the requester keeps its end; the function has no use for it
-            self.become(request, fds)  # never returns
+            self.become(request, fds, parent)  # never returns
         for fd in fds:
             os.close(fd)
         self.children[pid] = connection
+        self.selector.register(connection, selectors.EVENT_READ, pid)
         try:
             connection.send(json.dumps({"pid": pid}).encode())
         except OSError:
             pass  # gone already: abandoned() kills the child
-        self.selector.register(connection, selectors.EVENT_READ, pid)
 
     def abandoned(self, connection: socket.socket, pid: int) -> None:
-        """The requester (netns.py `enter`) is gone: so is its watchdog, and the function goes with them."""
-        self.selector.unregister(connection)
+        """The requester (netns.py `enter`) is gone: so is its watchdog, and the function goes with them. (Its
+        connection may have been closed already in this round of events, when the function's end came first.)"""
+        try:
+            self.selector.unregister(connection)
+        except (KeyError, ValueError):
+            return
         if self.children.get(pid) is connection:
             kill(pid)
 
@@ -212,9 +243,11 @@ class Zygote:
                 pass
         leave(self.listener)
 
-    def become(self, request: dict, fds: list[int]) -> None:
-        """In the forked child: the function process `python index.py` would have been, then its end."""
-        code = 1
+    def become(self, request: dict, fds: list[int], parent: int) -> None:
+        """In the forked child: the function process `python index.py` would have been. It ends as that one
+        would: SystemExit leaves through the zygote's frames (nothing there catches it) to the interpreter's own
+        end, which waits for non-daemon threads and runs the atexit handlers; an uncaught error is printed and
+        ends it with 1."""
         try:
             signal.set_wakeup_fd(-1)
             for number in (signal.SIGCHLD, signal.SIGTERM):
@@ -224,9 +257,10 @@ class Zygote:
             self.listener.close()
             for connection in self.children.values():  # other functions' requesters: the zygote's, not this one's
                 connection.close()
+            self.children.clear()
             os.close(self.wake_r)
             os.close(self.wake_w)
-            die_with_parent()
+            die_with_parent(parent)
             place_fds(fds, request["fds"])
             name_process(request["env"].get("HOSTNAME", ""))
             os.chdir(request["cwd"])
@@ -235,20 +269,15 @@ class Zygote:
             sys.argv = list(request["argv"])
             sys.orig_argv = [sys.executable, *request["argv"]]  # what a renewal execs (replica_renewal.exec_fresh)
             run_main(os.path.join(request["cwd"], request["argv"][0]))
-            code = 0
-        except SystemExit as end:
-            code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
-            if not isinstance(end.code, int) and end.code is not None:
-                print(end.code, file=sys.stderr)
-        except BaseException:
+        except SystemExit:
+            raise
+        except KeyboardInterrupt:
             traceback.print_exc()
-        finally:
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except Exception:
-                    pass
-            os._exit(code)
+            raise SystemExit(128 + signal.SIGINT)
+        except BaseException:  # noqa: BLE001 - as the interpreter reports an uncaught error
+            traceback.print_exc()
+            raise SystemExit(1)
+        raise SystemExit(0)
 
 
 def run_main(script: str) -> None:
@@ -282,13 +311,20 @@ def place_fds(received: list[int], targets: list[int]) -> None:
         os.close(fd)
 
 
-def die_with_parent() -> None:
+def die_with_parent(parent: int) -> None:
+    """SIGKILL when the zygote (`parent`, its pid taken before the fork) goes; at once if it went already."""
     import ctypes
 
-    parent = os.getppid()
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)
+
+
+def gone(connection: socket.socket) -> bool:
+    """Whether the other end of `connection` has closed it (its request read, nothing else to come)."""
+    check = select.poll()
+    check.register(connection, select.POLLRDHUP)
+    return any(events & (select.POLLRDHUP | select.POLLHUP) for _, events in check.poll(0))
 
 
 def name_process(name: str) -> None:

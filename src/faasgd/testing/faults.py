@@ -135,11 +135,10 @@ def cap_memory(runtime: Runtime, queries: list[dict]) -> str:
     Each process of the replica is capped (under of-watchdog the function is the watchdog's child, or the zygote's:
     local/zygote.py), as a container's memory limit covers all of its processes."""
     functions = runtime.gateway.request("GET", "/system/function/emnist-train").json().get("function_pids", [])
-    for pid in runtime.replica_pids():
-        replica = psutil.Process(pid)
-        for process in [replica, *replica.children(recursive=True), *map(psutil.Process, functions)]:
-            size = process.memory_info().vms
-            resource.prlimit(process.pid, resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
+    processes = [p for pid in runtime.replica_pids() for p in [psutil.Process(pid), *psutil.Process(pid).children(True)]]
+    for process in processes + [psutil.Process(pid) for pid in functions]:
+        size = process.memory_info().vms
+        resource.prlimit(process.pid, resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
     return "replicas' address space capped"
 
 

@@ -18,6 +18,8 @@ import pytest
 from faasgd.local import zygote
 from faasgd.local.watchdog import LAUNCHER
 
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(os.geteuid() != 0, reason="`enter` joins a network namespace: root")]
 FUNCTION = """\
 import json, os, signal, sys, time
 def report(**extra):
@@ -89,7 +91,7 @@ def test_the_function_forks_from_the_zygote_as_exec_would_have_started_it(tmp_pa
     assert {k: report[k] for k in same} == {k: exec_report[k] for k in same}
     assert report["cwd"] == str(tmp_path / "build" / "fn") and report["argv"] == ["index.py", "exit"]
     assert zygote.ENV not in report["env"] and zygote.PID_FILE_ENV not in report["env"]
-    assert int((tmp_path / "function.pid").read_text()) == report["pid"]
+    assert int((tmp_path / "function.pid").read_text().split()[0]) == report["pid"]
 
 
 def test_signals_reach_the_function_and_a_gone_requester_takes_it_along(tmp_path, forks):
@@ -150,3 +152,33 @@ def test_only_the_owner_may_ask_the_zygote(tmp_path, forks):
 def test_no_zygote_when_switched_off():
     assert zygote.wanted({}) and zygote.wanted({zygote.OFF: "0"})
     assert not zygote.wanted({zygote.OFF: "1"})
+
+
+def test_enter_reads_the_names_the_runtime_sets():  # netns.py runs on the standard library alone: its own copies
+    from faasgd.local import netns
+
+    assert (netns.ZYGOTE_ENV, netns.PID_FILE_ENV) == (zygote.ENV, zygote.PID_FILE_ENV)
+
+
+def test_enter_reads_the_names_the_runtime_sets():  # netns.py runs on the standard library alone: its own copies
+    from faasgd.local import netns
+
+    assert (netns.ZYGOTE_ENV, netns.PID_FILE_ENV) == (zygote.ENV, zygote.PID_FILE_ENV)
+
+
+def test_functions_and_their_requesters_killed_at_once_leave_the_zygote_serving(tmp_path, forks):
+    """Replica.stop_now's order: the watchdog (so `enter`, by its parent-death signal) and the function SIGKILLed
+    together; the zygote may see a function's end and its requester's in one round of events, many times over."""
+    popen, path = forks
+    for round_ in range(6):
+        (tmp_path / "report.json").unlink(missing_ok=True)
+        client, _ = enter(tmp_path, path)
+        function = psutil.Process(reported(tmp_path)["pid"])
+        function.kill()
+        client.kill()
+        client.wait(10)
+        function.wait(10)
+    assert popen.poll() is None  # still running
+    (tmp_path / "report.json").unlink(missing_ok=True)
+    client, _ = enter(tmp_path, path, "exit")
+    assert client.wait(30) == 7 and reported(tmp_path)["ppid"] == popen.pid  # and still forking

@@ -13,6 +13,8 @@ import pytest
 
 from faasgd.cli import direct, forkserver
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.mark.parametrize("argv, wanted", [
     (["train", "--direct", "--workers", "2"], True),
