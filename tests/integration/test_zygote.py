@@ -182,3 +182,22 @@ def test_functions_and_their_requesters_killed_at_once_leave_the_zygote_serving(
     (tmp_path / "report.json").unlink(missing_ok=True)
     client, _ = enter(tmp_path, path, "exit")
     assert client.wait(30) == 7 and reported(tmp_path)["ppid"] == popen.pid  # and still forking
+
+
+def test_enter_whose_watchdog_died_before_it_looked_runs_nothing(tmp_path, forks):
+    """`serve` names the watchdog's pid; an `enter` whose parent is another (the watchdog killed between its fork
+    and the first look: it was re-parented) exits at once, where it used to take its new parent for its watchdog
+    and run the function on as an orphan (seen once after a `faasgd down` during the replicas' start)."""
+    from faasgd.local import netns
+
+    _, path = forks
+    build = tmp_path / "build" / "fn"
+    build.mkdir(parents=True)
+    (build / "index.py").write_text(FUNCTION)
+    env = {"PATH": os.environ["PATH"], "REPORT": str(tmp_path / "report.json"), zygote.ENV: path,
+           netns.WATCHDOG_PID_ENV: str(os.getpid() + 1)}  # not its parent (this process is)
+    command = [sys.executable, "-S", str(LAUNCHER), "enter", f"/proc/{os.getpid()}/ns/net", sys.executable, "index.py"]
+    assert subprocess.run(command, cwd=build, env=env, timeout=30).returncode == 1
+    assert not (tmp_path / "report.json").exists()
+    env[netns.WATCHDOG_PID_ENV] = str(os.getpid())  # its parent indeed: it runs
+    assert subprocess.run(command + ["exit"], cwd=build, env=env, timeout=30).returncode == 7

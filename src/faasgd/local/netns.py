@@ -39,6 +39,7 @@ CHUNK = 65536
 ACCEPT_POLL_S = 1.0  # how often the forwarder looks whether its parent is still the one it had
 ZYGOTE_ENV = "FAASGD_ZYGOTE"  # faasgd.local.zygote.ENV (this file runs on the standard library alone)
 PID_FILE_ENV = "FAASGD_FUNCTION_PID_FILE"  # faasgd.local.zygote.PID_FILE_ENV
+WATCHDOG_PID_ENV = "FAASGD_WATCHDOG_PID"  # set by `serve` for `enter`: the watchdog's pid, its function's parent
 ZYGOTE_TIMEOUT_S = 30.0  # for the zygote's answer (its imports, on a loaded machine), then exec instead
 LISTEN_FD = 3  # bootstrap.py's listening socket (LISTEN_FDS)
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -48,9 +49,11 @@ def libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def die_with_parent() -> None:
-    """SIGKILL when the parent goes; at once if it has gone already (then this process has been re-parented)."""
-    parent = os.getppid()
+def die_with_parent(expected: int | None = None) -> None:
+    """SIGKILL when the parent goes; at once if it has gone already (then this process has been re-parented).
+    With `expected` (the pid the parent must have), also at once when the parent is another: a parent that died
+    before this process first asked would otherwise pass for its parent the process it was re-parented to."""
+    parent = os.getppid() if expected is None else expected
     libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)
@@ -133,6 +136,7 @@ def serve(port: int, command: list[str]) -> None:
     if os.fork() == 0:
         forward(listener, port, parent)
     listener.close()
+    os.environ[WATCHDOG_PID_ENV] = str(parent)  # this pid stays the watchdog's through the execs to come
     os.execvp(command[0], command)
 
 
@@ -208,7 +212,8 @@ def main(argv: list[str]) -> None:
         serve(int(where), command)
     elif verb == "enter":
         enter(where)
-        die_with_parent()
+        watchdog = os.environ.pop(WATCHDOG_PID_ENV, "")
+        die_with_parent(int(watchdog) if watchdog.isdigit() else None)
         start_function(command)
     else:
         sys.exit(f"netns.py: serve PORT COMMAND... | enter NETNS COMMAND..., not {verb!r}")
