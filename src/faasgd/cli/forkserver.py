@@ -9,24 +9,30 @@ imports only, no store client or connection (pymemcache's clients are not fork-a
 with the command's process, as a spawned one did. It exits with the process that started it (its end of a pipe
 closes), once its imports are done: a command refused for a bad flag leaves it for at most those (< 1 s).
 
-Kept to the standard library and faasgd.blas_threads: it is imported before the command's own imports.
+Light: the command line imports it before its own heavier imports (numpy, the config model).
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.forkserver
 import os
+from typing import TYPE_CHECKING
 
-from faasgd.blas_threads import THREADS
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
 
 # What a worker process runs: this module's caller and its store's clients (the rest they import)
 WORKER_MODULES = ["faasgd.cli.direct", "faasgd.store.redis_store", "faasgd.store.memcached_store", "threadpoolctl"]
 
 
-def start() -> multiprocessing.context.BaseContext:
-    """Start the forkserver if it is not running (it imports WORKER_MODULES with THREADS in its environment; this
-    process's environment is left as it was) and return the context that launches processes through it."""
+def start() -> BaseContext:
+    """Start the forkserver if it is not running (it imports WORKER_MODULES with one BLAS thread, the replicas'
+    THREADS, in its environment; this process's environment is left as it was) and return the context that
+    launches processes through it."""
+    import multiprocessing
+    import multiprocessing.forkserver
+
+    from faasgd.local.environment import THREADS
+
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(WORKER_MODULES)
     saved = {key: os.environ.get(key) for key in THREADS}

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from faasgd.blas_threads import THREADS
 from faasgd.local import services
 from faasgd.local.stack import FunctionSpec
 
+# One BLAS/OpenMP thread: a worker steps on one core, and numpy started with more has OpenBLAS spin them up at
+# import (~0.08 s of CPU a process) only to be limited to one before the first step. Also `train --direct`'s
+# workers' (cli/forkserver.py).
+THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 BASICS = ("PATH", "HOME", "LANG")  # what a container has without asking
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Docker's default PATH
 SECRETS_ENV = "FAASGD_SECRETS_DIR"  # where the core reads secret files (faasgd.store)

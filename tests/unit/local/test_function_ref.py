@@ -1,6 +1,6 @@
 """A replica's function process, as its pid file names it (local/pods.py function_ref, written by netns.py `enter`
 under the zygote): a pid is taken for it only while its start matches; and the zygote's check that a requester
-still waits (local/zygote.py gone)."""
+still waits (local/zygote_server.py gone)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import selectors
 import socket
 
-from faasgd.local import pods, zygote
+from faasgd.local import pods, zygote, zygote_server
 from faasgd.local.netns import start_ticks
 
 
@@ -27,15 +27,15 @@ def test_a_requester_that_closed_its_end_is_gone():
     waiting, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     with waiting, zygote_end:
         waiting.send(b"request")
-        assert not zygote.gone(zygote_end)
+        assert not zygote_server.gone(zygote_end)
         waiting.close()
-        assert zygote.gone(zygote_end)  # its request is still queued: fork nothing for it
+        assert zygote_server.gone(zygote_end)  # its request is still queued: fork nothing for it
 
 
 def test_a_requester_whose_connection_was_closed_in_the_same_round_is_passed_over():
     """A function's end and its requester's in one round of events (Replica.stop_now kills both): the end is reaped
     first, closing the connection; the requester's event that follows must not end the zygote."""
-    forks = zygote.Zygote.__new__(zygote.Zygote)  # its loop's state only: no listener, no signal handlers
+    forks = zygote_server.Zygote.__new__(zygote_server.Zygote)  # its loop's state only: no listener, no signal handlers
     forks.selector, forks.children = selectors.DefaultSelector(), {}
     requester, connection = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     with requester:
