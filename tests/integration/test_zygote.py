@@ -46,6 +46,7 @@ def forks(tmp_path):
     (tmp_path / "logs").mkdir()
     popen, path = zygote.start(tmp_path, os.environ)
     assert zygote.wait_listening(popen, path)
+    zygote.hurry(popen)  # as the daemon does before the replicas start
     yield popen, path
     popen.kill()
     popen.wait(10)
@@ -122,6 +123,7 @@ def test_the_zygote_stops_its_functions_and_they_die_with_it(tmp_path, forks):
     second, _ = zygote.start(tmp_path, os.environ)
     try:
         assert zygote.wait_listening(second, path)
+        zygote.hurry(second)
         client, _ = enter(tmp_path, path)
         function = psutil.Process(reported(tmp_path)["pid"])
         second.kill()  # a zygote killed outright: its functions go with it (their parent-death signal)

@@ -300,6 +300,8 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         gateway.start(listener, (listen(site.gateway_ip, args.port),) if site is not None else ())
         # the replicas start once the gateway serves (their imports would slow its start on a small machine);
         # `up` returns at "ready", and a call for a function whose replicas are still starting waits for one
+        if forks is not None:
+            zygote.hurry(forks[0])  # the replicas ask it now: off SCHED_IDLE
         supervisor.start(ready_timeout_s=None)
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
         write_state(directory, {**state, **replica_entries(supervisor)})

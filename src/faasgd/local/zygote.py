@@ -75,3 +75,12 @@ def wait_listening(popen: subprocess.Popen, path: str, timeout_s: float = 10.0) 
 def wanted(environ: Mapping[str, str]) -> bool:
     """Unless OFF is set (to anything but "" or "0"): a start timed as a container's, imports and all."""
     return environ.get(OFF, "") in ("", "0")
+
+
+def hurry(popen: subprocess.Popen) -> None:
+    """Give the zygote this process's scheduling policy back (it imports at SCHED_IDLE while the runtime starts):
+    the replicas are about to ask it for their function processes. Quietly nothing when not allowed or gone."""
+    try:
+        os.sched_setscheduler(popen.pid, os.sched_getscheduler(0), os.sched_getparam(0))
+    except OSError:
+        pass

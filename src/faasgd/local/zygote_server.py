@@ -40,7 +40,7 @@ def serve(path: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the runtime's to act on (its stop)
     sys.modules.setdefault("httpx._main", None)  # as index.py: httpx's command-line client is never run
     try:
-        import_at_idle(listener)
+        import_at_idle()
     except Exception:  # noqa: BLE001 - whatever it is, the replicas start without the zygote; its log says why
         traceback.print_exc()  # a priority it could not take back too: its functions must not inherit it
         leave(listener)
@@ -50,19 +50,15 @@ def serve(path: str) -> None:
     Zygote(listener).run()
 
 
-def import_at_idle(listener: socket.socket) -> None:
-    """Import PRELOAD under SCHED_IDLE while nothing asks for a function process (the daemon, the gateway and the
-    stores start beside it on a small machine: `faasgd up` serves as soon as without it), at the runtime's own
-    policy from the first request on (SCHED_IDLE on a busy machine would make a replica wait on these imports for
-    as long as the machine stays busy); its functions fork at the runtime's policy (root may take it back:
-    replicas under the watchdog need root)."""
+def import_at_idle() -> None:
+    """Import PRELOAD under SCHED_IDLE (the daemon, the gateway and the stores start beside it on a small machine:
+    `faasgd up` serves as soon as without it) until the daemon, about to start the replicas, gives it the runtime's
+    policy back (zygote.hurry: SCHED_IDLE on a busy machine would hold the replicas back for as long as it stays
+    busy); at the end it takes that policy back itself (root may: replicas under the watchdog need root), so its
+    functions fork at the runtime's."""
     policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    asked = select.poll()
-    asked.register(listener, select.POLLIN)
     for name in PRELOAD:
-        if os.sched_getscheduler(0) == os.SCHED_IDLE and asked.poll(0):
-            os.sched_setscheduler(0, policy, param)
         importlib.import_module(name)
     os.sched_setscheduler(0, policy, param)
 
