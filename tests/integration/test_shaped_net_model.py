@@ -100,6 +100,7 @@ def test_the_bench_stopped_mid_cell_removes_its_nodes(sig):
         # the forkserver the workers forked from (cli/forkserver.py) ends by itself once the bench has: the end of
         # its pipe to the bench closes; its children, the workers, the bench stopped before it ended
         _, alive = psutil.wait_procs([psutil.Process(pid) for pid in pids if psutil.pid_exists(pid)], timeout=5)
-        assert not [p.pid for p in alive if p.status() != "zombie"]
+        left = [p for p in alive if p.status() != "zombie"]
+        assert not left, [(p.pid, p.ppid(), p.cmdline()[:6]) for p in left]
     finally:
         remove_all(prefix)

@@ -13,9 +13,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import multiprocessing.connection
+import os
+import signal
 import sys
+import threading
 import time
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from faasgd import job
 from faasgd.job import ending, result
@@ -46,6 +50,28 @@ def worker_process(request: orchestrate.TrainRequest, store_url: str) -> None:
         sys.exit(1)
 
 
+@contextmanager
+def signals_held(*signums: int) -> Iterator[None]:
+    """Run the block with these signals' handlers held back: one that arrives meanwhile is handled as it would have
+    been once the block is done (in the main thread; elsewhere Python runs no signal handler anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[tuple[int, object]] = []
+    previous = {signum: signal.signal(signum, lambda n, frame: caught.append((n, frame))) for signum in signums}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum, frame in caught[:1]:
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)
+
+
 class WorkerProcesses:
     """Launches worker processes (forked from the forkserver: no state shared with this one) and knows how they
     ended."""
@@ -58,8 +84,11 @@ class WorkerProcesses:
     def launch(self, request: orchestrate.TrainRequest) -> str:
         process = self.context.Process(target=worker_process, args=(request, self.store_url),
                                        name=f"faasgd-worker-{request.worker_id}")
-        process.start()
-        self.processes.append(process)
+        # Ctrl-C or SIGTERM while it starts would leave it running untracked (the forkserver has forked it, its pid
+        # not yet read): they wait until it is listed, and `stop` then ends it with the others
+        with signals_held(signal.SIGINT, signal.SIGTERM):
+            process.start()
+            self.processes.append(process)
         return f"pid-{process.pid}"
 
     def sleep(self, seconds: float) -> None:
