@@ -171,6 +171,10 @@ class ContainerReplica:
         self.healthy, self.failures = readiness(self.healthy, self.failures, answered)
         return self.healthy
 
+    def function_pid(self) -> int | None:
+        """None: a container runs its image's own processes, none forked by the runtime's zygote."""
+        return None
+
     def stop(self, grace_s: int = STOP_GRACE_S) -> None:
         """`docker stop` (SIGTERM, then SIGKILL after the grace period), remove it and its folder."""
         if self.container:
