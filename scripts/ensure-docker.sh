@@ -63,6 +63,7 @@ start_dockerd() {
     local pid=$! waited=0
     until answers; do
         if ! kill -0 "$pid" 2>/dev/null; then
+            answers && break  # a daemon that came up between the two looks (one that forks, a fake) is up
             unavailable "dockerd exited: $(tail -n 1 "$dockerd_log" 2>/dev/null)"
         fi
         [ "$waited" -ge "$wait_s" ] && unavailable "dockerd did not answer within ${wait_s}s (log: $dockerd_log)"

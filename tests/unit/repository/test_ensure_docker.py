@@ -14,7 +14,7 @@ import pytest
 from support.paths import ROOT
 
 SCRIPT = ROOT / "scripts" / "ensure-docker.sh"
-UTILITIES = ("bash", "dirname", "mkdir", "rm", "tail", "sleep", "setsid", "cat", "tr", "touch")
+UTILITIES = ("bash", "dirname", "mkdir", "rm", "tail", "sleep", "setsid", "cat", "tr", "touch", "grep")
 IMAGES = ("python:3.11-slim-bookworm", "ghcr.io/openfaas/of-watchdog:0.11.3")
 
 DOCKER = """#!/usr/bin/env bash
@@ -118,9 +118,31 @@ def test_a_silent_machine_gets_dockerd_started_and_then_the_missing_base_images(
     done = machine.run()
     assert done.returncode == 0, done.stderr
     calls = machine.calls()
+    assert "base-images" in calls, machine.reason.read_text() if machine.reason.exists() else calls
     assert calls.index("dockerd") < calls.index("base-images")
     assert calls.count("base-images") == 1  # one build makes both images
     assert not machine.reason.exists()
+
+
+def test_a_daemon_up_by_the_time_its_starter_exits_is_taken_as_up(machine):
+    # the order a CI run hit: `docker info` finds no daemon, then dockerd comes up and its process exits before the
+    # script looks at it; the script must look at the daemon again before it calls the exit a failure
+    machine.has("debootstrap", "docker-registry")
+    machine.tool("docker", """#!/usr/bin/env bash
+case "$1" in
+  info) [ -f "$FAKE/daemon-up" ]; up=$?
+        echo "docker info" >>"$FAKE/calls"
+        [ "$up" -ne 0 ] && [ "$(grep -c 'docker info' "$FAKE/calls")" -eq 2 ] && sleep 1  # dockerd ends meanwhile
+        exit "$up" ;;
+  image) echo "docker $*" >>"$FAKE/calls"; [ -f "$FAKE/image-$(echo "$3" | tr '/:' '__')" ] ;;
+esac
+""")
+    machine.tool("dockerd", 'until [ "$(grep -c "docker info" "$FAKE/calls")" -ge 2 ]; do sleep 0.05; done\n'
+                            'echo dockerd >>"$FAKE/calls"; touch "$FAKE/daemon-up"')
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert not machine.reason.exists(), machine.reason.read_text()
+    assert machine.calls().count("base-images") == 1
 
 
 def test_dockerd_that_exits_gives_its_last_line_as_the_reason(machine):
