@@ -66,7 +66,7 @@ def answers(port: int, request: bytes, reply: bytes) -> bool:
 def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp_path):
     directory = tmp_path / ".faasgd"
     stack = stacks.stack_copy(ROOT, tmp_path / "stack", edit=stacks.with_store_groups)  # naming the sharded stores
-    temp = tmp_path / "tmp"  # the runtime's own temp folders (servers' configs, logs, auth files) go here
+    temp = tmp_path / "tmp"  # the machine's temp folder: the runtime puts nothing there (its own is <dir>/tmp)
     temp.mkdir()
     started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*",  # as `faasgd train` does
                      "-f", stack, "--redis-cluster-masters", 2, env={**os.environ, "TMPDIR": str(temp)})
@@ -97,7 +97,8 @@ def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp
         processes = tree(pids)
         ports = listening_ports(processes)
         assert len(processes) > len(pids) and ports  # the watchdogs' functions are in the tree; the servers listen
-        assert list(temp.iterdir())  # the servers' temp folders, until down
+        # the servers' temp folders (configs, logs, the auth files with the stores' password) are the runtime's own
+        assert list((directory / "tmp").iterdir()) and list(temp.iterdir()) == []
 
         stopped = faasgd("down", "--dir", directory)
         assert stopped.returncode == 0, stopped.stderr
@@ -106,9 +107,38 @@ def test_up_serves_a_first_call_while_replicas_start_and_down_leaves_nothing(tmp
         assert [port for port in ports if not refused(port)] == []
         assert not (directory / "state.json").exists()
         assert not (directory / "replicas").exists() or not list((directory / "replicas").iterdir())
-        assert list(temp.iterdir()) == []  # every server's temp folder removed, the daemon ending at once or not
+        assert not (directory / "tmp").exists() and list(temp.iterdir()) == []  # every server's temp folder gone
     finally:
         faasgd("down", "--dir", directory)  # after a failed assertion too; nothing to stop otherwise
+
+
+def test_down_after_the_runtime_was_killed_stops_its_servers_and_removes_their_files(tmp_path):
+    # a SIGKILLed daemon removes nothing: its servers' folders (configs, logs) stayed in /tmp for good when they were
+    # made there (hundreds a day on a test machine); `down` stops the servers and removes the folders
+    directory = tmp_path / ".faasgd"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*", env=env)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        state = json.loads((directory / "state.json").read_text())
+        servers = [psutil.Process(entry["pid"]) for entry in [*state["stores"].values(), state["broker"]]]
+        folders = list((directory / "tmp").iterdir())
+        logs = sorted(path.name for folder in folders for path in folder.iterdir() if path.suffix == ".log")
+        assert logs == ["memcached.log", "nats.log", "redis.log"]  # a folder for each server, its log in it
+        os.kill(state["pid"], 9)
+        psutil.Process(state["pid"]).wait(10)
+        assert all(server.is_running() for server in servers)  # orphaned: nothing stopped them, nothing removed
+        assert all(folder.exists() for folder in folders)
+
+        stopped = faasgd("down", "--dir", directory, env=env)
+        assert stopped.returncode == 0, stopped.stderr
+        assert not [server.pid for server in servers if server.is_running()
+                    and server.status() != psutil.STATUS_ZOMBIE]
+        assert not (directory / "tmp").exists() and list(temp.iterdir()) == []
+    finally:
+        faasgd("down", "--dir", directory)
 
 
 def test_the_shipped_stack_names_no_store_group_and_starts_none(tmp_path):

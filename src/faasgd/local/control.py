@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from faasgd.local import credentials, processes
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
 from faasgd.local.stack_groups import GroupSizes, member_refs
-from faasgd.local.state_file import STATE_FILE, load_state
+from faasgd.local.state_file import STATE_FILE, TEMP_FOLDER, load_state
 
 # `faasgd down` and `status` import this module: what only `up` or a container runtime needs (httpx through
 # faasgd.openfaas, the Docker client, the watchdog's finder) is imported where it is used.
@@ -195,6 +196,9 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
     if daemon is not None and processes.stop(daemon, DOWN_TIMEOUT_S):  # it stops its children itself
         stopped.append(daemon.pid)
     stopped += _leftovers(directory, state)[0]
+    # the servers' temp folders: the daemon removes each as it stops its server; these are a crashed runtime's,
+    # and those of servers a runtime adopted from the one before it
+    shutil.rmtree(directory / TEMP_FOLDER, ignore_errors=True)
     if state.get("backend") == "docker" and isinstance(state.get("runtime_id"), str):
         from faasgd.local import docker_cli
         from faasgd.local.containers import RUNTIME_LABEL

@@ -30,6 +30,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -50,7 +51,7 @@ from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
 from faasgd.local.store_groups import ServerGroup
-from faasgd.local.state_file import STATE_FILE, STATE_LOCK, write_state
+from faasgd.local.state_file import STATE_FILE, STATE_LOCK, TEMP_FOLDER, write_state
 from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
                                  start_redis, stop_all)
 
@@ -208,8 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     for folder in ("logs", "build"):
         (directory / folder).mkdir(parents=True, exist_ok=True)
     shutil.rmtree(directory / "replicas", ignore_errors=True)  # copies of secrets a crashed runtime left
-    for folder in ("secrets", "replicas"):  # secret values and their per-replica copies: the owner's only
-        (directory / folder).mkdir(mode=0o700, parents=True, exist_ok=True)
+    for folder in ("secrets", "replicas", TEMP_FOLDER):  # secret values, their per-replica copies, the servers'
+        (directory / folder).mkdir(mode=0o700, parents=True, exist_ok=True)  # files: the owner's only
+    tempfile.tempdir = str(directory / TEMP_FOLDER)  # every server this process starts keeps its files there
     args.port = args.port or free_port()
     login, _ = credentials.ensure(directory / "secrets")
     stop = threading.Event()

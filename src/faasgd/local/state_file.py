@@ -12,6 +12,10 @@ import threading
 from pathlib import Path
 
 STATE_FILE = "state.json"
+# the temp folders of the servers the runtime starts (their configs and logs): <dir>/tmp, not /tmp, so those of a
+# runtime killed before it could remove them are where `faasgd down` removes them, once it has stopped what that
+# runtime left running (in /tmp they stayed for good: hundreds a day on a machine that runs the tests)
+TEMP_FOLDER = "tmp"
 STATE_LOCK = threading.Lock()  # the supervisor's thread and the gateway's scale calls rewrite the file; the daemon
 # also holds it while it changes the state it writes (a replica asking for S3), so a rewrite never sees it half-changed
 
