@@ -62,9 +62,9 @@ def run_numpy(epochs: int, launched: float, target: float = TARGET) -> dict:
     rng = np.random.default_rng(0)
     weights = model.init_params(sizes, rng)
     grad = np.empty_like(weights)
-    ready, reached, train_s, accuracy = time.monotonic() - launched, None, 0.0, None
+    ready, reached, train_s, accuracy, passes = time.monotonic() - launched, None, 0.0, None, None
     with threadpool_limits(1):  # the best thread count on this size (bench/throughput.py)
-        for _ in range(epochs):
+        for epoch in range(1, epochs + 1):
             epoch_start = time.monotonic()
             order = rng.permutation(len(train.y))
             for first in range(0, len(order), BATCH):
@@ -74,9 +74,9 @@ def run_numpy(epochs: int, launched: float, target: float = TARGET) -> dict:
             train_s += time.monotonic() - epoch_start
             accuracy = model.accuracy(weights, sizes, test.x, test.y)
             if reached is None and accuracy >= target:
-                reached = time.monotonic() - launched
+                reached, passes = time.monotonic() - launched, epoch
     return {"time_to_target_s": reached, "ready_s": ready, "samples_per_s": epochs * len(train.y) / train_s,
-            "final_accuracy": accuracy, "peak_rss_mb": [peak_rss_mb()]}
+            "final_accuracy": accuracy, "peak_rss_mb": [peak_rss_mb()], "passes_to_target": passes}
 
 
 def run_keras(epochs: int, launched: float, target: float = TARGET) -> dict:
@@ -91,7 +91,7 @@ def run_keras(epochs: int, launched: float, target: float = TARGET) -> dict:
                                tf.keras.layers.Dense(10)])
     net.compile(optimizer=tf.keras.optimizers.SGD(LEARNING_RATE),
                 loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    seen = {"reached": None, "train_s": 0.0, "accuracy": None, "ready": None}
+    seen = {"reached": None, "train_s": 0.0, "accuracy": None, "ready": None, "passes": None}
 
     class Watch(tf.keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
@@ -102,12 +102,12 @@ def run_keras(epochs: int, launched: float, target: float = TARGET) -> dict:
             seen["train_s"] += time.monotonic() - self.epoch_start
             seen["accuracy"] = float(net.evaluate(test.x, test.y, batch_size=8192, verbose=0)[1])
             if seen["reached"] is None and seen["accuracy"] >= target:
-                seen["reached"] = time.monotonic() - launched
+                seen["reached"], seen["passes"] = time.monotonic() - launched, epoch + 1
 
     net.fit(train.x, train.y, batch_size=BATCH, epochs=epochs, shuffle=True, verbose=0, callbacks=[Watch()])
     return {"time_to_target_s": seen["reached"], "ready_s": seen["ready"],
             "samples_per_s": epochs * len(train.y) / seen["train_s"], "final_accuracy": seen["accuracy"],
-            "peak_rss_mb": [peak_rss_mb()]}
+            "peak_rss_mb": [peak_rss_mb()], "passes_to_target": seen["passes"]}
 
 
 def run_keras_cnn(epochs: int, launched: float, target: float = CNN_TARGET) -> dict:
@@ -185,7 +185,7 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
         peaks = [vm_hwm_mb(pid) for pid in train.get("function_pids", [])] or [tree_hwm_mb(p) for p in train["pids"]]
         return {"time_to_target_s": reached, "ready_s": started - launched, "samples_per_s": result["samples_per_s"],
                 "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": peaks,
-                "epochs": result.get("epochs"), "lower": lower,
+                "epochs": result.get("epochs"), "lower": lower, "passes_to_target": passes_to_target(status, target),
                 "split": {key: result[key] for key in peers_report.SPLIT_KEYS}}
     finally:
         control.down(directory)
@@ -212,6 +212,14 @@ def times_to_accuracy(status: dict, finished_at: float, since_launch: float, tar
         return next((at + offset for at, value in points if value >= accuracy), None)
 
     return first(target), {str(t): at for t in lower if (at := first(t)) is not None}, offset
+
+
+def passes_to_target(status: dict, target: float) -> int | None:
+    """The job's epoch (each worker's e-th pass over its shard: e passes over the training rows in all) whose test
+    evaluation first reached `target`, as the one-process rows count theirs; None when none did."""
+    crossed = sorted((e["at"], e["epoch"]) for e in status.get("events", [])
+                     if e.get("event") == "epoch" and (e.get("test_accuracy") or 0.0) >= target)
+    return crossed[0][1] if crossed else None
 
 
 def run_faasgd_direct(epochs: int, launched: float, target: float = TARGET) -> dict:
@@ -244,7 +252,8 @@ def run_faasgd_direct(epochs: int, launched: float, target: float = TARGET) -> d
         return {"time_to_target_s": reached, "ready_s": started - launched, "job_offset_s": offset,
                 "samples_per_s": result["samples_per_s"],
                 "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": sorted(peaks.values()),
-                "epochs": result.get("epochs"), "split": {key: result[key] for key in peers_report.SPLIT_KEYS}}
+                "epochs": result.get("epochs"), "passes_to_target": passes_to_target(status, target),
+                "split": {key: result[key] for key in peers_report.SPLIT_KEYS}}
     finally:
         server.stop()
 

@@ -2,7 +2,9 @@
 
 A row is what one of bench/peers.py's runners returns: time_to_target_s (None when never reached) and ready_s on
 CLOCK_MONOTONIC from the bench's launch of the row's process, samples_per_s, final_accuracy, peak_rss_mb (one per
-process), and for the torch rows param_digests (one per process).
+process), passes_to_target (the passes over the training rows after which the test accuracy first reached the
+target: every row evaluates the test rows once a pass, so its time to target is its ready time plus that many
+passes), and for the torch rows param_digests (one per process).
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ def summarise(runs: list[dict]) -> dict:
     def median(key: str) -> float:
         return statistics.median(run[key] for run in done)
 
+    passes = [run["passes_to_target"] for run in done if run.get("passes_to_target") is not None]
     return {"time_to_target_s": statistics.median(times) if times else None, "spread": times[::len(times) - 1 or 1],
+            "passes_to_target": statistics.median(passes) if passes else None,
             "reached": f"{len(times)}/{len(runs)}", "ready_s": median("ready_s"),
             "samples_per_s": median("samples_per_s"), "final_accuracy": median("final_accuracy"),
             "peak_rss_mb": max(run["peak_rss_mb"] for run in done),
@@ -55,16 +59,20 @@ def print_mlp(rows: dict[str, dict], target: float) -> None:
     """The MLP table (summarised rows), the ratios of time to target, DDP's ranks, faasgd's memory budget."""
     print("times on CLOCK_MONOTONIC (time.monotonic) from just before the bench starts the row's process; ready: "
           "to the first training step (faasgd: to the setup call)")
+    print("passes: over the training rows until the test accuracy (evaluated once a pass) first reached the target; "
+          "s a pass: (to target - ready) / passes, medians of each")
     print(f"{'':<9} {'threads':<18} {'ready (s)':>9} {f'to {target} (s)':>11} {'[min-max]':>11} {'reached':>7} "
-          f"{'samples/s':>10} {'final acc':>9}  peak RSS per process (MB)")
+          f"{'passes':>6} {'s a pass':>8} {'samples/s':>10} {'final acc':>9}  peak RSS per process (MB)")
     for role, row in rows.items():
         if "error" in row:
             print(f"{role:<9} failed: {row['error']}")
             continue
         ttt, spread = row["time_to_target_s"], "-".join(f"{t:.1f}" for t in row["spread"]) or "-"
+        passes, per_pass = row.get("passes_to_target"), pass_seconds(row)
         print(f"{role:<9} {THREADS[role]:<18} {row['ready_s']:>9.2f} {'-' if ttt is None else f'{ttt:.2f}':>11} "
-              f"{spread:>11} {row['reached']:>7} {row['samples_per_s']:>10,.0f} {row['final_accuracy']:>9.4f}  "
-              f"{', '.join(f'{m:.0f}' for m in row['peak_rss_mb'])}")
+              f"{spread:>11} {row['reached']:>7} {'-' if passes is None else f'{passes:g}':>6} "
+              f"{'-' if per_pass is None else f'{per_pass:.2f}':>8} {row['samples_per_s']:>10,.0f} "
+              f"{row['final_accuracy']:>9.4f}  {', '.join(f'{m:.0f}' for m in row['peak_rss_mb'])}")
     print(f"time to {target}: faasgd / numpy limit = {ratio(rows, 'faasgd', 'numpy')} (goal <= 1.5); keras / faasgd "
           f"= {ratio(rows, 'keras', 'faasgd')}, torch / faasgd = {ratio(rows, 'torch', 'faasgd')}, torch-ddp / "
           f"faasgd = {ratio(rows, 'torch-ddp', 'faasgd')} (goals >= 2)")
@@ -74,6 +82,9 @@ def print_mlp(rows: dict[str, dict], target: float) -> None:
             print(f"{role} (64 rows a step per worker): {role} / numpy = {ratio(rows, role, 'numpy')}{goal}; keras / "
                   f"{role} = {ratio(rows, 'keras', role)}, torch / {role} = {ratio(rows, 'torch', role)}, torch-ddp / "
                   f"{role} = {ratio(rows, 'torch-ddp', role)}")
+    for role in ("faasgd", "faasgd-64", "direct-64"):  # the ratio in its three factors: start, passes, a pass's time
+        if role in rows and "error" not in rows[role] and "error" not in rows["numpy"]:
+            print(against_numpy(rows, role))
     if "error" not in rows["torch-ddp"]:
         same = "yes" if rows["torch-ddp"]["same_params"] else "NO"
         print(f"torch-ddp: the ranks ended with identical parameters: {same}")
@@ -89,6 +100,28 @@ def print_mlp(rows: dict[str, dict], target: float) -> None:
         budget = 1.5 * (rows_mb + 5 * params_mb + replica_imports_mb())
         print(f"worker peak RSS {max(rows['faasgd']['peak_rss_mb']):.0f} MB against the budget 1.5 x (uint8 rows "
               f"{rows_mb:.0f} + 5 x params {params_mb:.1f} + a replica's imports) = {budget:.0f} MB")
+
+
+def against_numpy(rows: dict[str, dict], role: str) -> str:
+    """Where `role`'s time to target differs from numpy's: its ready time, its passes to the target, its seconds a
+    pass (time to target = ready + passes x s a pass, for each row)."""
+    row, numpy = rows[role], rows["numpy"]
+
+    def both(a, b, form):
+        shown = lambda v: "-" if v is None else format(v, form)  # noqa: E731
+        times = f" ({a / b:.2f} x)" if a is not None and b else ""
+        return f"{shown(a)} against {shown(b)}{times}"
+
+    return (f"{role} against numpy: ready (s) {both(row['ready_s'], numpy['ready_s'], '.2f')}; passes "
+            f"{both(row.get('passes_to_target'), numpy.get('passes_to_target'), 'g')}; s a pass "
+            f"{both(pass_seconds(row), pass_seconds(numpy), '.2f')}")
+
+
+def pass_seconds(row: dict) -> float | None:
+    """A summarised row's seconds a pass over the training rows on its way to the target (training, the pass's test
+    evaluation and, for faasgd, the exchanges with the store): (time to target - ready) / passes to target."""
+    ttt, passes = row.get("time_to_target_s"), row.get("passes_to_target")
+    return (ttt - row["ready_s"]) / passes if ttt is not None and passes else None
 
 
 def print_split(split: dict, role: str = "faasgd") -> None:

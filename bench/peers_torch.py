@@ -116,6 +116,7 @@ def run_torch(epochs: int, launched: float, target: float) -> dict:
             reached = time.monotonic() - launched
     return {"time_to_target_s": reached, "ready_s": ready, "samples_per_s": epochs * len(y) / train_s,
             "final_accuracy": accuracies[-1], "accuracies": accuracies, "peak_rss_mb": [peak_rss_mb()],
+            "passes_to_target": passes_to_target(accuracies, target),
             "param_digests": [digest(flat_params(net))]}
 
 
@@ -182,7 +183,14 @@ def train_rank(rank: int, epochs: int, launched: float, target: float) -> dict:
             reached = time.monotonic() - launched
     return {"time_to_target_s": reached, "ready_s": ready, "samples_per_s": epochs * len(y) / train_s,
             "final_accuracy": accuracies[-1], "accuracies": accuracies, "peak_rss_mb": peak_rss_mb(),
+            "passes_to_target": passes_to_target(accuracies, target),
             "param_digest": digest(flat_params(net.module))}
+
+
+def passes_to_target(accuracies: list[float], target: float) -> int | None:
+    """The pass over the training rows after which the test accuracy first reached `target` (accuracies[0] is
+    before any training); None when none did."""
+    return next((epoch for epoch, accuracy in enumerate(accuracies) if epoch and accuracy >= target), None)
 
 
 def digest(flat) -> str:

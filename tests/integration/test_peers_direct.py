@@ -22,6 +22,7 @@ def test_the_direct_row_lies_within_the_outer_stopwatch():
     # the job was created inside direct.train's call (after `ready`), and its span on the store's clock fits in it
     assert 0 < row["ready_s"] <= row["job_offset_s"] < row["time_to_target_s"] <= outer_s
     assert row["final_accuracy"] >= 0.70 and row["samples_per_s"] > 0
+    assert row["passes_to_target"] == 1  # the one pass's test evaluation crossed
     # both workers' peaks were read while they ran (they are the forkserver's children, not this row's): each holds
     # at least its data rows (55,000 x 784 uint8 split in two: ~21 MB) and numpy, and no copy of the whole set
     assert len(row["peak_rss_mb"]) == 2 and all(40 < mb < 400 for mb in row["peak_rss_mb"]), row["peak_rss_mb"]
@@ -31,14 +32,17 @@ def test_the_direct_row_lies_within_the_outer_stopwatch():
 
 
 def test_times_count_from_the_launch_on_the_test_curve_only():
-    events = [{"event": "epoch", "at": 103.0, "test_accuracy": None},  # another worker evaluated this round
+    events = [{"event": "epoch", "epoch": 1, "at": 103.0, "test_accuracy": None},  # another worker evaluated it
               {"event": "check", "at": 103.5, "accuracy": 0.9},  # validation only: not a test figure
-              {"event": "epoch", "at": 104.5, "test_accuracy": 0.84},
-              {"event": "epoch", "at": 104.0, "test_accuracy": 0.86},  # events need not come in time order
-              {"event": "epoch", "at": 106.0, "test_accuracy": 0.91}]
+              {"event": "epoch", "epoch": 3, "at": 104.5, "test_accuracy": 0.84},
+              {"event": "epoch", "epoch": 2, "at": 104.0, "test_accuracy": 0.86},  # not always in time order
+              {"event": "epoch", "epoch": 4, "at": 106.0, "test_accuracy": 0.91}]
     status = {"created_at": 100.0, "events": events}
     # the job ran from 100 to 110 on its clock; the row saw its result 15 s after launch: the job began at 5 s
     reached, lower, offset = peers.times_to_accuracy(status, 110.0, 15.0, 0.85, (0.80, 0.90, 0.95))
     assert offset == pytest.approx(5.0) and reached == pytest.approx(9.0)
     assert lower == {"0.8": pytest.approx(9.0), "0.9": pytest.approx(11.0)}
     assert peers.times_to_accuracy({**status, "events": events[:2]}, 110.0, 15.0, 0.85)[:2] == (None, {})
+    # the passes to the target: the crossing's epoch, as the one-process rows count their passes
+    assert peers.passes_to_target(status, 0.85) == 2 and peers.passes_to_target(status, 0.9) == 4
+    assert peers.passes_to_target({**status, "events": events[:2]}, 0.85) is None

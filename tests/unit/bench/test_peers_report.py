@@ -78,3 +78,27 @@ def test_the_64_row_rows_get_their_ratios_and_only_direct_64_its_goal(capsys, mo
     direct_64 = next(line for line in lines if line.startswith("direct-64 (64 rows"))
     assert "faasgd-64 / numpy = 2.00;" in faasgd_64 and "goal" not in faasgd_64
     assert "direct-64 / numpy = 1.50 (goal <= 0.8);" in direct_64 and "torch / direct-64 = 2.00" in direct_64
+
+
+def test_passes_to_target_are_summarised_by_their_median_and_split_a_row_s_time_from_numpy_s(capsys, monkeypatch):
+    monkeypatch.setattr(report, "replica_imports_mb", lambda: 70.0)
+    numpy = report.summarise([{**row(2.0, ready_s=0.5), "passes_to_target": 3},
+                              {**row(2.6, ready_s=0.5), "passes_to_target": 4}, {**row(None), "passes_to_target": None}])
+    assert numpy["passes_to_target"] == 3.5 and report.pass_seconds(numpy) == (2.3 - 0.5) / 3.5
+    direct = report.summarise([{**row(3.5, ready_s=1.5), "passes_to_target": 4}])
+    assert report.pass_seconds(direct) == 0.5
+    assert report.pass_seconds(report.summarise([row(None)])) is None
+    rows = {role: {**report.summarise([{**row(t), "passes_to_target": 2}]), "same_params": True}
+            for role, t in {"torch": 6.0, "keras": 10.0, "torch-ddp": 12.0, "faasgd": 5.0, "faasgd-64": 4.0}.items()}
+    report.print_mlp({"numpy": numpy, **rows, "direct-64": direct}, 0.85)
+    out = capsys.readouterr().out
+    assert "direct-64 against numpy: ready (s) 1.50 against 0.50 (3.00 x); passes 4 against 3.5 (1.14 x); " \
+           "s a pass 0.50 against 0.51 (0.97 x)" in out
+    numpy_line = next(line for line in out.splitlines() if line.startswith("numpy "))
+    assert numpy_line.split()[7:9] == ["3.5", "0.51"]  # passes, s a pass: after the reached column
+
+
+def test_a_torch_row_counts_its_passes_from_the_accuracy_after_each():
+    torch_rows = load_bench("peers_torch")  # torch itself is imported inside its runners only
+    assert torch_rows.passes_to_target([0.90, 0.70, 0.84, 0.86, 0.80], 0.85) == 3  # [0]: before any training
+    assert torch_rows.passes_to_target([0.90, 0.70], 0.85) is None
