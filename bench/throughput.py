@@ -4,8 +4,11 @@ Prints, in one run on this machine:
   * single-process numpy samples/s for 784-100-10 (tanh, batch 128), for each BLAS thread count,
     and the best of them (the limit);
   * 2 worker processes (one BLAS thread each) through Redis and through Memcached at
-    n_fetch = n_push in {1, 10}: aggregate training samples/s, its ratio to the limit and (`pair`) to two
-    1-thread processes running at once (what two workers on two cores would be without any store);
+    n_fetch = n_push in {1, 10, 1000}: aggregate training samples/s, its ratio to the limit and (`pair`) to two
+    1-thread processes running at once (what two workers on two cores would be without any store); 1000 is more
+    steps than a worker takes in the job (--epochs 2: 430 at 128 rows), so its workers exchange nothing but their
+    first fetch and last push: the bound that cutting communication's cost could reach, with everything else
+    (evaluations, records, the loop) as at 1 and 10;
   * where the cores went while both workers ran: the store server's cores and the whole machine's busy cores
     (testing/cpu_watch.py: CPU seconds from /proc over the workers' common wall window). With 2 cores, two
     workers computing at one process's rate need both cores; whatever the store and the communication
@@ -15,7 +18,8 @@ Prints, in one run on this machine:
     records, submitting store operations, waiting on them and the stop rule's checks.
 Clocks: samples/s on each worker's own perf_counter (train_s); CPU on /proc (10 ms ticks) over time.time().
 
-Usage: python bench/throughput.py [--dataset fashion-mnist] [--epochs 2]
+Usage: python bench/throughput.py [--dataset fashion-mnist] [--epochs 2] [--periods 1,10,1000] [--batch-size 128]
+       (--batch-size 64: the rows a step of `bench/peers.py`'s faasgd-64 and direct-64 rows)
 """
 
 from __future__ import annotations
@@ -83,12 +87,12 @@ def time_shares(workers: list[dict]) -> tuple[float, float]:
 
 
 def two_workers(dataset: str, store_url: str, period: int, epochs: int, communication: str,
-                store_pid: int) -> dict:
+                store_pid: int, batch_size: int = 128) -> dict:
     """A real job with 2 worker processes; aggregate training samples/s over the workers' training time, and the
     cores the store and the machine used while both workers ran."""
     config = load_config({}, {
         "dataset": dataset, "number_of_workers": 2, "n_fetch": period, "n_push": period,
-        "max_epochs": epochs, "target_accuracy": 1.0, "store_url": store_url, "batch_size": 128,
+        "max_epochs": epochs, "target_accuracy": 1.0, "store_url": store_url, "batch_size": batch_size,
         "communication": communication,
     })
     with CpuWatch(store_pid) as watch:
@@ -118,9 +122,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--communication", default="background,coalesce",
                         help="comma-separated communication modes to measure (background, coalesce, blocking)")
+    parser.add_argument("--periods", default="1,10,1000", help="comma-separated n_fetch = n_push values")
+    parser.add_argument("--batch-size", type=int, default=128, help="the workers' rows a step (the limit: 128)")
     args = parser.parse_args()
+    periods = [int(p) for p in args.periods.split(",")]
 
-    print(f"machine: {os.cpu_count()} cores; dataset {args.dataset}; 784-100-10 tanh, batch 128")
+    print(f"machine: {os.cpu_count()} cores; dataset {args.dataset}; 784-100-10 tanh, batch 128 (workers: "
+          f"{args.batch_size} rows a step each)")
     print(f"clocks: samples/s on each worker's perf_counter (train_s); cores: {CPU_CLOCK}")
     single_process(args.dataset, 100, 1)  # warm up
     limits = {t: single_process(args.dataset, args.steps, t) for t in (1, 2, 4, 8) if t <= (os.cpu_count() or 1)}
@@ -138,8 +146,9 @@ def main() -> None:
               f"{'conflicts':>9} {'staleness p50':>13} {'accuracy':>8} {'per worker':>15} {'store cores':>11} "
               f"{'busy cores':>10} {'steps':>5} {'batches':>7}")
         for server in servers:
-            for communication, period in itertools.product(args.communication.split(","), (1, 10)):
-                row = two_workers(args.dataset, server.url, period, args.epochs, communication, server.pid)
+            for communication, period in itertools.product(args.communication.split(","), periods):
+                row = two_workers(args.dataset, server.url, period, args.epochs, communication, server.pid,
+                                  args.batch_size)
                 per_worker = "/".join(f"{r / 1000:.0f}k" for r in row["per_worker"])
                 print(f"{server.name:<10} {communication:<13} {period:>14} {row['samples_per_s']:>11,.0f} "
                       f"{row['samples_per_s'] / limit:>6.2f} {row['samples_per_s'] / pair:>5.2f} {row['conflicts']:>9} "
