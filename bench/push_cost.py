@@ -4,9 +4,9 @@ One process against a real redis-server: a training thread steps the job's MLP o
 worker does, and every `--period` steps pushes an update with a record (as the worker's push: a push id, the
 weights it leaves decoded into a buffer) on a second thread (`background`), on the training thread (`blocking`),
 or not at all (`none`: the bare loop). Prints per sample the training thread's minibatch and step time
-(perf_counter) and its CPU, and per push the pushing thread's CPU (time.thread_time) in all and in pieces: WATCH
-and the MGET of the chunks, EXEC (the chunks, the record, the expiries, INCR), adding the delta, decoding into the
-buffer, the record's JSON. Pieces are timed by wrapping those functions for the run (~1 µs a call). CPU clocks are
+(perf_counter) and its CPU, and per push the pushing thread's CPU (time.thread_time) in all and in pieces: its two
+exchanges with the server (WATCH and the MGET of the chunks; MULTI, the chunks, the record, the expiries, INCR,
+EXEC: store/redis_push.py), adding the delta, decoding into the buffer, the record's JSON. Pieces are timed by wrapping those functions for the run (~1 µs a call). CPU clocks are
 the measure because on a shared machine wall time mostly says what else ran. Compare two source trees by running
 it under each (PYTHONPATH), alternately.
 
@@ -22,18 +22,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import redis.client
 from threadpoolctl import threadpool_limits
 
 from faasgd import data, job
 from faasgd.config import load_config
 from faasgd.local.stores import start_redis
-from faasgd.store import PushId, codec, open_store
+from faasgd.store import PushId, codec, open_store, redis_push
 from faasgd.worker.progress import WorkerProgress
 
 PIECES = [  # (owner, attribute, label): what a Redis push spends its CPU on
-    (redis.client.Pipeline, "immediate_execute_command", "watch+mget"),
-    (redis.client.Pipeline, "execute", "exec"),
+    (redis_push, "exchange", "exchanges"),  # WATCH + MGET, then MULTI ... EXEC: packing, the socket, the replies
     (codec, "add_to_chunk", "add"),
     (codec, "decode_into", "decode"),
     (codec, "record_to_bytes", "record json"),

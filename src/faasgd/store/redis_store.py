@@ -5,7 +5,8 @@ the version and every chunk (and, for a worker's fetch, the writers' records: th
 weights hold, push.py): one atomic command, so a consistent snapshot.
 
 push_update is an optimistic transaction: WATCH the version key, MGET the chunks, add the delta in
-numpy, then MULTI / MSET chunks / INCR version [/ INCRBY the job's conflicts] / EXEC. Every writer
+numpy, then MULTI / SET each chunk / SET the record / [INCRBY the job's conflicts /] INCR version / EXEC, sent
+on one of redis-py's connections without its Pipeline (redis_push.py: half of a push's client CPU). Every writer
 of the chunks (set_weights and push_update) also writes the version key inside its MULTI, so EXEC
 fails whenever anything changed in between (WatchError): that is a conflict, redone under the
 retry policy's bounds; the conflicts a push lost are added to the job's counter in its winning EXEC.
@@ -33,7 +34,7 @@ from redis.connection import PythonRespSerializer
 from redis.retry import Retry
 
 from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
-from faasgd.store import codec, keys, meter, redis_sparse
+from faasgd.store import codec, keys, meter, redis_push, redis_sparse
 from faasgd.store.base import ParameterStore, writer_keys
 from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 from faasgd.store.url import StoreUrl
@@ -127,45 +128,51 @@ class RedisStore(ParameterStore):
         others = [k for k in writer_keys(job_id, meta) if k not in worker_key]  # their steps: read, WATCHed by version
         seen = {"conflicts": 0, "reconnected": False}
         ttl_s = self._expiry(job_id)
+        conflicts_key = keys.counter(job_id, keys.CONFLICTS)
+        reads = [("WATCH", version_key, *worker_key), ("MGET", version_key, *worker_key, *others, *chunk_keys)]
 
         def attempt() -> tuple[int, int, list[bytes], str]:
-            committing = False
-            with self.client.pipeline(transaction=True) as pipe:
+            with redis_push.connection(self.client) as conn:
                 try:
-                    pipe.watch(version_key, *worker_key)
-                    raw = pipe.mget([version_key, *worker_key, *others, *chunk_keys])
-                    if raw[0] is None:
-                        raise JobNotFound(job_id)
-                    chunks = raw[1 + len(worker_key) + len(others):]
-                    steps = self._steps(raw[1 + len(worker_key):1 + len(worker_key) + len(others)])
-                    if push_id is not None:
-                        stored = self._decode(codec.record_from_bytes, raw[1], "worker record")
-                        outcome = decide(stored, push_id, record)
-                        if outcome != APPLY:
-                            return int(raw[0]), steps + steps_of([stored]), chunks, outcome
-                    self._after_read(job_id)
-                    new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(chunks)]
-                    pipe.multi()
-                    if new:
-                        pipe.mset(dict(zip(chunk_keys, new)))
-                    if push_id is not None:  # the worker's record, in the same transaction as the add
-                        pipe.set(worker_key[0], codec.record_to_bytes(record))
-                    if seen["conflicts"]:  # the store's count, likewise
-                        pipe.incrby(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"])
-                    expire(pipe, [*chunk_keys, *worker_key, keys.counter(job_id, keys.CONFLICTS), version_key], ttl_s)
-                    pipe.incr(version_key)  # INCR keeps the expiry just set
-                    committing = True
-                    return int(pipe.execute()[-1]), steps + steps_of([record]), new, APPLY
-                except redis.WatchError as e:
-                    lost = e.__context__  # redis-py turns a connection lost while watching into WatchError
-                    if lost is not None and (committing or seen["reconnected"]):
-                        raise self._map(lost, "connection lost during push_update; "
-                                        + ("it may or may not have been applied (a push id makes a resend safe)"
-                                           if committing else "not applied")) from lost
-                    if lost is None:
-                        seen["conflicts"] += 1
-                    seen["reconnected"] = seen["reconnected"] or lost is not None
+                    raw = redis_push.exchange(conn, reads)[1]
+                except (redis.ConnectionError, redis.TimeoutError, OSError) as lost:
+                    conn.disconnect()
+                    if isinstance(lost, redis.TimeoutError) or seen["reconnected"]:
+                        raise self._map(lost, "connection lost during push_update; not applied") from lost
+                    seen["reconnected"] = True  # a dropped connection (a restarted server, an idle close): once more
                     raise LostRace from None
+                if raw[0] is None:
+                    raise JobNotFound(job_id)
+                chunks = raw[1 + len(worker_key) + len(others):]
+                steps = self._steps(raw[1 + len(worker_key):1 + len(worker_key) + len(others)])
+                if push_id is not None:
+                    stored = self._decode(codec.record_from_bytes, raw[1], "worker record")
+                    outcome = decide(stored, push_id, record)
+                    if outcome != APPLY:
+                        redis_push.exchange(conn, [("UNWATCH",)])
+                        return int(raw[0]), steps + steps_of([stored]), chunks, outcome
+                self._after_read(job_id)
+                new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(chunks)]
+                commit = [("MULTI",), *(("SET", key, chunk, "EX", ttl_s) for key, chunk in zip(chunk_keys, new))]
+                if push_id is not None:  # the worker's record, in the same transaction as the add
+                    commit.append(("SET", worker_key[0], codec.record_to_bytes(record), "EX", ttl_s))
+                if seen["conflicts"]:  # the store's count, likewise
+                    commit.append(("INCRBY", conflicts_key, seen["conflicts"]))
+                commit += [("EXPIRE", conflicts_key, ttl_s), ("EXPIRE", version_key, ttl_s), ("INCR", version_key),
+                           ("EXEC",)]  # INCR keeps the expiry just set
+                try:
+                    done = redis_push.exchange(conn, commit)[-1]
+                except (redis.ConnectionError, redis.TimeoutError, OSError) as lost:
+                    conn.disconnect()
+                    raise self._map(lost, "connection lost during push_update; it may or may not have been applied "
+                                          "(a push id makes a resend safe)") from lost
+            if done is None:  # EXEC refused: the version or the record changed since the WATCH
+                seen["conflicts"] += 1
+                raise LostRace
+            failed = next((reply for reply in done if isinstance(reply, redis.ResponseError)), None)
+            if failed is not None:
+                raise failed
+            return int(done[-1]), steps + steps_of([record]), new, APPLY
 
         (version, steps, chunks, outcome), retries = self._until_won(attempt, job_id)
         return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED, steps=steps), chunks
