@@ -3,8 +3,8 @@
 A push is two writes and their replies: WATCH + MGET, then MULTI / SET ... / INCR / EXEC (redis_store.py says
 what each holds). redis-py's Pipeline sends the same commands, but around them it keeps a command stack, runs a
 callback and an observability hook per reply: 1.32-1.64 ms of client CPU a push with it, 1.12-1.45 without, in a
-worker's setting (bench/push_cost.py; docs/explanation/performance.md, "What communication costs"). Here the commands are packed
-by the connection's own packer (a weight chunk still goes to the socket uncopied, redis_store.py) and its replies
+worker's setting (bench/push_cost.py; docs/explanation/performance.md, "What communication costs"). Here the
+commands are packed by the connection's own packer (a weight chunk still goes to the socket uncopied, redis_store.py) and its replies
 parsed by its own parser (hiredis), and nothing else runs; redis-py still owns the socket, the connection's
 set-up (AUTH, the database) and its reconnection.
 
