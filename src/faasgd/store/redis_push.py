@@ -4,9 +4,9 @@ A push is two writes and their replies: WATCH + MGET, then MULTI / SET ... / INC
 what each holds). redis-py's Pipeline sends the same commands, but around them it keeps a command stack, runs a
 callback and an observability hook per reply: 1.32-1.64 ms of client CPU a push with it, 1.12-1.45 without, in a
 worker's setting (bench/push_cost.py; docs/explanation/performance.md, "What communication costs"). Here the
-commands are packed by the connection's own packer (a weight chunk still goes to the socket uncopied, redis_store.py) and its replies
-parsed by its own parser (hiredis), and nothing else runs; redis-py still owns the socket, the connection's
-set-up (AUTH, the database) and its reconnection.
+commands are packed by the connection's own packer (a weight chunk still goes to the socket uncopied,
+redis_store.py) and its replies parsed by its own parser (hiredis), and nothing else runs; redis-py still owns
+the socket, the connection's set-up (AUTH, the database) and its reconnection.
 
 A connection is given back to its pool only in step with the server: every reply of an exchange read, no WATCH
 left standing (EXEC and UNWATCH clear them). After anything else (a lost connection, a timeout, an error reply,
