@@ -18,7 +18,11 @@ Prints, in one run on this machine:
     records, submitting store operations, waiting on them and the stop rule's checks.
 Clocks: samples/s on each worker's own perf_counter (train_s); CPU on /proc (10 ms ticks) over time.time().
 
+Each cell runs --rounds times (3 by default), the cells alternating within a round so a drift of the machine falls
+on all; a row gives the medians and, for the pair ratio, the [min-max] over the rounds (one run of a cell moves
+by up to 0.1 of the pair here: a single figure is not one to publish).
 Usage: python bench/throughput.py [--dataset fashion-mnist] [--epochs 2] [--periods 1,10,1000] [--batch-size 128]
+       [--rounds 3]
        (--batch-size 64: the rows a step of `bench/peers.py`'s faasgd-64 and direct-64 rows)
 """
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import statistics
 import time
 import types
 
@@ -115,6 +120,18 @@ def two_workers(dataset: str, store_url: str, period: int, epochs: int, communic
     }
 
 
+def summarise(rows: list[dict], pair: float) -> dict:
+    """A cell's rounds: the median of every figure, per worker too, and the [min, max] of its pair ratio."""
+    def median_of(key: str):
+        values = [row[key] for row in rows if row[key] is not None]  # a job without pushes has no staleness
+        return statistics.median(values) if values else None
+
+    median = {key: median_of(key) for key in rows[0] if key != "per_worker"}
+    median["per_worker"] = [statistics.median(rates) for rates in zip(*(row["per_worker"] for row in rows))]
+    ratios = [row["samples_per_s"] / pair for row in rows]
+    return {**median, "pair_ratio": statistics.median(ratios), "pair_spread": (min(ratios), max(ratios))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="fashion-mnist")
@@ -124,6 +141,7 @@ def main() -> None:
                         help="comma-separated communication modes to measure (background, coalesce, blocking)")
     parser.add_argument("--periods", default="1,10,1000", help="comma-separated n_fetch = n_push values")
     parser.add_argument("--batch-size", type=int, default=128, help="the workers' rows a step (the limit: 128)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each cell, alternating; medians and spread")
     args = parser.parse_args()
     periods = [int(p) for p in args.periods.split(",")]
 
@@ -142,19 +160,29 @@ def main() -> None:
 
     servers = [start_redis(), start_memcached()]
     try:
-        print(f"{'store':<10} {'communication':<13} {'n_fetch=n_push':>14} {'samples/s':>11} {'ratio':>6} {'pair':>5} "
-              f"{'conflicts':>9} {'staleness p50':>13} {'accuracy':>8} {'per worker':>15} {'store cores':>11} "
-              f"{'busy cores':>10} {'steps':>5} {'batches':>7}")
-        for server in servers:
-            for communication, period in itertools.product(args.communication.split(","), periods):
-                row = two_workers(args.dataset, server.url, period, args.epochs, communication, server.pid,
-                                  args.batch_size)
-                per_worker = "/".join(f"{r / 1000:.0f}k" for r in row["per_worker"])
-                print(f"{server.name:<10} {communication:<13} {period:>14} {row['samples_per_s']:>11,.0f} "
-                      f"{row['samples_per_s'] / limit:>6.2f} {row['samples_per_s'] / pair:>5.2f} {row['conflicts']:>9} "
-                      f"{row['staleness_p50']!s:>13} {row['accuracy']:>8.4f} {per_worker:>15} "
-                      f"{row['store_cores']:>11.2f} {row['busy_cores']:>10.2f} {row['steps_share']:>5.0%} "
-                      f"{row['batches_share']:>7.0%}", flush=True)
+        cells = [(index, communication, period) for index in range(len(servers))
+                 for communication, period in itertools.product(args.communication.split(","), periods)]
+        runs: dict[tuple, list[dict]] = {cell: [] for cell in cells}
+        for _ in range(max(1, args.rounds)):
+            for index, communication, period in cells:
+                server = servers[index]
+                runs[(index, communication, period)].append(
+                    two_workers(args.dataset, server.url, period, args.epochs, communication, server.pid,
+                                args.batch_size))
+        print(f"medians of {max(1, args.rounds)} round(s); pair: median [min-max]")
+        print(f"{'store':<10} {'communication':<13} {'n_fetch=n_push':>14} {'samples/s':>11} {'ratio':>6} "
+              f"{'pair':>16} {'conflicts':>9} {'staleness p50':>13} {'accuracy':>8} {'per worker':>15} "
+              f"{'store cores':>11} {'busy cores':>10} {'steps':>5} {'batches':>7}")
+        for (index, communication, period), rows in runs.items():
+            server, row = servers[index], summarise(rows, pair)
+            per_worker = "/".join(f"{r / 1000:.0f}k" for r in row["per_worker"])
+            low, high = row["pair_spread"]
+            pair_text = f"{row['pair_ratio']:.2f} [{low:.2f}-{high:.2f}]"
+            print(f"{server.name:<10} {communication:<13} {period:>14} {row['samples_per_s']:>11,.0f} "
+                  f"{row['samples_per_s'] / limit:>6.2f} {pair_text:>16} "
+                  f"{row['conflicts']:>9g} {row['staleness_p50']!s:>13} {row['accuracy']:>8.4f} {per_worker:>15} "
+                  f"{row['store_cores']:>11.2f} {row['busy_cores']:>10.2f} {row['steps_share']:>5.0%} "
+                  f"{row['batches_share']:>7.0%}", flush=True)
     finally:
         for server in servers:
             server.stop()

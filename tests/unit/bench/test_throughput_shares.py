@@ -1,4 +1,5 @@
-"""bench/throughput.py: the shares of the workers' training time spent in gradient steps and in minibatches."""
+"""bench/throughput.py: the shares of the workers' training time spent in gradient steps and in minibatches; a cell's
+rounds summarised."""
 
 from __future__ import annotations
 
@@ -24,3 +25,14 @@ def test_a_record_without_a_time_split_counts_nothing_spent():
 
 def test_workers_that_trained_for_no_time_give_nan_not_a_crash():
     assert all(math.isnan(share) for share in bench.time_shares([{"train_s": 0.0}, {"train_s": 0.0}]))
+
+
+def test_a_cell_s_rounds_give_medians_per_figure_and_per_worker_and_the_pair_ratio_s_spread():
+    def run(rate, workers, staleness):
+        return {"samples_per_s": rate, "per_worker": workers, "staleness_p50": staleness, "conflicts": 3}
+    row = bench.summarise([run(300.0, [140.0, 160.0], 20.0), run(100.0, [40.0, 60.0], None),
+                           run(200.0, [90.0, 110.0], 10.0)], pair=400.0)
+    assert row["samples_per_s"] == 200.0 and row["per_worker"] == [90.0, 110.0] and row["conflicts"] == 3
+    assert row["staleness_p50"] == 15.0  # the rounds that had one
+    assert row["pair_ratio"] == 0.5 and row["pair_spread"] == (0.25, 0.75)
+    assert bench.summarise([run(100.0, [50.0, 50.0], None)], pair=400.0)["staleness_p50"] is None
