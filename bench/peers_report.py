@@ -60,7 +60,8 @@ def print_mlp(rows: dict[str, dict], target: float) -> None:
     print("times on CLOCK_MONOTONIC (time.monotonic) from just before the bench starts the row's process; ready: "
           "to the first training step (faasgd: to the setup call)")
     print("passes: over the training rows until the test accuracy (evaluated once a pass) first reached the target; "
-          "s a pass: (to target - ready) / passes, medians of each")
+          "s a pass: (to target - ready) / passes, medians of each (the faasgd rows' ready ends at their setup call, "
+          "so their job's start, its workers' data loading among it, is in their seconds a pass)")
     print(f"{'':<9} {'threads':<18} {'ready (s)':>9} {f'to {target} (s)':>11} {'[min-max]':>11} {'reached':>7} "
           f"{'passes':>6} {'s a pass':>8} {'samples/s':>10} {'final acc':>9}  peak RSS per process (MB)")
     for role, row in rows.items():

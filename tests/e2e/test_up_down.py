@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -127,8 +128,11 @@ def test_down_after_the_runtime_was_killed_stops_its_servers_and_removes_their_f
         folders = list((directory / "tmp").iterdir())
         logs = sorted(path.name for folder in folders for path in folder.iterdir() if path.suffix == ".log")
         assert logs == ["memcached.log", "nats.log", "redis.log"]  # a folder for each server, its log in it
-        os.kill(state["pid"], 9)
-        psutil.Process(state["pid"]).wait(10)
+        daemon = psutil.Process(state["pid"])
+        os.kill(daemon.pid, 9)
+        deadline = time.monotonic() + 10  # gone, or a zombie where nothing reaps orphans: dead either way
+        while daemon.is_running() and daemon.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert all(server.is_running() for server in servers)  # orphaned: nothing stopped them, nothing removed
         assert all(folder.exists() for folder in folders)
 
@@ -139,6 +143,20 @@ def test_down_after_the_runtime_was_killed_stops_its_servers_and_removes_their_f
         assert not (directory / "tmp").exists() and list(temp.iterdir()) == []
     finally:
         faasgd("down", "--dir", directory)
+
+
+def test_down_removes_only_the_server_folders_from_a_tmp_folder_the_user_had(tmp_path):
+    # `--dir .` in a project with a tmp/ of its own: down removes the servers' folders and leaves the user's files
+    directory = tmp_path / "project"
+    (directory / "tmp").mkdir(parents=True)
+    (directory / "tmp" / "notes.txt").write_text("mine")
+    started = faasgd("up", "--port", free_port(), "--dir", directory, "--filter", "emnist-*")
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        assert len(list((directory / "tmp").glob("faasgd-*"))) >= 3
+    finally:
+        assert faasgd("down", "--dir", directory).returncode == 0
+    assert [p.name for p in (directory / "tmp").iterdir()] == ["notes.txt"]
 
 
 def test_the_shipped_stack_names_no_store_group_and_starts_none(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from faasgd.errors import StoreError, StoreUnavailable
-from faasgd.store import PushId, keys, open_store
+from faasgd.store import PushId, keys, open_store, redis_push
 from support.store_contract import CHUNK, new_job, record
 
 pytestmark = pytest.mark.integration
@@ -90,15 +90,16 @@ def test_a_commit_whose_reply_was_lost_is_unknown_and_its_resend_is_found_applie
 def test_a_refused_command_aborts_the_transaction_and_the_connection_serves_on(store, redis_server):
     job = started(store)
     admin = redis.Redis.from_url(redis_server.url)
-    used = admin.info("memory")["used_memory"]
+    policy = admin.config_get("maxmemory-policy")["maxmemory-policy"]
     admin.config_set("maxmemory-policy", "noeviction")
-    admin.config_set("maxmemory", used)  # every write that grows the data set is refused: OOM
+    admin.config_set("maxmemory", 1)  # every write is refused: OOM
     try:
         with pytest.raises(StoreError, match="maxmemory") as refused:
             store.push_update(job, np.ones(LENGTH, np.float32), push_id=PushId(0, 1), record=record(1, "a"))
         assert store.url in str(refused.value)
     finally:
         admin.config_set("maxmemory", 0)
+        admin.config_set("maxmemory-policy", policy)
         admin.close()
     weights, version = store.get_weights(job)
     assert version == 0 and not weights.any() and store.worker_record(job, 0) is None  # EXECABORT: none of it
@@ -132,3 +133,21 @@ def test_an_error_between_the_read_and_the_commit_leaves_no_watch_on_the_connect
         other.push_update(job, ones, push_id=PushId(1, 1), record=record(1, "b"))  # moves the version
     push = store.push_update(job, ones, push_id=PushId(0, 1), record=record(1, "a"))
     assert (push.applied, push.version, push.conflicts) == (True, 2, 0)
+
+
+def test_a_push_found_applied_is_its_outcome_even_when_the_connection_drops_at_the_unwatch(store, monkeypatch):
+    job, ones = started(store), np.ones(LENGTH, np.float32)
+    store.push_update(job, ones, push_id=PushId(0, 1), record=record(1, "a"))
+    original = redis_push.exchange
+
+    def lost_at_unwatch(conn, commands):
+        if commands == [("UNWATCH",)]:
+            conn.disconnect()
+            raise redis.ConnectionError("Connection closed by server.")
+        return original(conn, commands)
+
+    monkeypatch.setattr(redis_push, "exchange", lost_at_unwatch)
+    resent = store.push_update(job, ones, push_id=PushId(0, 1), record=record(1, "a"))
+    assert (resent.applied, resent.version) == (True, 1)  # decided before the drop: ours, applied once
+    monkeypatch.setattr(redis_push, "exchange", original)
+    assert store.push_update(job, ones, push_id=PushId(0, 2), record=record(2, "a")).version == 2  # reconnected

@@ -196,9 +196,7 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
     if daemon is not None and processes.stop(daemon, DOWN_TIMEOUT_S):  # it stops its children itself
         stopped.append(daemon.pid)
     stopped += _leftovers(directory, state)[0]
-    # the servers' temp folders: the daemon removes each as it stops its server; these are a crashed runtime's,
-    # and those of servers a runtime adopted from the one before it
-    shutil.rmtree(directory / TEMP_FOLDER, ignore_errors=True)
+    remove_server_folders(directory / TEMP_FOLDER)
     if state.get("backend") == "docker" and isinstance(state.get("runtime_id"), str):
         from faasgd.local import docker_cli
         from faasgd.local.containers import RUNTIME_LABEL
@@ -206,6 +204,18 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
         # the daemon removes its containers and network itself; these are what a crash left
         docker_cli.remove_labelled(f"{RUNTIME_LABEL}={state['runtime_id']}")
     return stopped
+
+
+def remove_server_folders(folder: Path) -> None:
+    """The servers' temp folders in `folder` (<dir>/tmp), then `folder` if nothing else is in it. The daemon removes
+    each as it stops its server; these are a killed runtime's, and those of servers a runtime adopted from the one
+    before it. Only what the runtime's servers make (faasgd-*: `--dir` may name a folder with a tmp/ of its own)."""
+    for entry in folder.glob("faasgd-*"):
+        shutil.rmtree(entry, ignore_errors=True)
+    try:
+        folder.rmdir()
+    except OSError:  # not there, or holding something not ours
+        pass
 
 
 def _leftovers(directory: Path, state: dict | None = None,

@@ -211,7 +211,6 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(directory / "replicas", ignore_errors=True)  # copies of secrets a crashed runtime left
     for folder in ("secrets", "replicas", TEMP_FOLDER):  # secret values, their per-replica copies, the servers'
         (directory / folder).mkdir(mode=0o700, parents=True, exist_ok=True)  # files: the owner's only
-    tempfile.tempdir = str(directory / TEMP_FOLDER)  # every server this process starts keeps its files there
     args.port = args.port or free_port()
     login, _ = credentials.ensure(directory / "secrets")
     stop = threading.Event()
@@ -231,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     # the function processes fork from it (local/zygote.py); its imports run beside the rest of this start
     forks = zygote.start(directory, os.environ) \
         if site is None and args.found_watchdog.found and zygote.wanted(os.environ) else None
+    # every server started from here on keeps its files in <dir>/tmp (restored at the end: tests call main in theirs)
+    machine_tmp, tempfile.tempdir = tempfile.tempdir, str(directory / TEMP_FOLDER)
     try:
         stores, broker, groups = start_servers(directory, args.adopt, site.gateway_ip if site else None,
                                                group_plan(args, catalog))
@@ -246,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         listener.close()
         if site is not None:
             site.stop()
+        tempfile.tempdir = machine_tmp
     return 0
 
 

@@ -16,8 +16,9 @@ WATCH the adding happens on the workers and the server only moves bytes. A spars
 opposite case: a few pairs against whole chunks, so it is added inside Redis by a Redis function, in one
 atomic call with the same push id and record (redis_sparse.py; the client path where the server has none).
 
-Failure semantics: redis-py reconnects once after a dropped connection. If the connection is lost
-while EXEC is in flight the push's outcome is unknown, so it is not retried: StoreUnavailable says so.
+Failure semantics: a dropped connection is reconnected once (redis-py's Retry for plain commands; the push
+itself for its own exchanges, before its commit); a timeout surfaces at once. If the connection is lost while
+EXEC is in flight the push's outcome is unknown, so it is not retried: StoreUnavailable says so.
 Records are plain string keys with JSON (SET EX, SET NX EX, MGET, INCRBY); events a list (RPUSH, LRANGE).
 Every write carries the job's expiry (store/expiry.py): SET ... EX, or EXPIRE in the same MULTI after MSET,
 INCRBY and RPUSH.
@@ -148,8 +149,11 @@ class RedisStore(ParameterStore):
                 if push_id is not None:
                     stored = self._decode(codec.record_from_bytes, raw[1], "worker record")
                     outcome = decide(stored, push_id, record)
-                    if outcome != APPLY:
-                        redis_push.exchange(conn, [("UNWATCH",)])
+                    if outcome != APPLY:  # decided: only the WATCH is left to clear, or the connection to drop
+                        try:
+                            redis_push.exchange(conn, [("UNWATCH",)])
+                        except (redis.ConnectionError, redis.TimeoutError, OSError):
+                            conn.disconnect()
                         return int(raw[0]), steps + steps_of([stored]), chunks, outcome
                 self._after_read(job_id)
                 new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(chunks)]

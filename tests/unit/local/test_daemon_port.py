@@ -3,6 +3,7 @@ none of them can then pick it, and the gateway's bind cannot fail on the runtime
 
 import signal
 import socket
+import tempfile
 
 import pytest
 
@@ -15,6 +16,7 @@ def test_the_gateway_port_is_taken_before_the_stores_start_and_released_after(tm
     port, seen = free_port(), []
 
     def start_servers(directory, adopt, also_bind=None, groups=None):  # what the servers would find when they pick their ports
+        seen.append(tempfile.gettempdir() == str(tmp_path / "tmp"))  # their files: the runtime's own folder
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
@@ -26,8 +28,10 @@ def test_the_gateway_port_is_taken_before_the_stores_start_and_released_after(tm
     monkeypatch.setattr(daemon, "start_servers", start_servers)
     monkeypatch.setattr(daemon, "build_catalog", lambda *args: Catalog([]))
     monkeypatch.setattr(signal, "signal", lambda *args: None)  # main installs handlers: not in the test process
+    machine_tmp = tempfile.gettempdir()
     with pytest.raises(RuntimeError, match="stop here"):
         daemon.main(["--stack", "stack.yml", "--dir", str(tmp_path), "--port", str(port)])
-    assert seen == ["taken"]
+    assert seen == [True, "taken"]
+    assert tempfile.gettempdir() == machine_tmp  # main gave the process its temp folder back
     with socket.socket() as after:  # and given back when the runtime stops
         after.bind(("127.0.0.1", port))
