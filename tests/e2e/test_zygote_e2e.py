@@ -1,13 +1,15 @@
 """Replicas under of-watchdog whose function processes fork from the runtime's zygote (local/zygote.py), end to
 end through `faasgd up`: each function process is the zygote's child, named for its replica, listed by the gateway;
 a job runs; a scaled-down replica takes its function process along; a killed zygote takes every function process
-with it and the replicas come back as fresh `python index.py`, still serving jobs; `faasgd down` leaves none of
+with it, the daemon reaps it and starts another, and the replicas come back, still serving jobs, a new one forked
+by the new zygote; `faasgd down` leaves none of
 them (support.hostile_runtime checks it after each runtime). FAASGD_NO_ZYGOTE=1 starts no zygote."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 
 import psutil
 import pytest
@@ -70,16 +72,27 @@ def test_a_scaled_down_replica_takes_its_function_process_along(runtime):
     runtime.gateway.wait_for_replicas("emnist-train", 2, 60, poll_s=0.2)
 
 
-def test_a_killed_zygote_takes_its_functions_and_the_replicas_come_back_fresh(runtime):
-    before = list(functions(runtime).values())
-    psutil.Process(runtime.state["zygote"]["pid"]).kill()
+def test_a_killed_zygote_takes_its_functions_and_another_takes_its_place(runtime):
+    before, old = list(functions(runtime).values()), psutil.Process(runtime.state["zygote"]["pid"])
+    old.kill()
     for process in before:
         process.wait(30)  # each died with the zygote (its parent-death signal)
+    old.wait(10)  # reaped by the daemon: no zombie left to it
+    deadline = time.monotonic() + 30
+    while (new := json.loads((runtime.dir / "state.json").read_text())["zygote"]["pid"]) == old.pid:
+        assert time.monotonic() < deadline, "no new zygote in state.json"
+        time.sleep(0.1)
+    assert psutil.Process(new).ppid() == runtime.state["pid"]  # the daemon's child, as the first
     for function in ("emnist-setup", "emnist-train"):
         runtime.gateway.wait_for_replicas(function, 2 if function == "emnist-train" else 1, 90, poll_s=0.2)
-    assert run_job(runtime)["state"] == "done"  # fresh replicas, `python index.py` executed in place
-    status = runtime.gateway.function_status("emnist-train")
-    assert status["restarts"] >= 2 and status["function_pids"] == []
+    assert run_job(runtime)["state"] == "done"
+    assert runtime.gateway.function_status("emnist-train")["restarts"] >= 2
+    had = set(functions(runtime))
+    runtime.gateway.scale("emnist-train", 3)  # a replica started now forks from the new zygote
+    runtime.gateway.wait_for_replicas("emnist-train", 3, 90, poll_s=0.2)
+    (added,) = set(functions(runtime)) - had
+    assert functions(runtime)[added].ppid() == new
+    runtime.gateway.scale("emnist-train", 2)
 
 
 def test_faasgd_no_zygote_starts_none(tmp_path, monkeypatch):

@@ -203,3 +203,51 @@ def test_enter_whose_watchdog_died_before_it_looked_runs_nothing(tmp_path, forks
     assert not (tmp_path / "report.json").exists()
     env[netns.WATCHDOG_PID_ENV] = str(os.getpid())  # its parent indeed: it runs
     assert subprocess.run(command + ["exit"], cwd=build, env=env, timeout=30).returncode == 7
+
+
+def wait_until(condition, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.02)
+
+
+def test_a_killed_zygote_is_reaped_and_started_again_and_functions_fork_from_the_new_one(tmp_path):
+    (tmp_path / "logs").mkdir()
+    keeper, told = zygote.Keeper(tmp_path, os.environ), []
+    keeper.on_restart = told.append
+    try:
+        assert zygote.wait_listening(keeper.popen, keeper.path)
+        keeper.watch(every_s=0.05)
+        first = keeper.popen
+        first.kill()
+        wait_until(lambda: keeper.popen is not first)
+        assert first.returncode is not None  # reaped: no zombie left to the daemon
+        assert told == [keeper.popen] and keeper.restarts == 1
+        assert psutil.Process(keeper.popen.pid).ppid() == os.getpid()
+        # it never imports at SCHED_IDLE (replicas may ask at once): read across its imports
+        assert all(os.sched_getscheduler(keeper.popen.pid) == os.sched_getscheduler(0) for _ in range(50))
+        client, _ = enter(tmp_path, keeper.path, "exit")
+        assert client.wait(30) == 7
+        assert reported(tmp_path)["ppid"] == keeper.popen.pid  # forked by the new zygote, on the same socket
+    finally:
+        keeper.stop(5)
+    assert keeper.popen.poll() is not None
+
+
+def test_a_zygote_that_keeps_ending_is_left_ended_after_its_restarts(tmp_path):
+    (tmp_path / "logs").mkdir()
+    keeper = zygote.Keeper(tmp_path, os.environ)
+    keeper.MAX_RESTARTS = 1
+    try:
+        keeper.watch(every_s=0.05)
+        first = keeper.popen
+        first.kill()
+        wait_until(lambda: keeper.popen is not first)
+        second = keeper.popen
+        second.kill()
+        wait_until(lambda: second.poll() is not None)
+        time.sleep(0.5)  # ten looks of the keeper: none starts a third
+        assert keeper.popen is second and keeper.restarts == 1 and not keeper._thread.is_alive()
+    finally:
+        keeper.stop(5)

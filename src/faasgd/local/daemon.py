@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
     s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK)
     # the function processes fork from it (local/zygote.py); its imports run beside the rest of this start
-    forks = zygote.start(directory, os.environ) \
+    forks = zygote.Keeper(directory, os.environ) \
         if site is None and args.found_watchdog.found and zygote.wanted(os.environ) else None
     # every server started from here on keeps its files in <dir>/tmp (restored at the end: tests call main in theirs)
     machine_tmp, tempfile.tempdir = tempfile.tempdir, str(directory / TEMP_FOLDER)
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             (directory / STATE_FILE).unlink(missing_ok=True)
     finally:
         if forks is not None:  # after the replicas: it kills and reaps any function process left
-            processes.stop(forks[0], ZYGOTE_STOP_S)
+            forks.stop(ZYGOTE_STOP_S)
         s3.stop()
         listener.close()
         if site is not None:
@@ -255,7 +255,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
           login: credentials.Login, stop: threading.Event, broker: ServerProcess,
           listener: socket.socket, s3: LocalS3, site: DockerSite | None = None,
           groups: Mapping[str, ServerGroup] | None = None,
-          forks: tuple[subprocess.Popen, str] | None = None) -> None:
+          forks: zygote.Keeper | None = None) -> None:
     """Start the replicas and the gateway (on `listener`, the socket main took first), keep state.json current,
     and run until `stop` is set. A replica of a function asking for S3 gets it from `s3` (faasgd.local.s3).
     With a DockerSite the replicas are containers on its network, and the gateway also listens on the
@@ -281,11 +281,11 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     else:  # containers run their image's own of-watchdog; processes run under this one, or bare
         state.update(watchdog=args.found_watchdog.to_json())
         if forks is not None:  # `faasgd down` after a crash stops it (and so the function processes) by its identity
-            state.update(zygote=ProcessRef.of(forks[0].pid).to_json())
+            state.update(zygote=ProcessRef.of(forks.popen.pid).to_json())
         print(f"faasgd runtime: {args.found_watchdog.describe()}", flush=True)
-    forked = forks is not None and zygote.wait_listening(*forks)  # bound long since, normally
+    forked = forks is not None and zygote.wait_listening(forks.popen, forks.path)  # bound long since, normally
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog,
-                forks[1] if forked else None)
+                forks.path if forked else None)
     supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
                             spawn=s3.spawner(site.spawn if site is not None else start_replica))
     supervisor.on_change = lambda: write_state(directory, {**state, **replica_entries(supervisor)})
@@ -295,6 +295,13 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     try:
         write_state(directory, state)
         watch.start()
+        if forked:  # a zygote that ends is reaped and started again; `faasgd down` after a crash finds the new one
+            def zygote_restarted(popen: subprocess.Popen) -> None:
+                with STATE_LOCK:
+                    state.update(zygote=ProcessRef.of(popen.pid).to_json())
+                supervisor.on_change()
+            forks.on_restart = zygote_restarted
+            forks.watch()
         gateway = LocalGateway(supervisor, GatewayOptions(
             port=args.port, ack_wait_s=args.ack_wait, upstream_timeout_s=args.upstream_timeout,
             queue_workers=args.queue_workers, version=__version__, delivery=delivery, sha=source_sha(),
@@ -305,7 +312,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         # the replicas start once the gateway serves (their imports would slow its start on a small machine);
         # `up` returns at "ready", and a call for a function whose replicas are still starting waits for one
         if forks is not None:
-            zygote.hurry(forks[0])  # the replicas ask it now: off SCHED_IDLE
+            zygote.hurry(forks.popen)  # the replicas ask it now: off SCHED_IDLE
         supervisor.start(ready_timeout_s=None)
         state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
         write_state(directory, {**state, **replica_entries(supervisor)})

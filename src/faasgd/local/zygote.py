@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Mapping
@@ -40,11 +41,12 @@ PID_FILE = "function.pid"  # in the replica's own folder
 OFF = "FAASGD_NO_ZYGOTE"  # set to 1 in `faasgd up`'s environment: every function process is a fresh `python index.py`
 
 
-def start(directory: Path, environ: Mapping[str, str]) -> tuple[subprocess.Popen, str]:
+def start(directory: Path, environ: Mapping[str, str], idle: bool = True) -> tuple[subprocess.Popen, str]:
     """Start the zygote of a runtime in `directory` (its socket: directory/zygote.sock, the owner's only); returns
     (its process, the socket's path). It listens at once and imports after: a replica may ask while it imports.
     Its interpreter starts with what a replica's does (environment.basics: PATH, HOME, LANG, one BLAS thread; no
-    PYTHONPATH or other PYTHON* setting of the shell's), its folder the runtime's. Its errors go to
+    PYTHONPATH or other PYTHON* setting of the shell's), its folder the runtime's; it imports at SCHED_IDLE unless not
+    `idle` (a zygote started again while replicas run: they may ask at once). Its errors go to
     directory/logs/zygote.log."""
     from faasgd.local.environment import basics
 
@@ -52,7 +54,8 @@ def start(directory: Path, environ: Mapping[str, str]) -> tuple[subprocess.Popen
     if os.path.exists(path):  # a crashed runtime's: wait_listening must see this one's
         os.unlink(path)
     with open(directory / "logs" / "zygote.log", "ab") as log:
-        popen = subprocess.Popen([sys.executable, "-m", MODULE, path], env=basics(environ, str(directory)),
+        popen = subprocess.Popen([sys.executable, "-m", MODULE, path, *([] if idle else ["--at-once"])],
+                                 env=basics(environ, str(directory)),
                                  cwd=directory, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     return popen, path
 
@@ -84,3 +87,50 @@ def hurry(popen: subprocess.Popen) -> None:
         os.sched_setscheduler(popen.pid, os.sched_getscheduler(0), os.sched_getparam(0))
     except OSError:
         pass
+
+
+class Keeper:
+    """The runtime's zygote, and another in its place when it ends (killed, crashed): without one, every replica
+    started after would import for itself again, and the ended process would stay a zombie of the daemon until
+    `faasgd down`. `watch` looks every `every_s`; an ended zygote is reaped at once and started again, at most
+    MAX_RESTARTS times (one that keeps ending is left ended: the replicas exec their functions, as with none).
+    `on_restart(popen)` is told of each new one (the daemon writes it into state.json)."""
+
+    MAX_RESTARTS = 3
+
+    def __init__(self, directory: Path, environ: Mapping[str, str], starter=None):
+        self.directory, self.environ = directory, dict(environ)
+        self.starter = starter or start
+        self.popen, self.path = self.starter(directory, self.environ)
+        self.restarts = 0
+        self.on_restart = lambda popen: None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, every_s: float = 1.0) -> None:
+        self._thread = threading.Thread(target=self._run, args=(every_s,), name="faasgd-zygote-keeper", daemon=True)
+        self._thread.start()
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            if self.popen.poll() is None:
+                continue
+            print(f"faasgd runtime: the zygote (pid {self.popen.pid}) exited with {self.popen.returncode}", flush=True)
+            if self.restarts >= self.MAX_RESTARTS:
+                print(f"faasgd runtime: not started again after {self.restarts} restarts: function processes start "
+                      "as fresh `python index.py`", flush=True)
+                return
+            self.restarts += 1
+            popen, _ = self.starter(self.directory, self.environ, idle=False)  # replicas may ask at once
+            wait_listening(popen, self.path)
+            self.popen = popen
+            self.on_restart(popen)
+
+    def stop(self, timeout_s: float) -> None:
+        """Stop watching, then stop the zygote (its function processes die with it)."""
+        from faasgd.local import processes
+
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        processes.stop(self.popen, timeout_s)

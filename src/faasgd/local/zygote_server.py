@@ -23,9 +23,10 @@ PRELOAD = ("flask", "waitress", "waitress.channel", "waitress.parser", "waitress
            "faasgd.functions.replica_life", "faasgd.functions.emnist_setup", "faasgd.functions.emnist_train",
            "faasgd.store.redis_store", "faasgd.store.memcached_store")
 PR_SET_PDEATHSIG, PR_SET_NAME = 1, 15
+AT_ONCE = "--at-once"  # imports at the runtime's priority, not SCHED_IDLE: a zygote started again, replicas asking now
 
 
-def serve(path: str) -> None:
+def serve(path: str, idle: bool = True) -> None:
     address = path if len(path) < 100 else os.path.basename(path)  # sun_path holds 108 bytes; the cwd is its folder
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     if os.path.exists(address):
@@ -40,7 +41,7 @@ def serve(path: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the runtime's to act on (its stop)
     sys.modules.setdefault("httpx._main", None)  # as index.py: httpx's command-line client is never run
     try:
-        import_at_idle()
+        import_at_idle() if idle else import_preloaded()
     except Exception:  # noqa: BLE001 - whatever it is, the replicas start without the zygote; its log says why
         traceback.print_exc()  # a priority it could not take back too: its functions must not inherit it
         leave(listener)
@@ -58,9 +59,13 @@ def import_at_idle() -> None:
     functions fork at the runtime's."""
     policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    import_preloaded()
+    os.sched_setscheduler(0, policy, param)
+
+
+def import_preloaded() -> None:
     for name in PRELOAD:
         importlib.import_module(name)
-    os.sched_setscheduler(0, policy, param)
 
 
 def threads() -> int:
@@ -280,4 +285,4 @@ def kill(pid: int) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], idle=AT_ONCE not in sys.argv[2:])
