@@ -23,11 +23,10 @@ import json
 import os
 import shutil
 import socket
-import tempfile
 from pathlib import Path
 
 from faasgd.errors import FaasgdError
-from faasgd.local.stores import LOOPBACK, ServerProcess, spawn_server, start_server
+from faasgd.local.stores import LOOPBACK, ServerProcess, server_folder, spawn_server, start_server
 
 DEBIAN_PATH = "/usr/sbin/nats-server"  # Debian's package installs it there, off a user's PATH
 HEADER_ROOM = 64 << 10  # the call's metadata header: the request's headers (uvicorn takes ~16 KiB at most) and URL
@@ -87,7 +86,7 @@ def start_nats(store_dir: str | os.PathLike, port: int | None = None, max_payloa
     limit = store_limit(store, max_store)
 
     def launch(p: int) -> ServerProcess:
-        tmp = tempfile.TemporaryDirectory(prefix="faasgd-nats-")
+        tmp = server_folder("faasgd-nats-")
         conf = os.path.join(tmp.name, "nats-server.conf")  # max_payload has no command-line flag
         with open(conf, "w") as f:
             f.write(f"listen: {LOOPBACK}:{p}\nserver_name: faasgd-local\nmax_payload: {max_payload}\n"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 import httpx
@@ -34,7 +33,7 @@ from faasgd.local.containers import RUNTIME_LABEL, ContainerReplica, Network, st
 from faasgd.local.deployments import Catalog, Code, Deployment
 from faasgd.local.pods import Host
 from faasgd.local.stack import FunctionSpec
-from faasgd.local.stores import ServerProcess, spawn_server, start_server
+from faasgd.local.stores import ServerProcess, server_folder, spawn_server, start_server
 
 REGISTRY_BINARY = "docker-registry"
 
@@ -89,7 +88,7 @@ def start_registry(directory: Path, ready_timeout: float = 20.0) -> ServerProces
     def launch(port: int) -> ServerProcess:
         config = folder / "config.yml"
         config.write_text(registry_config(port, folder / "data"))
-        tmp = tempfile.TemporaryDirectory(prefix="faasgd-registry-")
+        tmp = server_folder("faasgd-registry-")
         return spawn_server("registry", f"127.0.0.1:{port}", port, [binary, "serve", str(config)], tmp, None)
 
     previous = previous_port(folder / "config.yml")

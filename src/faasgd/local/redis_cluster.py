@@ -16,7 +16,6 @@ cluster-node-timeout; low here, so a test's failover takes seconds).
 
 from __future__ import annotations
 
-import tempfile
 import time
 
 from faasgd.errors import ConfigError, StoreUnavailable
@@ -53,7 +52,7 @@ def start_node(password: str | None, also_bind: str | None, node_timeout_ms: int
     binary = stores._binary("redis-server", "redis-server")
 
     def launch(port: int) -> ServerProcess:
-        tmp = tempfile.TemporaryDirectory(prefix="faasgd-redis-cluster-")
+        tmp = stores.server_folder("faasgd-redis-cluster-")
         secret = f"requirepass {stores.redis_quoted(password)}\nmasterauth {stores.redis_quoted(password)}\n" \
             if password else ""
         conf = stores.private_file(tmp.name, "redis.conf", secret)

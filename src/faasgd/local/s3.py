@@ -34,7 +34,6 @@ import importlib.util
 import re
 import secrets as tokens
 import sys
-import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -49,7 +48,7 @@ from faasgd.local.deployments import Deployment
 from faasgd.local.processes import ProcessRef
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import FunctionSpec
-from faasgd.local.stores import LOOPBACK, ServerProcess, adopt_server, spawn_server, start_server
+from faasgd.local.stores import LOOPBACK, ServerProcess, adopt_server, server_folder, spawn_server, start_server
 
 ASKING_KEYS = ("channel", "transfer")  # environment keys whose value `s3` asks for S3
 SERVICE = services.Service("minio", services.FUNCTION_NAMESPACE, 9000, "s3")  # MinIO's Service, as a cluster has
@@ -96,7 +95,7 @@ def start_s3_server(port: int | None = None, ready_timeout: float = READY_TIMEOU
                                              "server needs moto: pip install 'faasgd[local]'")
 
     def launch(p: int) -> ServerProcess:
-        tmp = tempfile.TemporaryDirectory(prefix="faasgd-s3-")
+        tmp = server_folder("faasgd-s3-")
         argv = [sys.executable, "-m", SERVER_MODULE, "-H", host, "-p", str(p)]
         return spawn_server("s3", f"http://{host}:{p}", p, argv, tmp, None)
 

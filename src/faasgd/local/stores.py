@@ -140,7 +140,7 @@ def start_redis(
     binary = _binary("redis-server", "redis-server")
 
     def launch(p: int) -> ServerProcess:
-        tmp = tempfile.TemporaryDirectory(prefix="faasgd-redis-")
+        tmp = server_folder("faasgd-redis-")
         directory = workdir or tmp.name
         conf = private_file(tmp.name, "redis.conf", f"requirepass {redis_quoted(password)}\n" if password else "")
         argv = [binary, conf, "--port", str(p), "--bind", LOOPBACK, *([also_bind, "--protected-mode", "no"] if also_bind else []), "--save", "",
@@ -166,7 +166,7 @@ def start_memcached(
     check_memcached_password(password)
 
     def launch(p: int) -> ServerProcess:
-        tmp = tempfile.TemporaryDirectory(prefix="faasgd-memcached-")
+        tmp = server_folder("faasgd-memcached-")
         argv = [binary, "-l", ",".join([LOOPBACK, *([also_bind] if also_bind else [])]), "-p", str(p), "-U", "0", "-I", item_size, "-m", str(memory_mb)]
         if password:
             argv += ["-Y", private_file(tmp.name, "auth", f"{MEMCACHED_USER}:{password}\n")]
@@ -175,6 +175,14 @@ def start_memcached(
         return spawn_server("memcached", f"memcached://{LOOPBACK}:{p}", p, argv, tmp, password)
 
     return start_server(launch, port, _memcached_answers, ready_timeout)
+
+
+def server_folder(prefix: str) -> tempfile.TemporaryDirectory:
+    """A server's own temp folder (its config, log, auth file), removed at its stop: in tempfile's folder, which the
+    runtime's daemon sets to <dir>/tmp, made again if it was removed meanwhile (a server started later, the S3 server
+    on demand or a restarted nats-server, would fail on a missing folder)."""
+    os.makedirs(tempfile.gettempdir(), mode=0o700, exist_ok=True)
+    return tempfile.TemporaryDirectory(prefix=prefix)
 
 
 def private_file(folder: str, name: str, text: str) -> str:
