@@ -114,10 +114,17 @@ def test_a_push_found_applied_leaves_no_watch_on_the_connection(store, redis_ser
     store.push_update(job, ones, push_id=PushId(0, 1), record=record(1, "a"))
     assert store.push_update(job, ones, push_id=PushId(0, 1), record=record(1, "a")).applied  # found applied
     assert len(store.client.connection_pool._available_connections) == 1  # the one connection, given back
+    assert_no_watch_left(store, redis_server, job, seq=2, version=3)
+
+
+def assert_no_watch_left(store, redis_server, job: str, seq: int, version: int) -> None:
+    """Another writer moves the version, then this store's next push (worker 0's `seq`) must win at once: a WATCH
+    left on its pooled connection would abort it, a conflict counted for nothing."""
+    ones = np.ones(LENGTH, np.float32)
     with open_store(redis_server.url, chunk_floats=CHUNK) as other:
-        other.push_update(job, ones, push_id=PushId(1, 1), record=record(1, "b"))  # moves the version
-    push = store.push_update(job, ones, push_id=PushId(0, 2), record=record(2, "a"))
-    assert (push.applied, push.version, push.conflicts) == (True, 3, 0)
+        other.push_update(job, ones, push_id=PushId(1, 1), record=record(1, "b"))
+    push = store.push_update(job, ones, push_id=PushId(0, seq), record=record(seq, "a"))
+    assert (push.applied, push.version, push.conflicts) == (True, version, 0)
 
 
 def test_an_error_between_the_read_and_the_commit_leaves_no_watch_on_the_connection(store, redis_server):
@@ -129,10 +136,7 @@ def test_an_error_between_the_read_and_the_commit_leaves_no_watch_on_the_connect
     with pytest.raises(StoreError, match="weight chunk 1 is missing"):
         store.push_update(job, ones, push_id=PushId(0, 1), record=record(1, "a"))
     store.client.set(keys.weights_chunk(job, 1), chunk)
-    with open_store(redis_server.url, chunk_floats=CHUNK) as other:
-        other.push_update(job, ones, push_id=PushId(1, 1), record=record(1, "b"))  # moves the version
-    push = store.push_update(job, ones, push_id=PushId(0, 1), record=record(1, "a"))
-    assert (push.applied, push.version, push.conflicts) == (True, 2, 0)
+    assert_no_watch_left(store, redis_server, job, seq=1, version=2)
 
 
 def test_a_push_found_applied_is_its_outcome_even_when_the_connection_drops_at_the_unwatch(store, monkeypatch):
