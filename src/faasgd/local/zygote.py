@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from faasgd.local.zygote_server import AT_ONCE  # the flag its process reads (standard library at import)
+
 MODULE = "faasgd.local.zygote_server"  # the zygote: `python -m MODULE SOCKET`
 ENV = "FAASGD_ZYGOTE"  # the socket's path, in a replica's fprocess environment (netns.py `enter` reads it)
 PID_FILE_ENV = "FAASGD_FUNCTION_PID_FILE"  # where `enter` writes the forked function's pid (pods.function_ref)
@@ -54,7 +56,7 @@ def start(directory: Path, environ: Mapping[str, str], idle: bool = True) -> tup
     if os.path.exists(path):  # a crashed runtime's: wait_listening must see this one's
         os.unlink(path)
     with open(directory / "logs" / "zygote.log", "ab") as log:
-        popen = subprocess.Popen([sys.executable, "-m", MODULE, path, *([] if idle else ["--at-once"])],
+        popen = subprocess.Popen([sys.executable, "-m", MODULE, path, *([] if idle else [AT_ONCE])],
                                  env=basics(environ, str(directory)),
                                  cwd=directory, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     return popen, path
