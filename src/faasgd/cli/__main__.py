@@ -2,7 +2,7 @@
 
 import sys
 
-from faasgd.cli.main import main
+from faasgd.cli.main import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -26,3 +26,24 @@ def test_faasgd_up_starts_the_runtime_before_it_imports_the_gateway_client(tmp_p
             f"control.up({str(stack)!r}, 0, {str(tmp_path / '.faasgd')!r}, watchdog_choice='off')\n")
     seen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert seen == "False", "faasgd up imported httpx before it started the runtime"
+
+
+def test_the_program_freezes_the_heap_after_main_and_still_exits_as_main_says(tmp_path):
+    """`faasgd` (console script and `python -m faasgd.cli`) is `entry`: main's exit code, then gc.freeze so the
+    interpreter's teardown skips its collections; atexit handlers still run and stdout is flushed."""
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "faasgd"]
+    assert script.value == "faasgd.cli.main:entry"
+    code = ("import atexit, gc, sys\n"
+            "from faasgd.cli import main\n"
+            "atexit.register(lambda: print('atexit ran', flush=True))\n"
+            f"sys.argv = ['faasgd', 'down', '--dir', {str(tmp_path / 'none')!r}]\n"
+            "code = main.entry()\n"
+            "print('frozen', gc.get_freeze_count() > 0, 'code', code, end=' ')\n"
+            "sys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (done.returncode, done.stdout.split()[-6:]) == (0, ["frozen", "True", "code", "0", "atexit", "ran"])
+    bad = subprocess.run([sys.executable, "-m", "faasgd.cli", "train", "--batch-size", "0", "--dry-run"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "batch_size" in bad.stderr  # `python -m faasgd.cli` passes main's code through
