@@ -190,15 +190,18 @@ def json_answer(answer: Response, what: str) -> Any:
 def poll_until(read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float, *,
                poll_s: float = POLL_S, on_value: Callable[[Any], None] | None = None,
                sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Any:
-    """Read until `done(value)` or `timeout_s` has passed, sleeping `poll_s` between reads; the last value."""
+    """Read until `done(value)` or `timeout_s` has passed, a read every `poll_s` (the sleep between two reads is
+    what is left of `poll_s` after the read: a read that waits, emnist-setup's `wait`, is the pause itself); the last
+    value."""
     deadline = clock() + timeout_s
     while True:
+        began = clock()
         value = read()
         if on_value is not None:
             on_value(value)
         if done(value) or clock() >= deadline:
             return value
-        sleep(max(0.0, min(poll_s, deadline - clock())))
+        sleep(max(0.0, min(poll_s - (clock() - began), deadline - clock())))
 
 
 def wait_for_job(read_status: Callable[[], dict], timeout_s: float, *, poll_s: float = POLL_S,

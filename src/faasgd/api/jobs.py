@@ -13,6 +13,7 @@ looked and how to name another store (faasgd.api.hints).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -35,9 +36,11 @@ class Job:
     the job (workers, dataset, mode, store, store_url)."""
 
     def __init__(self, job_id: str, read_status: Callable[[], dict], read_model: Callable[[], bytes],
-                 not_found: Callable[[str], FaasgdError], info: Mapping[str, Any] | None = None):
+                 not_found: Callable[[str], FaasgdError], info: Mapping[str, Any] | None = None,
+                 read_status_waiting: Callable[[float], dict] | None = None):
         self.job_id, self.info = job_id, dict(info or {})
         self._read_status, self._read_model, self._not_found = read_status, read_model, not_found
+        self._read_status_waiting = read_status_waiting  # a read answered when the job ends or after the seconds
 
     def __repr__(self) -> str:
         return f"Job({self.job_id!r})"
@@ -60,7 +63,18 @@ class Job:
         """
         if not timeout_s > 0:  # NaN too
             raise ConfigError("timeout_s", f"must be a number of seconds > 0, got {timeout_s!r}")
-        return wait_for_job(self.status, timeout_s, on_status=on_status, poll_s=poll_s)
+        if self._read_status_waiting is None:
+            return wait_for_job(self.status, timeout_s, on_status=on_status, poll_s=poll_s)
+        # through the gateway each read waits up to poll_s for the job's end (emnist-setup's `wait`), so the wait
+        # returns as the job ends instead of up to poll_s later; never past this wait's own deadline
+        deadline = time.monotonic() + timeout_s
+        seconds = min(poll_s, status.MAX_WAIT_S)
+
+        def read() -> dict:
+            return self._named(lambda: self._read_status_waiting(max(0.0, min(seconds, deadline - time.monotonic()))),
+                               "status")
+
+        return wait_for_job(read, timeout_s, on_status=on_status, poll_s=poll_s)
 
     def result(self, timeout_s: float = WAIT_S) -> dict:
         """The job's result record, waiting up to `timeout_s` for it to end; a failed record saying so when it
@@ -98,7 +112,11 @@ def through_gateway(client: GatewayClient, query: Mapping[str, str], info: Mappi
     def not_found(verb: str) -> FaasgdError:
         return hints.through_gateway(query["job_id"], store, hints.configured_stores(client), verb)
 
-    return Job(query["job_id"], lambda: client.job_status(query), lambda: client.model_file(query), not_found, info)
+    def waiting(seconds: float) -> dict:
+        return client.job_status({**query, "wait": f"{seconds:.3f}"})
+
+    return Job(query["job_id"], lambda: client.job_status(query), lambda: client.model_file(query), not_found, info,
+               read_status_waiting=waiting)
 
 
 def in_store(store: ParameterStore, job_id: str) -> Job:

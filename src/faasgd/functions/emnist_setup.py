@@ -1,8 +1,9 @@
 """emnist-setup: create a job and fan out its workers through the gateway; report a job's status; give its model.
 
 POST ?job_id=J&worker=W&delivery=1: the queue's report of a worker call's end (delivery_report).
-GET ?job_id=J[&store=NAME][&events=1][&profile=1]: the status (JSON; profile=1 adds each worker's resource
-series, `profiles`, profile/worker_profile.py). GET ?job_id=J[&store=NAME]&model=npz: the job's
+GET ?job_id=J[&store=NAME][&events=1][&profile=1][&wait=S]: the status (JSON; profile=1 adds each worker's
+resource series, `profiles`, profile/worker_profile.py; wait=S, up to MAX_STATUS_WAIT_S seconds: a running job's
+status is answered when it ends or S seconds have passed, whichever comes first). GET ?job_id=J[&store=NAME]&model=npz: the job's
 model as an npz file (application/octet-stream; format in faasgd.job.model_file), after the same checks of the query.
 """
 
@@ -20,13 +21,14 @@ from faasgd.functions.supervise import SupervisionBeside
 from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.call_limits import call_clock
 from faasgd.functions.settings import FunctionEnv
-from faasgd.job import model_file
+from faasgd.job import model_file, status as job_status_module
 from faasgd.worker.budget import UNLIMITED, CallBudget
 from faasgd.store import parse_store_url
 from faasgd.store import keys
 from faasgd.store.keys import check_job_id
 
-STATUS_QUERY_KEYS = ("job_id", "store", "events", "model", "profile")
+STATUS_QUERY_KEYS = ("job_id", "store", "events", "model", "profile", "wait")
+MAX_STATUS_WAIT_S = job_status_module.MAX_WAIT_S
 MODEL_FORMATS = ("npz",)  # what ?model= may ask for
 BESIDE = SupervisionBeside()  # this replica's supervision of the jobs it is asked about, beside the reads
 
@@ -101,9 +103,26 @@ def check_callback(url: str | None) -> None:
         raise ConfigError("X-Callback-Url", f"must be an http or https URL with a host, got {url[:200]!r}")
 
 
+def status_wait(query: Mapping[str, str]) -> float:
+    """The seconds a status read's `wait` asks for (0 when not given); ConfigError naming `wait` unless a number
+    in [0, MAX_STATUS_WAIT_S], and never with `model` (a model file is answered at once or not at all)."""
+    given = query.get("wait")
+    if given is None:
+        return 0.0
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = float("nan")
+    if not 0.0 <= seconds <= MAX_STATUS_WAIT_S:  # NaN and inf too
+        raise ConfigError("wait", f"must be a number of seconds in [0, {MAX_STATUS_WAIT_S:g}], got {str(given)[:40]!r}")
+    if "model" in query:
+        raise ConfigError("wait", "is for status reads, not with model")
+    return seconds
+
+
 def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, dict | bytes]:
-    """GET ?job_id=J[&store=NAME]: state (running | done | failed), per-worker progress, the result when finished;
-    with &model=npz the job's model file instead (bytes; NoModel, a 409, while it has none)."""
+    """GET ?job_id=J[&store=NAME][&wait=S]: state (running | done | failed), per-worker progress, the result when
+    finished (a running job's after up to S seconds, at once when it ends meanwhile: status_wait); with &model=npz the job's model file instead (bytes; NoModel, a 409, while it has none)."""
     job_id = query.get("job_id")
     if not job_id:
         raise ConfigError("job_id", "required query parameter, e.g. ?job_id=j0123456789abcde")
@@ -116,12 +135,15 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
     if "model" in query and (query.get("model") not in MODEL_FORMATS or "events" in query or "profile" in query):
         raise ConfigError("model", f"must be one of {', '.join(MODEL_FORMATS)}, without events or profile, "
                                    f"got {str(query.get('model'))[:40]!r}")
+    wait_s = status_wait(query)
     settings = FunctionEnv.read(env)
     store = replica_cache.store_for(settings.store_url_of(query.get("store", "")))
     if "model" in query:
         check_job_id(job_id)
         return 200, model_file.to_npz(model_file.read_model(store, job_id))
     status = job.read_status(store, job_id)
+    if status["state"] == "running" and wait_s > 0 and job.wait_for_end(store, job_id, wait_s):
+        status = job.read_status(store, job_id)
     if status["state"] == "running":  # whoever watches a job also looks after its workers, beside the read
         config, meta = config_from_record(status["config"]), {"created_at": status["created_at"]}
         relaunch = relaunch_through_gateway(settings, quiet=False, report=True)
