@@ -23,6 +23,14 @@ def _num(value, fmt: str = "{:,.0f}", missing: str = "-") -> str:
     return missing if value is None else fmt.format(value)
 
 
+def val_accuracy(record: dict) -> str:
+    """A worker's validation accuracy, with its epoch when that is not the worker's latest (Downpour's epoch ends
+    are evaluated by one worker a round: worker/test_rows.py)."""
+    text = _num(record.get("accuracy"), "{:.4f}")
+    evaluated = record.get("accuracy_epoch")
+    return f"{text} (epoch {evaluated})" if evaluated and evaluated != record.get("epoch") else text
+
+
 def worker_cells(worker_id: int, record: dict | None, max_epochs: int) -> tuple[str, ...]:
     """One worker's row: epoch bar, accuracy, loss, throughput, store traffic, state."""
     if not record:
@@ -30,7 +38,7 @@ def worker_cells(worker_id: int, record: dict | None, max_epochs: int) -> tuple[
     epoch = int(record.get("epoch", 0))
     width = 10
     bar = "#" * min(width, round(width * epoch / max(1, max_epochs)))
-    return (str(worker_id), f"{bar:<{width}} {epoch}/{max_epochs}", _num(record.get("accuracy"), "{:.4f}"),
+    return (str(worker_id), f"{bar:<{width}} {epoch}/{max_epochs}", val_accuracy(record),
             _num(record.get("loss"), "{:.4f}"), _num(record.get("samples_per_s")), str(record.get("pushes", 0)),
             str(record.get("fetches", 0)), str(record.get("conflicts", 0)), str(record.get("state", "running")))
 
@@ -98,7 +106,7 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
             table.add_row(*map(cell, (str(i), str(record.get("epoch", 0)), _num(record.get("samples")),
                                       _num(record.get("samples_per_s")), str(record.get("pushes", 0)),
                                       str(record.get("fetches", 0)), str(record.get("conflicts", 0)),
-                                      _num(record.get("last_staleness"), "{}"), _num(record.get("accuracy"), "{:.4f}"))))
+                                      _num(record.get("last_staleness"), "{}"), val_accuracy(record))))
         out.print(table)
     kept = "kept at the crossing" if result.get("reached_target") else "the final parameters"
     lines = [

@@ -232,25 +232,31 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         progress.epoch, progress.epoch_step, progress.epoch_rng_state = progress.epoch + 1, 0, None
         progress.loss, progress.epoch_loss_sum = progress.epoch_loss_sum / steps, 0.0
         last = progress.epoch >= self.config.max_epochs
-        started = self.clock()
-        progress.accuracy = self.evaluate(self.weights)
-        # reported only (the test curve), never a stop rule; one worker a round of epoch ends (worker/test_rows.py)
-        tests = evaluates_test_rows(progress.epoch, progress.worker_id, self.config.number_of_workers, last)
-        test_accuracy = self.evaluate(self.weights, self.test) if tests else None
-        self.eval_s = self.clock() - started
+        # The curves (validation and test), reported only: the stop rule is the checks (check_target), and an
+        # epoch's end decides only at a last epoch. One worker a round of epoch ends evaluates both, on the same
+        # parameters, and every worker at its last epoch (worker/test_rows.py); the others' epoch events carry null
+        # and their records keep the accuracy of the last epoch they evaluated (`accuracy_epoch`).
+        accuracy = test_accuracy = None
+        if evaluates_test_rows(progress.epoch, progress.worker_id, self.config.number_of_workers, last):
+            started = self.clock()
+            accuracy = self.evaluate(self.weights)
+            test_accuracy = self.evaluate(self.weights, self.test)
+            progress.accuracy, progress.accuracy_epoch = accuracy, progress.epoch
+            self.eval_s = self.clock() - started  # kept from the last that evaluated (the budget's room for one)
         now = progress.now()  # on the job's timeline (worker/call_clock.py)
         self.retry(lambda: self.store.append_event(self.job_id, {
             "event": "epoch", "worker_id": progress.worker_id, "epoch": progress.epoch,
-            "accuracy": progress.accuracy, "test_accuracy": test_accuracy, "at": now}))
-        log.info("job %s worker %d: epoch %d, validation accuracy %.4f, loss %.4f, %d pushes, %d conflicts",
-                 self.job_id, progress.worker_id, progress.epoch, progress.accuracy, progress.loss,
+            "accuracy": accuracy, "test_accuracy": test_accuracy, "at": now}))
+        log.info("job %s worker %d: epoch %d, validation accuracy %s, loss %.4f, %d pushes, %d conflicts",
+                 self.job_id, progress.worker_id, progress.epoch,
+                 "(another worker's round)" if accuracy is None else f"{accuracy:.4f}", progress.loss,
                  progress.pushes, progress.conflicts)
         # the stop rule is the period's checks (check_target), the same for 1 and W workers; an epoch's end decides
-        # only at the worker's last epoch, so a job never ends at its target unclaimed
-        reached = last and progress.accuracy >= self.config.target_accuracy
+        # only at the worker's last epoch (always evaluated), so a job never ends at its target unclaimed
+        reached = last and accuracy >= self.config.target_accuracy
         if reached:
             weights, crossing = self.weights.copy(), {
-                "validation_accuracy": progress.accuracy, "at": now, "samples": samples,
+                "validation_accuracy": accuracy, "at": now, "samples": samples,
                 "epochs": samples / self.shard.total, "version": version}
             self.retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
                                                         lambda: test_accuracy, crossing))  # a last epoch's: evaluated

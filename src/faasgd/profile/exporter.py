@@ -40,8 +40,8 @@ WORKER_FAMILIES: tuple[tuple[str, str, str, Callable[[dict], Any]], ...] = (
      lambda w: 0 if w["ended_at"] else 1),
     ("faasgd_worker_epoch", "gauge", "Epochs the worker has completed", lambda w: w["p"].get("epoch")),
     ("faasgd_worker_loss", "gauge", "Mean training loss of the worker's last epoch", lambda w: w["p"].get("loss")),
-    ("faasgd_worker_validation_accuracy", "gauge", "Validation accuracy of the global parameters after the "
-     "worker's last epoch", lambda w: w["p"].get("accuracy")),
+    ("faasgd_worker_validation_accuracy", "gauge", "Validation accuracy of the global parameters at the "
+     "last epoch end the worker evaluated (one worker a round of epoch ends)", lambda w: w["p"].get("accuracy")),
     ("faasgd_worker_samples_per_second", "gauge", "Training samples per second of training time",
      lambda w: w["p"].get("samples_per_s")),
     ("faasgd_worker_samples_total", "counter", "Training samples processed", lambda w: w["p"].get("samples")),

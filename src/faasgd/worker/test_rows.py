@@ -1,10 +1,12 @@
-"""Which epoch ends evaluate the test rows (the test curve, reported only, never a stop rule), for every trainer.
+"""Which epoch ends evaluate the curves' rows: the test rows (the test curve, reported only, never a stop rule) for
+every trainer, and for Downpour the validation rows too (its validation curve; its stop rule is the checks).
 
 The W workers' e-th epoch ends come at about the same point of the job (each worker's epoch is its 1/W of the
 rows, and a synchronous algorithm's workers hold the same parameters there), so W evaluations would cost
 W x test_samples rows a job epoch of nearly the same figure (Fashion-MNIST, 2 workers: as many rows as the
-validation and the stop rule's checks together). The e-th ends are evaluated by worker (e - 1) mod W alone, and
-every worker's last epoch (the curve's final points); one worker evaluates at every epoch.
+validation and the stop rule's checks together), and as many again of validation rows: evaluation work that grew
+with the workers and so slowed every time-to-target of more workers. The e-th ends are evaluated by worker
+(e - 1) mod W alone, and every worker's last epoch (the curve's final points); one worker evaluates at every epoch.
 """
 
 from __future__ import annotations

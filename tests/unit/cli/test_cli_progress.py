@@ -48,3 +48,17 @@ def test_the_summary_shows_each_worker_and_the_result_and_a_failure_says_why():
     buffer, console = plain()
     print_summary(missing("j2", "no result after --timeout 5 s [store down]"), None, console)
     assert buffer.getvalue().splitlines()[0] == "job j2: failed - no result after --timeout 5 s [store down]"
+
+
+def test_a_validation_accuracy_of_an_earlier_epoch_says_which():
+    """Downpour's epoch ends are evaluated by one worker a round: a record may hold an earlier epoch's accuracy."""
+    buffer, console = plain()
+    live = LiveProgress(console)
+    running = status([3, 3])
+    running["workers"][0]["accuracy_epoch"] = 3
+    running["workers"][1]["accuracy_epoch"] = 2
+    live(running)
+    live.close()
+    lines = buffer.getvalue().splitlines()
+    assert "validation accuracy 0.8300 " in lines[0] + " " and "(epoch" not in lines[0]
+    assert "validation accuracy 0.8300 (epoch 2)" in lines[1]
