@@ -7,10 +7,16 @@ Exit codes: 0 ok, 1 the job or the call failed, 2 bad input (names the field; no
 
 from __future__ import annotations
 
+import sys
+
+# httpx's command-line client (httpx._main: click, pygments; ~0.03 s of every command that talks to a gateway) is
+# never run by `faasgd`; httpx imports it inside `try: ... except ImportError`, and None in sys.modules makes that
+# import fail at once (as the runtime's daemon and the replicas do: local/daemon.py)
+sys.modules.setdefault("httpx._main", None)
+
 import argparse
 import gc
 import importlib
-import sys
 
 from faasgd import __version__
 from faasgd.cli import forkserver, output

@@ -51,9 +51,9 @@ def test_the_program_freezes_the_heap_after_main_and_still_exits_as_main_says(tm
 
 def test_a_job_through_the_gateway_imports_none_of_the_direct_paths_machinery():
     """`faasgd train` without --direct imports neither the workers' processes nor the job's creation nor the
-    workloads (cli/train.py imports them where --direct and --dry-run run)."""
-    code = ("import sys, faasgd.cli.main, faasgd.cli.train; "
+    workloads (cli/train.py imports them where --direct and --dry-run run), nor httpx's command-line client."""
+    code = ("import sys, faasgd.cli.main, faasgd.cli.train, httpx; "
             "print(sorted(m for m in ('faasgd.cli.direct', 'faasgd.functions.orchestrate', 'faasgd.functions.admission',"
-            " 'faasgd.downpour.worker', 'faasgd.lambdaml.sync_worker') if m in sys.modules))")
+            " 'faasgd.downpour.worker', 'faasgd.lambdaml.sync_worker', 'click', 'pygments') if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]", f"faasgd train imports {loaded} before it knows it needs them"
