@@ -8,6 +8,15 @@
 
 from faasgd.profile.bursts import SERIES, THRESHOLDS
 from faasgd.profile.figures import MEASURES, job_figures
-from faasgd.profile.worker_profile import WorkerProfile
 
 __all__ = ["MEASURES", "SERIES", "THRESHOLDS", "WorkerProfile", "job_figures"]
+
+
+def __getattr__(name: str):
+    """WorkerProfile on first use: it brings the sampler and the Prometheus exporter (prometheus_client), which a
+    worker's call needs and the job's figures (job/result.py, every `faasgd train` and `status`) do not."""
+    if name == "WorkerProfile":
+        from faasgd.profile.worker_profile import WorkerProfile
+
+        return WorkerProfile
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
