@@ -30,19 +30,22 @@ def alternate(roles: tuple[str, ...], rounds: int, run) -> dict[str, list[dict]]
 
 
 def summarise(runs: list[dict]) -> dict:
-    """The median over a role's rounds, the spread of its times to target, how many rounds reached it."""
+    """The median over a role's rounds, the spread of its times to target, how many rounds reached it. The factors
+    of the time to target (ready, passes) are medians over the same rounds as that time, those that reached the
+    target, so `pass_seconds` combines figures of one set of runs; rates and accuracy are over every round run."""
     done = [run for run in runs if "error" not in run]
     if not done:
         return {"error": runs[-1]["error"]}
-    times = sorted(run["time_to_target_s"] for run in done if run["time_to_target_s"] is not None)
+    reached = [run for run in done if run["time_to_target_s"] is not None]
+    times = sorted(run["time_to_target_s"] for run in reached)
 
-    def median(key: str) -> float:
-        return statistics.median(run[key] for run in done)
+    def median(key: str, over: list[dict] = done) -> float:
+        return statistics.median(run[key] for run in over)
 
-    passes = [run["passes_to_target"] for run in done if run.get("passes_to_target") is not None]
+    passes = [run["passes_to_target"] for run in reached if run.get("passes_to_target") is not None]
     return {"time_to_target_s": statistics.median(times) if times else None, "spread": times[::len(times) - 1 or 1],
             "passes_to_target": statistics.median(passes) if passes else None,
-            "reached": f"{len(times)}/{len(runs)}", "ready_s": median("ready_s"),
+            "reached": f"{len(times)}/{len(runs)}", "ready_s": median("ready_s", reached or done),
             "samples_per_s": median("samples_per_s"), "final_accuracy": median("final_accuracy"),
             "peak_rss_mb": max(run["peak_rss_mb"] for run in done),
             "same_params": all(len(set(run.get("param_digests", [""]))) == 1 for run in done),

@@ -120,10 +120,17 @@ def two_workers(dataset: str, store_url: str, period: int, epochs: int, communic
     }
 
 
+def shown(value: float | None, spec: str) -> str:
+    """A figure as the table prints it; '-' where no round could tell it (summarise's None)."""
+    return "-" if value is None else format(value, spec)
+
+
 def summarise(rows: list[dict], pair: float) -> dict:
     """A cell's rounds: the median of every figure, per worker too, and the [min, max] of its pair ratio."""
     def median_of(key: str):
-        values = [row[key] for row in rows if row[key] is not None]  # a job without pushes has no staleness
+        # a job without pushes has no staleness (None), workers that ran together too briefly no cores (nan): the
+        # median of the rounds that have the figure (a nan among them would sort anywhere and pick any value)
+        values = [row[key] for row in rows if row[key] is not None and row[key] == row[key]]
         return statistics.median(values) if values else None
 
     median = {key: median_of(key) for key in rows[0] if key != "per_worker"}
@@ -181,8 +188,8 @@ def main() -> None:
             print(f"{server.name:<10} {communication:<13} {period:>14} {row['samples_per_s']:>11,.0f} "
                   f"{row['samples_per_s'] / limit:>6.2f} {pair_text:>16} "
                   f"{row['conflicts']:>9g} {row['staleness_p50']!s:>13} {row['accuracy']:>8.4f} {per_worker:>15} "
-                  f"{row['store_cores']:>11.2f} {row['busy_cores']:>10.2f} {row['steps_share']:>5.0%} "
-                  f"{row['batches_share']:>7.0%}", flush=True)
+                  f"{shown(row['store_cores'], '.2f'):>11} {shown(row['busy_cores'], '.2f'):>10} "
+                  f"{shown(row['steps_share'], '.0%'):>5} {shown(row['batches_share'], '.0%'):>7}", flush=True)
     finally:
         for server in servers:
             server.stop()

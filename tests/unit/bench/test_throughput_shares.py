@@ -36,3 +36,12 @@ def test_a_cell_s_rounds_give_medians_per_figure_and_per_worker_and_the_pair_rat
     assert row["staleness_p50"] == 15.0  # the rounds that had one
     assert row["pair_ratio"] == 0.5 and row["pair_spread"] == (0.25, 0.75)
     assert bench.summarise([run(100.0, [50.0, 50.0], None)], pair=400.0)["staleness_p50"] is None
+
+
+def test_a_figure_a_round_could_not_tell_nan_is_left_out_of_its_median():
+    def run(cores):
+        return {"samples_per_s": 100.0, "per_worker": [50.0, 50.0], "store_cores": cores}
+    row = bench.summarise([run(float("nan")), run(0.1), run(0.3), run(float("nan"))], pair=400.0)
+    assert row["store_cores"] == 0.2  # of the two rounds that measured it
+    assert bench.summarise([run(float("nan"))], pair=400.0)["store_cores"] is None
+    assert bench.shown(None, ".2f") == "-" and bench.shown(0.125, ".2f") == "0.12" and bench.shown(0.5, ".0%") == "50%"
