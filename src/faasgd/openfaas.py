@@ -189,10 +189,11 @@ def json_answer(answer: Response, what: str) -> Any:
 
 def poll_until(read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float, *,
                poll_s: float = POLL_S, on_value: Callable[[Any], None] | None = None,
-               sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Any:
-    """Read until `done(value)` or `timeout_s` has passed, a read every `poll_s` (the sleep between two reads is
-    what is left of `poll_s` after the read: a read that waits, emnist-setup's `wait`, is the pause itself); the last
-    value."""
+               sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+               read_waits: bool = False) -> Any:
+    """Read until `done(value)` or `timeout_s` has passed, sleeping `poll_s` between reads; the last value.
+    `read_waits`: the read itself waits up to `poll_s` (emnist-setup's `wait`), so only what is left of `poll_s`
+    after it is slept (all of it when the server answered at once: an emnist-setup that holds no reads)."""
     deadline = clock() + timeout_s
     while True:
         began = clock()
@@ -201,13 +202,14 @@ def poll_until(read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: 
             on_value(value)
         if done(value) or clock() >= deadline:
             return value
-        sleep(max(0.0, min(poll_s - (clock() - began), deadline - clock())))
+        pause = poll_s - (clock() - began) if read_waits else poll_s
+        sleep(max(0.0, min(pause, deadline - clock())))
 
 
 def wait_for_job(read_status: Callable[[], dict], timeout_s: float, *, poll_s: float = POLL_S,
                  on_status: Callable[[dict], None] | None = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> dict:
+                 clock: Callable[[], float] = time.monotonic, read_waits: bool = False) -> dict:
     """Read a job's status until it is no longer running or `timeout_s` has passed; the last status.
 
     `read_status` is where the status comes from (the gateway, or the store directly); `on_status`
@@ -215,4 +217,4 @@ def wait_for_job(read_status: Callable[[], dict], timeout_s: float, *, poll_s: f
     as it is: the caller decides what a timeout means.
     """
     return poll_until(read_status, lambda status: status.get("state") != "running", timeout_s, poll_s=poll_s,
-                      on_value=on_status, sleep=sleep, clock=clock)
+                      on_value=on_status, sleep=sleep, clock=clock, read_waits=read_waits)

@@ -26,7 +26,8 @@ from faasgd.local import control
 
 TRAINING_FUNCTIONS = "emnist-*"  # the functions a training job calls (`faasgd up --filter`)
 # How often the job's status is read through the gateway, for the live progress. Each read waits up to this long
-# for the job's end (emnist-setup's `wait`), so the command learns of the end within ~20 ms, not at the next read.
+# for the job's end (emnist-setup's `wait`, which looks for it every 20 ms), so the command sees the end ~0.1 s
+# after it (that look, a status read, the gateway), not at the next read.
 # A read costs ~19 ms of CPU (gateway, watchdog, emnist-setup, the store), which the workers share the cores with:
 # two a second (it was four, polling at 0.25 s for the end's sake).
 STATUS_POLL_S = 0.5

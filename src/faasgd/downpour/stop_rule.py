@@ -38,7 +38,12 @@ class StopRule:
             return
         (version, in_params, weights), self.check = self.check, None
         progress = self.progress
+        started = self.clock()
         accuracy = self.evaluate(weights)
+        # what an epoch end's evaluation would take (the validation and the test rows, at this check's rate): the
+        # budget's room for one, until this call's own epoch-end evaluation measures it (one worker a round does)
+        rows = len(self.validation.y)
+        self.eval_s = max(self.eval_s, (self.clock() - started) * (rows + len(self.test.y)) / max(1, rows))
         now = progress.now()
         event = {"event": "check", "worker_id": progress.worker_id, "samples": in_params, "accuracy": accuracy, "at": now}
         if accuracy < self.config.target_accuracy:

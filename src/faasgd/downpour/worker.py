@@ -216,9 +216,9 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
             self.progress.spend("eval", time.perf_counter() - started)
 
     def end_of_epoch(self) -> bool:
-        """Close the epoch: evaluate the global parameters on the validation rows (the stop rule); at the target
-        keep exactly them as the job's model and mark the job done (job_model.py); save the record.
-        True when this worker's training should stop."""
+        """Close the epoch: at this worker's round of epoch ends (and at its last epoch) evaluate the global
+        parameters on the validation and test rows (the curves); at its last epoch at the target keep exactly them
+        as the job's model and mark the job done (job_model.py); save the record. True when training should stop."""
         self.sync()
         self.check_target()  # the epoch's last push may have passed a period: its parameters, as any push's
         self.fetch(wait=True)  # nothing is pending after the epoch's last push: these are the global parameters

@@ -3,12 +3,14 @@
 POST ?job_id=J&worker=W&delivery=1: the queue's report of a worker call's end (delivery_report).
 GET ?job_id=J[&store=NAME][&events=1][&profile=1][&wait=S]: the status (JSON; profile=1 adds each worker's
 resource series, `profiles`, profile/worker_profile.py; wait=S, up to MAX_STATUS_WAIT_S seconds: a running job's
-status is answered when it ends or S seconds have passed, whichever comes first). GET ?job_id=J[&store=NAME]&model=npz: the job's
+status is answered when it ends or S seconds have passed, whichever comes first; at most MAX_WAITING_READS wait at
+once, others answer at once). GET ?job_id=J[&store=NAME]&model=npz: the job's
 model as an npz file (application/octet-stream; format in faasgd.job.model_file), after the same checks of the query.
 """
 
 from __future__ import annotations
 
+import threading
 import urllib.parse
 from typing import Any, Mapping
 
@@ -29,6 +31,11 @@ from faasgd.store.keys import check_job_id
 
 STATUS_QUERY_KEYS = ("job_id", "store", "events", "model", "profile", "wait")
 MAX_STATUS_WAIT_S = job_status_module.MAX_WAIT_S
+# Status reads that may wait at once in this replica: half of the template's 4 waitress threads, so watchers never
+# hold the ones new jobs and the queue's delivery reports come in on; a read beyond them answers at once (its
+# client then sleeps the rest of its period: openfaas.poll_until's read_waits)
+MAX_WAITING_READS = 2
+WAITING_READS = threading.BoundedSemaphore(MAX_WAITING_READS)
 MODEL_FORMATS = ("npz",)  # what ?model= may ask for
 BESIDE = SupervisionBeside()  # this replica's supervision of the jobs it is asked about, beside the reads
 
@@ -142,13 +149,18 @@ def job_status(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, d
         check_job_id(job_id)
         return 200, model_file.to_npz(model_file.read_model(store, job_id))
     status = job.read_status(store, job_id)
-    if status["state"] == "running" and wait_s > 0 and job.wait_for_end(store, job_id, wait_s):
-        status = job.read_status(store, job_id)
     if status["state"] == "running":  # whoever watches a job also looks after its workers, beside the read
         config, meta = config_from_record(status["config"]), {"created_at": status["created_at"]}
         relaunch = relaunch_through_gateway(settings, quiet=False, report=True)
         last = BESIDE.look_after(job_id, lambda: supervise.supervise(store, job_id, config, meta, relaunch))
-        status["supervision"] = last["actions"] if last else []  # what the last finished look did
+        if wait_s > 0 and WAITING_READS.acquire(blocking=False):  # beyond the cap a read answers at once
+            try:
+                job.wait_for_end(store, job_id, wait_s)
+            finally:
+                WAITING_READS.release()
+            status = job.read_status(store, job_id)  # as of now, whether it ended or the seconds ran out
+        if status["state"] == "running":
+            status["supervision"] = last["actions"] if last else []  # what the last finished look did
     if query.get("events") in ("1", "true"):
         status["events"] = store.events(job_id)  # created, fanned-out, one per worker epoch, result
     if query.get("profile") in ("1", "true"):

@@ -270,7 +270,7 @@ class SyncWorker(Liveness, StoreCalls):
         progress.loss, progress.epoch_loss_sum = progress.epoch_loss_sum / steps, 0.0
         progress.params_digest = hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()
         started = self.clock()
-        progress.accuracy = self.evaluate(params)
+        progress.accuracy, progress.accuracy_epoch = self.evaluate(params), progress.epoch  # every epoch end here
         # every worker holds the same parameters here: one a round evaluates the test rows (worker/test_rows.py)
         tests = evaluates_test_rows(progress.epoch, self.me, self.workers, progress.epoch >= self.config.max_epochs)
         test_accuracy = self.evaluate(params, self.test) if tests else None

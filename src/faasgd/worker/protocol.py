@@ -54,7 +54,7 @@ class Worker(Protocol):
 
     def run_epoch(self) -> bool: ...  # the rest of the current epoch; False if the job ended meanwhile
 
-    def end_of_epoch(self) -> bool: ...  # evaluate and record the epoch; True when training should stop
+    def end_of_epoch(self) -> bool: ...  # record the epoch (evaluated where the trainer's rule says); True to stop
 
     def end_call(self) -> None: ...  # a clean end of the call: keep what must outlive it
 

@@ -168,3 +168,40 @@ def test_a_job_read_from_its_store_gives_its_model_and_result(tmp_path):
     assert answer["test_accuracy"] == answer["reported_test_accuracy"] == final["final_test_accuracy"]
     frame = api.results(job, as_frame=True)
     assert list(frame["job_id"]) == [job_id] and frame.loc[0, "samples"] == final["samples"]
+
+
+def test_a_jobs_wait_through_the_gateway_asks_emnist_setup_to_wait_its_period_in_a_form_it_accepts():
+    from faasgd.functions.emnist_setup import status_wait
+
+    setup = FakeSetup(reads_running=1)
+    timeouts = []
+    send = setup.client._http.send
+
+    def noting(request, **kwargs):
+        timeouts.append(request.extensions["timeout"]["read"])
+        return send(request, **kwargs)
+
+    setup.client._http.send = noting
+    job = api.submit(setup.client, {})
+    timeouts.clear()
+    assert job.wait(timeout_s=30, poll_s=0.5)["state"] == "done"
+    reads = [q for q in setup.queries if "wait" in q]
+    assert [q["wait"] for q in reads] == ["0.500", "0.500"] and status_wait(reads[0]) == 0.5
+    assert all(t >= 10.5 for t in timeouts)  # the client's own timeout leaves room for the wait
+
+
+class OldSetup(FakeSetup):
+    """emnist-setup from before `wait`: it refuses the parameter as unknown (400 naming it)."""
+
+    def answer(self, request):
+        if request.method == "GET" and "wait" in request.url.params:
+            self.queries.append(dict(request.url.params))
+            return httpx.Response(400, json={"error": "wait: unknown query parameter", "field": "wait"})
+        return super().answer(request)
+
+
+def test_a_jobs_wait_against_an_emnist_setup_without_wait_falls_back_to_plain_reads():
+    setup = OldSetup(reads_running=2)
+    job = api.submit(setup.client, {})
+    assert job.wait(timeout_s=5, poll_s=0.01)["state"] == "done"
+    assert ["wait" in q for q in setup.queries] == [True, False, False, False]  # refused once, then plain reads

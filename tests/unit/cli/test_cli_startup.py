@@ -54,6 +54,7 @@ def test_a_job_through_the_gateway_imports_none_of_the_direct_paths_machinery():
     workloads (cli/train.py imports them where --direct and --dry-run run), nor httpx's command-line client."""
     code = ("import sys, faasgd.cli.main, faasgd.cli.train, httpx; "
             "print(sorted(m for m in ('faasgd.cli.direct', 'faasgd.functions.orchestrate', 'faasgd.functions.admission',"
-            " 'faasgd.downpour.worker', 'faasgd.lambdaml.sync_worker', 'click', 'pygments') if m in sys.modules))")
+            " 'faasgd.downpour.worker', 'faasgd.lambdaml.sync_worker', 'click', 'pygments', 'prometheus_client')"
+            " if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]", f"faasgd train imports {loaded} before it knows it needs them"

@@ -233,3 +233,25 @@ def test_the_stop_rule_is_checked_every_period_of_samples_for_one_worker_and_for
     periods = sorted(c["samples"] // period for c in checks)
     missing = sorted(set(range(1, periods[-1] + 1)) - set(periods))
     assert len(missing) <= workers - 1 and all(m > periods[-1] - workers for m in missing), (periods, missing)
+
+
+def test_a_check_leaves_the_budget_room_for_an_epoch_ends_evaluation_of_both_curves(monkeypatch):
+    """One worker a round evaluates an epoch end (validation and test rows): until this call's own does, the budget's
+    room for one (eval_s) comes from the stop rule's checks, scaled from the validation rows to both."""
+    config = small_config("eval-room", test_samples=300)
+    store = open_store(config.store_url)
+    job_id = job.create_job(store, config)
+    trainer = load_worker(config, store, job_id, WorkerProgress.fresh(0, 0))
+    now = [100.0]
+
+    def evaluate(weights, rows=None):  # a check's evaluation of the validation rows takes 0.2 s
+        now[0] += 0.2
+        return 0.0
+
+    monkeypatch.setattr(trainer, "clock", lambda: now[0])
+    monkeypatch.setattr(trainer, "evaluate", evaluate)
+    assert trainer.eval_s == 0.0
+    trainer.check = (1, 40, trainer.weights.copy())
+    trainer.check_target()
+    validation, test = len(trainer.validation.y), len(trainer.test.y)
+    assert trainer.eval_s == pytest.approx(0.2 * (validation + test) / validation)

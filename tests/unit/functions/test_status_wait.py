@@ -52,6 +52,30 @@ def test_a_status_read_with_wait_answers_running_after_the_seconds_and_at_once_w
     assert time.monotonic() - began < 0.3
 
 
+def test_a_read_whose_wait_runs_out_answers_the_status_as_of_then(running):
+    store, job_id, env = running
+    record = {"worker_id": 0, "epoch": 1, "state": "running", "samples": 640}
+    threading.Timer(0.1, lambda: store.update_worker(job_id, 0, record)).start()
+    status = emnist_setup.job_status({"job_id": job_id, "wait": "0.4"}, env)[1]
+    assert status["state"] == "running" and status["workers"][0]["samples"] == 640  # written during the wait
+
+
+def test_at_most_two_reads_wait_at_once_in_a_replica_and_the_next_answers_at_once(running):
+    store, job_id, env = running
+    answers = []
+    waiting = [threading.Thread(target=lambda: answers.append(emnist_setup.job_status(
+        {"job_id": job_id, "wait": "1.5"}, env)[1]["state"])) for _ in range(emnist_setup.MAX_WAITING_READS)]
+    for thread in waiting:
+        thread.start()
+    time.sleep(0.3)  # both are waiting now
+    began = time.monotonic()
+    assert emnist_setup.job_status({"job_id": job_id, "wait": "1.5"}, env)[1]["state"] == "running"
+    assert time.monotonic() - began < 1.0  # it did not wait: the two slots were held
+    for thread in waiting:
+        thread.join()
+    assert answers == ["running"] * emnist_setup.MAX_WAITING_READS
+
+
 def test_a_lost_job_ends_the_wait_too(running):
     store, job_id, env = running
     threading.Timer(0.2, lambda: job.mark_lost(store, job_id, "the store lost it")).start()
@@ -97,14 +121,15 @@ def test_wait_for_end_reads_two_records_every_20_ms_until_the_end_or_the_deadlin
     assert [round(s, 3) for s in clock.sleeps] == [0.02, 0.02, 0.01] and len(reads) == 4
 
 
-def test_poll_until_counts_the_reads_time_in_its_period():
+def test_poll_until_counts_a_waiting_reads_time_in_its_period_and_only_that():
     clock = Clock()
 
     def read():  # a read that takes 0.3 s (a status read that waits)
         clock.now += 0.3
         return clock.now
 
-    last = poll_until(read, lambda value: value > 2.0, 10.0, poll_s=0.5, sleep=clock.sleep, clock=lambda: clock.now)
+    last = poll_until(read, lambda value: value > 2.0, 10.0, poll_s=0.5, sleep=clock.sleep, clock=lambda: clock.now,
+                      read_waits=True)
     assert last > 2.0 and [round(s, 3) for s in clock.sleeps] == [0.2] * len(clock.sleeps)
     clock = Clock()
 
@@ -112,8 +137,12 @@ def test_poll_until_counts_the_reads_time_in_its_period():
         clock.now += 0.7
         return clock.now
 
-    poll_until(slow, lambda value: value > 2.0, 10.0, poll_s=0.5, sleep=clock.sleep, clock=lambda: clock.now)
+    poll_until(slow, lambda value: value > 2.0, 10.0, poll_s=0.5, sleep=clock.sleep, clock=lambda: clock.now,
+               read_waits=True)
     assert clock.sleeps == [0.0] * len(clock.sleeps) and clock.sleeps
+    clock = Clock()  # a read that does not wait: poll_s between reads, however long the read took
+    poll_until(slow, lambda value: value > 2.0, 10.0, poll_s=0.5, sleep=clock.sleep, clock=lambda: clock.now)
+    assert clock.sleeps == [0.5] * len(clock.sleeps) and clock.sleeps
 
 
 def test_a_jobs_wait_asks_each_read_to_wait_its_period_and_never_past_its_own_deadline():
