@@ -18,9 +18,13 @@ from faasgd.cli.output import emit_json, progress_console
 from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
 from faasgd.errors import ConfigError
+from faasgd.functions.settings import FunctionEnv
 from faasgd.local import control
+from faasgd.local.stack import load_stack
+from faasgd.openfaas import SETUP_FUNCTION
+from faasgd.store import open_store, parse_store_url
 
-# --direct's machinery (the workers' processes, the job's creation, the store clients) and --dry-run's admission are
+# --direct's machinery (the workers' processes, the job's creation, the workloads) and --dry-run's admission are
 # imported by the paths that run them: a job through the gateway needs none of them (~0.05 s of imports)
 
 
@@ -72,10 +76,6 @@ def admit(config, stack_path: str) -> None:
     """What emnist-setup admits (functions/admission.py: rows, slots, memory_limit, store_budget), against the stack
     file's environment of emnist-setup; without the stack file only what needs no environment is checked."""
     from faasgd.functions import admission
-    from faasgd.functions.settings import FunctionEnv
-    from faasgd.local.stack import load_stack
-    from faasgd.openfaas import SETUP_FUNCTION
-    from faasgd.store import parse_store_url
 
     env = load_stack(stack_path)[SETUP_FUNCTION].environment if os.path.isfile(stack_path) else {}
     scheme = parse_store_url(FunctionEnv.read(env).store_url_of(config.store)).scheme
@@ -100,7 +100,6 @@ def run_through_gateway(args, body: dict) -> int:
 def run_direct(args, config) -> int:
     from faasgd.cli import direct
     from faasgd.functions import orchestrate
-    from faasgd.store import open_store
 
     if args.dry_run:
         print(json.dumps(config.to_dict(), indent=2))

@@ -97,7 +97,7 @@ def nothing_starts(monkeypatch, tmp_path):
     for target in ("faasgd.local.control.up", "faasgd.local.control.down", "faasgd.local.control.login",
                    "faasgd.cli.connect.gateway", "faasgd.cli.train.gateway", "faasgd.cli.status.gateway",
                    "faasgd.api.local_runtime.connect", "faasgd.api.jobs.connect",
-                   "faasgd.store.open_store", "faasgd.cli.status.open_store", "faasgd.cli.download.held",
+                   "faasgd.cli.train.open_store", "faasgd.cli.status.open_store", "faasgd.cli.download.held",
                    "faasgd.cli.data.download_verified", "httpx.Client.send"):
         monkeypatch.setattr(target, forbidden)
     monkeypatch.chdir(tmp_path)
