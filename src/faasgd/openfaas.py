@@ -18,11 +18,11 @@ import httpx
 
 from faasgd import tracing
 from faasgd.errors import FaasgdError, GatewayError
+from faasgd.polling import POLL_S, poll_until  # wait_for_job's; callers of the gateway take them from here too
 
 DEFAULT_GATEWAY_URL = "http://gateway.openfaas:8080"  # the gateway's Service, as functions reach it in a cluster
 SETUP_FUNCTION = "emnist-setup"  # creates jobs, fans out, answers their status
 TRAIN_FUNCTION = "emnist-train"  # one worker's invocation
-POLL_S = 0.5  # how often wait_for_job reads a job's status
 
 # The environment names of-watchdog 0.11.3 reads (openfaas/of-watchdog config/config.go and
 # pkg/watchdog.go at 01c65eda, the version the template pins). stack.yml `environment` becomes the
@@ -185,25 +185,6 @@ def json_answer(answer: Response, what: str) -> Any:
         raise FunctionError(answer.status, body["error"], body.get("field"))
     text = answer.body[:300].decode("utf-8", "replace").strip()
     raise FunctionError(answer.status, f"{what}: HTTP {answer.status}" + (f": {text}" if text else ""))
-
-
-def poll_until(read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float, *,
-               poll_s: float = POLL_S, on_value: Callable[[Any], None] | None = None,
-               sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-               read_waits: bool = False) -> Any:
-    """Read until `done(value)` or `timeout_s` has passed, sleeping `poll_s` between reads; the last value.
-    `read_waits`: the read itself waits up to `poll_s` (emnist-setup's `wait`), so only what is left of `poll_s`
-    after it is slept (all of it when the server answered at once: an emnist-setup that holds no reads)."""
-    deadline = clock() + timeout_s
-    while True:
-        began = clock()
-        value = read()
-        if on_value is not None:
-            on_value(value)
-        if done(value) or clock() >= deadline:
-            return value
-        pause = poll_s - (clock() - began) if read_waits else poll_s
-        sleep(max(0.0, min(pause, deadline - clock())))
 
 
 def wait_for_job(read_status: Callable[[], dict], timeout_s: float, *, poll_s: float = POLL_S,

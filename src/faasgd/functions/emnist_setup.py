@@ -2,7 +2,7 @@
 
 POST ?job_id=J&worker=W&delivery=1: the queue's report of a worker call's end (delivery_report).
 GET ?job_id=J[&store=NAME][&events=1][&profile=1][&wait=S]: the status (JSON; profile=1 adds each worker's
-resource series, `profiles`, profile/worker_profile.py; wait=S, up to MAX_STATUS_WAIT_S seconds: a running job's
+resource series, `profiles`, profile/worker_profile.py; wait=S, up to MAX_WAIT_S seconds: a running job's
 status is answered when it ends or S seconds have passed, whichever comes first; at most MAX_WAITING_READS wait at
 once, others answer at once). GET ?job_id=J[&store=NAME]&model=npz: the job's
 model as an npz file (application/octet-stream; format in faasgd.job.model_file), after the same checks of the query.
@@ -23,17 +23,17 @@ from faasgd.functions.supervise import SupervisionBeside
 from faasgd.functions.emnist_train import relaunch_through_gateway
 from faasgd.functions.call_limits import call_clock
 from faasgd.functions.settings import FunctionEnv
-from faasgd.job import model_file, status as job_status_module
+from faasgd.job import model_file
+from faasgd.job.status import MAX_WAIT_S
 from faasgd.worker.budget import UNLIMITED, CallBudget
 from faasgd.store import parse_store_url
 from faasgd.store import keys
 from faasgd.store.keys import check_job_id
 
 STATUS_QUERY_KEYS = ("job_id", "store", "events", "model", "profile", "wait")
-MAX_STATUS_WAIT_S = job_status_module.MAX_WAIT_S
 # Status reads that may wait at once in this replica: half of the template's 4 waitress threads, so watchers never
 # hold the ones new jobs and the queue's delivery reports come in on; a read beyond them answers at once (its
-# client then sleeps the rest of its period: openfaas.poll_until's read_waits)
+# client then sleeps the rest of its period: polling.poll_until's read_waits)
 MAX_WAITING_READS = 2
 WAITING_READS = threading.BoundedSemaphore(MAX_WAITING_READS)
 MODEL_FORMATS = ("npz",)  # what ?model= may ask for
@@ -112,7 +112,7 @@ def check_callback(url: str | None) -> None:
 
 def status_wait(query: Mapping[str, str]) -> float:
     """The seconds a status read's `wait` asks for (0 when not given); ConfigError naming `wait` unless a number
-    in [0, MAX_STATUS_WAIT_S], and never with `model` (a model file is answered at once or not at all)."""
+    in [0, MAX_WAIT_S], and never with `model` (a model file is answered at once or not at all)."""
     given = query.get("wait")
     if given is None:
         return 0.0
@@ -120,8 +120,8 @@ def status_wait(query: Mapping[str, str]) -> float:
         seconds = float(given)
     except ValueError:
         seconds = float("nan")
-    if not 0.0 <= seconds <= MAX_STATUS_WAIT_S:  # NaN and inf too
-        raise ConfigError("wait", f"must be a number of seconds in [0, {MAX_STATUS_WAIT_S:g}], got {str(given)[:40]!r}")
+    if not 0.0 <= seconds <= MAX_WAIT_S:  # NaN and inf too
+        raise ConfigError("wait", f"must be a number of seconds in [0, {MAX_WAIT_S:g}], got {str(given)[:40]!r}")
     if "model" in query:
         raise ConfigError("wait", "is for status reads, not with model")
     return seconds

@@ -6,12 +6,12 @@ result that says so (faasgd.job.result.missing).
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 from faasgd.config import config_from_record
 from faasgd.errors import JobNotFound
 from faasgd.job.result import missing
+from faasgd.polling import poll_until
 from faasgd.store import ParameterStore, keys
 
 PRIVATE = ("rng_state", "epoch_rng_state")  # a worker record's resume state: not shown in status answers
@@ -54,18 +54,15 @@ def read_status(store: ParameterStore, job_id: str) -> dict[str, Any]:
 
 
 def wait_for_end(store: ParameterStore, job_id: str, seconds: float, *, every_s: float = END_POLL_S,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> bool:
+                 **clock: Callable) -> bool:
     """Until the job is no longer running (its result record is written, or its state was lost) or `seconds` have
-    passed: True if it has ended. emnist-setup's `wait` (a status answered as the job ends, not at the next poll)."""
-    deadline = clock() + seconds
-    while True:
-        ended = store.get_records(job_id, [keys.RESULT, keys.LOST])
-        if any(value is not None for value in ended.values()):
-            return True
-        left = deadline - clock()
-        if left <= 0:
-            return False
-        sleep(min(every_s, left))
+    passed: True if it has ended. emnist-setup's `wait` (a status answered as the job ends, not at the next poll).
+    `clock`: poll_until's sleep and clock."""
+    def ended(found: dict) -> bool:
+        return any(value is not None for value in found.values())
+
+    return ended(poll_until(lambda: store.get_records(job_id, [keys.RESULT, keys.LOST]), ended, seconds,
+                            poll_s=every_s, **clock))
 
 
 def waiting(progress: list[dict | None], beats: list[dict | None]) -> dict | None:

@@ -14,7 +14,7 @@ from faasgd.errors import ConfigError
 from faasgd.functions import emnist_setup, replica_cache
 from faasgd.job import ending
 from faasgd.job.status import wait_for_end
-from faasgd.openfaas import poll_until
+from faasgd.polling import poll_until
 from faasgd.store import open_store
 
 
