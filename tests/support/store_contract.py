@@ -264,6 +264,29 @@ def check_conflicts_counted(store, other):
     assert version == 2
 
 
+def check_out_after_a_lost_race(store, other):
+    """A push with an id and `out` that loses a race (another client pushes between its read and its write) is redone:
+    `out` holds the weights with both deltas, as stored, whatever the lost attempt had written into it."""
+    job, length = new_job(), 2 * CHUNK + 5
+    store.set_weights(job, np.zeros(length, np.float32), writers=1)
+    fired = []
+
+    def interleave(job_id):
+        if not fired:
+            fired.append(job_id)
+            other.push_update(job_id, np.ones(length, np.float32))
+
+    store._after_read_hook = interleave
+    out = np.full(length, np.nan, np.float32)
+    try:
+        push = store.push_update(job, np.full(length, 2, np.float32), out, push_id=PushId(0, 1), record=record(1, "a"))
+    finally:
+        store._after_read_hook = None
+    assert fired == [job] and push.applied and push.conflicts >= 1
+    np.testing.assert_array_equal(out, np.full(length, 3, np.float32))
+    np.testing.assert_array_equal(other.get_weights(job)[0], out)
+
+
 def check_conflicts_bounded(store, other):
     """When every attempt conflicts, push_update gives up with StoreConflict after max_retries."""
     job, length = new_job(), CHUNK + 5
@@ -307,6 +330,7 @@ def check_push_ids_apply_each_push_once(store):
     np.testing.assert_array_equal(out, ones)
     other = store.push_update(job, 5 * ones, out, push_id=PushId(0, 1), record=record(1, "call-b"))
     assert not other.applied and other.version == 1  # another invocation of worker 0: superseded
+    np.testing.assert_array_equal(out, ones)  # ... and `out` untouched
     assert store.push_update(job, ones, push_id=PushId(1, 1), record=record(1, "call-c")).version == 2
     assert store.push_update(job, ones, push_id=PushId(0, 2), record=record(2, "call-a")).version == 3
     weights, version = store.get_weights(job)
@@ -645,4 +669,5 @@ SINGLE_CLIENT_CHECKS = [
     check_blobs,
 ]
 MEMCACHED_CHECKS = [check_half_applied_adagrad_push_finished_once]  # what only Memcached can leave half-done
-TWO_CLIENT_CHECKS = [check_conflicts_counted, check_conflicts_bounded, check_clients_share_data]
+TWO_CLIENT_CHECKS = [check_conflicts_counted, check_out_after_a_lost_race, check_conflicts_bounded,
+                     check_clients_share_data]

@@ -139,8 +139,8 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
         if push_id is not None:
             check_record(push_id, record)
         with self._errors():
-            push, chunks = self._push_payload(job_id, meta, delta, data, push_id, record, target is not None)
-        if target is not None and push.applied:
+            push, chunks = self._push_payload(job_id, meta, delta, data, push_id, record, target)
+        if target is not None and push.applied and chunks is not None:  # None: the backend added into `target`
             self._decode(lambda c: codec.decode_into(c, meta, target), chunks, f"job {job_id!r}")
         return push
 
@@ -227,6 +227,14 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
         """Minibatch steps the writers' raw records say their applied pushes hold (push.steps_of)."""
         return steps_of([self._decode(codec.record_from_bytes, r, "worker record") for r in records])
 
+    def _added_into(self, job_id: str, raw: bytes | None, delta: np.ndarray, meta: codec.WeightsMeta, index: int,
+                    out: np.ndarray) -> memoryview:
+        """codec.add_into: chunk `index` plus `delta` as wire bytes, its weights in `out`; StoreError if it is bad."""
+        try:
+            return codec.add_into(raw, delta, meta, index, out)
+        except ValueError as e:
+            raise StoreError(self.url, f"job {job_id!r}: {e}") from e
+
     def _added(self, job_id: str, raw: bytes | None, delta: np.ndarray, meta: codec.WeightsMeta, index: int) -> bytes:
         """Chunk `index` of a job plus its slice of `delta`, as wire bytes; StoreError if the chunk is bad."""
         try:
@@ -239,11 +247,12 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
             self._after_read_hook(job_id)
 
     def _push_payload(self, job_id: str, meta: codec.WeightsMeta, payload, delta: np.ndarray,
-                      push_id: PushId | None, record: dict | None, returning: bool) -> tuple[Push, list[bytes]]:
+                      push_id: PushId | None, record: dict | None, out: np.ndarray | None) -> tuple[Push, list | None]:
         """Apply a push handed over as `payload` (as given: float32, or compressed) whose float32 delta is `delta`;
-        `returning`: the caller wants the chunks. Here `_push` of the delta; a backend adding some payloads on
-        the server (redis_store.py: sparse ones) takes those itself."""
-        return self._push(job_id, meta, delta, push_id, record)
+        `out`: where the caller wants the weights (None: it does not). Here `_push` of the delta, whose chunks
+        push_update decodes into `out`; a backend may write `out` itself and return None for the chunks
+        (redis_store.py), or add some payloads on the server (redis_store.py: sparse ones)."""
+        return self._push(job_id, meta, delta, push_id, record, out)
 
     def _until_won(self, attempt: Callable[[], tuple], job_id: str) -> tuple[tuple, int]:
         """Run a push `attempt` until it raises no LostRace, under the conflict policy: (its result, retries).
@@ -310,9 +319,10 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
 
     @abc.abstractmethod
     def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
-              record: dict | None) -> tuple[Push, list[bytes]]:
+              record: dict | None, out: np.ndarray | None = None) -> tuple[Push, list | None]:
         """Add `delta` once (lost races redone with `_until_won`; with a push id, exactly once, the record
-        written with it); (what it saw, the weights' chunks as the push left them). Every key it writes
+        written with it); (what it saw, the weights' chunks as the push left them, or None when it wrote those
+        weights into `out` itself: a backend may, or may leave `out` to push_update). Every key it writes
         expires `self._expiry(job_id)` from now."""
 
     @abc.abstractmethod

@@ -126,15 +126,36 @@ def decode_into(chunks: list[bytes | None], meta: WeightsMeta, out: np.ndarray) 
     if len(chunks) != meta.chunks:
         raise ValueError(f"expected {meta.chunks} weight chunks, got {len(chunks)}")
     for i, raw in enumerate(chunks):
-        span = meta.span(i)
-        out[span] = _chunk(raw, meta, i)[:span.stop - span.start]
+        decode_chunk_into(raw, meta, i, out)
     return out
+
+
+def decode_chunk_into(raw: bytes | None, meta: WeightsMeta, index: int, out: np.ndarray) -> None:
+    """Chunk `index`'s weights into their span of `out`; ValueError if it is missing or has the wrong size."""
+    span = meta.span(index)
+    out[span] = _chunk(raw, meta, index)[:span.stop - span.start]
 
 
 def add_to_chunk(raw: bytes | None, delta: np.ndarray, meta: WeightsMeta, index: int) -> bytes:
     """Chunk `index` with its slice of `delta` applied by the job's update rule, as wire bytes."""
     total = meta.rule.apply(_chunk(raw, meta, index), delta[meta.span(index)])
     return total.astype(WIRE_DTYPE, copy=False).tobytes()
+
+
+def add_into(raw: bytes | None, delta: np.ndarray, meta: WeightsMeta, index: int, out: np.ndarray) -> memoryview:
+    """Chunk `index` with its slice of `delta` applied by the job's rule, as wire bytes, and its weights as the push
+    leaves them in their span of `out` (float32, the job's length). With a rule that stores weights alone the bytes
+    are a view of that span of `out` (nothing copied, nothing allocated); with one that stores state beside them
+    (adagrad) a new buffer, whose weights are copied into `out`. ValueError if the chunk is missing or has the wrong
+    size."""
+    span = meta.span(index)
+    stored = _chunk(raw, meta, index)
+    if meta.rule.width == 1:
+        chunk = meta.rule.apply_into(stored, delta[span], out[span])
+    else:
+        chunk = meta.rule.apply(stored, delta[span])
+        out[span] = chunk[:span.stop - span.start]
+    return memoryview(chunk).cast("B")
 
 
 def _chunk(raw: bytes | None, meta: WeightsMeta, index: int) -> np.ndarray:

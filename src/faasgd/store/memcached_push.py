@@ -4,13 +4,15 @@ Each weight chunk carries a header: which push number of each worker it already 
 id (worker w, number s):
   1. reads w's record, every writer's record, the version base and the chunks (one gets_many);
      stored pushes >= s: not applied again (store/push.py decides whose it was);
-  2. writes a copy of itself (`p:{w}:meta` with s and the record, `p:{w}:{i}` the delta's chunks);
+  2. writes a copy of itself (`p:{w}:meta` with s and the record, `p:{w}:{i}` the delta's chunks when it has
+     more than one chunk: a push of one chunk is applied whole or not at all by step 3, see `write_copy`);
   3. adds its slice to every chunk whose header does not hold (w, s) yet, with cas; a chunk that
      changed meanwhile is re-read and retried, one that already holds (w, s) is left alone;
   4. completes by cas of w's record (pushes = s): that one key is the push's commit.
 A crash between 2 and 4 leaves a half-applied push with its copy: `roll_forward` (run before the
 worker resumes) applies the copy to the chunks still without (w, s) and commits the record, so the
-push ends applied exactly once. A client retry after a timeout at any step redoes only what is
+push ends applied exactly once (a push of one chunk: commits the record if the chunk holds it, else
+nothing was applied and nothing is done). A client retry after a timeout at any step redoes only what is
 missing. The version is derived, not counted: `w:version` (pushes without ids, and a copy's base)
 plus the `pushes` of every writer's record, so it can never drift from the sum of the pushes; the
 steps the weights hold likewise (their `pushed_steps`, store/push.py), as of the push's first read.
@@ -40,8 +42,9 @@ def join(applied: dict[int, int], floats: bytes) -> bytes:
     return _COUNT.pack(len(applied)) + pairs + floats
 
 
-def split(raw: bytes) -> tuple[dict[int, int], bytes]:
-    """(header, float32 bytes) of a stored chunk; ValueError when it is not one."""
+def split(raw: bytes) -> tuple[dict[int, int], memoryview]:
+    """(header, float32 bytes) of a stored chunk, the bytes a view of `raw` (not a copy); ValueError when it is not
+    one."""
     if raw is None or len(raw) < _COUNT.size:
         raise ValueError("weight chunk is missing or truncated (evicted?)")
     (count,) = _COUNT.unpack_from(raw)
@@ -49,7 +52,7 @@ def split(raw: bytes) -> tuple[dict[int, int], bytes]:
     if len(raw) < end:
         raise ValueError(f"weight chunk header declares {count} writers but is truncated")
     applied = dict(_PAIR.unpack_from(raw, _COUNT.size + k * _PAIR.size) for k in range(count))
-    return applied, raw[end:]
+    return applied, memoryview(raw)[end:]
 
 
 def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
@@ -64,8 +67,10 @@ def version_of(store, base: bytes | None, records: list[bytes | None]) -> int:
     return total + sum(pushes_of(store._decode(codec.record_from_bytes, r, "worker record")) for r in records)
 
 
-def push_with_id(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict):
-    """Steps 1-4 above; (version, steps, chunks' float bytes, outcome, conflicts, retries)."""
+def push_with_id(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict,
+                 out: np.ndarray | None = None):
+    """Steps 1-4 above; (version, steps, chunks' float bytes, outcome, conflicts, retries). With `out` an applied
+    push leaves the weights in it and gives None for the chunks (apply_chunks)."""
     client, worker_key = store.client, keys.worker(job_id, push_id.worker)
     others = [k for k in writer_keys(job_id, meta) if k != worker_key]
     chunk_keys = keys.weights_chunks(job_id, meta.chunks)
@@ -84,26 +89,35 @@ def push_with_id(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
         return (other_pushes + pushes_of(stored_record), other_steps + steps_of([stored_record]), floats, outcome,
                 0, 0)
     write_copy(store, job_id, meta, delta, push_id, record)
-    floats, conflicts, retries = apply_chunks(store, job_id, meta, delta, push_id, current)
+    floats, conflicts, retries = apply_chunks(store, job_id, meta, delta, push_id, current, out)
     commit(store, worker_key, token, record, push_id, store._expiry(job_id))
     return other_pushes + push_id.seq, other_steps + steps_of([record]), floats, outcome, conflicts, retries
 
 
 def write_copy(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict):
-    wire = codec.encode_delta(delta, meta)
-    values = dict(zip(keys.pending_chunks(job_id, push_id.worker, meta.chunks), wire))
-    values[keys.pending(job_id, push_id.worker)] = codec.record_to_bytes({"seq": push_id.seq, "record": record})
+    """Step 2: the push's record, and its delta's chunks when it has more than one (`copied` says how many). A
+    push of one chunk needs no copy of its delta: that one cas applies all of it or none, so a roll-forward only
+    has to commit the record when the chunk holds the push, and nothing when it does not (the push then never
+    happened: the worker's record is still the one before it, and the worker trains those steps again)."""
+    copied = meta.chunks if meta.chunks > 1 else 0
+    values = dict(zip(keys.pending_chunks(job_id, push_id.worker, copied), codec.encode_delta(delta, meta))) \
+        if copied else {}
+    values[keys.pending(job_id, push_id.worker)] = codec.record_to_bytes({"seq": push_id.seq, "record": record,
+                                                                          "copied": copied})
     refused = store.client.set_many(values, expire=store._expiry(job_id), noreply=False)
     if refused:
         raise StoreError(store.url, f"memcached refused {len(refused)} keys of a push copy of job {job_id!r}")
 
 
 def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
-                 current: dict):
+                 current: dict, out: np.ndarray | None = None):
     """Add the delta to every chunk not yet holding (worker, seq) (every chunk when there is no push id);
-    (float bytes of every chunk, conflicts, retries). `current` maps chunk index -> (raw, cas token)."""
+    (float bytes of every chunk, conflicts, retries). `current` maps chunk index -> (raw, cas token). With `out`
+    (float32, the job's length) every chunk's weights as the push leaves them are written into it instead, each
+    new chunk added there (codec.add_into) and stored from it, and the float bytes are None."""
     chunk_keys = keys.weights_chunks(job_id, meta.chunks)
-    floats: list[bytes] = [b""] * meta.chunks
+    floats: list | None = [b""] * meta.chunks
+    target = np.empty(meta.length, np.float32) if out is None else out
     seen = {"pending": list(range(meta.chunks)), "conflicts": 0, "first": True}
     ttl_s = store._expiry(job_id)
 
@@ -121,8 +135,9 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
             applied, old = store._decode(split, raw, f"job {job_id!r} weight chunk {i}")
             if push_id is not None and applied.get(push_id.worker, 0) >= push_id.seq:  # done by an earlier attempt
                 floats[i] = old
+                store._decode(lambda raw: codec.decode_chunk_into(raw, meta, i, target), old, f"job {job_id!r}")
                 continue
-            new = store._added(job_id, old, delta, meta, i)
+            new = store._added_into(job_id, old, delta, meta, i, target)
             header = applied if push_id is None else {**applied, push_id.worker: push_id.seq}
             writes.append((i, new, (chunk_keys[i], join(header, new), token)))
         for (i, new, _), stored in zip(writes, cas_all(store.client, [w[2] for w in writes], ttl_s)):
@@ -139,7 +154,7 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
     _, retries = store._until_won(lambda: (attempt(),), job_id)
     if seen["conflicts"]:
         store._incr(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"], ttl_s)
-    return floats, seen["conflicts"], retries
+    return (floats if out is None else None), seen["conflicts"], retries
 
 
 def cas_all(client, items: list[tuple], ttl_s: int) -> list:
@@ -176,6 +191,12 @@ def roll_forward(store, job_id: str, worker_id: int) -> None:
     if not copy or copy["seq"] != stored_pushes + 1:
         return  # nothing half-done: the last copy was committed (or there never was one)
     push_id = PushId(worker_id, copy["seq"])
+    if copy.get("copied", meta.chunks) == 0:  # one chunk, no copy of the delta: committed where the chunk holds it
+        (chunk,) = store._get_many(keys.weights_chunks(job_id, 1))
+        if chunk is not None and store._decode(split, chunk, f"job {job_id!r} weight chunk 0")[0].get(
+                worker_id, 0) >= push_id.seq:
+            commit(store, worker_key, token, copy["record"], push_id, store._expiry(job_id))
+        return
     raw = store._get_many(keys.pending_chunks(job_id, worker_id, meta.chunks))
     if any(r is None for r in raw):
         raise StateLost(store.url, f"job {job_id!r}: worker {worker_id}'s half-applied push {push_id.seq} and "

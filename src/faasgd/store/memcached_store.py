@@ -106,10 +106,12 @@ class MemcachedStore(ParameterStore):
         return version, held, [mpush.strip(self, job_id, r, i) for i, r in enumerate(raw[1 + len(writers):])]
 
     def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
-              record: dict | None) -> tuple[Push, list[bytes]]:
+              record: dict | None, out: np.ndarray | None = None) -> tuple[Push, list | None]:
+        """A push (module docstring); with a push id and `out`, an applied push's weights are added straight into
+        `out` and its chunks returned as None (memcached_push.apply_chunks)."""
         if push_id is not None:
             version, steps, floats, outcome, conflicts, retries = mpush.push_with_id(self, job_id, meta, delta,
-                                                                                      push_id, record)
+                                                                                      push_id, record, out)
             return Push(version, conflicts, retries, applied=outcome != SUPERSEDED, steps=steps), floats
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         found = self.client.gets_many(chunk_keys)

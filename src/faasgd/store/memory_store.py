@@ -144,7 +144,8 @@ class MemoryStore(ParameterStore):
             return [self.client.get(k) for k in names]
 
     def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
-              record: dict | None) -> tuple[Push, list[bytes]]:
+              record: dict | None, out: np.ndarray | None = None) -> tuple[Push, list[bytes]]:
+        """A push under the space's lock (module docstring); its chunks are decoded into `out` by push_update."""
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         worker_key = keys.worker(job_id, push_id.worker) if push_id else None

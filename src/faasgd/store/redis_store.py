@@ -122,7 +122,11 @@ class RedisStore(ParameterStore):
         return self.client.mget(names)
 
     def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
-              record: dict | None) -> tuple[Push, list[bytes]]:
+              record: dict | None, out: np.ndarray | None = None) -> tuple[Push, list | None]:
+        """The dense push (module docstring). With `out`, the new weights are added straight into it and sent from
+        it (codec.add_into): the chunks returned are then None when this push applied the delta, the stored ones
+        when an earlier attempt had (a resend), to be decoded as a fetch's. After an error `out` holds any values."""
+        target = np.empty(meta.length, np.float32) if out is None else out
         version_key = keys.weights_version(job_id)
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         worker_key = [keys.worker(job_id, push_id.worker)] if push_id else []
@@ -156,7 +160,7 @@ class RedisStore(ParameterStore):
                             conn.disconnect()
                         return int(raw[0]), steps + steps_of([stored]), chunks, outcome
                 self._after_read(job_id)
-                new = [self._added(job_id, r, delta, meta, i) for i, r in enumerate(chunks)]
+                new = [self._added_into(job_id, raw, delta, meta, i, target) for i, raw in enumerate(chunks)]
                 commit = [("MULTI",), *(("SET", key, chunk, "EX", ttl_s) for key, chunk in zip(chunk_keys, new))]
                 if push_id is not None:  # the worker's record, in the same transaction as the add
                     commit.append(("SET", worker_key[0], codec.record_to_bytes(record), "EX", ttl_s))
@@ -176,20 +180,20 @@ class RedisStore(ParameterStore):
             failed = next((reply for reply in done if isinstance(reply, redis.ResponseError)), None)
             if failed is not None:
                 raise failed
-            return int(done[-1]), steps + steps_of([record]), new, APPLY
+            return int(done[-1]), steps + steps_of([record]), None if out is not None else new, APPLY
 
         (version, steps, chunks, outcome), retries = self._until_won(attempt, job_id)
         return Push(version, seen["conflicts"], retries, applied=outcome != SUPERSEDED, steps=steps), chunks
 
     def _push_payload(self, job_id: str, meta: codec.WeightsMeta, payload, delta: np.ndarray,
-                      push_id: PushId | None, record: dict | None, returning: bool) -> tuple[Push, list[bytes]]:
+                      push_id: PushId | None, record: dict | None, out: np.ndarray | None) -> tuple[Push, list | None]:
         """A sparse push is added inside Redis (redis_sparse.py) where the server can; anything else by `_push`."""
         if self._server_add.takes(payload):
             try:
-                return self._push_on_server(job_id, meta, payload, push_id, record, returning)
+                return self._push_on_server(job_id, meta, payload, push_id, record, out is not None)
             except redis_sparse.Unsupported:
                 pass  # no functions on this server: the client path, from now on
-        return self._push(job_id, meta, delta, push_id, record)
+        return self._push(job_id, meta, delta, push_id, record, out)
 
     def _push_on_server(self, job_id: str, meta: codec.WeightsMeta, payload, push_id: PushId | None,
                         record: dict | None, returning: bool) -> tuple[Push, list[bytes]]:

@@ -70,10 +70,21 @@ class UpdateRule:
 
     def apply(self, stored: np.ndarray, delta: np.ndarray) -> np.ndarray:
         """A stored chunk (float32, `width` x len(delta) values) with the push's slice `delta` applied: a new array."""
+        return self.apply_into(stored, delta, np.empty_like(stored))
+
+    def apply_into(self, stored: np.ndarray, delta: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """`apply` written into `out` (float32, as long as `stored`, not overlapping it); `out`. sum and average
+        allocate nothing: average divides the delta into `out` and adds the stored chunk there, the same float32
+        roundings as `stored + delta / workers`."""
         if self.name == "sum":
-            return stored + delta
+            return np.add(stored, delta, out=out)
         if self.name == "average":
-            return stored + delta / np.float32(self.workers)
+            np.divide(delta, np.float32(self.workers), out=out)
+            return np.add(out, stored, out=out)
+        out[:] = self._adagrad(stored, delta)
+        return out
+
+    def _adagrad(self, stored: np.ndarray, delta: np.ndarray) -> np.ndarray:
         n = delta.size
         weights, squares = stored[:n], stored[n:]
         gradient = delta / np.float32(-self.learning_rate)

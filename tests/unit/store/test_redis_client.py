@@ -28,3 +28,19 @@ def test_replies_are_parsed_by_hiredis_when_it_is_installed():
     from redis._parsers import _HiredisParser
 
     assert isinstance(_connection()._parser, _HiredisParser)
+
+
+def test_a_push_packs_its_commands_as_redis_py_would_with_the_chunk_left_as_it_is():
+    import numpy as np
+
+    from faasgd.store import redis_push
+
+    chunk = memoryview(np.arange(80_000, dtype=np.float32)).cast("B")  # a view of the worker's own buffer
+    commands = [("MULTI",), ("SET", "w:0", chunk, "EX", 3600), ("SET", "p:0", b'{"a":1}', "EX", 3600),
+                ("INCRBY", "c", 2), ("EXEC",)]
+    pieces = redis_push.pack(commands)
+    assert any(piece is chunk for piece in pieces)  # not copied
+    as_redis_py = b"".join(bytes(p) for p in _connection().pack_commands(
+        [tuple(bytes(a) if isinstance(a, memoryview) else a for a in c) for c in commands]))
+    assert b"".join(bytes(p) for p in pieces) == as_redis_py
+    assert len(pieces) == 3  # the small arguments before the chunk, the chunk, everything after it

@@ -269,3 +269,47 @@ def test_a_lost_push_copy_is_reported_as_lost_state_not_rebuilt():
     with pytest.raises(StoreError) as error:
         store.recover_worker(job, 0)
     assert isinstance(error.value, StateLost) and "half-applied push 2" in str(error.value)
+
+
+# ---- Memcached: a push of one chunk needs no copy of its delta ----------------------------------
+def one_chunk_push_cut_at_its_cas():
+    """A 1-chunk job whose second push times out at the chunk's cas; (store, job, delta, mock)."""
+    mock = CasMockMemcacheClient()
+    store = open_store("memcached://127.0.0.1:11211", client=mock, chunk_floats=contract.CHUNK)
+    job, length = contract.new_job(), contract.CHUNK - 3
+    store.set_weights(job, np.zeros(length, np.float32), writers=1)
+    store.push_update(job, np.ones(length, np.float32), push_id=PushId(0, 1), record=contract.record(1, "a"))
+    delta = np.arange(length, dtype=np.float32)
+    store.client = contract.CutOff(mock, 1)
+    with pytest.raises(StoreTimeout):
+        store.push_update(job, delta, push_id=PushId(0, 2), record=contract.record(2, "a"))
+    store.client = mock
+    return store, job, delta, mock
+
+
+def test_a_one_chunk_memcached_push_writes_its_record_but_no_copy_of_its_delta():
+    store, job, delta, mock = one_chunk_push_cut_at_its_cas()
+    assert mock.get(keys.pending_chunks(job, 0, 1)[0]) is None  # the delta's bytes went to the chunk alone
+    assert mock.get(keys.pending(job, 0)) is not None  # the record did, for a roll-forward to commit
+
+
+def test_a_one_chunk_memcached_push_cut_before_its_chunk_is_dropped_by_the_roll_forward():
+    store, job, _, _ = one_chunk_push_cut_at_its_cas()  # the cas never reached the chunk
+    store.recover_worker(job, 0)
+    weights, version = store.get_weights(job)
+    np.testing.assert_array_equal(weights, np.ones_like(weights))  # push 2 never happened ...
+    assert version == 1 and store.worker_record(job, 0) == contract.record(1, "a")  # ... and the record agrees
+
+
+def test_a_one_chunk_memcached_push_whose_chunk_holds_it_is_committed_by_the_roll_forward():
+    store, job, delta, mock = one_chunk_push_cut_at_its_cas()
+    store.client = contract.CutOff(mock, 2)  # the resend's chunk cas lands, its record's commit times out
+    with pytest.raises(StoreTimeout):
+        store.push_update(job, delta, push_id=PushId(0, 2), record=contract.record(2, "a"))
+    store.client = mock
+    store.recover_worker(job, 0)
+    weights, version = store.get_weights(job)
+    np.testing.assert_array_equal(weights, 1 + delta)  # applied once
+    assert version == 2 and store.worker_record(job, 0) == contract.record(2, "a")
+    store.recover_worker(job, 0)  # twice is harmless
+    np.testing.assert_array_equal(store.get_weights(job)[0], 1 + delta)

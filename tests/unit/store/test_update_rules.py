@@ -95,3 +95,20 @@ def test_one_worker_under_each_rule_equals_the_single_process_oracle(rule, perio
     weights, version = store.get_weights(job_id)
     assert final["epoch"] == config.max_epochs and version == final["pushes"]
     rule_oracle.assert_matches(config, weights, rule_oracle.one_worker(config, final["epoch"]))
+
+
+@pytest.mark.parametrize("rule", [UpdateRule("sum"), UpdateRule("average", workers=3),
+                                  UpdateRule("adagrad", learning_rate=0.05)], ids=lambda r: f"{r.name}-{r.workers}")
+def test_a_push_added_into_the_callers_buffer_is_bit_for_bit_the_rules_new_chunk(rule):
+    rng = np.random.default_rng(3)
+    meta = codec.WeightsMeta(2_500, 1_000, 1, rule)
+    stored = [codec.encode_chunks(rng.standard_normal(2_500).astype(np.float32), meta)[i] for i in range(3)]
+    delta = (rng.standard_normal(2_500) * 1e-3).astype(np.float32)
+    out = np.full(2_500, np.nan, np.float32)
+    wire = [codec.add_into(raw, delta, meta, i, out) for i, raw in enumerate(stored)]
+    for i, raw in enumerate(stored):
+        expected = codec.add_to_chunk(raw, delta, meta, i)  # the rule's new array, as bytes
+        assert bytes(wire[i]) == expected
+    np.testing.assert_array_equal(out, codec.decode_into([bytes(w) for w in wire], meta, np.empty(2_500, np.float32)))
+    if rule.width == 1:  # the bytes sent are the caller's buffer itself
+        assert np.shares_memory(np.frombuffer(wire[1], np.float32), out)
