@@ -126,17 +126,19 @@ def load_shard(
     return Shard(x=x, y=y, n_classes=n_classes, input_dim=input_dim, total=total, start=start, stop=stop)
 
 
-def scale_pixels(images: np.ndarray, input_dim: int) -> np.ndarray:
-    """Return uint8 images (n, ...) as float32 rows (n, input_dim) in [0, 1], with a single allocation."""
-    x = np.empty((len(images), input_dim), dtype=np.float32)
+def scale_pixels(images: np.ndarray, input_dim: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Return uint8 images (n, ...) as float32 rows (n, input_dim) in [0, 1]: in the first n rows of `out` (float32,
+    at least n rows of input_dim) when given, else in one new array."""
+    x = np.empty((len(images), input_dim), dtype=np.float32) if out is None else out[:len(images)]
     np.divide(images.reshape(len(images), input_dim), np.float32(255), out=x)
     return x
 
 
-def scale_rows(x: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """Rows [start, stop) of a shard's x as float32 in [0, 1], whether it holds scaled or raw pixels."""
+def scale_rows(x: np.ndarray, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Rows [start, stop) of a shard's x as float32 in [0, 1], whether it holds scaled or raw pixels; raw ones are
+    scaled into `out` when given (scale_pixels), so an evaluation a chunk at a time reuses one buffer."""
     rows = x[start:stop]
-    return rows if rows.dtype == np.float32 else scale_pixels(rows, rows.shape[1])
+    return rows if rows.dtype == np.float32 else scale_pixels(rows, rows.shape[1], out)
 
 
 def check_workers(worker_id: int, number_of_workers: int) -> None:

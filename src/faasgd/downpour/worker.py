@@ -70,6 +70,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         self.batch_raw = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)
         self.batch_x = np.empty((config.batch_size, shard.x.shape[1]), np.float32)
         self.batch_y = np.empty(config.batch_size, shard.y.dtype)
+        self.eval_scratch = job_model.eval_scratch(test)  # evaluation rows scaled a chunk at a time, into one buffer
         self.base_version = 0  # global version of the parameters our weights are built on (the last taken in)
         self.last_push_version = 0  # global version right after our last push
         self.unpushed_steps = 0
@@ -211,7 +212,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         shard = rows if rows is not None else self.validation
         started = time.perf_counter()
         try:
-            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net)
+            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net, self.eval_scratch)
         finally:
             self.progress.spend("eval", time.perf_counter() - started)
 

@@ -79,17 +79,26 @@ class ModelFile:
 
 
 def accuracy_on(shard: data.Shard, weights: np.ndarray, sizes: tuple[int, ...], activation: str,
-                net: model.Network | None = None) -> float:
-    """Accuracy of `weights` on a shard's rows; raw uint8 rows are scaled a chunk at a time (memory-light).
-    The one evaluation: workers, the result and `faasgd evaluate` all count the same way.
-    `net`: the job's network (faasgd.job.spec.network); default the MLP of `sizes` and `activation`."""
+                net: model.Network | None = None, scratch: np.ndarray | None = None) -> float:
+    """Accuracy of `weights` on a shard's rows; raw uint8 rows are scaled a chunk at a time (memory-light), into
+    `scratch` when given (eval_scratch: a worker evaluating at every check reuses one buffer, where a new chunk
+    each time cost it as much as the scaling itself, in page faults). The one evaluation: workers, the result and
+    `faasgd evaluate` all count the same way. `net`: the job's network (faasgd.job.spec.network); default the MLP
+    of `sizes` and `activation`."""
     net = net or model.MLP(tuple(sizes), activation)
     rows, correct = len(shard.y), 0.0
     for start in range(0, rows, EVAL_CHUNK):
         stop = min(rows, start + EVAL_CHUNK)
-        x = data.scale_rows(shard.x, start, stop)
+        x = data.scale_rows(shard.x, start, stop, scratch)
         correct += (stop - start) * net.accuracy(weights, x, shard.y[start:stop])
     return correct / rows if rows else 0.0
+
+
+def eval_scratch(shard: data.Shard) -> np.ndarray | None:
+    """A buffer accuracy_on can scale `shard`'s raw rows into, a chunk at a time (None for rows already float32)."""
+    if getattr(shard.x, "dtype", None) == np.float32 or not isinstance(shard.x, np.ndarray):
+        return None
+    return np.empty((EVAL_CHUNK, shard.input_dim), np.float32)
 
 
 def keep_crossing(store: ParameterStore, job_id: str, worker_id: int, weights: np.ndarray,

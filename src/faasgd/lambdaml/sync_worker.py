@@ -79,6 +79,7 @@ class SyncWorker(Liveness, StoreCalls):
         store = store.authoritative()  # a node-local cache only serves Downpour's fetches: rounds read no weights
         self.config, self.store, self.job_id, self.progress = config, store, job_id, progress
         self.sizes, self.shard, self.validation, self.test, self.budget = sizes, shard, validation, test, budget
+        self.eval_scratch = job_model.eval_scratch(test)  # evaluation rows scaled a chunk at a time, into one buffer
         self.workers, self.me = config.number_of_workers, progress.worker_id
         self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
             pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s,
@@ -256,7 +257,7 @@ class SyncWorker(Liveness, StoreCalls):
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
         shard = rows if rows is not None else self.validation
         if self.convex is None:
-            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net)
+            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net, self.eval_scratch)
         if self.config.model == "kmeans":
             return cluster_accuracy(weights, self.validation, shard)
         return self.convex.accuracy(weights, shard.x, shard.y)
