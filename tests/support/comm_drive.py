@@ -118,7 +118,8 @@ class Driven:
             if not channel.background:  # an inline channel: the blocking schedule takes each operation in at once
                 self.trainer.schedule = Blocking()
         self.order = self.trainer.epoch_order()
-        self.grads, self.pushed = [], []  # own steps' updates since the last hand-over; updates handed over
+        self.grads, self.pushed, self.stepped = [], [], []  # own steps' updates since the last hand-over; updates
+        # handed over; the steps each held, summed
 
     def steps(self, count):
         t, progress, batch = self.trainer, self.trainer.progress, self.trainer.config.batch_size
@@ -129,14 +130,27 @@ class Driven:
             progress.step += 1
 
     def push(self, due=False):
-        """The worker's push (`due`: at a push point of its schedule, which coalesce may put off)."""
+        """The worker's push (`due`: at a push point of its schedule, which coalesce may put off). `pushed` keeps what
+        it handed over, exactly (its local weights less the parameters they were built on), and `stepped` the same
+        steps' updates summed in float32: the two agree up to the rounding of that subtraction and of taking
+        parameters in, a few float32 ulps of the weights (`same_steps`), far below one step's update."""
         self.trainer.push(due=due)
         if self.trainer.unpushed_steps == 0 and self.grads:  # handed over (not put off)
             summed = np.zeros_like(self.grads[0])
-            for grad in self.grads:  # as the worker accumulates them: float32, in order
+            for grad in self.grads:  # in order
                 summed += grad
-            self.pushed.append(summed)
+            self.stepped.append(summed)
+            self.pushed.append(self.trainer.sending.copy())
             self.grads = []
+
+
+STEP_ROUNDING = 1e-6  # |handed over - steps summed| allowed (Driven.push); one step's update here is ~1e-3 a weight
+
+
+def same_steps(handed_over, stepped) -> bool:
+    """Whether an update handed over holds exactly the steps summed in `stepped` (Driven.push): no step lost or
+    counted twice, within STEP_ROUNDING."""
+    return handed_over.shape == stepped.shape and bool(np.allclose(handed_over, stepped, rtol=0, atol=STEP_ROUNDING))
 
 
 def new_job(config):

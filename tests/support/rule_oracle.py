@@ -1,10 +1,11 @@
 """The single-process oracle for one Downpour worker under each update rule, on small synthetic data.
 
-One worker with n_fetch = n_push = `period`: it steps its local copy with plain SGD and sums its
-gradients; every `period` steps (and at an epoch's end, for the rest) the sum is applied to the
-global parameters by the rule, and the worker continues from them:
-  sum, average (one worker: / 1)   w -= lr * g_sum                          plain SGD at period 1
-  adagrad                          G += g_sum^2; w -= lr * g_sum / (sqrt(G) + eps)   plain AdaGrad at period 1
+One worker with n_fetch = n_push = `period`: it steps its local copy with plain SGD (each step's update
+u = -lr g, the gradient computed times -lr as the workers compute it) and sums its updates; every `period`
+steps (and at an epoch's end, for the rest) the sum is applied to the global parameters by the rule, and the
+worker continues from them:
+  sum, average (one worker: / 1)   w += u_sum                                      plain SGD at period 1
+  adagrad                          g = u_sum / -lr; G += g^2; w += u_sum / (sqrt(G) + eps)   AdaGrad at period 1
 All in float32 from the job's seeded initial parameters, the worker's RNG default_rng(seed + 0).
 
 AdaGrad runs at learning_rate 0.01 here: at 0.1 its first steps (about lr x sign(g) on every weight) make
@@ -43,28 +44,29 @@ def one_worker(config, epochs: int) -> np.ndarray:
                             holdout=job.holdout(config)[1])  # the validation rows are never trained on
     rng = np.random.default_rng(config.seed + 0)
 
-    def apply(g_sum):
+    def apply(u_sum):  # the period's updates (-lr g each) summed, as the store receives them
         nonlocal w, squares
         if config.update_rule == "adagrad":
+            g_sum = u_sum / -lr
             squares = squares + g_sum * g_sum
-            w = w - lr * g_sum / (np.sqrt(squares) + np.float32(ADAGRAD_EPS))
+            w = w + u_sum / (np.sqrt(squares) + np.float32(ADAGRAD_EPS))
         else:
-            w = w - lr * g_sum / np.float32(config.number_of_workers)
+            w = w + u_sum / np.float32(config.number_of_workers)
 
     step = 0  # the worker's step count runs on across epochs: pushes fall on its multiples of n_push
     for _ in range(epochs):
         order = rng.permutation(len(shard.y))
-        local, g_sum, unpushed = w.copy(), np.zeros_like(w), 0
+        local, u_sum, unpushed = w.copy(), np.zeros_like(w), 0
         for first in range(0, len(order), config.batch_size):
             rows = order[first:first + config.batch_size]
-            _, grad = model.loss_and_grads(local, sizes, shard.x[rows], shard.y[rows], config.activation,
-                                           config.dropout, rng)
-            local, g_sum, step, unpushed = local - lr * grad, g_sum + grad, step + 1, unpushed + 1
+            _, update = model.loss_and_grads(local, sizes, shard.x[rows], shard.y[rows], config.activation,
+                                             config.dropout, rng, scale=-config.learning_rate)  # -lr g, as workers
+            local, u_sum, step, unpushed = local + update, u_sum + update, step + 1, unpushed + 1
             if step % config.n_push == 0:
-                apply(g_sum)
-                local, g_sum, unpushed = w.copy(), np.zeros_like(w), 0
+                apply(u_sum)
+                local, u_sum, unpushed = w.copy(), np.zeros_like(w), 0
         if unpushed:  # an epoch ends with a push of the rest
-            apply(g_sum)
+            apply(u_sum)
     return w
 
 

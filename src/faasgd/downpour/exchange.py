@@ -4,7 +4,8 @@ Right after a push the weights it wrote serve the next fetch; a copy older than 
 (reads are monotonic in the version). Operations go through the worker's Channel (comm.py) as its schedule
 says (schedule.py: blocking, background, coalesce) and are taken in at synchronisation points (`sync`).
 ParameterExchange is a mixin of DownpourWorker (worker.py), which holds the state it reads and writes: the
-local weights, `fetched`, `pending` and `sending`, the versions and step counts, the channel and `op`.
+local weights and the `base` they are built on (their difference is the update not pushed yet), `fetched` and
+`sending`, the versions and step counts, the channel and `op`.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ class ParameterExchange:
         progress, seq = self.progress, self.progress.pushes + 1
         record = self.snapshot(pushes=seq)
         record["pushed_steps"] = progress.step  # this push holds every step so far
-        self.pending, self.sending = self.sending, self.pending
-        self.pending[:] = 0.0
+        np.subtract(self.weights, self.base, out=self.sending)  # the update since the last push (or take-in)
+        np.copyto(self.base, self.weights)  # nothing is pending now
         self.pushed_snapshot, self.unpushed_steps = True, 0
         delta, push_id = self.sending, PushId(progress.worker_id, seq)
         if self.residual is not None:  # sending += residual; the push carries part, the residual keeps the rest
@@ -114,7 +115,9 @@ class ParameterExchange:
             return
         self.base_version = version
         self.snap_others = self.known_others if others is None else others  # unknown: at most our last push's
-        np.add(self.fetched, self.pending, out=self.weights)
+        np.subtract(self.weights, self.base, out=self.weights)  # the steps not pushed yet ...
+        np.add(self.weights, self.fetched, out=self.weights)  # ... on the parameters taken in
+        np.copyto(self.base, self.fetched)  # a copy: `fetched` may serve again (a fetch point right after a push)
 
     def _pushed(self, op: comm.Op, push) -> None:
         progress = self.progress

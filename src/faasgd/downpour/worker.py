@@ -54,9 +54,12 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         self.sizes, self.shard, self.test, self.budget = sizes, shard, test, budget
         self.net = job.network(config)  # the MLP or the cnn (faasgd.model.network)
         size = self.net.param_count
-        self.weights = np.empty(size, np.float32)  # local copy: global + own unpushed steps
+        # The local copy is the global parameters it was built on plus the steps not yet handed to a push: `weights`
+        # and `base`, whose difference is that update (`pending`), taken only at a push and when new parameters are
+        # taken in, so a step adds its update to one buffer, not two (exchange.py)
+        self.weights = np.zeros(size, np.float32)  # local copy: global + own unpushed steps (none before a fetch)
+        self.base = np.zeros(size, np.float32)  # what the local copy is built on: weights - base is not pushed yet
         self.fetched = np.empty(size, np.float32)  # last global parameters read (or written by our push)
-        self.pending = np.zeros(size, np.float32)  # accumulated update not yet handed to a push
         self.sending = np.zeros(size, np.float32)  # the update a push in flight sends
         self.codec = push_codec.parse_codec(config.push_codec)  # how pushes travel (f32, f16, topk:F)
         # error feedback: what compressed pushes left out, sent with later ones (kept with the checkpoint at a
@@ -142,12 +145,17 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
             raise Superseded(f"worker {self.progress.worker_id}: another invocation wrote a newer record")
 
     # -- training --------------------------------------------------------------------------
+    @property
+    def pending(self) -> np.ndarray:
+        """The update not yet handed to a push (a new array): the local weights less what they are built on."""
+        return self.weights - self.base
+
     def step(self, x: np.ndarray, y: np.ndarray) -> float:
+        """One minibatch step on the local copy: the gradient comes out times -learning_rate, the update itself."""
         started = time.perf_counter()
-        loss, grad = self.net.loss_and_grads(self.weights, x, y, self.rng, grad_out=self.grad)
-        np.multiply(grad, -self.config.learning_rate, out=grad)
-        self.weights += grad
-        self.pending += grad
+        loss, update = self.net.loss_and_grads(self.weights, x, y, self.rng, grad_out=self.grad,
+                                               scale=-self.config.learning_rate)
+        self.weights += update
         self.progress.spend("compute", time.perf_counter() - started)
         if self.unpushed_steps == 0:  # the oldest step of the next push: computed from these parameters
             self.base_others = self.snap_others

@@ -40,15 +40,17 @@ class CNN:
     def init_params(self, rng: np.random.Generator, dtype=np.float32) -> np.ndarray:
         return cnn_layout.init_params(self.shapes, rng, dtype)
 
-    def loss_and_grads(self, flat, x, y, rng=None, grad_out=None):
-        """(mean softmax cross-entropy, its gradient as a flat buffer like `flat`, in `grad_out` if given).
-        `rng` is unused: the cnn has no dropout (config refuses it)."""
+    def loss_and_grads(self, flat, x, y, rng=None, grad_out=None, scale=1.0):
+        """(mean softmax cross-entropy, its gradient times `scale` as a flat buffer like `flat`, in `grad_out` if
+        given). `rng` is unused: the cnn has no dropout (config refuses it)."""
         keras = _keras()
         grad = np.empty_like(flat) if grad_out is None else grad_out
         if grad.shape != flat.shape or grad.dtype != flat.dtype:
             raise ConfigError("grad_out", f"must be {flat.dtype} {flat.shape} like the parameters, got "
                                           f"{grad.dtype} {grad.shape}")
         loss = keras.loss_and_grads(self._compiled(keras, flat), flat, self.images(x, flat.dtype), y, grad)
+        if scale != 1.0:
+            np.multiply(grad, scale, out=grad)
         return loss, grad
 
     def logits(self, flat: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -52,12 +52,15 @@ def loss_and_grads(
     dropout: float = 0.0,
     rng: np.random.Generator | None = None,
     grad_out: np.ndarray | None = None,
+    scale: float = 1.0,
 ) -> tuple[float, np.ndarray]:
     """Return (mean softmax cross-entropy over the batch, its gradient as a flat buffer like `flat`).
 
     Hidden activations get inverted dropout (drop probability `dropout`, kept units scaled by
     1/(1 - dropout)); the backward pass reuses the forward pass's masks. `rng` draws the masks and is
-    required when dropout > 0. The gradient is written into `grad_out` when given.
+    required when dropout > 0. The gradient is written into `grad_out` when given. With `scale` it is the
+    gradient times `scale` (a worker's -learning_rate: the step itself): the output error is scaled before the
+    backward pass, which is linear in it, so no pass over the parameters is spent on it.
     """
     check_activation(activation)
     check_dropout(dropout, rng)
@@ -70,7 +73,7 @@ def loss_and_grads(
     weights, bias = layers[-1]
     logits = outputs[-1] @ weights
     logits += bias
-    loss, delta = softmax_cross_entropy(logits, y)
+    loss, delta = softmax_cross_entropy(logits, y, scale)
     backward(layers, unflatten(grad, sizes), outputs, masks, delta, activation, dropout)
     return loss, grad
 
@@ -114,8 +117,9 @@ def hidden_forward(layers, x, activation, dropout, rng):
     return outputs, masks
 
 
-def softmax_cross_entropy(logits: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-    """Return the mean loss and its gradient w.r.t. the logits; overwrites `logits` (stable: row max removed)."""
+def softmax_cross_entropy(logits: np.ndarray, y: np.ndarray, scale: float = 1.0) -> tuple[float, np.ndarray]:
+    """Return the mean loss and its gradient w.r.t. the logits (times `scale`); overwrites `logits` (stable: row
+    max removed)."""
     rows = np.arange(len(y))
     logits -= logits.max(axis=1, keepdims=True)
     label_logits = logits[rows, y]
@@ -124,7 +128,7 @@ def softmax_cross_entropy(logits: np.ndarray, y: np.ndarray) -> tuple[float, np.
     loss = float(np.mean(np.log(totals) - label_logits))
     probs /= totals[:, None]
     probs[rows, y] -= 1
-    probs *= 1.0 / len(y)
+    probs *= scale / len(y)
     return loss, probs
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from faasgd.functions.workloads import run_worker
-from support.comm_drive import DeferredChannel, Driven, config_for, new_job, replay
+from support.comm_drive import DeferredChannel, Driven, config_for, new_job, replay, same_steps
 
 
 @pytest.mark.parametrize("workers, seed, rule", [(2, 0, "sum"), (3, 1, "average"), (2, 2, "adagrad")])
@@ -44,6 +44,7 @@ def test_coalesced_pushes_keep_the_exact_sum_and_hand_over_every_step(workers, s
     for w, d in enumerate(driven):  # each applied update is exactly the steps handed over with it
         own = [delta for push_id, delta in (store.applied[v] for v in sorted(store.applied)) if push_id.worker == w]
         assert len(own) == len(d.pushed) and all(np.array_equal(a, b) for a, b in zip(own, d.pushed))
+        assert all(same_steps(a, b) for a, b in zip(d.pushed, d.stepped))
         assert d.trainer.progress.pushed_steps == d.trainer.progress.step
     assert store.fetch(job_id).steps == steps
 

@@ -19,6 +19,7 @@ from support.comm_drive import (
     config_for,
     new_job,
     replay,
+    same_steps,
 )
 from support.fake_clock import StepClock
 
@@ -96,6 +97,7 @@ def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied
     for w, d in enumerate(driven):  # each applied update is exactly the worker's steps handed over with it
         own = [delta for push_id, delta in (store.applied[v] for v in sorted(store.applied)) if push_id.worker == w]
         assert len(own) == len(d.pushed) and all(np.array_equal(a, b) for a, b in zip(own, d.pushed))
+        assert all(same_steps(a, b) for a, b in zip(d.pushed, d.stepped))
         assert d.trainer.progress.pushed_steps == d.trainer.progress.step
     assert store.fetch(job_id).steps == sum(p.step for p in records)
 
@@ -217,26 +219,32 @@ def test_retries_in_the_background_thread_are_counted(monkeypatch):
 
 # -- blocking is the old behaviour; both modes end alike for one worker --------------------------
 def plain_downpour(config, epochs):
-    """The blocking schedule for one worker, spelled out: float32 global adds, fetch = global + unpushed."""
+    """The blocking schedule for one worker, spelled out: float32 global adds; the local copy is the parameters it
+    was built on (`base`) plus its own steps, a push hands over weights - base, a fetch takes (weights - base) +
+    global; each step's gradient comes out times -learning_rate."""
     sizes = job.network_sizes(config)
     glob = model.init_params(sizes, np.random.default_rng(config.seed), config.activation)
     shard = data.load_shard(config.dataset, "train", 0, 1, limit=config.train_samples, holdout=job.holdout(config)[1])
     rng = np.random.default_rng(config.seed)
-    weights, pending, step = glob.copy(), np.zeros_like(glob), 0
+    weights, base, step = np.zeros_like(glob), np.zeros_like(glob), 0
+
+    def push(weights, base, glob):
+        return glob + (weights - base), weights.copy()
+
     for _ in range(epochs):
         order = rng.permutation(len(shard.y))
         for first in range(0, len(order), config.batch_size):
             if step % config.n_fetch == 0:
-                weights = glob + pending
+                weights, base = (weights - base) + glob, glob.copy()
             rows = order[first:first + config.batch_size]
-            _, grad = model.loss_and_grads(weights, sizes, shard.x[rows], shard.y[rows], config.activation,
-                                           config.dropout, rng)
-            grad = grad * np.float32(-config.learning_rate)
-            weights, pending, step = weights + grad, pending + grad, step + 1
+            _, update = model.loss_and_grads(weights, sizes, shard.x[rows], shard.y[rows], config.activation,
+                                             config.dropout, rng, scale=-config.learning_rate)
+            weights, step = weights + update, step + 1
             if step % config.n_push == 0:
-                glob, pending = glob + pending, np.zeros_like(pending)
-        glob, pending = glob + pending, np.zeros_like(pending)
-        weights = glob  # the epoch's end fetches the global parameters to evaluate them
+                glob, base = push(weights, base, glob)
+        if step % config.n_push:
+            glob, base = push(weights, base, glob)
+        weights, base = (weights - base) + glob, glob.copy()  # the epoch's end fetches the global parameters
     return glob
 
 

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from faasgd import model
+
 from faasgd.errors import ConfigError, DataError
 from faasgd.model import (
     accuracy,
@@ -198,3 +200,17 @@ def test_bad_inputs_raise_typed_errors():
     with pytest.raises(ConfigError) as err:
         layer_sizes(784, (100, 0), 10)
     assert err.value.field == "hidden_sizes"
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_a_scaled_gradient_is_the_gradient_times_the_scale(dropout):
+    """A worker asks for -learning_rate x the gradient (its step): the backward pass is linear in the output error,
+    so scaling that error scales every parameter's gradient, in float64 to rounding."""
+    sizes, rng = (6, 5, 4, 3), np.random.default_rng(7)
+    flat = model.init_params(sizes, rng).astype(np.float64)
+    x, y = rng.standard_normal((9, 6)), rng.integers(0, 3, 9)
+    loss, grad = model.loss_and_grads(flat, sizes, x, y, "tanh", dropout, np.random.default_rng(1))
+    scaled_loss, scaled = model.loss_and_grads(flat, sizes, x, y, "tanh", dropout, np.random.default_rng(1),
+                                               scale=-0.1)
+    assert scaled_loss == loss  # the loss is the loss
+    np.testing.assert_allclose(scaled, -0.1 * grad, rtol=1e-12, atol=1e-15)
