@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import httpx
+# httpx imports its command-line client (httpx._main: click, rich, pygments; ~0.05 s of CPU) inside `try: ...
+# except ImportError`; no faasgd process runs it, and None in sys.modules makes that import fail at once. Here, so
+# every process that reaches httpx through the core skips it: `train --direct`'s forkserver and workers too, as
+# the `faasgd` command and the runtime's daemon and replicas already did.
+sys.modules.setdefault("httpx._main", None)
+import httpx  # noqa: E402
 
 from faasgd import tracing
 from faasgd.errors import FaasgdError, GatewayError
