@@ -26,6 +26,7 @@ from typing import Callable, Iterable
 
 from faasgd.profile.bursts import SERIES, new_series
 from faasgd.store import meter
+from faasgd.worker.call_cpu import thread_cpu_s
 
 log = logging.getLogger("faasgd.worker")
 MAX_POINTS = 600  # samples kept for the plot of one call; when full, pairs are averaged (the period doubles)
@@ -49,14 +50,6 @@ def rss_mb() -> float:
             return int(f.read().split()[1]) * PAGE_MB
     except (OSError, IndexError, ValueError):
         return 0.0
-
-
-def thread_cpu_s(ident: int) -> float | None:
-    """CPU seconds the thread `ident` has used (None when it has ended or the platform cannot say)."""
-    try:
-        return time.clock_gettime(time.pthread_getcpuclockid(ident))
-    except (OSError, AttributeError, OverflowError):
-        return None
 
 
 class Sampler:

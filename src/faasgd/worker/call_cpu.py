@@ -33,9 +33,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from faasgd.profile.sampler import thread_cpu_s
-
 PROCESS, THREADS, MIXED = "process", "threads", "mixed"  # the clocks a count is on; MIXED: calls counted on both
+
+
+def thread_cpu_s(ident: int) -> float | None:
+    """CPU-seconds the thread `ident` has used (its pthread CPU clock; None when it has ended or the platform cannot
+    say)."""
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(ident))
+    except (OSError, AttributeError, OverflowError):
+        return None
 
 
 class ThreadSource(Protocol):

@@ -189,7 +189,7 @@ def test_the_samplers_thread_keeps_its_cpu_after_it_stopped():
 def test_a_real_worker_call_records_its_cpu_on_the_process_clock():
     from faasgd import job
     from faasgd.functions.workloads import run_worker
-    from faasgd.store import open_store
+    from faasgd.store import keys, open_store
 
     config = load_config({}, {"dataset": "synthetic", "train_samples": 600, "test_samples": 100, "hidden_sizes": [16],
                               "batch_size": 30, "number_of_workers": 1, "max_epochs": 2, "target_accuracy": 1.0,
@@ -204,3 +204,5 @@ def test_a_real_worker_call_records_its_cpu_on_the_process_clock():
     record = store.worker_record(job_id, 0)  # its final record
     assert record["cpu_clock"] == PROCESS and 0.5 * spent < record["cpu_s"] <= spent
     assert in_flight.running == 0 and in_flight.entered == 1  # entered and left once
+    result = store.get_record(job_id, keys.RESULT)
+    assert result["cpu_s"] == pytest.approx(record["cpu_s"]) and result["cpu_clock"] == PROCESS
