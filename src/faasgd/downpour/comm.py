@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from faasgd.worker.call_cpu import thread_cpu_s
+from faasgd.call_cpu import thread_cpu_s
 
 FETCH, PUSH = "fetch", "push"
 

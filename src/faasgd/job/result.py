@@ -18,7 +18,7 @@ record); `time_to_target_s` runs from that first entry to the crossing. `billed_
 own time.monotonic duration.
 
 CPU is counted, not sampled: `cpu_s` adds up the workers' records' `cpu_s` (each call from its entry to its last
-record, on the process's CPU clock or the call's own threads', worker/call_cpu.py; `cpu_clock` says which:
+record, on the process's CPU clock or the call's own threads', call_cpu.py; `cpu_clock` says which:
 process, threads, or mixed), whatever profile_hz. `store_cpu_s` is the store servers' own count
 (ParameterStore.server_cpu_s) at the result less its count when the job was created (the job's meta): all of the
 servers' CPU over the job's span, another job's on the same servers included; None when either reading is unknown.
@@ -37,7 +37,7 @@ import numpy as np
 from faasgd import cost, profile
 from faasgd.config import TrainConfig
 from faasgd.job.records import WORKER_ENDED_STATES
-from faasgd.worker.call_cpu import joined
+from faasgd.call_cpu import joined
 
 # What a worker record's `time_split` names: gradient steps (loss, gradients, the update), gathering minibatches,
 # evaluating parameters (the stop rule's checks, epoch ends, a kept model's test accuracy), loading the shard and

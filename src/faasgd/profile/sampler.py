@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 
 from faasgd.profile.bursts import SERIES, new_series
 from faasgd.store import meter
-from faasgd.worker.call_cpu import thread_cpu_s
+from faasgd.call_cpu import thread_cpu_s
 
 log = logging.getLogger("faasgd.worker")
 MAX_POINTS = 600  # samples kept for the plot of one call; when full, pairs are averaged (the period doubles)
@@ -166,7 +166,7 @@ class Sampler:
 
     def thread_cpu_s(self) -> float:
         """CPU-seconds the sampling thread has used in its whole life (0.0 before it starts), counted as the worker
-        call's (worker/call_cpu.py): read on its CPU clock while it runs, its own last reading once it has ended."""
+        call's (call_cpu.py): read on its CPU clock while it runs, its own last reading once it has ended."""
         if self._ended_cpu_s is not None:
             return self._ended_cpu_s
         ident = self._thread.ident if self._thread is not None else None

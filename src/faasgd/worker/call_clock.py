@@ -18,7 +18,7 @@ loaded host, where pairing the reading with the reply's arrival would place ever
 
 Billing is as FaaS platforms bill: the call's duration from its entry (the handler) to its last record, at
 the function's memory limit (`memory_mb`); `cold` when it is the first call its replica process serves.
-Its CPU is counted from the same entry (`cpu`: the process's CPU clock, or the call's threads', worker/call_cpu.py).
+Its CPU is counted from the same entry (`cpu`: the process's CPU clock, or the call's threads', call_cpu.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from faasgd.worker.call_cpu import CallCpu
+from faasgd.call_cpu import CallCpu
 
 DEFAULT_MEMORY_MB = 1024.0  # billed when the function states no memory_limit: stack.yml's limits.memory (1Gi)
 

@@ -93,7 +93,7 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
     """Start the worker and train; a failure is recorded (it fails the job) and re-raised; at the stop rule
     the worker ends. True when it reached its stop rule. Every call's figures (its resources, its billed
     time, its CPU) reach the worker's record: a call that ends cleanly writes it once more after its profile's
-    end. The call is in flight in this process from here to its end (its CPU's clock, worker/call_cpu.py)."""
+    end. The call is in flight in this process from here to its end (its CPU's clock, call_cpu.py)."""
     trainer = None
     progress.begin_call(clock)  # its interval and its billing from the call's entry (clock anchored by the caller)
     profile = WorkerProfile.start(config.profile_hz, progress, job_id)  # its resources, from before the data loads

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from faasgd.worker.call_clock import CallClock
-from faasgd.worker.call_cpu import joined
+from faasgd.call_cpu import joined
 
 
 @dataclass
@@ -75,7 +75,7 @@ class WorkerProgress:
     memory_mb: float | None = None  # the memory limit its latest call was billed at
     cold_starts: int = 0  # its calls that were the first call their replica process served
     clock_error_s: float = 0.0  # its stamps are right within this either way: its calls' largest CallClock.error_s
-    # what its calls cost in CPU (worker/call_cpu.py): each call from its entry to its last record
+    # what its calls cost in CPU (call_cpu.py): each call from its entry to its last record
     cpu_s: float = 0.0  # CPU-seconds of all its calls (the running one up to this record)
     cpu_clock: str = ""  # what they were counted on: process, threads, or mixed (its calls differed); "" before any
 

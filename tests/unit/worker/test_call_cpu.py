@@ -12,7 +12,7 @@ from faasgd.config import load_config
 from faasgd.downpour import comm
 from faasgd.profile.sampler import Sampler
 from faasgd.worker.call_clock import CallClock
-from faasgd.worker.call_cpu import MIXED, PROCESS, THREADS, CallCpu, InFlight, joined
+from faasgd.call_cpu import MIXED, PROCESS, THREADS, CallCpu, InFlight, joined
 from faasgd.worker.progress import WorkerProgress
 
 

@@ -24,6 +24,10 @@ enter. A call has the process to itself while none was in flight when it entered
 it has not, it stays on its threads' clock to its end. So the count of a call that began on the process clock and
 then shared the process falls back to its threads' from the entry: a later record may say less than an earlier.
 A record costs one clock read on the process clock, one per thread source more on the threads'.
+
+The standard library only, beside the core's other small modules: a worker's call and record use it (worker/), and
+so do the communication thread (downpour/comm.py), the profile sampler and the job's result (job/result.py: the
+clocks' names), which stacking's functions load without any worker.
 """
 
 from __future__ import annotations
