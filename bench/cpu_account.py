@@ -78,6 +78,12 @@ class CpuAccount:
         if self.folder is not None:
             (self.folder / "cgroup.procs").write_text(str(pid))
 
+    def release(self, pid: int) -> None:
+        """Stop counting a process from now on (cgroups only): it goes back to the hierarchy's root, so close() leaves
+        it running; what it used while counted stays in the figure."""
+        if self.folder is not None:
+            (self.folder.parent / "cgroup.procs").write_text(str(pid))
+
     def run(self, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
         """Run `argv` to its end inside the account; its CompletedProcess."""
         return subprocess.run(argv, preexec_fn=self._join, **kwargs)

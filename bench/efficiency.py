@@ -12,7 +12,8 @@ nothing stops early):
 - marginal: (long - short) CPU-seconds / (long - short) samples: what one more sample costs, start-up left out;
   over the plain process's marginal figure.
 The store server's own figure (Redis INFO cpu, memcached stats rusage) is read too: its share of the job.
-The job's own figure (its result's `cpu_s_per_sample`, the workers' clock) is printed beside the kernel's.
+The job's own figure (its result's `cpu_s_per_sample`: the workers' counted CPU and the store servers' own count,
+faasgd.job.result) is printed beside the kernel's.
 
 Rounds are the outer loop; within a round the rows alternate (a drift of the machine falls on all). A row prints
 the median over rounds and the [min-max] of its ratio. Clocks: CPU from the account's clock (printed); wall on
@@ -141,7 +142,8 @@ def run_job(cell: Cell, epochs: int, seed: int) -> dict:
         clock = account.clock
     store = None if store_before is None or store_after is None else store_after - store_before
     return {"cpu_s": cpu, "wall_s": wall, "samples": result["samples"], "store_cpu_s": store, "clock": clock,
-            "job_cpu_s": result.get("cpu_s_total"), "job_cpu_s_per_sample": result.get("cpu_s_per_sample"),
+            "job_cpu_s": result.get("cpu_s"), "job_store_cpu_s": result.get("store_cpu_s"),
+            "job_cpu_s_per_sample": result.get("cpu_s_per_sample"),
             "state": result["state"]}
 
 

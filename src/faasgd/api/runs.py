@@ -27,8 +27,8 @@ from faasgd.job.result import MEASURES
 from faasgd.stacking import flow as stacking_flow
 
 DB_NAME = Path(results_store.DEFAULT_PATH).name  # what a results folder holds
-DEFAULT_MEASURES = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "tx_bytes", "rx_bytes",
-                    "cost_usd")
+DEFAULT_MEASURES = ("time_to_target_s", "samples_per_s", "final_test_accuracy", "cpu_s", "cpu_s_per_sample", "tx_bytes",
+                    "rx_bytes", "cost_usd")
 
 
 def database_path(db_or_dir: str | os.PathLike | None = None) -> Path:

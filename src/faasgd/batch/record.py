@@ -15,7 +15,7 @@ from faasgd.batch.redact import Redactor
 from faasgd.job.result import MEASURES
 from faasgd.stacking import flow
 
-KEPT = MEASURES + ("placement",)  # what a run row keeps beside its config
+KEPT = MEASURES + ("cpu_clock", "placement")  # what a run row keeps beside its config (cpu_clock: cpu_s's clocks)
 KEPT_BY_WORKLOAD = {"emnist": KEPT, "stacking": flow.MEASURES}  # a stacking run's: the driver's answer, flat
 
 

@@ -25,7 +25,7 @@ from faasgd.job.result import MEASURES
 CONFIG_KEYS = tuple(FIELDS)
 COST_SHOWN = ("billed_gb_s", "requests", "cold_starts", "cost_usd")  # summary.md's billing columns (faasgd.cost)
 CSV_COLUMNS: tuple[str, ...] = (
-    ("config_id", "configuration", "round") + CONFIG_KEYS + ("job_id", "state", "error", "clock")
+    ("config_id", "configuration", "round") + CONFIG_KEYS + ("job_id", "state", "error", "clock", "cpu_clock")
     + MEASURES + ("placement",)
 )  # one column per name: `store` is the config key (schema.py documents every column)
 PLOT_TITLES = {
@@ -117,15 +117,22 @@ def placement_summary(placement: list | None) -> str:
     return ", ".join(f"{name} ({n})" for name, n in counts.items())
 
 
+def per_sample_us(value: float | None) -> float | None:
+    """CPU-seconds per sample in µs (the tables' unit)."""
+    return None if value is None else value * 1e6
+
+
 def configuration_table(runs_of_one_config: list[dict]) -> str:
-    """Round | Time | Iterations | Accuracy | Samples/s | Placement, one row per round, then Avg and Stdev.
+    """Round | Time | Iterations | Accuracy | Samples/s | CPU µs/sample | Store CPU s | Placement, one row per round,
+    then Avg and Stdev.
 
     Time is the time to target in seconds ("-" not reached, "failed" for a failed run); Iterations
-    are epochs; Accuracy is the test accuracy of the job's model (kept at the crossing). Avg/Stdev of Time are over the rounds that
-    reached the target, of the other columns over the rounds that finished; "-" when too few.
+    are epochs; Accuracy is the test accuracy of the job's model (kept at the crossing); CPU µs/sample is the job's
+    cpu_s_per_sample (workers and store, counted), Store CPU s its store_cpu_s. Avg/Stdev of Time are over the
+    rounds that reached the target, of the other columns over the rounds that finished; "-" when too few.
     """
     runs = sorted(runs_of_one_config, key=lambda r: r["round"])
-    header = ("Round", "Time", "Iterations", "Accuracy", "Samples/s", "Placement")
+    header = ("Round", "Time", "Iterations", "Accuracy", "Samples/s", "CPU µs/sample", "Store CPU s", "Placement")
     rows = [header]
     for run in runs:
         failed = run.get("state") != "done"
@@ -133,11 +140,14 @@ def configuration_table(runs_of_one_config: list[dict]) -> str:
             str(run["round"]),
             "failed" if failed else num(run["time_to_target_s"] if reached(run) else None, "{:.2f}"),
             num(run.get("epochs"), "{:.2f}"), num(run.get("final_test_accuracy"), "{:.4f}"),
-            num(run.get("samples_per_s"), "{:,.0f}"), placement_summary(run.get("placement")),
+            num(run.get("samples_per_s"), "{:,.0f}"), num(per_sample_us(run.get("cpu_s_per_sample")), "{:.2f}"),
+            num(run.get("store_cpu_s"), "{:.2f}"), placement_summary(run.get("placement")),
         ))
     columns = [times_to_target(runs)]
     columns += [finished_values(runs, key) for key in ("epochs", "final_test_accuracy", "samples_per_s")]
-    formats = ("{:.2f}", "{:.2f}", "{:.4f}", "{:,.0f}")
+    columns += [[per_sample_us(v) for v in finished_values(runs, "cpu_s_per_sample")],
+                finished_values(runs, "store_cpu_s")]
+    formats = ("{:.2f}", "{:.2f}", "{:.4f}", "{:,.0f}", "{:.2f}", "{:.2f}")
     for name, stat in (("Avg", mean), ("Stdev", stdev)):
         rows.append((name, *(num(stat(values), fmt) for values, fmt in zip(columns, formats)), ""))
     widths = [max(len(row[c]) for row in rows) for c in range(len(header) - 1)]
@@ -203,6 +213,8 @@ def summarize(runs: list[dict]) -> list[dict]:
             "samples_per_s_mean": mean(finished_values(group, "samples_per_s")),
             "staleness_p50_mean": mean(finished_values(group, "staleness_p50")),
             "conflicts_mean": mean(finished_values(group, "conflicts")),
+            "cpu_s_per_sample_mean": mean(finished_values(group, "cpu_s_per_sample")),
+            "store_cpu_s_mean": mean(finished_values(group, "store_cpu_s")),
             **{f"{key}_mean": mean(finished_values(group, key)) for key in COST_SHOWN},
         })
     return out
@@ -243,8 +255,8 @@ def md(text: Any) -> str:
 def results_table(summary: list[dict]) -> list[str]:
     lines = [
         "| Configuration | Reached / runs | Time to target (s) | Min (s) | Epochs | Final test accuracy | Samples/s"
-        " | Staleness p50 | Conflicts | GB-s | Requests | Cold starts | Cost (USD) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | Staleness p50 | Conflicts | CPU µs/sample | Store CPU s | GB-s | Requests | Cold starts | Cost (USD) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in summary:
         time = num(s["time_to_target_mean"], "{:.2f}")
@@ -255,6 +267,7 @@ def results_table(summary: list[dict]) -> list[str]:
             f" | {num(s['time_to_target_min'], '{:.2f}')} | {num(s['epochs_mean'], '{:.2f}')}"
             f" | {num(s['final_test_accuracy_mean'], '{:.4f}')} | {num(s['samples_per_s_mean'], '{:,.0f}')}"
             f" | {num(s['staleness_p50_mean'], '{:.1f}')} | {num(s['conflicts_mean'], '{:.1f}')}"
+            f" | {num(per_sample_us(s['cpu_s_per_sample_mean']), '{:.2f}')} | {num(s['store_cpu_s_mean'], '{:.2f}')}"
             f" | {num(s['billed_gb_s_mean'], '{:.2f}')} | {num(s['requests_mean'], '{:.1f}')}"
             f" | {num(s['cold_starts_mean'], '{:.1f}')} | {num(s['cost_usd_mean'], '{:.4g}')} |"
         )
@@ -268,8 +281,9 @@ def emnist_subject(fixed: dict[str, str]) -> str:
 
 def emnist_results(runs: list[dict]) -> list[str]:
     return ["Time to target: mean ± sample stdev over the rounds that reached the target; the other columns"
-            " are means over the rounds that finished. Per-run values are in `runs.csv`, per-round tables in"
-            " `output.txt`.", "", *results_table(summarize(runs))]
+            " are means over the rounds that finished. CPU µs/sample: the workers' and the store's CPU-seconds per"
+            " sample trained, counted (`cpu_s_per_sample`); Store CPU s: the store servers' own count over the job."
+            " Per-run values are in `runs.csv`, per-round tables in `output.txt`.", "", *results_table(summarize(runs))]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from faasgd.config import load_request
 from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
 from faasgd.job.result import MEASURES
 
-RUN_KEYS = ("state", "error", "clock") + MEASURES  # what a run record takes from the job's result
+RUN_KEYS = ("state", "error", "clock", "cpu_clock") + MEASURES  # what a run record takes from the job's result
 
 
 def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,

@@ -22,6 +22,11 @@ CLOCKS = {
     "call": "time.monotonic within each call, summed over calls",
     "perf": "time.perf_counter around each piece of work within each call, summed over calls and workers",
     "sampler": "the worker's resource sampler (profile/), every 1/profile_hz s within each call",
+    "cpu": "each worker call's CPU clock from its entry to its last record, summed over calls and workers: the "
+           "process's (CLOCK_PROCESS_CPUTIME_ID) while the call had its process to itself, else the call's own "
+           "threads' (column `cpu_clock`)",
+    "server": "the store servers' own count of their CPU (Redis INFO cpu, memcached stats rusage; summed over a "
+              "pool's or a cluster's servers), read as the job was created and as its result was written",
 }
 
 
@@ -51,6 +56,7 @@ OUTCOME = (
     Column("state", "", "", "done or failed"),
     Column("error", "", "", "why the run failed (empty when done)"),
     Column("clock", "", "", "the clock of the job's timeline: redis TIME (1 µs) or host time.time (1 µs)"),
+    Column("cpu_clock", "", "", "the clocks the workers' CPU-seconds were counted on: process, threads, or mixed"),
 )
 MEASURED = (
     Column("time_to_target_s", "s", "job", "the first call's entry to the crossing of target_accuracy (empty: not "
@@ -89,8 +95,11 @@ MEASURED = (
     Column("comm_wait_s", "s", "perf", "waiting on fetches and pushes, every worker"),
     Column("worker_s", "s", "job", "every worker's calls' time: entry to last record, summed"),
     Column("compute_share", "fraction", "", "compute_s / worker_s"),
+    Column("cpu_s", "CPU s", "cpu", "the workers' CPU-seconds, counted: each call from its entry to its last record"),
+    Column("store_cpu_s", "CPU s", "server", "the store servers' CPU-seconds over the job: all of theirs, another "
+           "job's on the same servers included (empty: a server did not say)"),
+    Column("cpu_s_per_sample", "CPU s/sample", "cpu", "(cpu_s + store_cpu_s where known) / samples"),
     *_sampler("cpu", "cores"), *_sampler("rss", "MB"), *_sampler("tx", "bytes/s"), *_sampler("rx", "bytes/s"),
-    Column("cpu_s", "CPU s", "sampler", "CPU time of the workers' threads"),
     Column("tx_bytes", "bytes", "sampler", "bytes the workers sent to the stores, on the wire"),
     Column("rx_bytes", "bytes", "sampler", "bytes the workers received from the stores, on the wire"),
     Column("cpu_peak", "cores", "sampler", "highest CPU sample of one worker"),

@@ -11,7 +11,9 @@ of the target (the figures are products of rates and sizes: log-linear in them):
 FLOPs per step (6 x batch x parameters), bytes per push (4 x parameters) and store bytes per step
 (4 x parameters x (1/n_fetch + 1/n_push)) are products of these, so their logs are sums of the features:
 a model log-linear in them is one in the features (listing them too would only make the fit singular).
-Targets: the 12 Driple figures of profile/figures.py, the totals cpu_s, tx_bytes, rx_bytes and time_to_target_s;
+Targets: the 12 Driple figures of profile/figures.py, the totals cpu_s (the workers' CPU-seconds, counted:
+faasgd.job.result; runs recorded before it was counted hold the sampler's integral over the workers' threads),
+tx_bytes, rx_bytes and time_to_target_s;
 a run without a value for a target is left out of that target's fit, and so is a time measured on a clock too
 coarse for it: every duration of a job is on the store's clock, Memcached's in whole seconds, so a time under
 MIN_CLOCK_TICKS of its store's tick is no measurement (a 0.4 s run reads 0 or 1 s).
@@ -59,8 +61,10 @@ import numpy as np
 
 from faasgd import job
 from faasgd.config import FIELDS, config_from_record
-from faasgd.profile.figures import DRIPLE, TOTALS
+from faasgd.profile import figures
+from faasgd.profile.figures import DRIPLE
 
+TOTALS = ("cpu_s",) + figures.TOTALS  # the workers' CPU-seconds, then the bytes to and from the stores
 TARGETS: tuple[str, ...] = DRIPLE + TOTALS + ("time_to_target_s",)
 PARTS = ("start_s", "samples_to_target", "samples_per_s")  # time_to_target_s = start + samples / rate, each fitted
 FITTED: tuple[str, ...] = DRIPLE + TOTALS + PARTS  # what has weights of its own

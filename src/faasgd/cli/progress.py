@@ -124,7 +124,7 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
         f"workers          {result.get('number_of_workers')}, at most {_num(result.get('max_concurrent_workers'))} "
         f"training at once",
     ]
-    for line in lines + split_lines(result) + cost_lines(result) + resource_lines(result):
+    for line in lines + split_lines(result) + cpu_lines(result) + cost_lines(result) + resource_lines(result):
         out.print(visible(line), highlight=False, markup=False)
 
 
@@ -140,6 +140,22 @@ def split_lines(result: dict) -> list[str]:
     return [f"workers' time    {worker_s:.1f} worker-s: {shown}   rest {rest:.0%}"]
 
 
+CPU_CLOCKS = {"process": "process clocks", "threads": "thread clocks", "mixed": "process and thread clocks"}
+
+
+def cpu_lines(result: dict) -> list[str]:
+    """What the job cost in CPU, counted (job/result.py): the workers', the store's, per sample; none for an older
+    result."""
+    if result.get("cpu_clock") is None:
+        return []
+    store, rate = result.get("store_cpu_s"), result.get("cpu_s_per_sample")
+    store_text = "" if store is None else f" + {store:,.2f} store"
+    note = "store: not told" if store is None else "store: its own count"
+    clocks = CPU_CLOCKS.get(result["cpu_clock"], result["cpu_clock"])
+    return [f"cpu              {result['cpu_s']:,.2f} CPU-s workers{store_text} = "
+            f"{_num(None if rate is None else rate * 1e6, '{:,.1f}')} µs a sample ({clocks}; {note})"]
+
+
 def cost_lines(result: dict) -> list[str]:
     """What the job was billed for and its cost at the default prices (faasgd.cost); none for an older result."""
     if result.get("requests") is None:
@@ -153,14 +169,15 @@ def cost_lines(result: dict) -> list[str]:
             " (default prices: AWS Lambda x86, cache.t3.micro)"]
 
 
-RESOURCE_ROWS = (("cpu", "cores", "cpu_s", "{:,.1f} CPU s", "cpu_peak"), ("rss", "MB", None, "", "rss_peak_mb"),
+RESOURCE_ROWS = (("cpu", "cores", None, "", "cpu_peak"), ("rss", "MB", None, "", "rss_peak_mb"),
                  ("tx", "B/s", "tx_bytes", "{:,.0f} bytes", "tx_peak_bps"),
                  ("rx", "B/s", "rx_bytes", "{:,.0f} bytes", "rx_peak_bps"))
 
 
 def resource_lines(result: dict) -> list[str]:
-    """The job's resource profile (profile/figures.py): Driple's figures per series, totals, peaks; none if unprofiled."""
-    if result.get("cpu_s") is None:
+    """The job's resource profile (profile/figures.py): Driple's figures per series, byte totals, peaks; none if
+    unprofiled (its CPU-seconds are counted, not sampled: cpu_lines)."""
+    if result.get("rss_peak_mb") is None:
         return []
     lines = ["resources        burst s   idle s    burst use        peak   total"]
     for name, unit, total, total_fmt, peak in RESOURCE_ROWS:

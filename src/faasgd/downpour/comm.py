@@ -30,6 +30,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from faasgd.call_cpu import thread_cpu_s
+
 FETCH, PUSH = "fetch", "push"
 
 
@@ -55,6 +57,7 @@ class Channel:
         self._future: Future | None = None
         self._result: Any = None  # blocking: the result of the call made at submit
         self._waited = 0.0  # seconds waited since the last take_wait()
+        self._closed_cpu_s: float | None = None  # its thread's CPU-seconds, as the thread read them last (close)
 
     @property
     def thread_ids(self) -> list[int]:
@@ -62,6 +65,13 @@ class Channel:
         resource profile counts their CPU and store bytes as the worker's."""
         threads = list(self._pool._threads) if self._pool is not None else []  # one-thread pool, started lazily
         return [t.ident for t in threads if t.ident is not None]
+
+    def thread_cpu_s(self) -> float:
+        """CPU-seconds its own thread has used in its whole life (0.0 when blocking or not started): read on the
+        thread's CPU clock while it runs; once closed, what the thread read as its last operation."""
+        if self._closed_cpu_s is not None:
+            return self._closed_cpu_s
+        return sum(thread_cpu_s(ident) or 0.0 for ident in self.thread_ids)
 
     @property
     def in_flight(self) -> bool:
@@ -106,7 +116,10 @@ class Channel:
         return waited
 
     def close(self) -> None:
-        """Wait for an operation still in flight (its outcome dropped) and stop the thread."""
+        """Wait for an operation still in flight (its outcome dropped) and stop the thread, which reads its CPU clock
+        as its last operation (thread_cpu_s: an ended thread's clock cannot be read). Closing again changes nothing."""
         self._future = None
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        if self._pool is None or self._closed_cpu_s is not None:
+            return
+        self._closed_cpu_s = self._pool.submit(time.thread_time).result() if self.thread_ids else 0.0
+        self._pool.shutdown(wait=True)

@@ -15,7 +15,7 @@ import numpy as np
 from faasgd.config import TrainConfig
 from faasgd.errors import StoreError
 from faasgd.job import model_file
-from faasgd.job.records import WORKER_ENDED_STATES, read_job, read_progress
+from faasgd.job.records import WORKER_ENDED_STATES, read_job, read_progress, server_cpu
 from faasgd.job.result import build_result
 from faasgd.store import ParameterStore, keys
 
@@ -54,7 +54,7 @@ def write_result(store: ParameterStore, job_id: str,
         except StoreError:
             pass
     calls = [e for e in store.events(job_id) if e.get("event") == "call"]  # no worker record holds these
-    result = build_result(config, meta, progress, done, final, error, store.job_time(), calls)
+    result = build_result(config, meta, progress, done, final, error, store.job_time(), calls, server_cpu(store))
     store.add_record(job_id, keys.RESULT, result)
     store.append_event(job_id, {"event": "result", "state": result["state"], "at": result["finished_at"]})
     return store.get_record(job_id, keys.RESULT) or result

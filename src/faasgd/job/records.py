@@ -2,7 +2,8 @@
 
 Record names (inside the job's key space, see faasgd.store.keys):
   config          the TrainConfig as a dict; written last at creation, so its presence means "job exists"
-  job             meta: created_at, layer sizes, parameter count, train/test sizes
+  job             meta: created_at, layer sizes, parameter count, train/test sizes, and the store servers' own
+                  CPU-seconds when the job was created (`server_cpu_s`: the result's store_cpu_s counts from it)
   progress:<i>    worker i's record: its progress and checkpoint, written with each of its pushes
                   (faasgd.worker.progress; `pushes` is how many of its pushes the store has applied)
   heartbeat:<i>   worker i is alive (expires lease_s after the last beat; faasgd.functions.supervise);
@@ -17,6 +18,7 @@ Record names (inside the job's key space, see faasgd.store.keys):
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -27,6 +29,7 @@ from faasgd.errors import FaasgdError, JobNotFound, StoreError
 from faasgd.job.spec import holdout, network, network_sizes, new_job_id, update_rule
 from faasgd.store import ParameterStore, keys
 
+log = logging.getLogger("faasgd.job")
 WORKER_ENDED_STATES = ("finished", "failed")  # a worker record in one of these states will not change again
 
 
@@ -34,6 +37,7 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
     """Initialise the network (seeded) and write the job's records; returns the job id."""
     job_id = job_id or new_job_id()
     train_rows, validation_rows = holdout(config)  # refused before anything is written
+    server_cpu_s = server_cpu(store)  # before the job's first write: its set-up is the job's too
     store.keep(job_id, config.keep_s)  # every key below expires keep_s after its last write (store/expiry.py)
     sizes = network_sizes(config)
     net = network(config)
@@ -48,12 +52,23 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
         "param_count": int(weights.size),
         "train_rows": train_rows,
         "validation_rows": validation_rows,
+        "server_cpu_s": server_cpu_s,
     }
     store.put_record(job_id, keys.JOB, meta)
     if not store.add_record(job_id, keys.CONFIG, config.to_dict()):
         raise FaasgdError(f"job_id: job {job_id!r} already exists")
     store.append_event(job_id, {"event": "created", "at": meta["created_at"]})
     return job_id
+
+
+def server_cpu(store: ParameterStore) -> float | None:
+    """The store servers' CPU-seconds now, by their own count (ParameterStore.server_cpu_s); None when they do not
+    say, or a server does not answer: a job's figure is then unknown, never a reason to fail the job."""
+    try:
+        return store.server_cpu_s()
+    except StoreError as error:
+        log.warning("the store servers' CPU count is unknown: %s", error)
+        return None
 
 
 def read_job(store: ParameterStore, job_id: str) -> tuple[TrainConfig, dict[str, Any]]:

@@ -16,6 +16,15 @@ time.time, 1 µs), read once per call and moved on by time.monotonic (worker/cal
 is the span of its workers' calls (`intervals`: from the first call's entry to the last call's last
 record); `time_to_target_s` runs from that first entry to the crossing. `billed_s` adds up each call's
 own time.monotonic duration.
+
+CPU is counted, not sampled: `cpu_s` adds up the workers' records' `cpu_s` (each call from its entry to its last
+record, on the process's CPU clock or the call's own threads', call_cpu.py; `cpu_clock` says which:
+process, threads, or mixed), whatever profile_hz. `store_cpu_s` is the store servers' own count
+(ParameterStore.server_cpu_s) at the result less its count when the job was created (the job's meta): all of the
+servers' CPU over the job's span, another job's on the same servers included; None when either reading is unknown.
+`cpu_s_per_sample` = (cpu_s + store_cpu_s where known) / samples. Not in them: the set-up call's CPU, the calls that
+trained nothing (duplicates), and what the last worker does after its final record (evaluating the final
+parameters below the target, writing this result).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import numpy as np
 from faasgd import cost, profile
 from faasgd.config import TrainConfig
 from faasgd.job.records import WORKER_ENDED_STATES
+from faasgd.call_cpu import joined
 
 # What a worker record's `time_split` names: gradient steps (loss, gradients, the update), gathering minibatches,
 # evaluating parameters (the stop rule's checks, epoch ends, a kept model's test accuracy), loading the shard and
@@ -53,11 +63,13 @@ MEASURES: tuple[str, ...] = (
     # gradient steps, gathering minibatches, evaluations, loading data, waiting on the store; worker_s is every
     # worker's calls' time on the job's timeline, compute_share = compute_s / worker_s
     "compute_s", "batches_s", "eval_s", "load_s", "comm_wait_s", "worker_s", "compute_share",
+    # CPU-seconds, counted (see above): the workers', the store servers' over the job, both per sample trained
+    "cpu_s", "store_cpu_s", "cpu_s_per_sample",
 ) + profile.MEASURES + cost.MEASURES  # resources: Driple's 12 figures, totals, peaks; billing and money (cost.py)
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
     ("job_id", "state", "error") + MEASURES
-    + ("target_accuracy", "number_of_workers", "model_version", "finished_at", "clock")
+    + ("target_accuracy", "number_of_workers", "model_version", "finished_at", "clock", "cpu_clock")
 )
 
 
@@ -118,14 +130,30 @@ def time_split(records: list[dict]) -> dict[str, float]:
     return split
 
 
+def cpu_figures(records: list[dict], samples: int, created_cpu_s: float | None,
+                server_cpu_s: float | None) -> dict[str, Any]:
+    """cpu_s, store_cpu_s, cpu_s_per_sample and cpu_clock (the module's docstring) from the workers' records and the
+    store servers' two readings (`created_cpu_s` in the job's meta, `server_cpu_s` now; a reading below the first
+    means the servers restarted: unknown)."""
+    workers = sum(float(r.get("cpu_s") or 0.0) for r in records)
+    known = created_cpu_s is not None and server_cpu_s is not None and server_cpu_s >= created_cpu_s
+    store = server_cpu_s - created_cpu_s if known else None
+    clock = ""
+    for record in records:
+        clock = joined(clock, record["cpu_clock"]) if record.get("cpu_clock") else clock
+    return {"cpu_s": workers, "store_cpu_s": store,
+            "cpu_s_per_sample": (workers + (store or 0.0)) / samples if samples else None, "cpu_clock": clock or None}
+
+
 def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, dict | None], done: dict | None,
                  final: dict | None, error: str | None = None, now: float | None = None,
-                 extra_calls: Sequence[dict] = ()) -> dict[str, Any]:
+                 extra_calls: Sequence[dict] = (), server_cpu_s: float | None = None) -> dict[str, Any]:
     """The job's result record from every worker's final progress (state "failed" when any error).
 
     `done`: the crossing record, whose model is the job's; else `final` {"validation", "test", "version"}: the
     final parameters, evaluated (None when they could not be). `now`: on the job's timeline. `extra_calls`: the
-    calls no worker record holds (the set-up call, duplicate deliveries: their "call" events)."""
+    calls no worker record holds (the set-up call, duplicate deliveries: their "call" events). `server_cpu_s`: the
+    store servers' CPU count now (None: unknown)."""
     now = time.time() if now is None else now
     records = [r for r in progress.values() if r]
     errors = [r["error"] for r in records if r.get("error")]
@@ -173,6 +201,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
                                       for r in records) / max(1, len(records)),
         "barrier_wait_s": sum(float(r.get("barrier_wait_s") or 0.0) for r in records),
         **time_split(records),
+        **cpu_figures(records, samples, meta.get("server_cpu_s"), server_cpu_s),
         **profile.job_figures(progress.values()),
         "target_accuracy": config.target_accuracy,
         "number_of_workers": config.number_of_workers,

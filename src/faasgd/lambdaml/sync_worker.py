@@ -66,6 +66,9 @@ class NoChannel:
 
     thread_ids: tuple = ()
 
+    def thread_cpu_s(self) -> float:
+        return 0.0
+
     def close(self) -> None:
         pass
 

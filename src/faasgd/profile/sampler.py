@@ -26,6 +26,7 @@ from typing import Callable, Iterable
 
 from faasgd.profile.bursts import SERIES, new_series
 from faasgd.store import meter
+from faasgd.call_cpu import thread_cpu_s
 
 log = logging.getLogger("faasgd.worker")
 MAX_POINTS = 600  # samples kept for the plot of one call; when full, pairs are averaged (the period doubles)
@@ -51,14 +52,6 @@ def rss_mb() -> float:
         return 0.0
 
 
-def thread_cpu_s(ident: int) -> float | None:
-    """CPU seconds the thread `ident` has used (None when it has ended or the platform cannot say)."""
-    try:
-        return time.clock_gettime(time.pthread_getcpuclockid(ident))
-    except (OSError, AttributeError, OverflowError):
-        return None
-
-
 class Sampler:
     """Samples the threads `threads()` names (idents; the list may grow) until stopped."""
 
@@ -76,6 +69,7 @@ class Sampler:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._ended_cpu_s: float | None = None  # the sampling thread's CPU-seconds, as it read them as it ended
         self.started = self.clock()
         self.wall_started = time.time()
         self._last = (self.started, *self._totals(first=True))
@@ -153,19 +147,31 @@ class Sampler:
         """Sample on a daemon thread until stop(); call `every` about every `every_s` seconds from it."""
         def loop() -> None:
             last = self.clock()
-            while not self._stop.wait(self.period):
-                try:
-                    self.sample()
-                    if every is not None and self.clock() - last >= every_s:
-                        last = self.clock()
-                        every()
-                except Exception as error:  # a profile never stops a worker; it stops sampling, said once
-                    log.warning("resource sampling stopped: %s: %s", type(error).__name__, error)
-                    return
+            try:
+                while not self._stop.wait(self.period):
+                    try:
+                        self.sample()
+                        if every is not None and self.clock() - last >= every_s:
+                            last = self.clock()
+                            every()
+                    except Exception as error:  # a profile never stops a worker; it stops sampling, said once
+                        log.warning("resource sampling stopped: %s: %s", type(error).__name__, error)
+                        return
+            finally:
+                self._ended_cpu_s = time.thread_time()  # its clock cannot be read once it has ended
 
         self._thread = threading.Thread(target=loop, name="faasgd-profile", daemon=True)
         self._thread.start()
         return self
+
+    def thread_cpu_s(self) -> float:
+        """CPU-seconds the sampling thread has used in its whole life (0.0 before it starts), counted as the worker
+        call's (call_cpu.py): read on its CPU clock while it runs, its own last reading once it has ended."""
+        if self._ended_cpu_s is not None:
+            return self._ended_cpu_s
+        ident = self._thread.ident if self._thread is not None else None
+        reading = thread_cpu_s(ident) if ident is not None else None
+        return reading if reading is not None else (self._ended_cpu_s or 0.0)
 
     def stop(self) -> None:
         """Stop the thread and take a last sample (the time since the previous one)."""

@@ -56,6 +56,10 @@ class WorkerProfile:
     def threads(self) -> list[int]:
         return self.idents + (channel_threads(self.channel) if self.channel is not None else [])
 
+    def thread_cpu_s(self) -> float:
+        """CPU-seconds of the sampler's thread, its whole life (0.0 when nothing is profiled): the call's own."""
+        return 0.0 if self.sampler is None else self.sampler.thread_cpu_s()
+
     def watch(self, channel: Any) -> None:
         """Count the worker's communication thread too."""
         self.channel = channel

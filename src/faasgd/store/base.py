@@ -4,7 +4,8 @@ Public methods validate their arguments, build keys (keys.py), encode values (co
 few backend primitives inside `self._errors()`, the one place where a backend maps its client's
 exceptions to StoreUnavailable / StoreTimeout / StoreError. A public method never lets a raw backend
 exception out. The parts that are not weights are mixed in: records (records.py), blobs (blobs.py),
-kept copies of parameters (copies.py), the clocks (clock.py) and every write's expiry (expiry.py).
+kept copies of parameters (copies.py), the clocks (clock.py), every write's expiry (expiry.py) and the servers'
+own CPU count (server_cpu.py).
 
 Concurrency contract of push_update: every call adds its delta exactly once (no lost update). How
 a backend achieves it (optimistic transaction, per-chunk CAS, lock) is in its module docstring.
@@ -33,6 +34,7 @@ from faasgd.store.copies import CopiesMixin
 from faasgd.store.expiry import MAX_KEEP_S, ExpiryMixin
 from faasgd.store.push import LostRace, Push, PushId, Snapshot, check_record, may_replace, steps_of
 from faasgd.store.records import RecordsMixin
+from faasgd.store.server_cpu import ServerCpuMixin
 from faasgd.store.update_rule import SUM, UpdateRule
 
 MAX_TTL_S = MAX_KEEP_S  # memcached reads larger expiries as unix timestamps
@@ -43,7 +45,7 @@ def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
     return [keys.worker(job_id, w) for w in range(meta.writers)]
 
 
-class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMixin, abc.ABC):
+class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMixin, ServerCpuMixin, abc.ABC):
     """A job's parameters (chunked float32 weights + version) and small JSON records, in a shared store."""
 
     def __init__(

@@ -178,6 +178,10 @@ class PoolClient(HashClient):
         first = self.clients[self.servers[0]]
         return self._safely_run_func(first, first.stats, {}, *args)
 
+    def stats_of_each(self) -> dict[str, dict]:
+        """Every server's `stats`, asked one by one (ServerFailed naming the first that fails)."""
+        return {name: self._safely_run_func(self.clients[name], self.clients[name].stats, {}) for name in self.servers}
+
 
 def connect_pool(url: StoreUrl, timeout_s: float) -> PoolClient:
     """A thread-safe client of every server `url` names (lazy; values are bytes: no serde), each connection

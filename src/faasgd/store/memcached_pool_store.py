@@ -28,7 +28,7 @@ import contextlib
 import numpy as np
 
 from faasgd.errors import JobNotFound, StateLost, StoreError
-from faasgd.store import keys
+from faasgd.store import keys, server_cpu
 from faasgd.store.memcached_pool import CHUNKS_PER_SERVER, ServerFailed, spread_chunk_floats
 from faasgd.store.memcached_store import MemcachedStore
 from faasgd.store.push import Push, PushId
@@ -128,3 +128,7 @@ class MemcachedPoolStore(MemcachedStore):
                 return self.client.get_many(names)
         except StoreError as failure:
             return failure
+
+    def _server_cpu_s(self) -> float | None:
+        """Every server's `stats` rusage_user + rusage_system, summed (None when one has none)."""
+        return server_cpu.total(server_cpu.memcached_cpu_s(stats) for stats in self.client.stats_of_each().values())

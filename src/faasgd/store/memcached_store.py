@@ -29,7 +29,7 @@ from pymemcache.client.base import PooledClient
 from pymemcache.exceptions import MemcacheError, MemcacheUnexpectedCloseError
 
 from faasgd.errors import JobNotFound, StoreError, StoreTimeout, StoreUnavailable
-from faasgd.store import codec, keys, meter
+from faasgd.store import codec, keys, meter, server_cpu
 from faasgd.store import memcached_push as mpush
 from faasgd.store.base import ParameterStore
 from faasgd.store.push import SUPERSEDED, Push, PushId
@@ -185,3 +185,7 @@ class MemcachedStore(ParameterStore):
 
     def _close(self) -> None:
         self.client.close()
+
+    def _server_cpu_s(self) -> float | None:
+        """`stats`: rusage_user + rusage_system."""
+        return server_cpu.memcached_cpu_s(self.client.stats())

@@ -56,6 +56,10 @@ class NodeLocalStore:
     def url(self) -> str:
         return self.global_store.url
 
+    def server_cpu_s(self) -> float | None:
+        """The global store's servers' CPU count; the node-local cache's own server is not in it."""
+        return self.global_store.server_cpu_s()
+
     def authoritative(self) -> ParameterStore:
         """The global store: final evaluations read the real parameters, not the cached copy."""
         return self.global_store

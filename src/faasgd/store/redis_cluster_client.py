@@ -73,8 +73,9 @@ class ClusterClient:
     def __init__(self, url: str, nodes, username: str | None, password: str | None, timeout_s: float,
                  wait_replicas: int | None = None, wait_timeout_ms: int = 1000, failover_s: float = 15.0):
         self.url, self.wait_replicas, self.wait_timeout_ms, self.failover_s = url, wait_replicas, wait_timeout_ms, failover_s
-        self._options = dict(startup_nodes=[ClusterNode(h, p) for h, p in nodes], username=username,
-                             password=password, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+        self._node_options = dict(username=username, password=password, socket_timeout=timeout_s,
+                                  socket_connect_timeout=timeout_s)  # how any one node is reached
+        self._options = dict(startup_nodes=[ClusterNode(h, p) for h, p in nodes], **self._node_options)
         self._cluster: RedisCluster | None = None
         self._lock = threading.Lock()
         self.placed: dict[str, str] = {}  # logical key -> key with a hash tag
@@ -242,6 +243,19 @@ class ClusterClient:
 
     def time(self) -> tuple[int, int]:
         return self.cluster.time(target_nodes=self.clock_node())
+
+    def infos(self, section: str) -> list[dict]:
+        """`INFO section` of every node CLUSTER NODES lists, masters and replicas, each asked on a connection of its
+        own (the slot map names a replica only once it has replicated something: it may not know them all)."""
+        found = []
+        for address in self.cluster.cluster_nodes():
+            host, port = address.rsplit(":", 1)
+            node = redis.Redis(host=host, port=int(port), **self._node_options)
+            try:
+                found.append(node.info(section))
+            finally:
+                node.close()
+        return found
 
     def masters(self) -> list:
         """The masters, by the first slot each serves."""

@@ -40,7 +40,7 @@ from faasgd.store.redis_lib import redis
 from redis.crc import key_slot
 
 from faasgd.errors import StoreError, StoreTimeout, StoreUnavailable
-from faasgd.store import codec, keys
+from faasgd.store import codec, keys, server_cpu
 from faasgd.store.memcached_store import MemcachedStore
 from faasgd.store.redis_cluster_client import ClusterClient
 from faasgd.store.update_rule import UpdateRule
@@ -129,3 +129,11 @@ class RedisClusterStore(MemcachedStore):
         if not isinstance(spread, list) or len(spread) != meta.chunks or not all(isinstance(t, str) for t in spread):
             raise StoreError(self.url, f"job {job_id!r}: the weights' meta has no valid chunk spread")
         self._place(job_id, spread)
+
+    def _server_cpu_s(self) -> float | None:
+        """Every node's INFO cpu (masters and replicas) used_cpu_user + used_cpu_sys, summed (None when one has none,
+        or refuses INFO)."""
+        try:
+            return server_cpu.total(server_cpu.redis_cpu_s(info) for info in self.client.infos("cpu"))
+        except redis.ResponseError:
+            return None

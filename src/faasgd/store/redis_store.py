@@ -35,7 +35,7 @@ from redis.connection import PythonRespSerializer
 from redis.retry import Retry
 
 from faasgd.errors import FaasgdError, JobNotFound, StoreError, StoreTimeout, StoreUnavailable
-from faasgd.store import codec, keys, meter, redis_push, redis_sparse
+from faasgd.store import codec, keys, meter, redis_push, redis_sparse, server_cpu
 from faasgd.store.base import ParameterStore, writer_keys
 from faasgd.store.push import APPLY, SUPERSEDED, LostRace, Push, PushId, decide, steps_of
 from faasgd.store.url import StoreUrl
@@ -281,3 +281,10 @@ class RedisStore(ParameterStore):
 
     def _close(self) -> None:
         self.client.close()
+
+    def _server_cpu_s(self) -> float | None:
+        """INFO cpu: used_cpu_user + used_cpu_sys (None when the server refuses INFO: renamed, or denied by an ACL)."""
+        try:
+            return server_cpu.redis_cpu_s(self.client.info("cpu"))
+        except redis.ResponseError:
+            return None

@@ -8,7 +8,7 @@
     store_calls.py its store round trips, retried across an outage (a mixin of both trainers)
     budget.py      when a call must stop (its deadline, its replica draining): HandOff, Superseded
     progress.py    the worker's record: everything that must survive a call
-    call_clock.py  a call's clock on the job's timeline, and what it is billed
+    call_clock.py  a call's clock on the job's timeline, what it is billed, and its CPU clocks (faasgd.call_cpu)
     test_rows.py   which epoch ends evaluate the curves' rows (one worker a round, every worker at its last)
 
 No module here imports a workload (faasgd.downpour, faasgd.lambdaml, faasgd.stacking): the caller passes the

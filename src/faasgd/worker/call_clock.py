@@ -1,9 +1,10 @@
-"""One call's clock: where the times and the billed duration of a call's figures come from.
+"""One call's clock: where the times, the billed duration and the CPU-seconds of a call's figures come from.
 
     clock = CallClock.begin(memory_mb=1024, cold=True)   # at the function's entry (time.monotonic)
     clock.anchor(store)                                 # once, at the call's first use of the timeline
     clock.now()                                         # a stamp on the job's timeline
     clock.elapsed()                                     # seconds since the entry: the billed duration so far
+    clock.cpu.used()                                    # CPU-seconds since the entry, and their clock (call_cpu.py)
 
 The job's timeline is the store's clock where it resolves a millisecond or better (Redis TIME: 1 µs; the
 memory store: this process's) and otherwise this host's wall clock (time.time, 1 µs): Memcached's `stats`
@@ -17,13 +18,16 @@ loaded host, where pairing the reading with the reply's arrival would place ever
 
 Billing is as FaaS platforms bill: the call's duration from its entry (the handler) to its last record, at
 the function's memory limit (`memory_mb`); `cold` when it is the first call its replica process serves.
+Its CPU is counted from the same entry (`cpu`: the process's CPU clock, or the call's threads', call_cpu.py).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from faasgd.call_cpu import CallCpu
 
 DEFAULT_MEMORY_MB = 1024.0  # billed when the function states no memory_limit: stack.yml's limits.memory (1Gi)
 
@@ -39,12 +43,13 @@ class CallClock:
     timeline: float | None = None  # the job's timeline at `anchored_at`
     anchored_at: float = 0.0  # monotonic when the timeline was read (the midpoint of the round trip)
     error_s: float = 0.0  # half the round trip of that reading: the stamps' uncertainty either way
+    cpu: CallCpu = field(default_factory=CallCpu.begin)  # its CPU clocks, read at the entry
 
     @classmethod
     def begin(cls, memory_mb: float | None = None, cold: bool = False,
-              monotonic: Callable[[], float] = time.monotonic) -> "CallClock":
+              monotonic: Callable[[], float] = time.monotonic, cpu: CallCpu | None = None) -> "CallClock":
         return cls(memory_mb=DEFAULT_MEMORY_MB if memory_mb is None else float(memory_mb), cold=cold,
-                   monotonic=monotonic, entered=monotonic())
+                   monotonic=monotonic, entered=monotonic(), cpu=cpu or CallCpu.begin())
 
     def anchor(self, store: Any) -> "CallClock":
         """Read the job's timeline once (later calls change nothing)."""

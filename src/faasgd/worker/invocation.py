@@ -92,14 +92,18 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
          clock: CallClock, make: WorkerLoader, epochs: int | None = None) -> bool:
     """Start the worker and train; a failure is recorded (it fails the job) and re-raised; at the stop rule
     the worker ends. True when it reached its stop rule. Every call's figures (its resources, its billed
-    time) reach the worker's record: a call that ends cleanly writes it once more after its profile's end."""
+    time, its CPU) reach the worker's record: a call that ends cleanly writes it once more after its profile's
+    end. The call is in flight in this process from here to its end (its CPU's clock, call_cpu.py)."""
     trainer = None
     progress.begin_call(clock)  # its interval and its billing from the call's entry (clock anchored by the caller)
     profile = WorkerProfile.start(config.profile_hz, progress, job_id)  # its resources, from before the data loads
+    clock.cpu.enter()
+    clock.cpu.watch(profile)  # the sampler's thread is the call's
     try:
         try:
             trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat, make)
             profile.watch(trainer.channel)
+            clock.cpu.watch(trainer.channel)  # so is its communication thread
             stopped = train(trainer, epochs)
         except HandOff:
             close_call(trainer, profile, store)
@@ -127,6 +131,7 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
         if trainer is not None:
             trainer.channel.close()  # the worker's communication thread ends with the call
         profile.finish(store)  # a hand-off or an epoch's end: its series still kept
+        clock.cpu.leave()
 
 
 def close_call(trainer: Worker | None, profile: WorkerProfile, store: ParameterStore) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from faasgd.worker.call_clock import CallClock
+from faasgd.call_cpu import joined
 
 
 @dataclass
@@ -74,6 +75,9 @@ class WorkerProgress:
     memory_mb: float | None = None  # the memory limit its latest call was billed at
     cold_starts: int = 0  # its calls that were the first call their replica process served
     clock_error_s: float = 0.0  # its stamps are right within this either way: its calls' largest CallClock.error_s
+    # what its calls cost in CPU (call_cpu.py): each call from its entry to its last record
+    cpu_s: float = 0.0  # CPU-seconds of all its calls (the running one up to this record)
+    cpu_clock: str = ""  # what they were counted on: process, threads, or mixed (its calls differed); "" before any
 
     def spend(self, kind: str, seconds: float) -> None:
         """Add `seconds` to `time_split[kind]` (one of faasgd.job.result.SPLIT)."""
@@ -92,7 +96,7 @@ class WorkerProgress:
 
     def begin_call(self, clock: CallClock) -> None:
         """This call (`clock`, anchored) trains the worker from now: a new interval from the call's entry, closed
-        by each record written; the call's billing is added to every record it writes."""
+        by each record written; the call's billing and CPU (from its entry) are added to every record it writes."""
         self._call = clock
         start = clock.started_at()
         self.intervals.append([start, start])
@@ -114,7 +118,7 @@ class WorkerProgress:
 
     def record(self, now: float | None = None) -> dict[str, Any]:
         """The worker's record as stored: every field, plus samples/s and when it was written (`now`: on the job's
-        timeline, the running call's clock by default); the running call billed up to now."""
+        timeline, the running call's clock by default); the running call billed and its CPU counted up to now."""
         now = self.now() if now is None else now
         out = {name: copied(getattr(self, name)) for name in NAMES}  # as dataclasses.asdict, at a fifth of its time
         call = getattr(self, "_call", None)
@@ -122,6 +126,8 @@ class WorkerProgress:
             billed = call.billed()
             out["billed_s"] = self.billed_s + billed["billed_s"]
             out["billed_gb_s"] = self.billed_gb_s + billed["billed_gb_s"]
+            cpu_s, cpu_clock = call.cpu.used()
+            out["cpu_s"], out["cpu_clock"] = self.cpu_s + cpu_s, joined(self.cpu_clock, cpu_clock)
         out["staleness_hist"] = {str(k): v for k, v in self.staleness_hist.items()}
         if self.intervals:  # the running call's training lasts until this record, as far as anyone knows
             out["intervals"][-1] = [self.intervals[-1][0], max(self.intervals[-1][0], now)]

@@ -25,6 +25,8 @@ class Comms(Protocol):
     @property
     def thread_ids(self) -> Any: ...  # idents of its own threads: their CPU counts as the worker's
 
+    def thread_cpu_s(self) -> float: ...  # CPU-seconds its threads have used (call_cpu.py), ended ones too
+
     def close(self) -> None: ...  # its thread ends with the call
 
 

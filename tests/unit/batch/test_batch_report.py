@@ -187,3 +187,20 @@ def test_plots_that_do_not_vary_are_skipped(runs, tmp_path):
     no_curves = [{**r, "curve": []} for r in period_one]
     assert "accuracy_vs_time" not in write_plots(no_curves, tmp_path)
     assert not (tmp_path / "w.png").exists() and not (tmp_path / "p1.png").exists()
+
+
+def test_the_tables_show_the_cpu_per_sample_and_the_stores_share(runs, meta, tmp_path):
+    group = [r for r in runs if r["config_id"] == 2]  # both rounds finished
+    group[0].update(cpu_s_per_sample=8.5e-6, store_cpu_s=0.25, cpu_clock="process")
+    group[1].update(cpu_s_per_sample=9.5e-6, store_cpu_s=None, cpu_clock="process")  # its store did not say
+    lines = configuration_table(group).splitlines()
+    assert lines[0].split()[5:9] == ["CPU", "µs/sample", "Store", "CPU"]
+    assert lines[1].split()[5:7] == ["8.50", "0.25"] and lines[2].split()[5:7] == ["9.50", "-"]
+    assert lines[3].split()[5:7] == ["9.00", "0.25"]  # Avg: over the rounds that have it
+    write_summary_md(group, {**meta, "failures": []}, tmp_path / "summary.md", {})
+    text = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "| Conflicts | CPU µs/sample | Store CPU s | GB-s |" in text and "| 9.00 | 0.25 |" in text
+    write_runs_csv(group, tmp_path / "runs.csv")
+    rows = list(csv.DictReader(open(tmp_path / "runs.csv", newline="")))
+    assert [(r["cpu_s_per_sample"], r["store_cpu_s"], r["cpu_clock"]) for r in rows] == \
+        [("8.5e-06", "0.25", "process"), ("9.5e-06", "", "process")]

@@ -62,3 +62,20 @@ def test_a_validation_accuracy_of_an_earlier_epoch_says_which():
     lines = buffer.getvalue().splitlines()
     assert "validation accuracy 0.8300 " in lines[0] + " " and "(epoch" not in lines[0]
     assert "validation accuracy 0.8300 (epoch 2)" in lines[1]
+
+
+def test_the_summary_says_what_the_job_cost_in_cpu_per_sample():
+    buffer, console = plain()
+    result = {**missing("j3", "x"), "state": "done", "error": None, "samples": 440_000, "cpu_s": 3.41,
+              "store_cpu_s": 0.08, "cpu_s_per_sample": 3.49 / 440_000, "cpu_clock": "process"}
+    print_summary(result, None, console)
+    assert "cpu              3.41 CPU-s workers + 0.08 store = 7.9 µs a sample (process clocks; store: its own count)" \
+        in buffer.getvalue()
+    buffer, console = plain()
+    print_summary({**result, "store_cpu_s": None, "cpu_s_per_sample": 3.41 / 440_000, "cpu_clock": "mixed"}, None,
+                  console)
+    assert "cpu              3.41 CPU-s workers = 7.8 µs a sample (process and thread clocks; store: not told)" \
+        in buffer.getvalue()
+    buffer, console = plain()
+    print_summary(missing("j4", "no result"), None, console)  # nothing counted: no line
+    assert "CPU-s" not in buffer.getvalue()
