@@ -10,7 +10,8 @@ import pytest
 
 from faasgd.errors import ConfigError
 from faasgd.local import containers, docker_cli, services
-from faasgd.local.containers import Network, cpu_cores, memory_bytes, resource_flags, run_argv
+from faasgd.local.containers import Network, resource_flags, run_argv
+from faasgd.local.quantities import cpu_cores, memory_bytes
 from faasgd.local.deployments import Code, Deployment
 from faasgd.local.pods import Host
 from faasgd.local.secrets import SecretStore
