@@ -51,7 +51,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS = ("emnist-setup", "emnist-train")
-PROJECT = ("stack.yml", "template", *FUNCTIONS, "pyproject.toml", "src")  # what faas-cli build reads
+# what faas-cli build reads, and every handler stack.yml names (`faasgd up` reads them all, whatever its --filter)
+PROJECT = ("stack.yml", "template", *FUNCTIONS, "stacking-driver", "stacking-trainer", "stacking-reducer",
+           "stacking-metatrainer", "pyproject.toml", "src")
 TAG = "bench-container"  # absent before the deploy: `faasgd up` starts nothing until faas-cli deploys
 BUILD_TIMEOUT_S = 1800
 THREADS_LINE = re.compile(r"BLAS threads: (\d+)")
@@ -139,6 +141,7 @@ class Deployment:
 
 
 def copy_project(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
     for name in PROJECT:
         source = ROOT / name
         if source.is_dir():
