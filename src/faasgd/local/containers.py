@@ -5,7 +5,9 @@ environment `fprocess` (from envProcess) plus the deployed envVars, the labels `
 the deployed labels, limits and requests of memory and CPU, the secrets read-only at
 /var/openfaas/secrets, an emptyDir at /tmp when the root file system is read-only, the image's own
 user, and an HTTP probe of /_/health on port 8080. Here each of those becomes a `docker run` flag
-(`run_argv`), on the runtime's network (faasgd.local.docker_site). The one departure: in-cluster
+(`run_argv`), on the runtime's network (faasgd.local.docker_site); a CPU limit is `--cpus`, the CFS quota the
+kubelet sets for a pod's limit, which the image's index.py reads to size its BLAS pool (faasgd.cpu_limit: the
+runtime sets no thread variable in a container). The one departure: in-cluster
 Service addresses in the environment are rewritten to where the runtime serves them on that network
 (faasgd.local.services; the table is `Host.services`), and the Service names also resolve to the
 network's gateway address (`--add-host`), since no cluster DNS runs here.
