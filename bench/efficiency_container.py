@@ -30,6 +30,8 @@ and with a thread per core of the machine (the image's threads before they follo
 
 Usage: python bench/efficiency_container.py [--workers 2] [--epochs 2] [--rounds 1] [--target 0.85]
        [--out results/efficiency-container]
+Needs a Docker daemon with the template's base images (scripts/ensure-docker.sh) and faas-cli ($FAAS_CLI, PATH, or
+../shared/bin beside the project).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ CLOCK = "the containers' cgroup CPU accounting, Redis INFO cpu, the command's re
 MATMUL = """
 import json, os, sys, time
 try:
-    from faasgd.functions import cpu_limit
+    from faasgd import cpu_limit
     cpu_limit.limit_threads(os.environ)  # what index.py does at its start
 except ImportError:
     pass  # an image from before the module: its environment alone decides
@@ -105,10 +107,10 @@ def free_port() -> int:
 
 
 def faas_cli_binary() -> str:
-    """faas-cli on PATH, else ../shared/bin/faas-cli beside the project (where the tests find it)."""
-    found = shutil.which("faas-cli") or ROOT.parent / "shared" / "bin" / "faas-cli"
-    if not Path(found).is_file():
-        raise RuntimeError("faas-cli not found on PATH nor in ../shared/bin")
+    """$FAAS_CLI, faas-cli on PATH, else ../shared/bin/faas-cli beside the project (where the tests find it)."""
+    found = os.environ.get("FAAS_CLI") or shutil.which("faas-cli") or ROOT.parent / "shared" / "bin" / "faas-cli"
+    if not os.access(found, os.X_OK):
+        raise RuntimeError("faas-cli not found: set FAAS_CLI, put it on PATH or in ../shared/bin")
     return str(found)
 
 
