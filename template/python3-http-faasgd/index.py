@@ -10,7 +10,9 @@ near its limit gets a JSON 504 while the handler goes on to its next safe point.
 itself (faasgd.functions.replica_renewal: a worker that loaded TensorFlow ended here) execs a fresh interpreter
 in place at its first quiet moment, keeping its pid, its listening socket, its open connections and its readiness. Waitress's own answers to
 requests it cannot parse are JSON too. Environment: upstream_url, exec_timeout, write_timeout,
-healthcheck_interval (the watchdog's, only read), waitress_threads (4), max_request_bytes (1 MiB), log_level.
+healthcheck_interval (the watchdog's, only read), waitress_threads (4), max_request_bytes (1 MiB), log_level;
+OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, MKL_NUM_THREADS (unset: the replica's usable CPUs, faasgd.cpu_limit; its
+log says how many the handler's BLAS runs once the handler is imported).
 """
 
 import importlib
@@ -20,6 +22,13 @@ import signal
 import sys
 import threading
 import traceback
+
+from faasgd import cpu_limit  # the standard library alone: nothing has loaded numpy yet
+
+# As many BLAS/OpenMP threads as the replica's CPUs (its cgroup quota, its affinity), or the user's own
+# OPENBLAS_NUM_THREADS / OMP_NUM_THREADS: set before the handler loads numpy (and on numpy already loaded, in a
+# process forked from the local runtime's zygote)
+threads = cpu_limit.limit_threads()
 
 # httpx's command-line client (httpx._main: rich, click, pygments; ~30 ms of every replica's start) is never run
 # here; httpx imports it inside `try: ... except ImportError`, and None in sys.modules makes that import fail at once
@@ -157,6 +166,7 @@ def load_handler():
     global handler
     replica.start_tracing()
     handler = importlib.import_module("function.handler")
+    logging.getLogger("faasgd.cpu_limit").info(cpu_limit.report(threads))
     replica.mark_ready()
 
 

@@ -33,8 +33,8 @@ from support.paths import ROOT
 
 pytestmark = pytest.mark.integration
 
-OTHER_WINGS = ("yaml", "matplotlib", "starlette", "uvicorn", "psutil", "rich", "threadpoolctl", "fakeredis",
-               "pytest_timeout")  # prometheus_client is the core's: emnist-train's GET /metrics
+OTHER_WINGS = ("yaml", "matplotlib", "starlette", "uvicorn", "psutil", "rich", "fakeredis",
+               "pytest_timeout")  # prometheus_client and threadpoolctl are the core's
 TINY = {"dataset": "synthetic", "train_samples": 600, "test_samples": 200, "hidden_sizes": [8], "batch_size": 50,
         "max_epochs": 2, "target_accuracy": 1.0}
 

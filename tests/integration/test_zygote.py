@@ -52,13 +52,26 @@ def forks(tmp_path):
     popen.wait(10)
 
 
-def enter(tmp_path: Path, path: str, *argv: str) -> tuple[subprocess.Popen, dict]:
+# What index.py does first (faasgd.cpu_limit), in a function whose replica's environment names its BLAS threads
+BLAS_FUNCTION = """\
+import json, os, sys
+preloaded = "numpy" in sys.modules
+from faasgd import cpu_limit
+threads = cpu_limit.limit_threads()
+with open(os.environ["REPORT"], "w") as f:
+    json.dump({"pid": os.getpid(), "preloaded": preloaded, "count": threads.count, "pools": cpu_limit.loaded_pools(),
+               "env": {name: os.environ.get(name) for name in cpu_limit.VARIABLES}}, f)
+"""
+
+
+def enter(tmp_path: Path, path: str, *argv: str, function: str = FUNCTION,
+          env: dict | None = None) -> tuple[subprocess.Popen, dict]:
     """`netns.py enter` as the watchdog starts it (fprocess), in a build folder, with a replica's environment."""
     build = tmp_path / "build" / "fn"
     build.mkdir(parents=True, exist_ok=True)
-    (build / "index.py").write_text(FUNCTION)
+    (build / "index.py").write_text(function)
     env = {"PATH": os.environ["PATH"], "HOSTNAME": "fn-replica-1", "REPORT": str(tmp_path / "report.json"),
-           zygote.ENV: path, zygote.PID_FILE_ENV: str(tmp_path / "function.pid")}
+           zygote.ENV: path, zygote.PID_FILE_ENV: str(tmp_path / "function.pid"), **(env or {})}
     command = [sys.executable, "-S", str(LAUNCHER), "enter", f"/proc/{os.getpid()}/ns/net", sys.executable,
                "index.py", *argv]
     return subprocess.Popen(command, cwd=build, env=env), env
@@ -93,6 +106,17 @@ def test_the_function_forks_from_the_zygote_as_exec_would_have_started_it(tmp_pa
     assert report["cwd"] == str(tmp_path / "build" / "fn") and report["argv"] == ["index.py", "exit"]
     assert zygote.ENV not in report["env"] and zygote.PID_FILE_ENV not in report["env"]
     assert int((tmp_path / "function.pid").read_text().split()[0]) == report["pid"]
+
+
+def test_a_forked_function_runs_its_replicas_blas_threads_not_the_zygotes_one(tmp_path, forks):
+    popen, path = forks
+    client, _ = enter(tmp_path, path, function=BLAS_FUNCTION, env={"OMP_NUM_THREADS": "2"})
+    assert client.wait(30) == 0
+    report = reported(tmp_path)
+    assert report["preloaded"]  # numpy's BLAS started in the zygote, with its one thread
+    assert report["count"] == 2 and {count for _, count in report["pools"]} == {2}
+    assert report["env"] == {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    assert psutil.Process(popen.pid).num_threads() == 1  # the zygote itself still runs none beside its own
 
 
 def test_signals_reach_the_function_and_a_gone_requester_takes_it_along(tmp_path, forks):

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 from dataclasses import dataclass
+
+from threadpoolctl import threadpool_limits
 
 from support.handlers import ROOT, load_handler
 
@@ -32,9 +35,12 @@ def load_shim(function: str) -> Shim:
     spec = importlib.util.spec_from_file_location(f"index_{function.replace('-', '_')}", INDEX)
     module = importlib.util.module_from_spec(spec)
     root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    spec.loader.exec_module(module)  # its logging.basicConfig must not change the test process's logging
+    handlers, level, environ = list(root.handlers), root.level, dict(os.environ)
+    with threadpool_limits(limits=None):  # its BLAS threads (faasgd.cpu_limit) are a replica's, not the tests'
+        spec.loader.exec_module(module)  # nor may its logging.basicConfig change the test process's logging
     root.handlers[:], root.level = handlers, level
+    os.environ.clear()
+    os.environ.update(environ)
     module.handler = load_handler(function)
     module.replica.ready.set()
     return Shim(module, module.app.test_client())

@@ -5,7 +5,9 @@ environment `fprocess` (from envProcess) plus the deployed envVars, the labels `
 the deployed labels, limits and requests of memory and CPU, the secrets read-only at
 /var/openfaas/secrets, an emptyDir at /tmp when the root file system is read-only, the image's own
 user, and an HTTP probe of /_/health on port 8080. Here each of those becomes a `docker run` flag
-(`run_argv`), on the runtime's network (faasgd.local.docker_site). The one departure: in-cluster
+(`run_argv`), on the runtime's network (faasgd.local.docker_site); a CPU limit is `--cpus`, the CFS quota the
+kubelet sets for a pod's limit, which the image's index.py reads to size its BLAS pool (faasgd.cpu_limit: the
+runtime sets no thread variable in a container). The one departure: in-cluster
 Service addresses in the environment are rewritten to where the runtime serves them on that network
 (faasgd.local.services; the table is `Host.services`), and the Service names also resolve to the
 network's gateway address (`--add-host`), since no cluster DNS runs here.
@@ -14,7 +16,6 @@ network's gateway address (`--add-host`), since no cluster DNS runs here.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -30,6 +31,7 @@ from faasgd.local.deployments import Deployment
 from faasgd.local.logs import pump, write_line
 from faasgd.local.pods import Host, readiness
 from faasgd.local.processes import ProcessRef
+from faasgd.local.quantities import cpu_cores, memory_bytes
 
 PORT = 8080  # of-watchdog's port in every function image (faas-netes' RuntimeHTTPPort)
 SECRETS_MOUNT = "/var/openfaas/secrets"
@@ -38,9 +40,6 @@ PROBE_TIMEOUT_S = 1.0  # faas-netes' probe timeoutSeconds
 STOP_GRACE_S = 30  # Kubernetes' terminationGracePeriodSeconds
 RUNTIME_LABEL = "faasgd.runtime"  # every container and network a runtime starts carries its id
 REPLICA_LABEL = "faasgd.replica"
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|K|M|G|T|m)?$")
-_FACTORS = {None: 1, "k": 1000, "K": 1000, "M": 1000 ** 2, "G": 1000 ** 3, "T": 1000 ** 4,
-            "Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4}
 
 
 @dataclass(frozen=True)
@@ -50,25 +49,6 @@ class Network:
     name: str
     gateway_ip: str  # the host's address on the network, where the runtime serves the stores and the gateway
     runtime_id: str
-
-
-def memory_bytes(quantity: str, field_name: str) -> int:
-    """A Kubernetes memory quantity (1Gi, 512Mi, 1G, 1000) in bytes; ConfigError naming the field."""
-    match = _QUANTITY.match(quantity.strip())
-    if not match or match.group(2) == "m":
-        raise ConfigError(field_name, f"not a memory quantity such as 512Mi or 1Gi: {quantity!r}")
-    return int(float(match.group(1)) * _FACTORS[match.group(2)])
-
-
-def cpu_cores(quantity: str, field_name: str) -> float:
-    """A Kubernetes CPU quantity (1, 0.5, 500m) in cores; ConfigError naming the field."""
-    match = _QUANTITY.match(quantity.strip())
-    if not match or match.group(2) not in (None, "m"):
-        raise ConfigError(field_name, f"not a CPU quantity such as 500m or 1: {quantity!r}")
-    cores = float(match.group(1)) / (1000 if match.group(2) == "m" else 1)
-    if cores <= 0:
-        raise ConfigError(field_name, f"must be above 0, got {quantity!r}")
-    return cores
 
 
 def resource_flags(limits: dict[str, str], requests: dict[str, str]) -> list[str]:

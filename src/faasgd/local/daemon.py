@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from faasgd import __version__
+from faasgd import __version__, cpu_limit
 from faasgd.local import credentials, environment, processes, queue_rules, services, stack_groups, watchdog, zygote
 from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.broker_watch import BrokerWatch
@@ -285,7 +285,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         print(f"faasgd runtime: {args.found_watchdog.describe()}", flush=True)
     forked = forks is not None and zygote.wait_listening(forks.popen, forks.path)  # bound long since, normally
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog,
-                forks.path if forked else None)
+                forks.path if forked else None, cpu_limit.read_limit().usable)
     supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
                             spawn=s3.spawner(site.spawn if site is not None else start_replica))
     supervisor.on_change = lambda: write_state(directory, {**state, **replica_entries(supervisor)})

@@ -24,6 +24,7 @@ from typing import Mapping
 
 import psutil
 
+from faasgd.errors import ConfigError
 from faasgd.local import environment, processes, watchdog, zygote
 from faasgd.local.netns import start_ticks as netns_start_ticks
 from faasgd.local.deployments import Deployment
@@ -59,6 +60,7 @@ class Host:
     environ: Mapping[str, str]  # the shell's environment: only PATH, HOME and LANG are taken from it
     watchdog: Watchdog = Watchdog()  # replicas run under it when found, else as bare `python index.py`
     zygote: str | None = None  # under the watchdog: the socket of the zygote the function processes fork from
+    usable_cpus: int = 1  # the runtime's (faasgd.cpu_limit): a process replica's BLAS threads stay within them
 
 
 @dataclass
@@ -188,6 +190,16 @@ def function_process(directory: Path, name: str, pid: int) -> psutil.Process:
                 if p.cmdline()[-1:] == ["index.py"] and p.cmdline()[1:2] != ["-S"])
 
 
+def replica_threads(limits: Mapping[str, str], usable_cpus: int, log_path: Path) -> int:
+    """environment.blas_threads; 1 for a limits.cpu that is no CPU quantity (the deploy checked its form only: a
+    container of it would not start, a process runs), the log saying why."""
+    try:
+        return environment.blas_threads(limits, usable_cpus)
+    except ConfigError as error:
+        write_line(log_path, f"faasgd: {error}; the replica's BLAS runs 1 thread")
+        return 1
+
+
 def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
     """Start the replica in the deployment's build folder (under the watchdog when the host has one, else
     `python index.py`), its output stamped into logs/<name>.log."""
@@ -197,16 +209,18 @@ def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
     (host.directory / "replicas").mkdir(mode=0o700, exist_ok=True)
     missing = host.secrets.project(spec.secrets, secrets_dir)
     tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
-    env = environment.container_env(environment.basics(host.environ, str(tmp)), deployment.code.image_env,
-                                    environment.function_env(spec, host.services),
-                                    environment.replica_env(port, name, str(secrets_dir)))
+    log_path = host.directory / "logs" / f"{name}.log"
+    deployed = environment.function_env(spec, host.services)
+    blas = environment.blas_env({**deployment.code.image_env, **deployed},
+                                replica_threads(spec.limits, host.usable_cpus, log_path))
+    env = environment.container_env(environment.basics(host.environ, str(tmp), blas), deployment.code.image_env,
+                                    deployed, environment.replica_env(port, name, str(secrets_dir)))
     argv, watched = [sys.executable, "index.py"], host.watchdog.found
     if watched:
         env.update(watchdog.replica_env(port, free_port(), f"/proc/{os.getpid()}/ns/net"))
         if host.zygote:
             env.update({zygote.ENV: host.zygote, zygote.PID_FILE_ENV: str(root / zygote.PID_FILE)})
         argv = watchdog.command(host.watchdog, port)
-    log_path = host.directory / "logs" / f"{name}.log"
     write_line(log_path, f"faasgd: starting {name} on 127.0.0.1:{port}"
                          + (f" under of-watchdog {host.watchdog.version}" if watched else ""))
     if missing:  # Kubernetes refuses such a deploy; locally the stores need no password, so it starts

@@ -18,7 +18,9 @@ zygote cannot be reached, `enter` execs the function as before: the zygote only 
 
 What the preloaded modules read at import is the zygote's, not a replica's: none of them reads the environment
 at import (faasgd.functions.replica_cache's renewal count is 0 in a forked process, which is never a renewed one:
-a renewal execs a fresh interpreter). Python's `random` reseeds in a forked child; numpy's global generator is
+a renewal execs a fresh interpreter), but numpy's BLAS, which starts with the zygote's one thread (its environment:
+environment.basics); index.py's first step gives a forked function its replica's own count (faasgd.cpu_limit sets
+the loaded pools through threadpoolctl). Python's `random` reseeds in a forked child; numpy's global generator is
 not used by faasgd. The zygote runs no thread, so a fork copies no lock held by another one.
 
     python -m faasgd.local.zygote_server SOCKET     (the process itself; the daemon starts it: `start`)

@@ -19,8 +19,8 @@ import traceback
 MAX_MESSAGE = 1 << 20  # a request's JSON: argv, folder, environment
 MAX_FDS = 16
 PRELOAD = ("flask", "waitress", "waitress.channel", "waitress.parser", "waitress.task", "werkzeug.exceptions",
-           "numpy", "faasgd.functions.http_call", "faasgd.functions.replica_renewal",
-           "faasgd.functions.replica_life", "faasgd.functions.emnist_setup", "faasgd.functions.emnist_train",
+           "numpy", "threadpoolctl", "faasgd.cpu_limit", "faasgd.functions.http_call",
+           "faasgd.functions.replica_renewal", "faasgd.functions.replica_life", "faasgd.functions.emnist_setup", "faasgd.functions.emnist_train",
            "faasgd.store.redis_store", "faasgd.store.memcached_store")
 PR_SET_PDEATHSIG, PR_SET_NAME = 1, 15
 AT_ONCE = "--at-once"  # imports at the runtime's priority, not SCHED_IDLE: a zygote started again, replicas asking now

@@ -10,7 +10,8 @@ import pytest
 
 from faasgd.errors import ConfigError
 from faasgd.local import containers, docker_cli, services
-from faasgd.local.containers import Network, cpu_cores, memory_bytes, resource_flags, run_argv
+from faasgd.local.containers import Network, resource_flags, run_argv
+from faasgd.local.quantities import cpu_cores, memory_bytes
 from faasgd.local.deployments import Code, Deployment
 from faasgd.local.pods import Host
 from faasgd.local.secrets import SecretStore
@@ -42,6 +43,7 @@ def test_the_pod_specs_environment_labels_secrets_and_limits_become_run_flags(tm
     assert env["gateway_url"] == "http://172.30.0.1:9000"
     assert env["local_store_url"] == "memcached://172.30.0.1:6500"
     assert "HOSTNAME" not in env and "FAASGD_SECRETS_DIR" not in env  # a pod reads /var/openfaas/secrets
+    assert not {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"} & set(env)  # index.py reads its --cpus itself
     labels = dict(pair.split("=", 1) for pair in flag_values(argv, "--label"))
     assert labels["faas_function"] == "emnist-train" and labels["com.openfaas.scale.max"] == "5"
     assert labels[containers.RUNTIME_LABEL] == "abc" and labels[containers.REPLICA_LABEL] == "emnist-train-3"

@@ -74,3 +74,33 @@ def test_environment_files_override_the_environment_in_order(tmp_path):
     with pytest.raises(ConfigError) as error:
         load_stack(tmp_path / "stack.yml", env={})
     assert error.value.field == "functions.f.environment_file"
+
+
+@pytest.mark.parametrize("limits, usable, expected", [({}, 2, 1), ({"cpu": "1"}, 2, 1), ({"cpu": "2"}, 2, 2),
+                                                      ({"cpu": "4"}, 2, 2), ({"cpu": "1500m"}, 4, 1),
+                                                      ({"cpu": "100m"}, 2, 1), ({"memory": "1Gi"}, 8, 1)])
+def test_a_process_replicas_blas_threads_follow_its_cpu_limit_within_the_machines(limits, usable, expected):
+    assert environment.blas_threads(limits, usable) == expected
+
+
+def test_a_process_replicas_cpu_limit_that_is_no_quantity_names_the_field():
+    with pytest.raises(ConfigError, match=r"^limits\.cpu: "):
+        environment.blas_threads({"cpu": "1Gi"}, 2)
+
+
+def test_the_replica_sets_the_blas_variables_unless_the_image_or_the_function_names_one():
+    assert environment.blas_env({"mode": "http"}, 2) == {name: "2" for name in environment.THREADS}
+    assert environment.blas_env({"OMP_NUM_THREADS": "3"}, 2) == {}  # index.py gives the others 3
+    assert environment.blas_env({"OPENBLAS_NUM_THREADS": ""}, 1) == {name: "1" for name in environment.THREADS}
+    basics = environment.basics(SHELL, "/t", environment.blas_env({}, 2))
+    assert {name: basics[name] for name in environment.THREADS} == {name: "2" for name in environment.THREADS}
+    assert environment.basics(SHELL, "/t")["OPENBLAS_NUM_THREADS"] == "1"  # the zygote's
+
+
+def test_a_process_replica_with_a_cpu_limit_docker_would_refuse_runs_one_thread_and_says_why(tmp_path):
+    from faasgd.local.pods import replica_threads
+
+    log = tmp_path / "f-1.log"
+    assert replica_threads({"cpu": "2"}, 2, log) == 2 and not log.exists()
+    assert replica_threads({"cpu": "1Gi"}, 2, log) == 1
+    assert "limits.cpu: not a CPU quantity" in log.read_text() and "1 thread" in log.read_text()
