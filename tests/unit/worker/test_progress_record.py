@@ -48,3 +48,21 @@ def test_a_record_read_back_gives_the_same_progress():
     again = WorkerProgress.from_record(progress.record(now=20.0))
     assert again.rng_state == progress.rng_state and again.staleness_hist == progress.staleness_hist
     assert again.resources == progress.resources and again.pushes == progress.pushes
+
+
+def test_a_record_keeps_durations_to_the_microsecond_and_timestamps_whole():
+    import json
+
+    progress = WorkerProgress.fresh(0, 0)
+    progress.train_s, progress.loss, progress.samples = 1.026803786999153, 0.5320122777029526, 55_000
+    progress.time_split = {"compute": 0.5777286559982713}
+    progress.resources = {"cpu": {"integral": 0.590810397123, "bursts": 2.0}}
+    progress.started_at = 1796182805.817776
+    record = progress.record(now=1796182807.8030655)
+    assert record["train_s"] == 1.026804 and record["loss"] == 0.532012
+    assert record["time_split"] == {"compute": 0.577729}
+    assert record["resources"] == {"cpu": {"integral": 0.59081, "bursts": 2.0}}
+    assert record["started_at"] == 1796182805.817776 and record["updated_at"] == 1796182807.8030655  # whole
+    assert record["samples_per_s"] == round(55_000 / 1.026803786999153, 1)
+    assert progress.train_s == 1.026803786999153  # the worker's own figures are left as they are
+    assert len(json.dumps(record, separators=(",", ":"))) < 1300  # a fresh worker's record, as sent with a push
