@@ -6,7 +6,8 @@ weights it leaves decoded into a buffer) on a second thread (`background`), on t
 or not at all (`none`: the bare loop). Prints per sample the training thread's minibatch and step time
 (perf_counter) and its CPU, and per push the pushing thread's CPU (time.thread_time) in all and in pieces: its two
 exchanges with the server (WATCH and the MGET of the chunks; MULTI, the chunks, the record, the expiries, INCR,
-EXEC: store/redis_push.py), adding the delta, decoding into the buffer, the record's JSON. Pieces are timed by wrapping those functions for the run (~1 µs a call). CPU clocks are
+EXEC: store/redis_push.py), adding the delta into the buffer it leaves the weights in (sent from there, so nothing is decoded but the chunks of
+a conflict), the record's JSON. Pieces are timed by wrapping those functions for the run (~1 µs a call). CPU clocks are
 the measure because on a shared machine wall time mostly says what else ran. Compare two source trees by running
 it under each (PYTHONPATH), alternately.
 
@@ -32,8 +33,7 @@ from faasgd.worker.progress import WorkerProgress
 
 PIECES = [  # (owner, attribute, label): what a Redis push spends its CPU on
     (redis_push, "exchange", "exchanges"),  # WATCH + MGET, then MULTI ... EXEC: packing, the socket, the replies
-    (codec, "add_to_chunk", "add"),
-    (codec, "decode_into", "decode"),
+    (codec, "add_into", "add"),  # the delta added into the buffer the push leaves its weights in, sent from there
     (codec, "record_to_bytes", "record json"),
 ]
 MODES = ("none", "blocking", "background")

@@ -24,7 +24,7 @@ def test_each_push_is_timed_and_its_pieces_fit_inside_it(redis_server, mode):
 
 def test_the_bare_loop_pushes_nothing_and_the_store_functions_are_restored(redis_server):
     originals = [getattr(owner, name) for owner, name, _ in bench.PIECES]
-    assert codec.add_to_chunk in originals and redis_push.exchange in originals  # the store's own functions
+    assert codec.add_into in originals and redis_push.exchange in originals  # the store's own functions
     row = bench.measure(redis_server.url, "none", steps=5, period=10)
     assert row["pushes"] == 0 and all(ms == 0 for ms in row["pieces_ms"].values())
     assert [getattr(owner, name) for owner, name, _ in bench.PIECES] == originals  # every wrapped one

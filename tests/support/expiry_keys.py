@@ -106,7 +106,11 @@ def write_every_kind(store, job_id: str, keep_s: int) -> None:
     """A job's worth of writes through the public API, each kind at least once (KINDS)."""
     store.put_record(job_id, keys.CONFIG, {"keep_s": keep_s})
     flat = np.zeros(2500, np.float32)
-    store.set_weights(job_id, flat, writers=1)
+    chunk_floats, store.chunk_floats = store.chunk_floats, 1000  # three chunks: a push of one chunk keeps no copy
+    try:  # on Memcached (its single cas applies all of it or none), and the push copy is a kind to list
+        store.set_weights(job_id, flat, writers=1)
+    finally:
+        store.chunk_floats = chunk_floats
     record = {"pushes": 1, "owner": "call-a", "state": "running"}
     store.push_update(job_id, np.ones_like(flat), push_id=PushId(0, 1), record=record)
     store.push_update(job_id, np.ones_like(flat))
