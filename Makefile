@@ -39,7 +39,8 @@ test: deps docker-ready lint docs
 	$(PY) -m pytest -q --durations=10 tests/integration
 	$(PY) -m pytest -q --durations=10 -m serial tests/e2e tests/openfaas $(wildcard tests/docker)
 
-lint: deps  # the wings' import rules (pyproject.toml [tool.importlinter])
+lint: deps  # pyflakes' rules over the whole tree ([tool.ruff]), then the wings' import rules ([tool.importlinter])
+	$(VENV)/bin/ruff check --no-cache .
 	$(VENV)/bin/lint-imports --no-cache
 
 # The docs site must build: a broken link or anchor, a page missing from the nav or a configuration key without a

@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 from faasgd.testing import fault_matrix
-from faasgd.testing.fault_matrix import wait_until
 from support.paths import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest

@@ -66,7 +66,7 @@ def test_a_two_worker_mlp_job_reaches_085_with_every_push_on_every_chunk_of_ever
         assert result["state"] == "done" and result["reached_target"], result
         assert result["final_validation_accuracy"] >= 0.85
         figures[name] = result["samples_per_s"]
-    print(f"\n[memcached pool] 2-worker MLP to 0.85, samples/s: " + ", ".join(f"{k} {v:,.0f}" for k, v in figures.items()))
+    print("\n[memcached pool] 2-worker MLP to 0.85, samples/s: " + ", ".join(f"{k} {v:,.0f}" for k, v in figures.items()))
 
     held = chunks_by_server(store, job_id)
     meta = store._weights_meta(job_id)

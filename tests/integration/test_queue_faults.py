@@ -20,7 +20,6 @@ from faasgd.local.broker import DEFAULT_STORE_BYTES, MIN_STORE_BYTES, QueueDiskT
 from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.gateway import GatewayOptions, LocalGateway
 from faasgd.local.gateway.queue_jetstream import PUBLISH_S, JetStreamBroker
-from support.asgi_server import serve
 from support.fake_replicas import FakeRegistry
 from support.waits import wait_until
 

@@ -18,7 +18,6 @@ from faasgd.local.broker import DEFAULT_MAX_PAYLOAD, start_nats
 from faasgd.local.gateway import GatewayOptions, LocalGateway
 from faasgd.local.gateway.queue_jetstream import STREAM, JetStreamBroker
 from faasgd.local.queue_rules import DeliveryPolicy
-from support.asgi_server import serve
 from support.broker_contract import CHECKS
 from support.fake_replicas import FakeRegistry
 from support.waits import wait_until

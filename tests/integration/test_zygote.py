@@ -186,12 +186,6 @@ def test_enter_reads_the_names_the_runtime_sets():  # netns.py runs on the stand
     assert (netns.ZYGOTE_ENV, netns.PID_FILE_ENV) == (zygote.ENV, zygote.PID_FILE_ENV)
 
 
-def test_enter_reads_the_names_the_runtime_sets():  # netns.py runs on the standard library alone: its own copies
-    from faasgd.local import netns
-
-    assert (netns.ZYGOTE_ENV, netns.PID_FILE_ENV) == (zygote.ENV, zygote.PID_FILE_ENV)
-
-
 def test_functions_and_their_requesters_killed_at_once_leave_the_zygote_serving(tmp_path, forks):
     """Replica.stop_now's order: the watchdog (so `enter`, by its parent-death signal) and the function SIGKILLed
     together; the zygote may see a function's end and its requester's in one round of events, many times over."""

@@ -24,9 +24,11 @@ class FakeMessage:
         self.headers, self.data = broker.messages[seq]
 
     async def ack(self) -> None:
+        self._broker.check_answering("ack")
         self._broker.acked(self.seq)
 
     async def nak(self, delay_s: float) -> None:
+        self._broker.check_answering("nak")
         self._broker.hand_out_later(self.seq, delay_s)
 
 
@@ -36,6 +38,8 @@ class FakeBroker:
         self.messages: dict[int, tuple[dict[str, str], bytes]] = {}  # the stream: sequence -> (headers, data)
         self.refuse: str | None = None  # set to make publish() fail with this reason (QueueUnavailable)
         self.down: str | None = None  # set to make problem() report this
+        self.timing_out: str | None = None  # set to make ack, nak and stored() time out (QueueUnavailable) as a
+        # JetStream request does when the broker's disk is full or it restarts with requests in flight
         self._ids: set[str] = set()  # the MESSAGE_IDs stored (JetStream keeps them for its duplicate window)
         self.opened = 0
         self._seqs = itertools.count(1)
@@ -78,7 +82,12 @@ class FakeBroker:
         return FakeMessage(self, seq, attempt)
 
     async def stored(self) -> int:
+        self.check_answering("stored")
         return len(self.messages)
+
+    def check_answering(self, what: str) -> None:
+        if self.timing_out:
+            raise QueueUnavailable(f"nats: timeout ({what}): {self.timing_out}")
 
     async def problem(self) -> str | None:
         return self.down

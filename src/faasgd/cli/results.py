@@ -43,16 +43,16 @@ def add_parser(sub) -> None:
                       help="only runs whose config key or measure has this value (repeatable)")
     runs.add_argument("--price", action="append", default=None, metavar="KEY=USD", help=PRICE_HELP)
     runs.add_argument("--json", action="store_true", help="print the runs as one JSON document")
-    compare = verbs.add_parser("compare", help="two batches side by side: a table, and a plot with --plot")
-    compare.add_argument("a", type=int, help="the first batch's id")
-    compare.add_argument("b", type=int, help="the second batch's id")
-    compare.add_argument("--by", default=None, help="group by these comma-separated keys (default: the label)")
-    compare.add_argument("--measure", action="append", default=None, help=f"default {', '.join(DEFAULT_MEASURES)}")
-    compare.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
-                         help="only runs whose config key or measure has this value (repeatable)")
-    compare.add_argument("--price", action="append", default=None, metavar="KEY=USD", help=PRICE_HELP)
-    compare.add_argument("--plot", default=None, help="write the first measure's comparison as a PNG here")
-    compare.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
+    comparing = verbs.add_parser("compare", help="two batches side by side: a table, and a plot with --plot")
+    comparing.add_argument("a", type=int, help="the first batch's id")
+    comparing.add_argument("b", type=int, help="the second batch's id")
+    comparing.add_argument("--by", default=None, help="group by these comma-separated keys (default: the label)")
+    comparing.add_argument("--measure", action="append", default=None, help=f"default {', '.join(DEFAULT_MEASURES)}")
+    comparing.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                           help="only runs whose config key or measure has this value (repeatable)")
+    comparing.add_argument("--price", action="append", default=None, metavar="KEY=USD", help=PRICE_HELP)
+    comparing.add_argument("--plot", default=None, help="write the first measure's comparison as a PNG here")
+    comparing.add_argument("--json", action="store_true", help="print the comparison as one JSON document")
 
 
 def parse_where(items: list[str]) -> dict[str, str]:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
-from faasgd.openfaas import WATCHDOG_DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
 from faasgd.openfaas import go_seconds
 
 log = logging.getLogger(__name__)

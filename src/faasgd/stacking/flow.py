@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from faasgd.errors import ConfigError, FaasgdError, TooLarge
+from faasgd.errors import FaasgdError, TooLarge
 from faasgd.stacking import models, predictors, records, safe_format
 from faasgd.stacking.calls import Call, Retrying
 from faasgd.stacking.config import StackingConfig, held_out_rows

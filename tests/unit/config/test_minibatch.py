@@ -96,7 +96,6 @@ def test_the_note_reads_a_record_and_stays_silent_where_the_measurement_does_not
 
 
 def test_a_request_to_the_deployed_stack_splits_its_global_batch_over_stack_ymls_batch_size():
-    import pathlib
 
     import yaml
 

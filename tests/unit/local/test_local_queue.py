@@ -271,3 +271,53 @@ async def test_chaos_duplicate_delivers_a_call_twice_at_once_with_one_call_id_an
         assert gw.queue.stats()["duplicated"] == 1
     assert got["x-call-id"] == call_id and {c["headers"]["x-call-id"] for c in replica.calls} == {call_id}
     assert kinds == [("duplicate", 200), ("first", 200)]
+
+
+async def test_a_broker_timing_out_at_the_ack_and_the_count_leaves_the_call_stored_and_the_queue_going():
+    """A JetStream request that times out (a full disk, a broker restarted with requests in flight) at the ack and
+    at the stored count: the call's answer is still called back, the unacked message comes again once the broker
+    answers and is settled without a second delivery, and the loop that follows the worker count lives on."""
+    replica = FakeReplica("a")
+    registry = FakeRegistry(echo=[replica])
+    async with gateway_in_process(registry, ack_wait_s=30) as gw:
+        gw.broker.timing_out = "disk full"
+        call_id = await post(gw)
+        got, _ = await within(gw.callbacks.next())
+        assert got["x-call-id"] == call_id and got["x-function-status"] == "200"
+        assert len(gw.broker.messages) == 1  # the ack timed out: the broker keeps the call
+        registry.total = 3
+        for _ in range(2):  # two rounds of the worker count, each meeting a stored() that times out
+            await within(gw.clock.sleeping(RESIZE_S))
+            await gw.clock.advance(RESIZE_S)
+        await within(gw.clock.sleeping(RESIZE_S))
+        assert gw.queue.stats()["workers"] == 3
+        gw.broker.timing_out = None
+        await gw.clock.advance(30)  # ack_wait: the broker hands the unacked call out again
+        await within(gw.clock.sleeping(RESIZE_S))
+        for _ in range(100):
+            if not gw.broker.messages:
+                break
+            await asyncio.sleep(0.01)
+        assert gw.broker.messages == {} and len(replica.calls) == 1  # settled, not delivered twice
+        registry.total = 2
+        await gw.clock.advance(RESIZE_S)
+        await within(gw.clock.sleeping(RESIZE_S))
+        assert gw.queue.stats()["workers"] == 2 and gw.queue.stats()["stored"] == 0
+
+
+async def test_a_round_of_the_worker_count_that_fails_unforeseen_is_logged_and_the_next_one_comes(caplog):
+    registry = FakeRegistry(echo=[FakeReplica("a")])
+    async with gateway_in_process(registry) as gw:
+        stored = gw.broker.stored
+
+        async def broken() -> int:
+            raise RuntimeError("a bug in the broker's client")
+        gw.broker.stored = broken
+        await within(gw.clock.sleeping(RESIZE_S))
+        await gw.clock.advance(RESIZE_S)
+        await within(gw.clock.sleeping(RESIZE_S))
+        assert "a round of the queue-worker count failed" in caplog.text
+        gw.broker.stored, registry.total = stored, 3
+        await gw.clock.advance(RESIZE_S)
+        await within(gw.clock.sleeping(RESIZE_S))
+        assert gw.queue.stats()["workers"] == 3

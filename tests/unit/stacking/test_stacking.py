@@ -8,7 +8,6 @@ import os
 import pickle
 import re
 import uuid
-import zipfile
 
 import numpy as np
 import pytest
@@ -21,7 +20,7 @@ from faasgd.stacking import flow, models, predictors, records, safe_format
 from faasgd.stacking.config import load_stacking
 from faasgd.stacking.dataset import accuracy, make_dataset
 from faasgd.stacking.record_store import BlobStore, RecordStore
-from faasgd.stacking.safe_format import Shape, UnsafeObject
+from faasgd.stacking.safe_format import UnsafeObject
 from faasgd.store import ParameterStore, open_store
 
 

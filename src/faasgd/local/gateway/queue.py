@@ -33,6 +33,7 @@ import httpx
 
 from faasgd.local.gateway.options import Clock, RealClock
 from faasgd.local.gateway.proxy import Reply
+from faasgd.local.gateway.queue_errors import QueueError
 from faasgd.local.queue_rules import DeliveryPolicy, decide
 
 log = logging.getLogger(__name__)
@@ -289,10 +290,15 @@ class QueueWorkers:
 
     # -- worker count ----------------------------------------------------------------------------
     async def _keep_resizing(self) -> None:
+        """Every RESIZE_S: the wanted worker count and the stored count. A round that fails in a way nobody foresaw
+        is logged and the next one comes: this loop is the queue's only way to follow scaling for the runtime's life."""
         while True:
             await self._clock.sleep(RESIZE_S)
-            await self._resize()
-            await self._count_stored()
+            try:
+                await self._resize()
+                await self._count_stored()
+            except Exception:
+                log.exception("a round of the queue-worker count failed; the next comes in %.0f s", RESIZE_S)
 
     async def _resize(self) -> None:
         try:
