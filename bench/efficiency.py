@@ -14,7 +14,8 @@ Four parts, each printed as a table (and written to --out as summary.md and effi
    - whole: the long job's CPU-seconds / its samples (interpreter start, imports, data loading, the job's set-up
      in it; on the runtime path without `faasgd up` itself), over the plain process's whole figure;
    - marginal: (long - short) CPU-seconds / (long - short) samples: what one more sample costs, start-up left out,
-     over the plain process's marginal figure;
+     over the plain process's marginal figure, which is taken inside its one long run (its process clock at the
+     ends of epoch --short and of the last: two plain processes' difference carried their start-ups' variance);
    - the store server's share of the long job (its own count, as the job reports it: `store_cpu_s`) and the job's
      own marginal figure (its result's cpu_s + store_cpu_s) over the kernel's: the instrument's reading checked.
 2. split (--split): where the marginal CPU goes, from a sampling profiler (py-spy, every process of the job,
@@ -82,6 +83,7 @@ def run_plain(epochs: int, target: float = 1.0) -> dict:
     grad = np.empty_like(weights)
     check_every, seen, next_check, reached = len(train.y) // 2, 0, len(train.y) // 2, None
     accuracy = test_accuracy = 0.0
+    epoch_ends: list[tuple[int, float]] = []  # (samples, this process's CPU clock) at each epoch's end
     with threadpool_limits(1):
         for _ in range(epochs):
             order = rng.permutation(len(train.y))
@@ -100,8 +102,9 @@ def run_plain(epochs: int, target: float = 1.0) -> dict:
                 break
             accuracy = model.accuracy(weights, sizes, validation.x, validation.y)  # the epoch's end: the curves
             test_accuracy = model.accuracy(weights, sizes, test.x, test.y)
+            epoch_ends.append((seen, time.process_time()))
     return {"samples": seen, "samples_to_target": reached, "accuracy": float(accuracy),
-            "test_accuracy": float(test_accuracy)}
+            "test_accuracy": float(test_accuracy), "epoch_ends": epoch_ends}
 
 
 def run_plain_measured(epochs: int, target: float = 1.0) -> dict:
@@ -243,6 +246,14 @@ def per_sample(short: dict, long: dict) -> tuple[float, float]:
     return marginal, long["cpu_s"] / long["samples"]
 
 
+def plain_per_sample(run: dict, short_epochs: int) -> tuple[float, float]:
+    """(marginal, whole) CPU-seconds per sample of one plain run: the marginal inside it, between the ends of epoch
+    `short_epochs` and of its last epoch on its own process clock (time.process_time), so that no start-up enters
+    it (two plain processes' difference carried their start-ups' variance: 2.9-6.1 µs a sample between runs)."""
+    (short_samples, short_cpu), (long_samples, long_cpu) = run["epoch_ends"][short_epochs - 1], run["epoch_ends"][-1]
+    return (long_cpu - short_cpu) / (long_samples - short_samples), run["cpu_s"] / run["samples"]
+
+
 def job_marginal(short: dict, long: dict) -> float | None:
     """The job's own marginal CPU-seconds per sample (its workers' and its store's counts), or None."""
     def own(run):
@@ -292,12 +303,12 @@ def measure_cost(cells: list[Cell], rounds: int, short_epochs: int, long_epochs:
     for index in range(rounds):
         print(f"round {index + 1}", flush=True)
         for cell in cells[index % len(cells):] + cells[:index % len(cells)]:
-            pair = [lambda: (run_plain_measured(short_epochs), run_plain_measured(long_epochs)),
+            pair = [lambda: run_plain_measured(long_epochs),
                     lambda: (jobs.run(cell, short_epochs, index), jobs.run(cell, long_epochs, index))]
             first, second = pair[index % 2](), pair[1 - index % 2]()
-            (short, long), (short_job, long_job) = (first, second) if index % 2 == 0 else (second, first)
-            plain.append({"short": short, "long": long})
-            base_marginal, base_whole = per_sample(short, long)
+            long, (short_job, long_job) = (first, second) if index % 2 == 0 else (second, first)
+            plain.append(long)
+            base_marginal, base_whole = plain_per_sample(long, short_epochs)
             marginal, whole = per_sample(short_job, long_job)
             own = job_marginal(short_job, long_job)
             store = long_job["store_cpu_s"]
@@ -314,9 +325,9 @@ def measure_cost(cells: list[Cell], rounds: int, short_epochs: int, long_epochs:
     return rows, plain
 
 
-def cost_table(cells: list[Cell], rows: dict, plain: list) -> list[str]:
-    marginal_us = [per_sample(p["short"], p["long"])[0] * 1e6 for p in plain]
-    whole_us = [per_sample(p["short"], p["long"])[1] * 1e6 for p in plain]
+def cost_table(cells: list[Cell], rows: dict, plain: list, short_epochs: int) -> list[str]:
+    marginal_us = [plain_per_sample(p, short_epochs)[0] * 1e6 for p in plain]
+    whole_us = [plain_per_sample(p, short_epochs)[1] * 1e6 for p in plain]
     lines = [f"plain process: {spread(marginal_us)} CPU-µs a sample marginal, {spread(whole_us)} whole (every pair's)",
              "", "| configuration | CPU-µs a sample, marginal | over the plain process's (pairs) | goal | whole over "
              "plain's | store's share (long) | job's own marginal / kernel's |", "|---|---|---|---|---|---|---|"]
@@ -349,7 +360,7 @@ def measure_target(workers: list[int], seeds: int, short_epochs: int, long_epoch
         if cells[w].name not in marginal_by_cell:
             ratios = []
             for index in range(rounds):
-                base = per_sample(run_plain_measured(short_epochs), run_plain_measured(long_epochs))[0]
+                base = plain_per_sample(run_plain_measured(long_epochs), short_epochs)[0]
                 ratios.append(per_sample(run_job(cells[w], short_epochs, index), run_job(cells[w], long_epochs, index))[0]
                               / base)
             marginal_by_cell[cells[w].name] = ratios
@@ -422,7 +433,7 @@ def main() -> None:
             rows, plain = measure_cost(cells, args.rounds, args.short, args.long, jobs)
             output.update(rows=rows, plain=plain)
             marginal_by_cell = {name: [r["marginal"] for r in got] for name, got in rows.items()}
-            report += ["## Cost", "", *cost_table(cells, rows, plain), ""]
+            report += ["## Cost", "", *cost_table(cells, rows, plain, args.short), ""]
         if args.split:
             import efficiency_split
 
