@@ -56,6 +56,7 @@ bench: deps
 	$(PY) -m pip install -q -e '.[dev,bench]'
 	$(PY) bench/throughput.py
 	$(PY) bench/push_cost.py
+	$(PY) bench/efficiency.py
 	$(PY) bench/node_local.py
 	$(PY) bench/invocation.py
 	$(PY) bench/peers.py
