@@ -59,7 +59,7 @@ def config_help(name: str, default: str, description: str) -> str:
     """A config flag's help: the description, then what it takes and its default. A store location is taken
     from a flag with --direct only: through the gateway the function's own configuration holds it."""
     from faasgd.config import FIELDS, LOCATION_KEYS
-    from faasgd.config_model import rule
+    from faasgd.config.base import rule
 
     takes = rule(FIELDS[name])
     text = f"{description} ({takes + '; ' if takes else ''}default {default})"

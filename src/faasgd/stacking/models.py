@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from faasgd.config_model import ConfigModel, Float, Int, validate
+from faasgd.config.base import ConfigModel, Float, Int, validate
 from faasgd.errors import ConfigError
 
 

@@ -41,7 +41,7 @@ def test_the_readmes_links_reach_files():
 def test_the_checks_find_what_they_look_for():
     assert issue_numbers("as issue 14 said, and Issues 3; fixed in #24") == ["issue 14", "Issues 3", "#24"]
     assert issue_numbers("an anchor [x](#update-rules), an entity &#39; and a colour #fff") == []
-    text = "`src/faasgd/config.py`, `tests/unit/lambdaml/test_convex_*.py`, `profile/record.py` and `src/faasgd/gone.py`."
+    text = "`src/faasgd/config/base.py`, `tests/unit/lambdaml/test_convex_*.py`, `profile/record.py` and `src/faasgd/gone.py`."
     assert missing_paths(text) == ["src/faasgd/gone.py"]
     assert missing_paths("`tests/stack_rules.py`, `bench/results/run-<n>.png`") == ["tests/stack_rules.py",
                                                                                       "bench/results/run-<n>.png"]
