@@ -12,7 +12,7 @@ MemcachedStore (fetch, push_update with a push id) for scale. pylibmc has no mul
 push reads key by key: one round trip per chunk more than pymemcache, as a pylibmc backend for faasgd
 would have to. Each row runs with Nagle on (both libraries' default, and faasgd's) and off (TCP_NODELAY).
 Prints median and p90 latency and payload throughput (MB/s of float bytes); about 70 s per round.
-The figures and the decision (not adopted) are in README.md, "Memcached's binary protocol (measured)".
+The figures and the decision (not adopted) are in docs/explanation/memcached-protocol.md.
 
 Needs pylibmc (a manylinux wheel bundles libmemcached; `pip install pylibmc`, or the bench extra).
 Usage: python bench/memcached_protocol.py [--reps 200] [--sizes 79510,1000000] [--nagle both|on|off] [--rounds 1]

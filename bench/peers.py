@@ -24,7 +24,7 @@ Goals: faasgd time to 0.85 <= 1.5 x numpy; direct-64 <= 0.8 x numpy; keras/faasg
 The CNN row: the LeNet of `model: cnn` (faasgd.model.cnn_layout), batch 128, learning rate 0.1,
 from the same initial weights, two ways: keras-cnn, `model.fit` in one process (TensorFlow's default
 threads); faasgd-cnn, 2 workers through the local runtime (one TF thread each, model/cnn_keras.py), with
-update_rule sum (README "Update rules": sum for 1-2 workers; each push moves the model as one process's
+update_rule sum (docs/explanation/downpour.md "Update rules": sum for 1-2 workers; each push moves the model as one process's
 steps would). Time to 0.90 *test* accuracy (every epoch's test_accuracy event). Goal: faasgd-cnn <= 1.5 x keras-cnn.
 Usage: python bench/peers.py [--epochs 10] [--cnn-epochs 20] [--rounds 1] [--only mlp|cnn]   (from the repository root)
 """

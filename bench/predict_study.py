@@ -1,4 +1,4 @@
-"""The figures of `faasgd predict` (README, "Batch runs: test.sh"), recomputed from a results database.
+"""The figures of `faasgd predict` (docs/how-to/predict.md), recomputed from a results database.
 
 Reads the runs of a study (by default every batch named `predict-study`, e.g. bench/matrix/predict-study.yml)
 and prints one markdown table: per figure, the leave-one-configuration-out MAPE on every run and on the source

@@ -11,7 +11,7 @@ A PNG plots samples to target against workers, one panel per period, one line pe
 
 More workers than cores run time-sliced (this machine has 2 cores): samples to target measure the
 statistical efficiency exactly; seconds and samples/s at 4 and 8 workers mostly measure the sharing.
-AdaGrad runs at its own learning rate (--adagrad-lr, default 0.05, the default learning_rate; README "Update rules").
+AdaGrad runs at its own learning rate (--adagrad-lr, default 0.05, the default learning_rate; docs/explanation/downpour.md "Update rules").
 Usage: python bench/scaling.py [--workers 1,2,4,8] [--rules sum,average,adagrad] [--periods 1,10,50]
                                [--seeds 5] [--store redis] [--communication background|coalesce|blocking]
                                [--global-batch N] [--out results/scaling]   (from the repository root)

@@ -6,7 +6,7 @@ named per run (`store: redis | memcached`, the functions' configured stores). Ro
 (round r: seed r - 1), the stores alternate inside each round, so the machine's drift falls on both.
 
 Beside what each job reports (its result's samples, wall_s and samples/s, on the job's own clocks:
-README "What a job records"), the bench measures the same job independently: this process's
+docs/reference/job-records.md), the bench measures the same job independently: this process's
 time.perf_counter() from sending the emnist-setup request to the first status read that shows the
 result ("outer" seconds; late by at most one status poll), and samples / outer seconds. The ratios
 job / outer show how far the job's figures are from what its caller saw: outer also holds the setup
@@ -170,7 +170,7 @@ def legend(poll_s: float) -> list[str]:
     cores = os.cpu_count() or 1
     return [
         "Median over rounds [min-max]; done: runs that ended in state done (the figures are theirs).",
-        "job samples/s, job wall_s: the job's result, on the job's own clocks (README \"What a job records\").",
+        "job samples/s, job wall_s: the job's result, on the job's own clocks (docs/reference/job-records.md).",
         "outer s: this process's time.perf_counter(), from the emnist-setup request to the first status read "
         f"showing the result (read every {poll_s:g} s); outer samples/s: the job's samples / outer s.",
         "wall_s / outer, samples/s job / outer: the job's figure over the outer one, per run.",

@@ -2,7 +2,7 @@
 
     cpu = CallCpu.begin()          # at the call's entry (CallClock.begin takes it)
     cpu.enter()                    # the call trains: in flight in this process until leave()
-    cpu.watch(trainer.channel)     # a thread source the call started (its communication thread, its profile sampler)
+    cpu.watch(trainer.comms)     # a thread source the call started (its communication thread, its profile sampler)
     cpu.used()                     # (CPU-seconds since the entry, "process" | "threads"), at each record
     cpu.leave()                    # the call's end
 
@@ -50,7 +50,7 @@ def thread_cpu_s(ident: int) -> float | None:
 
 
 class ThreadSource(Protocol):
-    """Something a call started that runs threads of its own (the communication channel, the profile sampler)."""
+    """Something a call started that runs threads of its own (the store thread, the profile sampler)."""
 
     def thread_cpu_s(self) -> float: ...  # CPU-seconds its threads have used in their whole life, ended ones too
 

@@ -32,7 +32,7 @@ MB_PER_GB = 1024.0  # a function's memory setting in MB / 1024: AWS Lambda bills
 @dataclass(frozen=True)
 class Prices:
     """US dollars per unit billed. Defaults: AWS Lambda x86 in us-east-1, first tier, and the smallest
-    ElastiCache node that holds a job's store; looked up 2026-11-26 (README "Cost per run")."""
+    ElastiCache node that holds a job's store; looked up 2026-11-26 (docs/reference/cost.md)."""
 
     # https://aws.amazon.com/lambda/pricing/ (and docs.aws.amazon.com/whitepapers/latest/how-aws-pricing-works/
     # lambda.html): x86, first 6 billion GB-seconds a month, $0.0000166667 per GB-second

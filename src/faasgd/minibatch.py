@@ -78,7 +78,7 @@ def batch_note(config: Any) -> str | None:
     (more than FAR_ABOVE x REFERENCE_ROWS), for the models measured (NOTED_MODELS); None otherwise. `config` is a
     TrainConfig or its record (a job's `config`, a runs.csv row): a record without the keys gets None.
 
-    Where the note's threshold comes from: bench/batch_bound.py and README "Update rules" / "More workers"
+    Where the note's threshold comes from: bench/batch_bound.py and docs/explanation/downpour.md "Update rules" / "More workers"
     (Fashion-MNIST, 784-100-10 tanh, 0.85 validation accuracy, 5 seeds). One worker converges at 128 rows a step,
     the default batch_size (of the batches measured, 128 needs the fewest samples at its best learning rate).
     Split among 2-8 workers, 128 rows a step needed 1.0-1.42x one worker's samples (4 x 32: 1.09x, worst seed 1.20x).
@@ -99,4 +99,4 @@ def batch_note(config: Any) -> str | None:
     who = f"{workers} workers x {batch} rows" if workers > 1 else f"1 worker x {batch} rows"
     return (f"note: {who} = {rows:,} rows a step, {rows / REFERENCE_ROWS:.3g}x the {REFERENCE_ROWS} one worker "
             f"converges with; on Fashion-MNIST 512 rows a step needed 1.7-3.3x one worker's samples to 0.85 "
-            f"(README \"More workers\"): to compare with one worker set global_batch_size {REFERENCE_ROWS}")
+            f"(docs/explanation/downpour.md, \"More workers\"): to compare with one worker set global_batch_size {REFERENCE_ROWS}")

@@ -1,6 +1,6 @@
 """Driving Downpour workers method by method on chosen interleavings (tests of downpour/comm.py).
 
-A `DeferredChannel` holds each submitted store operation until the test (or the worker's next
+A `DeferredStoreThread` holds each submitted store operation until the test (or the worker's next
 synchronisation point) runs it; `RecordingStore` keeps every applied push; `replay` rebuilds the
 parameters from them; `Driven` steps and pushes a worker as run_epoch does.
 """
@@ -30,8 +30,8 @@ def config_for(**overrides):
     return load_config({}, {**values, **overrides})
 
 
-class DeferredChannel(comm.Channel):
-    """A background channel whose operation runs when the test says (`run`) or when it is collected."""
+class DeferredStoreThread(comm.StoreThread):
+    """A background store thread whose operation runs when the test says (`run`) or when it is collected."""
 
     def __init__(self):
         super().__init__(background=True)
@@ -109,13 +109,13 @@ def replay(config, init, applied):
 class Driven:
     """One worker driven step by step as run_epoch drives it; remembers each pushed update's own steps."""
 
-    def __init__(self, config, store, job_id, worker_id, channel=None):
+    def __init__(self, config, store, job_id, worker_id, comms=None):
         progress = WorkerProgress.fresh(worker_id, config.seed)
         progress.owner = f"call-{worker_id}"
         self.trainer = load_worker(config, store, job_id, progress)
-        if channel is not None:
-            self.trainer.channel = channel
-            if not channel.background:  # an inline channel: the blocking schedule takes each operation in at once
+        if comms is not None:
+            self.trainer.comms = comms
+            if not comms.background:  # an inline store thread: the blocking schedule takes each operation in at once
                 self.trainer.schedule = Blocking()
         self.order = self.trainer.epoch_order()
         self.grads, self.pushed, self.stepped = [], [], []  # own steps' updates since the last hand-over; updates

@@ -55,3 +55,38 @@ def missing_paths(text: str, root: pathlib.Path = ROOT) -> list[str]:
         if not found:
             missing.append(path)
     return missing
+
+
+DOCS_POINTER = re.compile(r"docs/(?:tutorials|how-to|explanation|reference)/[\w.-]+\.md")
+SECTION_AFTER = re.compile(r"[,:]?\s*\\?\"([^\"\\]+)\\?\"")  # `docs/x.md "A section"` or `docs/x.md, \"A section\"`
+
+
+def code_texts() -> list[pathlib.Path]:
+    """What points readers at the docs besides the docs: the code (docstrings, comments, help text and messages),
+    the benches, stack.yml, the template and the k8s manifests."""
+    paths = [*ROOT.joinpath("src").rglob("*.py"), *ROOT.joinpath("bench").glob("*.py"), ROOT / "stack.yml",
+             *ROOT.joinpath("k8s").rglob("*.yaml"), *ROOT.joinpath("k8s").rglob("*.json")]
+    paths += [p for p in ROOT.joinpath("template").rglob("*") if p.is_file() and p.suffix not in (".pyc",)]
+    return sorted(set(paths))
+
+
+def headings(page: pathlib.Path) -> list[str]:
+    """A page's headings, and the bold leads that open its paragraphs (`**What a push costs**, ...`)."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    return [line.lstrip("#").strip() for line in lines if line.startswith("#")] + \
+        [line[2:] for line in lines if line.startswith("**")]
+
+
+def dead_docs_pointers(text: str, root: pathlib.Path = ROOT) -> list[str]:
+    """Pointers to the docs site's pages in a text whose page is gone, or whose quoted section right after the page
+    ("A section": a heading or a paragraph's bold lead on that page begins with it) is not on the page."""
+    dead = []
+    for match in DOCS_POINTER.finditer(text):
+        page = root / match.group(0)
+        if not page.is_file():
+            dead.append(match.group(0))
+            continue
+        section = SECTION_AFTER.match(text, match.end())
+        if section and not any(h.startswith(section.group(1)) for h in headings(page)):
+            dead.append(f'{match.group(0)} "{section.group(1)}"')
+    return dead

@@ -188,7 +188,7 @@ def train(config: TrainConfig | Mapping[str, Any] | None = None, /, *, gateway: 
           directory: str = DEFAULT_DIR, **keys: Any) -> Job:
     """Start a training job through the gateway (`faasgd train` without waiting); its Job.
 
-    The config is a mapping or a TrainConfig and/or config keys as keywords (README's configuration table;
+    The config is a mapping or a TrainConfig and/or config keys as keywords (docs/reference/configuration.md;
     `store="memcached"` picks a configured store). It is checked here first: a bad key raises ConfigError
     naming it and nothing is sent. The gateway is `gateway`, else $OPENFAAS_URL, else the local runtime.
 

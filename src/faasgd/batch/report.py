@@ -244,7 +244,7 @@ def prices_lines(meta: dict) -> list[str]:
     if not meta.get("prices"):
         return []
     return [f"- costs priced at {Prices.parse(meta['prices']).describe()} (the matrix's `prices:`; defaults:"
-            " AWS Lambda x86 and an ElastiCache cache.t3.micro node, README \"Cost per run\")"]
+            " AWS Lambda x86 and an ElastiCache cache.t3.micro node, docs/reference/cost.md)"]
 
 
 def md(text: Any) -> str:

@@ -77,7 +77,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
 
 def curve(status: dict, measure: str = "accuracy") -> list[list[float]]:
     """[seconds since the job was created (store clock), validation accuracy] after each evaluated epoch end (a
-    Downpour job's: one worker a round, every worker at its last; worker/test_rows.py), in time order; `measure`
+    Downpour job's: one worker a round, every worker at its last; worker/curve_rows.py), in time order; `measure`
     "test_accuracy": the test accuracy of the same parameters (reported, never a stop rule)."""
     created = status["created_at"]
     points = [[e["at"] - created, e[measure]] for e in status.get("events", [])

@@ -1,10 +1,10 @@
 """runs.csv's columns: each one's unit and the clock (or the source) it is measured on, in one place.
 
 `COLUMNS` documents every column of an emnist batch's runs.csv (report.CSV_COLUMNS) but the config keys,
-which are the job's config (faasgd.config.TrainConfig, README "Configuration") and are listed as one group.
+which are the job's config (faasgd.config.TrainConfig, docs/reference/configuration.md) and are listed as one group.
 `problems(header)` names what a header has that the schema does not (a duplicated or undocumented column) and
 what it lacks; tests/unit/batch/test_results_schema.py writes a runs.csv through the real writer and checks it.
-README "runs.csv's columns" is `render_markdown()`, printed by `python -m faasgd.batch.schema`.
+docs/reference/runs-csv.md is `render_markdown()`, printed by `python -m faasgd.batch.schema`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ IDENTITY = (
     Column("configuration", "", "", "the configuration's label: the matrix keys it varies"),
     Column("round", "", "", "the round, from 1 (seed = the configuration's seed + round - 1)"),
 )
-CONFIG = "the job's config key, as its function resolved it (README Configuration; store: empty or default is " \
+CONFIG = "the job's config key, as its function resolved it (docs/reference/configuration.md; store: empty or default is " \
          "the function's own store_url)"
 OUTCOME = (
     Column("job_id", "", "", "the job's id in its store"),

@@ -59,7 +59,7 @@ def config_help(name: str, default: str, description: str) -> str:
     """A config flag's help: the description, then what it takes and its default. A store location is taken
     from a flag with --direct only: through the gateway the function's own configuration holds it."""
     from faasgd.config import FIELDS, LOCATION_KEYS
-    from faasgd.config_model import rule
+    from faasgd.config.base import rule
 
     takes = rule(FIELDS[name])
     text = f"{description} ({takes + '; ' if takes else ''}default {default})"
@@ -146,7 +146,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     status.add_argument("--store", default=None, help="the function's configured store holding the job, by name")
     status.add_argument("--store-url", default=None, help="with --direct: the store holding the job")
     status.add_argument("--direct", action="store_true", help="read the store directly, not through the gateway")
-    status.add_argument("--trace", action="store_true", help="the tree of the job's spans (README \"Traces\")")
+    status.add_argument("--trace", action="store_true", help="the tree of the job's spans (docs/how-to/traces.md)")
     status.add_argument("--trace-dir", default=None, help="with --trace: the faasgd-file exporter's directory "
                                                           "(default: FAASGD_TRACES_DIR)")
     add_runtime_flags(status)

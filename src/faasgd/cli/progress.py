@@ -25,7 +25,7 @@ def _num(value, fmt: str = "{:,.0f}", missing: str = "-") -> str:
 
 def val_accuracy(record: dict) -> str:
     """A worker's validation accuracy, with its epoch when that is not the worker's latest (Downpour's epoch ends
-    are evaluated by one worker a round: worker/test_rows.py)."""
+    are evaluated by one worker a round: worker/curve_rows.py)."""
     text = _num(record.get("accuracy"), "{:.4f}")
     evaluated = record.get("accuracy_epoch")
     return f"{text} (epoch {evaluated})" if evaluated and evaluated != record.get("epoch") else text

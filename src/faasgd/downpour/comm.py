@@ -1,6 +1,6 @@
 """A worker's communication with the store, off the critical path as in Downpour (config `communication`).
 
-`Channel` runs a worker's store operations (fetches and pushes) one at a time, in order:
+`StoreThread` runs a worker's store operations (fetches and pushes) one at a time, in order:
 - background: on one thread of its own (a ThreadPoolExecutor with one worker), while the worker
   trains on; at most one operation is in flight, so the store sees a worker's pushes in order;
 - blocking: inline, when submitted (the worker waits for every round trip).
@@ -47,7 +47,7 @@ class Op:
     payload_bytes: int = 0  # a push: bytes of the update it hands over (store/push_codec.py)
 
 
-class Channel:
+class StoreThread:
     """Runs a worker's store operations: at most one outstanding, collected in order; time waited kept."""
 
     def __init__(self, background: bool, clock: Callable[[], float] = time.perf_counter):
@@ -61,7 +61,7 @@ class Channel:
 
     @property
     def thread_ids(self) -> list[int]:
-        """Idents of the channel's own thread (none when blocking, or before its first operation): the
+        """Idents of the store thread's own thread (none when blocking, or before its first operation): the
         resource profile counts their CPU and store bytes as the worker's."""
         threads = list(self._pool._threads) if self._pool is not None else []  # one-thread pool, started lazily
         return [t.ident for t in threads if t.ident is not None]

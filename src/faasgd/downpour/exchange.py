@@ -1,11 +1,11 @@
 """Downpour's exchange with the store: fetch the global parameters, push the accumulated update, take results in.
 
 Right after a push the weights it wrote serve the next fetch; a copy older than our own last push is ignored
-(reads are monotonic in the version). Operations go through the worker's Channel (comm.py) as its schedule
+(reads are monotonic in the version). Operations go through the worker's StoreThread (comm.py) as its schedule
 says (schedule.py: blocking, background, coalesce) and are taken in at synchronisation points (`sync`).
 ParameterExchange is a mixin of DownpourWorker (worker.py), which holds the state it reads and writes: the
 local weights and the `base` they are built on (their difference is the update not pushed yet), `fetched` and
-`sending`, the versions and step counts, the channel and `op`.
+`sending`, the versions and step counts, the store thread (`comms`) and `op`.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class ParameterExchange:
 
     def _submit(self, op: comm.Op, call: Callable) -> None:
         self.op = op
-        self.channel.submit(lambda: self.retry(call))
+        self.comms.submit(lambda: self.retry(call))
         self.schedule.after_submit(self)
 
     def sync(self) -> None:
@@ -92,9 +92,9 @@ class ParameterExchange:
         if op is None:
             return
         try:
-            outcome = self.channel.collect()
+            outcome = self.comms.collect()
         finally:
-            self.progress.comm_wait_s += self.channel.take_wait()
+            self.progress.comm_wait_s += self.comms.take_wait()
         if op.kind == comm.PUSH:
             self._pushed(op, outcome)
         else:
@@ -106,7 +106,7 @@ class ParameterExchange:
     def take_in_landed(self) -> None:
         """coalesce: an operation that has landed is taken in before the next step (no waiting), so the
         worker steps on new parameters a round trip after they were read, not a push period later."""
-        if self.op is not None and not self.channel.in_flight:
+        if self.op is not None and not self.comms.in_flight:
             self.sync()
 
     def _merge(self, version: int, others: int | None) -> None:

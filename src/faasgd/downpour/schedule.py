@@ -3,7 +3,7 @@
 A schedule decides, at the points where the modes differ, what the worker (worker.py) does; the worker keeps
 the state (`push_due`, `fetch_wanted`, the operation in flight `op`; Scheduled says what a schedule uses):
 - blocking: every store operation runs inline and is taken in at once (the worker waits for each round trip);
-- background: operations run on the channel's thread while the worker trains on, taken in at the next
+- background: operations run on the store thread while the worker trains on, taken in at the next
   synchronisation point (comm.py);
 - coalesce: background, and a due push or fetch never waits for the one in flight: a push point passed
   meanwhile is put off to the first step after that operation has landed (the steps go on accumulating), a
@@ -22,7 +22,7 @@ from faasgd.errors import ConfigError
 class Scheduled(Protocol):
     """What a schedule reads and sets of the worker it serves (DownpourWorker)."""
 
-    channel: comm.Channel  # the worker's store operations, one in flight at most
+    comms: comm.StoreThread  # the worker's store operations, one in flight at most
     op: comm.Op | None  # the operation submitted and not yet taken in
     fetched_once: bool  # the first fetch of the invocation has been taken in
     push_due: bool  # coalesce: a push point passed while an operation was in flight
@@ -36,7 +36,7 @@ class Scheduled(Protocol):
 class Blocking:
     """Every operation inline, taken in at once."""
 
-    background = False  # the channel runs operations on a thread of its own
+    background = False  # the store thread runs operations on a thread of its own
 
     def after_submit(self, worker: Scheduled) -> None:
         """An operation was submitted: take it in now (blocking) or at the next synchronisation point."""
@@ -55,7 +55,7 @@ class Blocking:
 
 
 class Background(Blocking):
-    """Operations on the channel's thread, overlapping the next steps; taken in at the next synchronisation point."""
+    """Operations on the store thread, overlapping the next steps; taken in at the next synchronisation point."""
 
     background = True
 
@@ -69,7 +69,7 @@ class Coalesce(Background):
     def serves_fetch(self, worker: Scheduled) -> bool:
         if not worker.fetched_once:  # the first fetch of an invocation waits for its result
             return False
-        if worker.channel.in_flight:
+        if worker.comms.in_flight:
             if worker.op.kind == comm.PUSH:  # the push's result (global with our steps) serves as this fetch
                 worker.op.merge = True
             return True  # a fetch in flight serves it as it is
@@ -79,7 +79,7 @@ class Coalesce(Background):
         return False
 
     def puts_off_push(self, worker: Scheduled) -> bool:
-        if worker.channel.in_flight:
+        if worker.comms.in_flight:
             worker.push_due = True
             return True
         return False

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from faasgd import job
-from faasgd.job import model_file as job_model
+from faasgd.job import model_file
 from faasgd.config import TrainConfig
 
 
@@ -33,7 +33,7 @@ class StopRule:
 
     def check_target(self) -> None:
         """The stop rule between epoch ends: evaluate the parameters a push asked to check; at the target keep
-        exactly them as the job's model (job_model.keep_crossing: the first crossing wins) and stop soon."""
+        exactly them as the job's model (model_file.keep_crossing: the first crossing wins) and stop soon."""
         if self.check is None:
             return
         (version, in_params, weights), self.check = self.check, None
@@ -57,7 +57,7 @@ class StopRule:
         samples = min(in_params, sum(int((r or {}).get("samples", 0)) for r in records.values()))
         crossing = {"validation_accuracy": accuracy, "at": now, "samples": samples,
                     "epochs": samples / self.shard.total, "version": version}
-        self.retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
+        self.retry(lambda: model_file.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
                                                     lambda: test_accuracy, crossing))
         self.crossed = True
 

@@ -13,7 +13,7 @@ record the store refuses (another invocation holds newer ones) ends this invocat
 The stop rule is checked every `eval_every_samples` samples of all workers (stop_rule.py), at the parameters
 a push returned; epoch ends still evaluate (the curves), and decide only at a worker's last epoch.
 
-Fetches and pushes (exchange.py) go through a Channel (comm.py) as the worker's schedule says (schedule.py): in
+Fetches and pushes (exchange.py) go through a StoreThread (comm.py) as the worker's schedule says (schedule.py): in
 the background (the default) they overlap the next steps and their results are taken in at the next
 synchronisation point (`sync`); blocking, at once; coalesce, never waiting for the one in flight. Either way a
 push's record is the snapshot of the worker right after the steps it hands over.
@@ -34,13 +34,13 @@ from faasgd.downpour import residual as feedback
 from faasgd.downpour.exchange import ParameterExchange
 from faasgd.downpour.schedule import schedule_for
 from faasgd.downpour.stop_rule import StopRule, stop_rule_period
-from faasgd.job import model_file as job_model
+from faasgd.job import model_file
 from faasgd.store import ParameterStore, keys, push_codec
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import Liveness
 from faasgd.worker.progress import WorkerProgress
 from faasgd.worker.store_calls import StoreCalls
-from faasgd.worker.test_rows import evaluates_test_rows
+from faasgd.worker.curve_rows import evaluates_test_rows
 
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
@@ -73,13 +73,13 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         self.batch_raw = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)
         self.batch_x = np.empty((config.batch_size, shard.x.shape[1]), np.float32)
         self.batch_y = np.empty(config.batch_size, shard.y.dtype)
-        self.eval_scratch = job_model.eval_scratch(test)  # evaluation rows scaled a chunk at a time, into one buffer
+        self.eval_scratch = model_file.eval_scratch(test)  # evaluation rows scaled a chunk at a time, into one buffer
         self.base_version = 0  # global version of the parameters our weights are built on (the last taken in)
         self.last_push_version = 0  # global version right after our last push
         self.unpushed_steps = 0
         self.pushed_snapshot = False  # our last push (in flight, or its result in `fetched`) and no step since
         self.schedule = schedule_for(config.communication)  # blocking, background or coalesce (schedule.py)
-        self.channel = comm.Channel(self.schedule.background)
+        self.comms = comm.StoreThread(self.schedule.background)
         self.push_due = False  # coalesce: a push point passed while an operation was in flight
         self.fetch_wanted = False  # coalesce: a fetch point left to the put-off push's result
         self.op: comm.Op | None = None  # the store operation submitted and not yet taken in (sync)
@@ -127,7 +127,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         except Exception as error:  # the failure being recorded is the one that counts
             log.warning("job %s worker %d: store operation in flight failed: %s", self.job_id,
                         self.progress.worker_id, error)
-        self.channel.close()
+        self.comms.close()
 
     def snapshot(self, pushes: int | None = None) -> dict:
         """The worker's record as of now (the RNG state after the last step), with `pushes` if given."""
@@ -220,14 +220,14 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         shard = rows if rows is not None else self.validation
         started = time.perf_counter()
         try:
-            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net, self.eval_scratch)
+            return model_file.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net, self.eval_scratch)
         finally:
             self.progress.spend("eval", time.perf_counter() - started)
 
     def end_of_epoch(self) -> bool:
         """Close the epoch: at this worker's round of epoch ends (and at its last epoch) evaluate the global
         parameters on the validation and test rows (the curves); at its last epoch at the target keep exactly them
-        as the job's model and mark the job done (job_model.py); save the record. True when training should stop."""
+        as the job's model and mark the job done (job/model_file.py); save the record. True when training should stop."""
         self.sync()
         self.check_target()  # the epoch's last push may have passed a period: its parameters, as any push's
         self.fetch(wait=True)  # nothing is pending after the epoch's last push: these are the global parameters
@@ -243,7 +243,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         last = progress.epoch >= self.config.max_epochs
         # The curves (validation and test), reported only: the stop rule is the checks (check_target), and an
         # epoch's end decides only at a last epoch. One worker a round of epoch ends evaluates both, on the same
-        # parameters, and every worker at its last epoch (worker/test_rows.py); the others' epoch events carry null
+        # parameters, and every worker at its last epoch (worker/curve_rows.py); the others' epoch events carry null
         # and their records keep the accuracy of the last epoch they evaluated (`accuracy_epoch`).
         accuracy = test_accuracy = None
         if evaluates_test_rows(progress.epoch, progress.worker_id, self.config.number_of_workers, last):
@@ -267,7 +267,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
             weights, crossing = self.weights.copy(), {
                 "validation_accuracy": accuracy, "at": now, "samples": samples,
                 "epochs": samples / self.shard.total, "version": version}
-            self.retry(lambda: job_model.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
+            self.retry(lambda: model_file.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
                                                         lambda: test_accuracy, crossing))  # a last epoch's: evaluated
         self.save()
         self.heartbeat(force=True)

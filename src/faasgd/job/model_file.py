@@ -220,7 +220,7 @@ def evaluate_file(found: ModelFile, dataset: str | None = None, test_samples: in
     dataset = dataset or found.dataset
     if data.is_tabular(dataset) or data.is_tabular(found.dataset):
         raise ConfigError("dataset", "faasgd evaluate runs the image sets' models; a tabular job's accuracies are "
-                                     "in its result (README \"LambdaML's algorithms\")")
+                                     "in its result (docs/how-to/lambdaml.md)")
     input_dim, classes = data.dataset_info(dataset)
     if (found.sizes[0], found.sizes[-1]) != (input_dim, classes):
         raise ConfigError("dataset", f"{dataset} has {input_dim} inputs and {classes} classes; the model takes "

@@ -23,7 +23,7 @@ Epoch end: every worker evaluates the global parameters (admm: z) on the validat
 bits, so all reach the stop rule at the same round and no barrier is left waiting), appends its epoch event;
 worker 0 writes them as the job's weights (store.set_weights, version = rounds: the simplest exact write
 with the existing API; `faasgd model`, status and the result's final accuracy read them as for Downpour);
-at the target, the job's model is kept by job_model.keep_crossing (first claim wins).
+at the target, the job's model is kept by model_file.keep_crossing (first claim wins).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Callable
 import numpy as np
 
 from faasgd import data, job
-from faasgd.job import model_file as job_model
+from faasgd.job import model_file
 from faasgd.lambdaml import convex
 from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
@@ -50,7 +50,7 @@ from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import ENDED_CHECK_EVERY_S, Liveness
 from faasgd.worker.progress import WorkerProgress
 from faasgd.worker.store_calls import StoreCalls
-from faasgd.worker.test_rows import evaluates_test_rows
+from faasgd.worker.curve_rows import evaluates_test_rows
 from faasgd.lambdaml.sync_checkpoint import cluster_accuracy, decode_state, encode_state
 from faasgd.store import ParameterStore, keys
 
@@ -61,7 +61,7 @@ class JobFailed(Exception):
     """Raised when the job failed (its result or `lost` is written) while this worker waited at a barrier."""
 
 
-class NoChannel:
+class NoComms:
     """The Downpour worker's communication thread has no counterpart here (rounds are blocking)."""
 
     thread_ids: tuple = ()
@@ -82,7 +82,7 @@ class SyncWorker(Liveness, StoreCalls):
         store = store.authoritative()  # a node-local cache only serves Downpour's fetches: rounds read no weights
         self.config, self.store, self.job_id, self.progress = config, store, job_id, progress
         self.sizes, self.shard, self.validation, self.test, self.budget = sizes, shard, validation, test, budget
-        self.eval_scratch = job_model.eval_scratch(test)  # evaluation rows scaled a chunk at a time, into one buffer
+        self.eval_scratch = model_file.eval_scratch(test)  # evaluation rows scaled a chunk at a time, into one buffer
         self.workers, self.me = config.number_of_workers, progress.worker_id
         self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
             pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s,
@@ -100,7 +100,7 @@ class SyncWorker(Liveness, StoreCalls):
         self.state_length = {"admm": 3 * self.length}.get(config.algorithm, self.length)
         if config.model == "kmeans":
             self.state_length = sizes[0] * sizes[1]  # the centroids, (k, d) flat
-        self.channel = NoChannel()
+        self.comms = NoComms()
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = progress.rng_state  # kept as is: rounds draw from (seed, worker, epoch)
         self.on_heartbeat: Callable[[], None] | None = None
@@ -260,7 +260,7 @@ class SyncWorker(Liveness, StoreCalls):
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
         shard = rows if rows is not None else self.validation
         if self.convex is None:
-            return job_model.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net, self.eval_scratch)
+            return model_file.accuracy_on(shard, weights, self.sizes, self.config.activation, self.net, self.eval_scratch)
         if self.config.model == "kmeans":
             return cluster_accuracy(weights, self.validation, shard)
         return self.convex.accuracy(weights, shard.x, shard.y)
@@ -275,7 +275,7 @@ class SyncWorker(Liveness, StoreCalls):
         progress.params_digest = hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()
         started = self.clock()
         progress.accuracy, progress.accuracy_epoch = self.evaluate(params), progress.epoch  # every epoch end here
-        # every worker holds the same parameters here: one a round evaluates the test rows (worker/test_rows.py)
+        # every worker holds the same parameters here: one a round evaluates the test rows (worker/curve_rows.py)
         tests = evaluates_test_rows(progress.epoch, self.me, self.workers, progress.epoch >= self.config.max_epochs)
         test_accuracy = self.evaluate(params, self.test) if tests else None
         self.eval_s = self.clock() - started
@@ -295,7 +295,7 @@ class SyncWorker(Liveness, StoreCalls):
                 - int((records.get(self.me) or {}).get("samples", 0)) + progress.samples
             crossing = {"validation_accuracy": progress.accuracy, "at": now, "samples": samples,
                         "epochs": samples / self.shard.total, "version": self.state.round_no}
-            self.retry(lambda: job_model.keep_crossing(
+            self.retry(lambda: model_file.keep_crossing(
                 self.store, self.job_id, self.me, params,
                 lambda: self.evaluate(params, self.test) if test_accuracy is None else test_accuracy, crossing))
         self.save()

@@ -67,7 +67,7 @@ WORKER_FAMILIES: tuple[tuple[str, str, str, Callable[[dict], Any]], ...] = (
     ("faasgd_worker_store_received_bytes_per_second", "gauge", "Store bytes received per second over the last "
      "sample", lambda w: w["last"].get("rx")),
 )
-# Driple's figures per series (label `series`: cpu, rss, tx, rx), README "Resource profiles"
+# Driple's figures per series (label `series`: cpu, rss, tx, rx), docs/reference/resource-profiles.md
 BURST_FAMILIES = (
     ("faasgd_worker_burst_seconds", "Mean burst duration of the series", "burst_s"),
     ("faasgd_worker_idle_seconds", "Mean idle duration between bursts of the series", "idle_s"),

@@ -1,7 +1,7 @@
 """One worker call's profile: its sampler, the stats in the worker's record, the series in a record of its own.
 
     profile = WorkerProfile.start(config.profile_hz, progress, job_id)  # before the worker loads its data
-    profile.watch(trainer.channel)                               # its communication thread counts too
+    profile.watch(trainer.comms)                               # its communication thread counts too
     ...
     profile.finish(store)                                        # before the worker's final record
     profile.ended(store)                                         # after it: the job's result, if written
@@ -30,9 +30,9 @@ log = logging.getLogger("faasgd.worker")
 MAX_POINTS = 1200  # per worker in its profile record
 
 
-def channel_threads(channel: Any) -> list[int]:
-    """Idents of a worker channel's background thread (none when blocking; a stand-in channel without any)."""
-    return list(getattr(channel, "thread_ids", ()))
+def comms_threads(comms: Any) -> list[int]:
+    """Idents of a worker store thread's background thread (none when blocking; a stand-in without any)."""
+    return list(getattr(comms, "thread_ids", ()))
 
 
 class WorkerProfile:
@@ -42,7 +42,7 @@ class WorkerProfile:
         self.progress, self.job_id = progress, job_id
         self.base = dict(progress.resources or {})
         self.idents = [threading.get_ident()]
-        self.channel: Any = None
+        self.comms: Any = None
         self.sampler = Sampler(hz, self.threads) if hz > 0 else None
         self.finished = False
 
@@ -54,15 +54,15 @@ class WorkerProfile:
         return profile
 
     def threads(self) -> list[int]:
-        return self.idents + (channel_threads(self.channel) if self.channel is not None else [])
+        return self.idents + (comms_threads(self.comms) if self.comms is not None else [])
 
     def thread_cpu_s(self) -> float:
         """CPU-seconds of the sampler's thread, its whole life (0.0 when nothing is profiled): the call's own."""
         return 0.0 if self.sampler is None else self.sampler.thread_cpu_s()
 
-    def watch(self, channel: Any) -> None:
+    def watch(self, comms: Any) -> None:
         """Count the worker's communication thread too."""
-        self.channel = channel
+        self.comms = comms
 
     def publish(self) -> None:
         """The worker's stats so far into its progress (a new dict: a record being written keeps the old one)."""

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Mapping
 
 from pydantic import Field, PlainValidator
 
-from faasgd.config_model import (LOCATION_KEYS, Choice, ConfigModel, Flag, Float, Int, StoreName, body_values,
+from faasgd.config.base import (LOCATION_KEYS, Choice, ConfigModel, Flag, Float, Int, StoreName, body_values,
                                  check_body, describe, environment_values, refuse_locations, require_object)
 from faasgd.errors import ConfigError
 from faasgd.stacking.models import DEFAULT_MODELS, ModelSpec, parse_models

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from faasgd.config_model import ConfigModel, Float, Int, validate
+from faasgd.config.base import ConfigModel, Float, Int, validate
 from faasgd.errors import ConfigError
 
 
@@ -134,7 +134,7 @@ def fit_meta(seed: int, meta_train: np.ndarray, y_train: np.ndarray, c: float = 
     Decision: unpenalised by default, where vSwarm keeps scikit-learn's C=1. With four stacked predictions
     in [0, 1] and 9:1 classes, the L2 penalty shrinks the weights until the intercept (the majority class)
     decides; measured over 10 seeds of the default set, accuracy 0.879 (C=1) vs 0.896 (none), against 0.897
-    for the best base model chosen afterwards (README, "Stacking").
+    for the best base model chosen afterwards (docs/how-to/stacking.md).
     """
     from sklearn.linear_model import LogisticRegression
 

@@ -18,8 +18,8 @@ plus the `pushes` of every writer's record, so it can never drift from the sum o
 steps the weights hold likewise (their `pushed_steps`, store/push.py), as of the push's first read.
 Every item written (chunks, copies, records) carries the job's expiry (store/expiry.py), refreshed by each
 write; a half-applied push's copy expires with the job's other keys.
-What Memcached cannot promise: it may evict any key under memory pressure (size it with -m, and the
-README says so); a lost chunk, record or copy is reported as lost state, never silently rebuilt.
+What Memcached cannot promise: it may evict any key under memory pressure (size it with -m, as
+docs/explanation/exactly-once.md says); a lost chunk, record or copy is reported as lost state, never silently rebuilt.
 """
 
 from __future__ import annotations

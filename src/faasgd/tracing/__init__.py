@@ -1,4 +1,4 @@
-"""OpenTelemetry spans for every invocation, on the OpenTelemetry API alone (README "Traces").
+"""OpenTelemetry spans for every invocation, on the OpenTelemetry API alone (docs/how-to/traces.md).
 
 The core names its spans here and nowhere sets up an SDK: until a process calls `setup.configure` (the
 template's index.py does, once per replica, when the standard OTEL_* variables ask for an exporter), the

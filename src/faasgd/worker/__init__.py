@@ -9,7 +9,7 @@
     budget.py      when a call must stop (its deadline, its replica draining): HandOff, Superseded
     progress.py    the worker's record: everything that must survive a call
     call_clock.py  a call's clock on the job's timeline, what it is billed, and its CPU clocks (faasgd.call_cpu)
-    test_rows.py   which epoch ends evaluate the curves' rows (one worker a round, every worker at its last)
+    curve_rows.py  which epoch ends evaluate the curves' rows (one worker a round, every worker at its last)
 
 No module here imports a workload (faasgd.downpour, faasgd.lambdaml, faasgd.stacking): the caller passes the
 trainer's loader (faasgd.functions.workloads picks it by the job's `algorithm`). Nothing is imported here,

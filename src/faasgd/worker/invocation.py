@@ -102,8 +102,8 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
     try:
         try:
             trainer = start(config, store, job_id, progress, loader, budget, on_heartbeat, make)
-            profile.watch(trainer.channel)
-            clock.cpu.watch(trainer.channel)  # so is its communication thread
+            profile.watch(trainer.comms)
+            clock.cpu.watch(trainer.comms)  # so is its communication thread
             stopped = train(trainer, epochs)
         except HandOff:
             close_call(trainer, profile, store)
@@ -129,7 +129,7 @@ def _run(config: TrainConfig, store: ParameterStore, job_id: str, progress: Work
         return stopped
     finally:
         if trainer is not None:
-            trainer.channel.close()  # the worker's communication thread ends with the call
+            trainer.comms.close()  # the worker's communication thread ends with the call
         profile.finish(store)  # a hand-off or an epoch's end: its series still kept
         clock.cpu.leave()
 

@@ -35,7 +35,7 @@ class WorkerProgress:
     shard_size: int = 0  # rows in this worker's shard
     loss: float | None = None  # mean training loss of the last epoch
     accuracy: float | None = None  # validation accuracy of the global parameters at the last epoch end it evaluated
-    accuracy_epoch: int = 0  # that epoch (Downpour: one worker a round of epoch ends evaluates, worker/test_rows.py)
+    accuracy_epoch: int = 0  # that epoch (Downpour: one worker a round of epoch ends evaluates, worker/curve_rows.py)
     pushes: int = 0
     fetches: int = 0
     conflicts: int = 0  # races this worker's own pushes lost (each push returns its count)

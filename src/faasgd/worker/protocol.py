@@ -39,7 +39,7 @@ class Worker(Protocol):
     on_heartbeat: Callable[[], None] | None  # also called at each heartbeat (the lease's renewal)
     period_s: float  # seconds between checkpoints (pushes, rounds), smoothed: what a hand-off leaves room for
     eval_s: float  # seconds the last evaluation took
-    channel: Comms  # its communication thread (none for the synchronous rounds: an object that does nothing)
+    comms: Comms  # its store thread (none for the synchronous rounds: an object that does nothing)
     rng: np.random.Generator  # its random state, written to its record at the end
     test: data.Shard  # the test rows: reported only, never a stop rule
 

@@ -19,7 +19,7 @@ class StoreCalls:
     sleep = staticmethod(time.sleep)  # how store retries wait (tests replace both with a fake clock)
     clock = staticmethod(time.monotonic)
     _last_push_at: float | None = None  # when this call's last checkpoint landed (None: none yet)
-    _count_lock = threading.Lock()  # a Downpour worker's channel thread retries too
+    _count_lock = threading.Lock()  # a Downpour worker's store thread retries too
 
     def retry(self, call: Callable[[], T]) -> T:
         """`call()`, retried across a store outage up to store_timeout_s; each retry counted in the record."""

@@ -111,7 +111,7 @@ def test_the_old_mode_key_is_refused_naming_invocation_mode_and_the_environments
 
 @pytest.mark.parametrize("workload", ["train", "stacking"])
 def test_every_field_has_a_one_line_description_and_numbers_have_both_bounds(workload):
-    from faasgd.config_model import rule
+    from faasgd.config.base import rule
     from faasgd.stacking import config as stacking_config
 
     fields = FIELDS if workload == "train" else stacking_config.FIELDS

@@ -76,7 +76,7 @@ def test_a_record_with_a_global_batch_rebuilds_the_same_config_and_a_tampered_on
 
 @pytest.mark.parametrize("workers, batch, noted", [
     (1, 128, False), (4, 32, False), (8, 16, False), (2, 128, False),  # at most 2 x 128 rows a step
-    (3, 128, True), (4, 128, True), (8, 128, True), (1, 1024, True),  # above it, as README's bound measured
+    (3, 128, True), (4, 128, True), (8, 128, True), (1, 1024, True),  # above it, as the bound measured (docs/explanation/downpour.md)
 ])
 def test_the_note_marks_rows_a_step_far_above_one_workers(workers, batch, noted):
     config = load_config({}, {"number_of_workers": workers, "batch_size": batch})
@@ -84,7 +84,7 @@ def test_the_note_marks_rows_a_step_far_above_one_workers(workers, batch, noted)
     assert (note is not None) == noted == (workers * batch > FAR_ABOVE * REFERENCE_ROWS)
     if noted:
         assert "\n" not in note and f"{workers * batch:,} rows a step" in note
-        assert f"global_batch_size {REFERENCE_ROWS}" in note and "README" in note
+        assert f"global_batch_size {REFERENCE_ROWS}" in note and "docs/explanation/downpour.md" in note
 
 
 def test_the_note_reads_a_record_and_stays_silent_where_the_measurement_does_not_reach():

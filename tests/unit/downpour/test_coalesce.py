@@ -12,22 +12,22 @@ import numpy as np
 import pytest
 
 from faasgd.functions.workloads import run_worker
-from support.comm_drive import DeferredChannel, Driven, config_for, new_job, replay, same_steps
+from support.comm_drive import DeferredStoreThread, Driven, config_for, new_job, replay, same_steps
 
 
 @pytest.mark.parametrize("workers, seed, rule", [(2, 0, "sum"), (3, 1, "average"), (2, 2, "adagrad")])
 def test_coalesced_pushes_keep_the_exact_sum_and_hand_over_every_step(workers, seed, rule):
     config = config_for(number_of_workers=workers, n_fetch=1, n_push=1, update_rule=rule, communication="coalesce")
     store, job_id, init = new_job(config)
-    driven = [Driven(config, store, job_id, w, DeferredChannel()) for w in range(workers)]
+    driven = [Driven(config, store, job_id, w, DeferredStoreThread()) for w in range(workers)]
     rng = np.random.default_rng(seed)
     for d in driven:
         d.trainer.fetch()  # the first fetch of each waits
     for _ in range(150):  # a worker's next minibatch with its fetch and push points, or its operation lands
         d = driven[rng.integers(workers)]
         t = d.trainer
-        if rng.random() < 0.25 and t.channel.waiting:
-            t.channel.run()
+        if rng.random() < 0.25 and t.comms.waiting:
+            t.comms.run()
             continue
         t.fetch()
         d.steps(1)
@@ -52,7 +52,7 @@ def test_coalesced_pushes_keep_the_exact_sum_and_hand_over_every_step(workers, s
 def test_a_fetch_point_while_a_push_is_put_off_is_served_by_that_push():
     config = config_for(n_fetch=1, n_push=1, communication="coalesce")
     store, job_id, init = new_job(config)
-    d = Driven(config, store, job_id, 0, DeferredChannel())
+    d = Driven(config, store, job_id, 0, DeferredStoreThread())
     t = d.trainer
     t.fetch()
     d.steps(1)
@@ -62,12 +62,12 @@ def test_a_fetch_point_while_a_push_is_put_off_is_served_by_that_push():
     d.steps(1)
     d.push(due=True)  # put off: the first push has not reached the store
     assert t.push_due and t.unpushed_steps == 1 and len(d.pushed) == 1
-    t.channel.run()  # the first push lands (not yet taken in)
+    t.comms.run()  # the first push lands (not yet taken in)
     t.fetch()  # a push is due: it will serve this fetch point; nothing is submitted now
-    assert not t.channel.waiting and t.fetch_wanted
+    assert not t.comms.waiting and t.fetch_wanted
     d.steps(1)
     d.push(due=True)  # the put-off push goes with both steps; its result will be taken in
-    assert t.progress.pushes == 1 and t.channel.waiting and t.op.merge and len(d.pushed) == 2
+    assert t.progress.pushes == 1 and t.comms.waiting and t.op.merge and len(d.pushed) == 2
     t.sync()
     assert t.progress.pushes == 2 and store.get_weights(job_id)[1] == 2
     np.testing.assert_array_equal(t.weights, replay(config, init, store.applied))
@@ -101,7 +101,7 @@ def test_one_coalescing_worker_on_a_slow_store_still_trains_plain_sgd():
 def test_a_landed_result_is_taken_in_before_the_next_step():
     config = config_for(number_of_workers=2, n_fetch=1, n_push=5, communication="coalesce")
     store, job_id, init = new_job(config)
-    a, b = (Driven(config, store, job_id, w, DeferredChannel()) for w in (0, 1))
+    a, b = (Driven(config, store, job_id, w, DeferredStoreThread()) for w in (0, 1))
     for d in (a, b):
         d.trainer.fetch()
     b.steps(2)
@@ -111,9 +111,9 @@ def test_a_landed_result_is_taken_in_before_the_next_step():
     a.steps(1)
     t.fetch()  # submitted; a steps on meanwhile
     t.take_in_landed()
-    assert t.channel.waiting  # still in flight: nothing taken in, no waiting
+    assert t.comms.waiting  # still in flight: nothing taken in, no waiting
     a.steps(1)
-    t.channel.run()  # lands: read b's steps
+    t.comms.run()  # lands: read b's steps
     t.take_in_landed()
     assert t.op is None
     np.testing.assert_array_equal(t.weights, init + b.pushed[0] + t.pending)  # global + a's own two steps

@@ -1,7 +1,7 @@
 """Background communication (downpour/comm.py) on deterministic interleavings, and staleness counted in steps.
 
 Workers are driven method by method (fetch, step, push, sync) against the memory store; a
-`DeferredChannel` holds each submitted store operation until the test (or the worker's next
+`DeferredStoreThread` holds each submitted store operation until the test (or the worker's next
 synchronisation point) runs it, so every interleaving of stores operations is chosen, not timed.
 """
 
@@ -14,7 +14,7 @@ import pytest
 from support.comm_drive import (
     HELD,
     ROWS,
-    DeferredChannel,
+    DeferredStoreThread,
     Driven,
     config_for,
     new_job,
@@ -33,30 +33,30 @@ from faasgd.worker.invocation import resume, start, train
 from faasgd.store import open_store
 
 
-# -- the channel itself ----------------------------------------------------------------------
+# -- the store thread itself ----------------------------------------------------------------------
 def test_blocking_channel_runs_at_submit_and_raises_there():
-    channel, calls = comm.Channel(background=False), []
-    channel.submit(lambda: calls.append(1) or "done")
-    assert calls == [1] and channel.collect() == "done" and channel.collect() is None
+    comms, calls = comm.StoreThread(background=False), []
+    comms.submit(lambda: calls.append(1) or "done")
+    assert calls == [1] and comms.collect() == "done" and comms.collect() is None
     with pytest.raises(ValueError):
-        channel.submit(lambda: int("x"))
-    assert not channel.busy
+        comms.submit(lambda: int("x"))
+    assert not comms.busy
 
 
 def test_background_channel_runs_on_its_own_thread_one_at_a_time_and_raises_at_collect():
-    channel, release = comm.Channel(background=True), threading.Event()
-    assert channel.thread_ids == [] and comm.Channel(background=False).thread_ids == []  # started lazily
-    channel.submit(lambda: release.wait(5) and threading.current_thread().ident)
-    (ident,) = channel.thread_ids
+    comms, release = comm.StoreThread(background=True), threading.Event()
+    assert comms.thread_ids == [] and comm.StoreThread(background=False).thread_ids == []  # started lazily
+    comms.submit(lambda: release.wait(5) and threading.current_thread().ident)
+    (ident,) = comms.thread_ids
     with pytest.raises(RuntimeError):
-        channel.submit(lambda: None)  # at most one in flight
+        comms.submit(lambda: None)  # at most one in flight
     release.set()
-    assert channel.collect() == ident != threading.get_ident()  # the profile counts this thread as the worker's
-    channel.submit(lambda: int("x"))
+    assert comms.collect() == ident != threading.get_ident()  # the profile counts this thread as the worker's
+    comms.submit(lambda: int("x"))
     with pytest.raises(ValueError):
-        channel.collect()
-    assert channel.take_wait() >= 0.0 and channel.take_wait() == 0.0
-    channel.close()
+        comms.collect()
+    assert comms.take_wait() >= 0.0 and comms.take_wait() == 0.0
+    comms.close()
 
 
 def test_communication_key_is_checked():
@@ -72,15 +72,15 @@ def test_communication_key_is_checked():
 def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied_updates(workers, seed, rule):
     config = config_for(number_of_workers=workers, n_fetch=2, n_push=3, update_rule=rule)
     store, job_id, init = new_job(config)
-    driven = [Driven(config, store, job_id, w, DeferredChannel()) for w in range(workers)]
+    driven = [Driven(config, store, job_id, w, DeferredStoreThread()) for w in range(workers)]
     rng = np.random.default_rng(seed)
     for d in driven:
         d.trainer.fetch()  # the first fetch of each waits
     for _ in range(120):  # each turn: one worker's next minibatch (with its fetch/push points), or an op lands
         d = driven[rng.integers(workers)]
         t = d.trainer
-        if rng.random() < 0.3 and t.channel.waiting:
-            t.channel.run()
+        if rng.random() < 0.3 and t.comms.waiting:
+            t.comms.run()
             continue
         if t.progress.step % config.n_fetch == 0:
             t.fetch()
@@ -105,12 +105,12 @@ def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied
 def test_a_background_worker_steps_on_the_result_taken_in_plus_its_own_later_steps():
     config = config_for(n_fetch=1, n_push=2)
     store, job_id, init = new_job(config)
-    d = Driven(config, store, job_id, 0, DeferredChannel())
+    d = Driven(config, store, job_id, 0, DeferredStoreThread())
     t = d.trainer
     t.fetch()
     d.steps(2)
     d.push()  # handed over; training goes on from the local copy
-    assert t.channel.busy and not t.pending.any()
+    assert t.comms.busy and not t.pending.any()
     t.fetch()  # the push in flight serves as this fetch
     d.steps(1)
     assert t.progress.pushes == 0  # not taken in yet: the steps ran on the local copy
@@ -160,11 +160,11 @@ def test_a_killed_background_worker_resumed_from_its_record_trains_exactly_the_m
     progress = resume(store, job_id, config, 0, "call-a")
     trainer = start(config, store, job_id, progress, data.load_shard, UNLIMITED, None, load_worker)
     if in_flight == "lost":
-        trainer.channel.close()
-        trainer.channel = DeferredChannel()  # its push in flight never reaches the store
+        trainer.comms.close()
+        trainer.comms = DeferredStoreThread()  # its push in flight never reaches the store
     with pytest.raises(Killed):
         train(trainer)
-    trainer.channel.close()  # "landed": the push already sent completes
+    trainer.comms.close()  # "landed": the push already sent completes
     record = store.worker_record(job_id, 0)
     assert record["step"] == record["pushed_steps"] == (39 if in_flight == "landed" else 36)
     resumed = rows_log(monkeypatch)
@@ -187,7 +187,7 @@ def test_a_superseded_background_push_is_raised_in_the_training_thread_at_the_ne
     d.push()  # returns: the push runs in the background
     with pytest.raises(Superseded):
         d.trainer.sync()
-    d.trainer.channel.close()
+    d.trainer.comms.close()
 
 
 def test_retries_in_the_background_thread_are_counted(monkeypatch):
@@ -214,7 +214,7 @@ def test_retries_in_the_background_thread_are_counted(monkeypatch):
     d.trainer.sync()
     assert d.trainer.progress.retries == 2 and d.trainer.progress.pushes == 1
     assert all(name.startswith("faasgd-comm") for name in failures["threads"])
-    d.trainer.channel.close()
+    d.trainer.comms.close()
 
 
 # -- blocking is the old behaviour; both modes end alike for one worker --------------------------
@@ -261,8 +261,8 @@ def test_blocking_mode_reproduces_the_blocking_schedule_bit_for_bit(n_fetch, n_p
 def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push():
     config = config_for(number_of_workers=2, n_fetch=1, n_push=1)
     store, job_id, _ = new_job(config)
-    a = Driven(config, store, job_id, 0, comm.Channel(background=False))  # A's pushes land at once
-    b = Driven(config, store, job_id, 1, DeferredChannel())
+    a = Driven(config, store, job_id, 0, comm.StoreThread(background=False))  # A's pushes land at once
+    b = Driven(config, store, job_id, 1, DeferredStoreThread())
     tb = b.trainer
 
     def a_pushes(times):  # A pushes 3 steps at a time
@@ -283,7 +283,7 @@ def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push
     tb.fetch()  # submitted, reaches the store only after A's next push
     b.steps(1)
     a_pushes(1)
-    tb.channel.run()  # the fetch reads 9 of A's steps; B takes it in at its next push
+    tb.comms.run()  # the fetch reads 9 of A's steps; B takes it in at its next push
     a_pushes(1)
     b.push()
     tb.sync()
@@ -308,6 +308,6 @@ def test_each_call_ends_its_communication_thread(monkeypatch):
     answer = run_iteration(config, store, job_id, 0, 0, "call-0", data.load_shard)
     assert answer["next_iteration"] == 1  # one epoch trained, the worker goes on in the next call
     run_worker(config, store, job_id, 0, "call-1")
-    threads = [thread for t in trainers for thread in t.channel._pool._threads]
+    threads = [thread for t in trainers for thread in t.comms._pool._threads]
     assert len(trainers) == 2 and threads  # each trained in the background
     assert not any(thread.is_alive() for thread in threads)  # ended with its call, though its trainer lives on

@@ -142,7 +142,7 @@ def test_a_handed_off_worker_loses_no_mass_bit_for_bit_across_three_calls(monkey
             total += update
             assert store.worker_record(job_id, 0)["residual"] == ""  # a push during the call names none
         trainer.end_call()
-        trainer.channel.close()
+        trainer.comms.close()
     record = store.worker_record(job_id, 0)
     assert record["pushes"] == 12 == len(ledger.applied) and record["invocations"] == 3
     assert record["residual_resets"] == 0 and len(written) == 3
@@ -214,7 +214,7 @@ def test_a_call_killed_mid_call_is_re_invoked_from_zeros_dropping_exactly_its_re
     trainer = invocation.start(config, store, job_id, progress, load_shard, UNLIMITED, None, load_worker)
     with pytest.raises(Killed):
         invocation.train(trainer)
-    trainer.channel.close()
+    trainer.comms.close()
     store.push_update = real
     record = store.worker_record(job_id, 0)
     last = first + 2  # the killed call's last applied push

@@ -264,13 +264,13 @@ def test_one_worker_a_round_evaluates_the_test_rows_every_worker_at_the_last_epo
 
 def test_a_crossing_on_a_worker_that_did_not_evaluate_the_test_rows_evaluates_them_for_the_model(monkeypatch):
     claims = {}  # worker -> the test accuracy its crossing hands to keep_crossing
-    original = sync_worker.job_model.keep_crossing
+    original = sync_worker.model_file.keep_crossing
 
     def recording(store, job_id, worker_id, weights, test_accuracy, crossing):
         claims[worker_id] = test_accuracy()
         return original(store, job_id, worker_id, weights, test_accuracy, crossing)
 
-    monkeypatch.setattr(sync_worker.job_model, "keep_crossing", recording)
+    monkeypatch.setattr(sync_worker.model_file, "keep_crossing", recording)
     config = config_of("sync-crossing-test", number_of_workers=2, max_epochs=6, target_accuracy=0.05)
     store, job_id = train_job(config)
     epochs = {(e["epoch"], e["worker_id"]): e for e in store.events(job_id) if e["event"] == "epoch"}

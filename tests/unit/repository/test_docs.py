@@ -11,7 +11,8 @@ import yaml
 
 from faasgd import config
 from faasgd.cli.main import build_parser
-from support.docs import DOCS, ROOT, issue_numbers, load_hook, missing_paths, nav_pages, prose_files
+from support.docs import (DOCS, ROOT, code_texts, dead_docs_pointers, issue_numbers, load_hook, missing_paths,
+                          nav_pages, prose_files)
 
 PROSE = prose_files()
 
@@ -40,7 +41,7 @@ def test_the_readmes_links_reach_files():
 def test_the_checks_find_what_they_look_for():
     assert issue_numbers("as issue 14 said, and Issues 3; fixed in #24") == ["issue 14", "Issues 3", "#24"]
     assert issue_numbers("an anchor [x](#update-rules), an entity &#39; and a colour #fff") == []
-    text = "`src/faasgd/config.py`, `tests/unit/lambdaml/test_convex_*.py`, `profile/record.py` and `src/faasgd/gone.py`."
+    text = "`src/faasgd/config/base.py`, `tests/unit/lambdaml/test_convex_*.py`, `profile/record.py` and `src/faasgd/gone.py`."
     assert missing_paths(text) == ["src/faasgd/gone.py"]
     assert missing_paths("`tests/stack_rules.py`, `bench/results/run-<n>.png`") == ["tests/stack_rules.py",
                                                                                       "bench/results/run-<n>.png"]
@@ -103,3 +104,35 @@ def test_the_cli_reference_has_every_command_and_flag(hook):
 
     walk(build_parser(), "faasgd")
     assert "### `faasgd train`" in text and "#### `faasgd results compare`" in text
+
+
+CODE_TEXTS = code_texts()
+
+
+@pytest.mark.parametrize("path", CODE_TEXTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_code_stack_and_template_point_to_the_docs_site_not_to_readme_sections(path):
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not path.is_relative_to(ROOT / "bench"):  # a bench may run the README's own commands (its Deploy section)
+        assert "README" not in text
+    assert dead_docs_pointers(text) == []
+
+
+def test_the_pointer_check_finds_a_gone_page_and_a_gone_section():
+    text = ('see docs/how-to/traces.md, docs/how-to/gone.md and docs/explanation/downpour.md "Update rules", '
+            'docs/explanation/downpour.md, \\"No such section\\"')
+    assert dead_docs_pointers(text) == ["docs/how-to/gone.md", 'docs/explanation/downpour.md "No such section"']
+
+
+EXTERNAL_NAMES = {"TCP_NODELAY", "b_out", "b_in", "load_svmlight_file", "FAAS_CLI", "anyio_backend",
+                  "ADDITIONAL_PACKAGE"}  # names of other projects' APIs, build arguments and formulas' symbols
+
+
+def test_every_code_name_the_docs_cite_exists():
+    """A backticked snake_case name in the docs (`resolve_store`, `keep_crossing()`) is found in the project's code,
+    tests, benches, stack or template, or is a known outside name."""
+    corpus = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in
+                       [*CODE_TEXTS, *ROOT.joinpath("tests").rglob("*.py"), ROOT / "Makefile", ROOT / "test.sh",
+                        *ROOT.joinpath("scripts").rglob("*")] if p.is_file())
+    cited = {name for page in prose_files() for name in
+             re.findall(r"`([A-Za-z_][A-Za-z0-9_]*_[A-Za-z0-9_]*)(?:\(\))?`", page.read_text(encoding="utf-8"))}
+    assert sorted(name for name in cited - EXTERNAL_NAMES if name not in corpus) == []

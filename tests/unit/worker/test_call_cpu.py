@@ -69,15 +69,15 @@ def test_another_call_during_this_one_turns_its_count_to_its_own_threads_from_th
     clocks, in_flight = Clocks(), InFlight()
     cpu = clocks.call(in_flight)
     cpu.enter()
-    channel = Source()
-    cpu.watch(channel)
+    comms = Source()
+    cpu.watch(comms)
     clocks.spend(1.0)
     clocks.process_s += 0.4  # not on any of its threads (a BLAS pool)
     assert cpu.used() == (pytest.approx(1.4), PROCESS)
     other = clocks.call(in_flight)
     other.enter()  # a second worker's call in the same replica
     clocks.spend(3.0, ident=12345)  # the other call's thread: in the process's clock, not this call's
-    channel.seconds = 0.2
+    comms.seconds = 0.2
     clocks.spend(0.5)
     assert cpu.used() == (pytest.approx(1.5 + 0.2), THREADS)
     other.leave()
@@ -157,19 +157,19 @@ def burn(seconds: float) -> float:
 
 
 def test_a_channel_keeps_its_threads_cpu_after_it_ended():
-    channel = comm.Channel(background=True)
-    assert channel.thread_cpu_s() == 0.0  # no thread before its first operation
-    channel.submit(lambda: burn(0.02))
-    channel.collect()
-    live = channel.thread_cpu_s()
+    comms = comm.StoreThread(background=True)
+    assert comms.thread_cpu_s() == 0.0  # no thread before its first operation
+    comms.submit(lambda: burn(0.02))
+    comms.collect()
+    live = comms.thread_cpu_s()
     assert live >= 0.02
-    channel.close()
-    closed = channel.thread_cpu_s()  # its thread has ended: the reading it took last stands
+    comms.close()
+    closed = comms.thread_cpu_s()  # its thread has ended: the reading it took last stands
     assert live <= closed < live + 0.01
-    channel.close()
-    assert channel.thread_cpu_s() == closed
-    blocking = comm.Channel(background=False)
-    blocking.submit(lambda: burn(0.01))  # on the caller's thread: the call's own, not the channel's
+    comms.close()
+    assert comms.thread_cpu_s() == closed
+    blocking = comm.StoreThread(background=False)
+    blocking.submit(lambda: burn(0.01))  # on the caller's thread: the call's own, not the store thread's
     blocking.close()
     assert blocking.thread_cpu_s() == 0.0
 

@@ -39,7 +39,7 @@ def test_the_jobs_algorithm_picks_a_trainer_that_is_a_worker(algorithm, kind):
         assert type(trainer) is kind and isinstance(trainer, Worker)
         assert trainer.has_pushed is False  # nothing checkpointed yet: a call may not hand off
     finally:
-        trainer.channel.close()
+        trainer.comms.close()
 
 
 def test_the_loaders_are_the_workloads_own():
@@ -59,9 +59,9 @@ def test_an_object_missing_a_member_is_no_worker():
 def test_each_mode_is_a_schedule_and_sets_the_channel(mode, schedule, background):
     trainer = loaded(config_of(f"mode-{mode}", communication=mode))
     try:
-        assert type(trainer.schedule) is schedule and trainer.channel.background is background
+        assert type(trainer.schedule) is schedule and trainer.comms.background is background
     finally:
-        trainer.channel.close()
+        trainer.comms.close()
 
 
 def test_an_unknown_mode_names_the_field():
@@ -74,7 +74,7 @@ class InFlight:
     """A worker as a schedule sees it, with an operation in flight (or not)."""
 
     def __init__(self, in_flight: bool, kind: str = comm.PUSH):
-        self.channel = type("C", (), {"in_flight": in_flight})()
+        self.comms = type("C", (), {"in_flight": in_flight})()
         self.op = comm.Op(kind, merge=False)
         self.fetched_once, self.push_due, self.fetch_wanted, self.synced = True, False, False, 0
 

@@ -2,7 +2,7 @@
 
 The same lower-case key names are used everywhere: stack.yml `environment`, JSON request bodies,
 CLI flags (with dashes), test.sh matrices and the job's `config` record in the store. Each field's
-type, bounds, default and description are in faasgd.config_groups; attribute access is flat
+type, bounds, default and description are in faasgd.config.groups; attribute access is flat
 (`config.batch_size`). Precedence: defaults < environment < request body / flags. Unknown keys in a
 body or in flags are an error; the environment is only read for known keys (it holds much else).
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from faasgd.config_groups import (ACTIVATIONS, ALGORITHMS, CHANNELS, COMMUNICATIONS, MODELS, MODES, SYNCS,
+from faasgd.config.groups import (ACTIVATIONS, ALGORITHMS, CHANNELS, COMMUNICATIONS, MODELS, MODES, SYNCS,
                                   TOPOLOGIES, AlgorithmSettings, CommunicationSettings, DataSettings,
                                   InvocationSettings, ModelSettings, StoreSettings, TrainingSettings)
-from faasgd.config_model import (LOCATION_KEYS, body_values, check_body, describe, environment_values,
+from faasgd.config.base import (LOCATION_KEYS, body_values, check_body, describe, environment_values,
                                  parse_values, refuse_locations, require_object)
 from faasgd.data.catalog import N_CLASSES, is_tabular
 from faasgd.data.tabular import GENERATED_CLASSES

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, ValidationInfo
 
-from faasgd.config_model import Choice, ConfigModel, Float, Int, StoreName
+from faasgd.config.base import Choice, ConfigModel, Float, Int, StoreName
 from faasgd.data.catalog import check_dataset_name
 from faasgd.errors import ConfigError
 from faasgd.minibatch import MAX_BATCH, MAX_GLOBAL_BATCH
