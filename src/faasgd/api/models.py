@@ -17,6 +17,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from faasgd.checks import whole_number
 from faasgd.api.jobs import Job
 from faasgd.errors import ConfigError
 from faasgd.job import model_file
@@ -83,7 +84,6 @@ def evaluate(model: Job | ModelFile | str | os.PathLike, dataset: str | None = N
         >>> evaluate("model.npz")["test_accuracy"]     # doctest: +SKIP
         0.8731
     """
-    if test_samples is not None and (isinstance(test_samples, bool) or not isinstance(test_samples, int)
-                                     or test_samples < 0):
-        raise ConfigError("test_samples", f"must be 0 (all rows) or a positive whole number, got {test_samples!r}")
+    if test_samples is not None:
+        whole_number(test_samples, "test_samples", low=0, must="0 (all rows) or a positive whole number")
     return model_file.evaluate_file(load_model(model), dataset, test_samples)

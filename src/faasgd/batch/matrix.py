@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from faasgd.checks import whole_number
 from faasgd.batch import bounds
 from faasgd.config import FIELDS, load_request
 from faasgd.cost import Prices
@@ -133,9 +134,7 @@ def check_name(name: Any) -> str:
 
 
 def check_rounds(rounds: Any) -> int:
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= MAX_ROUNDS:
-        raise MatrixError("rounds", f"must be an integer in [1, {MAX_ROUNDS}], got {rounds!r}")
-    return rounds
+    return whole_number(rounds, "rounds", low=1, high=MAX_ROUNDS, error=MatrixError)
 
 
 def count_configurations(groups: list[list[str]], axes: dict) -> int:
@@ -144,8 +143,8 @@ def count_configurations(groups: list[list[str]], axes: dict) -> int:
 
 
 def check_runs(configurations: int, rounds: int, max_runs: int) -> None:
-    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or not 1 <= max_runs <= bounds.MAX_RUNS:
-        raise MatrixError("max_runs", f"must be an integer in [1, {bounds.MAX_RUNS:,}], got {max_runs!r}")
+    whole_number(max_runs, "max_runs", low=1, high=bounds.MAX_RUNS, must=f"an integer in [1, {bounds.MAX_RUNS:,}]",
+                 error=MatrixError)
     runs = configurations * rounds
     if runs > max_runs:
         raise MatrixError("runs", f"the matrix makes {runs} runs ({configurations} configuration(s) x {rounds} round(s)), "

@@ -27,9 +27,8 @@ from typing import Mapping
 from urllib.parse import urlsplit
 
 from faasgd.errors import ConfigError
-from faasgd.store import keys
+from faasgd.store import SECRETS_DIR, keys
 
-SECRETS_DIR = "/var/openfaas/secrets"  # where OpenFaaS mounts function secrets (as faasgd.store)
 SECRET_FILES = {  # setting -> its secret file's name in the secrets dir
     "endpoint_url": "s3-endpoint",
     "region": "s3-region",

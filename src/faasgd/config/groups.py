@@ -12,13 +12,13 @@ from faasgd.config.base import Choice, ConfigModel, Float, Int, StoreName
 from faasgd.data.catalog import check_dataset_name
 from faasgd.errors import ConfigError
 from faasgd.minibatch import MAX_BATCH, MAX_GLOBAL_BATCH
+from faasgd.model.activations import ACTIVATIONS
 from faasgd.model.cnn_layout import ARCHS as CNN_ARCHS
 from faasgd.store.expiry import DEFAULT_KEEP_S, MAX_KEEP_S, MIN_KEEP_S
 from faasgd.store.push_codec import parse_codec
 from faasgd.store.update_rule import RULES
 from faasgd.store.url import parse_store_url
 
-ACTIVATIONS = ("tanh", "relu")
 MODES = ("loop", "per-iteration", "single")
 TOPOLOGIES = ("global", "node-local")
 COMMUNICATIONS = ("background", "coalesce", "blocking")

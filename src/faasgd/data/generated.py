@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -63,8 +64,7 @@ def rcv1_like(n: int, seed: int, n_features: int = RCV1_FEATURES,
     """Return (X float32 CSR (n, n_features) of about `density`, y int64 0/1) of the RCV1-like task."""
     import scipy.sparse as sp  # lazily: an image-set worker never loads scipy (~20-28 MiB, 0.2 s)
     check_size(n, seed)
-    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
-        raise ConfigError("n_features", f"must be an integer of at least 1, got {n_features!r}")
+    whole_number(n_features, "n_features", low=1, must="an integer of at least 1", numpy=True)
     if not 0 < density <= 1 or density * n_features < 1:
         raise ConfigError("density", f"must be in (0, 1] with at least one non-zero a row "
                                      f"(density * n_features >= 1), got {density!r}")
@@ -104,8 +104,7 @@ def blobs(n: int, seed: int, k: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Return (X float32 (n, d), y int64: the true blob 0..k-1 of each row) around k seeded centres."""
     check_size(n, seed)
     for field, value in (("k", k), ("d", d)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ConfigError(field, f"must be an integer of at least 1, got {value!r}")
+        whole_number(value, field, low=1, must="an integer of at least 1", numpy=True)
     centres = blob_centres(seed, k, d)
     parts = []
     for rng in block_rngs(n, seed, "blobs"):
@@ -142,7 +141,5 @@ def block_rngs(n: int, seed: int, name: str, stream: int = 0):
 
 def check_size(n: int, seed: int) -> None:
     """Raise ConfigError naming n or seed unless n >= 1 and seed >= 0 are integers."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ConfigError("n", f"must be an integer of at least 1, got {n!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigError("seed", f"must be an integer >= 0, got {seed!r}")
+    whole_number(n, "n", low=1, must="an integer of at least 1", numpy=True)
+    whole_number(seed, "seed", low=0, numpy=True)

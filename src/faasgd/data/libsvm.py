@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
@@ -46,9 +47,8 @@ def read_libsvm(path: str | os.PathLike, n_features: int | None = None, dense: b
                 classes: tuple | None = None) -> Libsvm:
     """Return the rows of the libsvm file at `path` (see the module docstring for the rules)."""
     import scipy.sparse as sp  # lazily: an image-set worker never loads scipy (~20-28 MiB, 0.2 s)
-    if n_features is not None and (isinstance(n_features, bool) or not isinstance(n_features, int)
-                                   or n_features < 1):
-        raise ConfigError("n_features", f"must be an integer of at least 1, got {n_features!r}")
+    if n_features is not None:
+        whole_number(n_features, "n_features", low=1, must="an integer of at least 1")
     name = os.fspath(path)
     labels, indptr, indices, values = [], [0], [], []
     try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from faasgd.checks import whole_number
 from faasgd.data import tabular
 from faasgd.data.catalog import check_dataset, check_split, count_rows, dataset_info, iter_rows, row_group
 from faasgd.errors import ConfigError, DataError
@@ -47,9 +48,7 @@ def validation_rows(training_rows: int, validation_samples: int, number_of_worke
     `group` rows (catalog.row_group: an augmented set's copies of one image). ConfigError naming
     validation_samples when what is held out leaves fewer training rows than workers.
     """
-    if isinstance(validation_samples, bool) or not isinstance(validation_samples, int) or validation_samples < 0:
-        raise ConfigError("validation_samples",
-                          f"must be 0 (automatic) or a positive integer, got {validation_samples!r}")
+    whole_number(validation_samples, "validation_samples", low=0, must="0 (automatic) or a positive integer")
     held = validation_samples or max(1, min(AUTO_VALIDATION_MAX, training_rows // AUTO_VALIDATION_SHARE))
     held = -(-held // group) * group
     if training_rows - held < number_of_workers:
@@ -86,8 +85,7 @@ def load_shard(
     check_workers(worker_id, number_of_workers)
     if limit < 0:
         raise ConfigError("limit", f"must be 0 (all rows) or positive, got {limit}")
-    if isinstance(holdout, bool) or not isinstance(holdout, int) or holdout < 0:
-        raise ConfigError("holdout", f"must be a number of rows >= 0, got {holdout!r}")
+    whole_number(holdout, "holdout", low=0, must="a number of rows >= 0")
     file_split = "test" if split == "test" else "train"
     check_split(file_split)
     rows = count_rows(dataset, file_split, limit, data_dir)

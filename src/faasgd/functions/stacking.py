@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from faasgd import tracing
+from faasgd.checks import whole_number
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
 from faasgd.functions import replica_cache
@@ -89,8 +90,8 @@ def work(function: str, body: Any, env: Mapping[str, str]) -> tuple[int, dict]:
     store = tracing.traced_store(store)
     if function == flow.TRAINER:
         trainer_id = body.get("trainer_id")
-        if isinstance(trainer_id, bool) or not isinstance(trainer_id, int) or not 0 <= trainer_id < config.trainers_num:
-            raise ConfigError("trainer_id", f"must be an integer in [0, {config.trainers_num}), got {trainer_id!r}")
+        whole_number(trainer_id, "trainer_id", low=0, high=config.trainers_num - 1,
+                     must=f"an integer in [0, {config.trainers_num})")
         return 200, flow.train(store, job_id, config, trainer_id, body.get("dataset"))
     if function == flow.REDUCER:
         trainers = body.get("trainers")

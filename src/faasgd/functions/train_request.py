@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+from faasgd.checks import whole_number
 from faasgd.config import LOCATION_KEYS, read_setting
 from faasgd.errors import ConfigError
 
@@ -42,9 +43,6 @@ class TrainRequest:
             raise ConfigError("job_id", f"required string, got {body.get('job_id')!r}")
         numbers = {}
         for key, default in (("worker_id", None), ("iteration", 0)):
-            value = body.get(key, default)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(key, f"must be an integer >= 0, got {value!r}")
-            numbers[key] = value
+            numbers[key] = whole_number(body.get(key, default), key, low=0)
         store = read_setting({"store": body.get("store") or ""}, "store") if body.get("store") is not None else ""
         return cls(body["job_id"], numbers["worker_id"], numbers["iteration"], store)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import credentials, processes
 from faasgd.local.processes import ProcessRef
@@ -59,8 +60,7 @@ def login(directory: str | os.PathLike = DEFAULT_DIR) -> tuple[credentials.Login
 def check_options(port: int, ack_wait_s: float = 300.0, queue_workers: int | None = None,
                   upstream_timeout_s: float = 300.0) -> None:
     """ConfigError naming the flag when a runtime option is out of range (nothing is started)."""
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ConfigError("--port", f"must be an integer in [0, 65535] (0: a free port), got {port!r}")
+    whole_number(port, "--port", low=0, high=65535, must="an integer in [0, 65535] (0: a free port)")
     for flag, seconds in (("--ack-wait", ack_wait_s), ("--upstream-timeout", upstream_timeout_s)):
         if not seconds > 0:  # also refuses NaN
             raise ConfigError(flag, f"must be > 0 seconds, got {seconds!r}")

@@ -10,7 +10,7 @@ is those servers and one URL naming them all, in the order started.
 
 from __future__ import annotations
 
-from faasgd.errors import ConfigError
+from faasgd.checks import whole_number
 from faasgd.local.store_groups import ServerGroup, group_url
 from faasgd.local.stores import ServerProcess, start_memcached
 
@@ -22,8 +22,7 @@ def start_memcached_pool(servers: int = 3, item_size: str = "2m", memory_mb: int
                          also_bind: str | None = None) -> ServerGroup:
     """Start `servers` memcached processes (each `item_size` item limit, `memory_mb` of memory, on 127.0.0.1 and
     `also_bind`); return once every one answers. If one fails to start, those started are stopped again."""
-    if isinstance(servers, bool) or not isinstance(servers, int) or not 1 <= servers <= MAX_SERVERS:
-        raise ConfigError("servers", f"must be an integer 1-{MAX_SERVERS}, got {servers!r}")
+    whole_number(servers, "servers", low=1, high=MAX_SERVERS, must=f"an integer 1-{MAX_SERVERS}")
     started: list[ServerProcess] = []
     try:
         for _ in range(servers):

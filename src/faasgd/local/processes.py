@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from faasgd.checks import is_real, is_whole
+
 CREATE_TIME_SLACK_S = 1.0  # /proc/stat's boot time is whole seconds and may step by one as the clock is set
 KILL_WAIT_S = 2.0  # how long a process gets to vanish after SIGKILL
 POLL_S = 0.05  # the longest sleep between checks while waiting for a process to end
@@ -47,9 +49,7 @@ class ProcessRef:
         if not isinstance(entry, dict):
             return None
         pid, created = entry.get("pid"), entry.get("create_time")
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-            return None
-        if isinstance(created, bool) or not isinstance(created, (int, float)):
+        if not is_whole(pid) or pid <= 0 or not is_real(created):
             return None
         return cls(pid, float(created))
 

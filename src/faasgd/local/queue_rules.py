@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict, dataclass, field
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
 
 MODES = ("ce", "pro")
@@ -70,9 +71,7 @@ class DeliveryPolicy:
                 raise ConfigError(name, f"Community Edition's queue-worker has no {_FLAGS[name]} "
                                         f"(retries and concurrency are OpenFaaS Pro's): use --delivery pro")
         for name in ("max_attempts", "max_inflight"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(name, f"must be an integer >= 1, got {value!r}")
+            whole_number(getattr(self, name), name, low=1)
         if self.mode == "pro":
             if not 0 < self.retry_wait_s <= self.max_retry_wait_s:
                 raise ConfigError("retry_wait_s", f"must be > 0 and <= max_retry_wait_s ({self.max_retry_wait_s!r}), "

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import time
 
-from faasgd.errors import ConfigError, StoreUnavailable
+from faasgd.checks import whole_number
+from faasgd.errors import StoreUnavailable
 from faasgd.local import resp, stores
 from faasgd.local.store_groups import ServerGroup, group_url
 from faasgd.local.stores import LOOPBACK, ServerProcess
@@ -32,8 +33,7 @@ def start_redis_cluster(masters: int = 3, replicas: int = 0, password: str | Non
                         node_timeout_ms: int = 2000) -> ServerGroup:
     """Start and join a cluster; its ServerGroup ("redis-cluster", masters first in `.servers`)."""
     for field, value, low in (("masters", masters, 1), ("replicas", replicas, 0), ("node_timeout_ms", node_timeout_ms, 100)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ConfigError(field, f"must be an integer >= {low}, got {value!r}")
+        whole_number(value, field, low=low)
     servers: list[ServerProcess] = []
     group = ServerGroup("redis-cluster", "", servers, password)
     try:

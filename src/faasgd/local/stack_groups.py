@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
 from faasgd.local import services
 from faasgd.local.processes import ProcessRef
@@ -53,8 +54,7 @@ class GroupSizes:
                                        ("--memcached-pool-servers", self.pool_servers, 1, MAX_POOL_SERVERS)):
             if value is None and flag == "--memcached-pool-servers":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ConfigError(flag, f"must be a whole number in [{low}, {high}], got {value!r}")
+            whole_number(value, flag, low=low, high=high, must=f"a whole number in [{low}, {high}]")
         return self
 
     def to_argv(self) -> list[str]:

@@ -24,7 +24,7 @@ from faasgd.store.url import StoreUrl, mask_password, parse_store_url
 __all__ = ["open_store", "ParameterStore", "Push", "PushId", "Snapshot", "StoreUrl", "parse_store_url",
            "mask_password", "DEFAULT_CHUNK_FLOATS", "RULES", "UpdateRule"]
 
-SECRETS_DIR = "/var/openfaas/secrets"  # where OpenFaaS mounts function secrets
+SECRETS_DIR = "/var/openfaas/secrets"  # where OpenFaaS mounts function secrets (the S3 channel reads its keys here too)
 PASSWORD_SECRET = "store-password"  # file name of the Redis password inside the secrets dir
 
 

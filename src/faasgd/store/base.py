@@ -25,6 +25,7 @@ from typing import Callable
 
 import numpy as np
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError, FaasgdError, JobNotFound, StateLost, StoreConflict, StoreError
 from faasgd.retry import PUSH_CONFLICT, retry_call
 from faasgd.store import codec, keys, push_codec
@@ -86,8 +87,7 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
         """
         keys.check_job_id(job_id)
         for name, value in (("version", version), ("writers", writers)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(name, f"must be an integer >= 0, got {value!r}")
+            whole_number(value, name, low=0)
         if not isinstance(rule, UpdateRule):
             raise ConfigError("update_rule", f"must be an UpdateRule, got {type(rule).__name__}")
         data = codec.as_vector(flat, "flat")
@@ -284,9 +284,7 @@ class ParameterStore(RecordsMixin, BlobsMixin, CopiesMixin, ClockMixin, ExpiryMi
 
     @staticmethod
     def _ttl(ttl_s: int) -> int:
-        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 <= ttl_s <= MAX_TTL_S:
-            raise ConfigError("ttl_s", f"must be an integer 0 (the job's keep_s) to {MAX_TTL_S}, got {ttl_s!r}")
-        return ttl_s
+        return whole_number(ttl_s, "ttl_s", low=0, high=MAX_TTL_S, must=f"an integer 0 (the job's keep_s) to {MAX_TTL_S}")
 
     @contextlib.contextmanager
     def _errors(self):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
 from faasgd.store.update_rule import SUM, UpdateRule
 
@@ -62,9 +63,7 @@ def meta_from_bytes(raw: bytes) -> WeightsMeta:
 
 
 def check_chunk_floats(chunk_floats: int) -> int:
-    if isinstance(chunk_floats, bool) or not isinstance(chunk_floats, int) or chunk_floats < 1:
-        raise ConfigError("chunk_floats", f"must be a positive integer, got {chunk_floats!r}")
-    return chunk_floats
+    return whole_number(chunk_floats, "chunk_floats", low=1, must="a positive integer")
 
 
 def as_vector(values, field: str, length: int | None = None) -> np.ndarray:

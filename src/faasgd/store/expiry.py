@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
 from faasgd.store import codec, keys
 
@@ -39,10 +40,8 @@ LASTING_RECORDS = (keys.CONFIG, keys.JOB, keys.DONE, keys.RESULT, keys.LOST, key
 
 def check_keep_s(value) -> int:
     """Return `value` if it is a whole number of seconds in [1, 30 days], else raise ConfigError('keep_s')."""
-    if isinstance(value, bool) or not isinstance(value, int) or not MIN_KEEP_S <= value <= MAX_KEEP_S:
-        raise ConfigError("keep_s", f"must be an integer number of seconds from {MIN_KEEP_S} to {MAX_KEEP_S} "
-                                    f"(30 days), got {value!r}")
-    return value
+    return whole_number(value, "keep_s", low=MIN_KEEP_S, high=MAX_KEEP_S,
+                        must=f"an integer number of seconds from {MIN_KEEP_S} to {MAX_KEEP_S} (30 days)")
 
 
 class ExpiryMixin:

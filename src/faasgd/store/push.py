@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
 
 APPLY, MINE, SUPERSEDED = "apply", "mine", "superseded"
@@ -35,9 +36,7 @@ class PushId:
 
     def __post_init__(self) -> None:
         for name in ("worker", "seq"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "seq" else 0):
-                raise ConfigError(f"push_id.{name}", f"must be an integer >= {1 if name == 'seq' else 0}, got {value!r}")
+            whole_number(getattr(self, name), f"push_id.{name}", low=1 if name == "seq" else 0)
 
 
 @dataclass(frozen=True)

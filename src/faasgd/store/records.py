@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 
-from faasgd.errors import ConfigError
+from faasgd.checks import whole_number
 from faasgd.store import codec, keys
 
 
@@ -61,8 +61,7 @@ class RecordsMixin(abc.ABC):
 
     def incr(self, job_id: str, name: str, by: int = 1) -> int:
         """Atomically add `by` (>= 0) to counter `name`, which starts at 0; return the new value."""
-        if isinstance(by, bool) or not isinstance(by, int) or by < 0:
-            raise ConfigError("by", f"must be a non-negative integer (memcached counters only grow), got {by!r}")
+        whole_number(by, "by", low=0, must="a non-negative integer (memcached counters only grow)")
         key = keys.counter(job_id, name)
         ttl = self._expiry(job_id)
         with self._errors():
@@ -79,8 +78,7 @@ class RecordsMixin(abc.ABC):
     def events(self, job_id: str, start: int = 0) -> list[dict]:
         """The job's events from index `start` on, oldest first."""
         keys.check_job_id(job_id)
-        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
-            raise ConfigError("start", f"must be a non-negative integer, got {start!r}")
+        whole_number(start, "start", low=0, must="a non-negative integer")
         with self._errors():
             raw = self._events(job_id, start)
         return [self._decode(codec.record_from_bytes, r, "events") for r in raw]

@@ -16,11 +16,11 @@ The rule is written with the job's weight layout (`w:meta`) at set_weights and n
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from faasgd.checks import real_number
 from faasgd.errors import ConfigError
 
 RULES = ("sum", "average", "adagrad")
@@ -51,8 +51,7 @@ class UpdateRule:
             raise ConfigError("number_of_workers", f"must be an integer >= 1 for update rule {self.name}, "
                                                    f"got {self.workers!r}")
         for field, value in (("learning_rate", self.learning_rate), ("eps", self.eps), ("initial", self.initial)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ConfigError(field, f"must be a finite number >= 0, got {value!r}")
+            real_number(value, field, low=0)
         if self.name == "adagrad" and not (self.learning_rate > 0 and self.eps > 0):
             raise ConfigError("learning_rate", f"update rule adagrad needs learning_rate > 0 (and eps > 0), "
                                                f"got {self.learning_rate!r}")

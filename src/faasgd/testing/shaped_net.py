@@ -30,6 +30,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from faasgd.checks import positive_number, whole_number
 from faasgd.errors import ConfigError, FaasgdError
 
 PREFIX = "fsgd-scale"  # the bench's; tests use their own so a test never removes a running bench's nodes
@@ -116,16 +117,13 @@ class ShapedNet:
 
 
 def check_settings(nodes: int, rate_mbit: float | None, prefix: str, subnet: int) -> None:
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODES:
-        raise ConfigError("nodes", f"must be a whole number from 1 to {MAX_NODES}, not {nodes!r}")
-    if rate_mbit is not None and (isinstance(rate_mbit, bool) or not isinstance(rate_mbit, (int, float))
-                                  or not rate_mbit > 0):
-        raise ConfigError("rate_mbit", f"must be a positive number of Mbit/s or None (unshaped), not {rate_mbit!r}")
+    whole_number(nodes, "nodes", low=1, high=MAX_NODES, must=f"a whole number from 1 to {MAX_NODES}")
+    if rate_mbit is not None:
+        positive_number(rate_mbit, "rate_mbit", must="a positive number of Mbit/s or None (unshaped)")
     if not isinstance(prefix, str) or not _PREFIX_FORM.match(prefix):
         raise ConfigError("prefix", f"must be 1-10 lower-case letters, digits or '-', starting with a letter "
                                     f"(link names hold 15 characters), not {prefix!r}")
-    if isinstance(subnet, bool) or not isinstance(subnet, int) or not 0 <= subnet <= 255:
-        raise ConfigError("subnet", f"must be 0-255 (the third byte of 198.18.S.0/24), not {subnet!r}")
+    whole_number(subnet, "subnet", low=0, high=255, must="0-255 (the third byte of 198.18.S.0/24)")
 
 
 def tbf(rate_mbit: float) -> list[str]:

@@ -30,10 +30,11 @@ def test_every_core_module_is_bound_by_the_core_contract():
         <= set(core["forbidden_modules"])
 
 
-def test_the_local_runtime_may_share_only_the_gateway_client_the_cpu_limit_and_the_errors():
+def test_the_local_runtime_may_share_only_the_gateway_client_the_cpu_limit_the_checks_and_the_errors():
     local = contracts()["Wing 2"]
-    # polling: the gateway client's poll_until; cpu_limit: a process replica's BLAS threads within the runtime's CPUs
-    allowed = {"faasgd.openfaas", "faasgd.polling", "faasgd.cpu_limit", "faasgd.errors"}
+    # polling: the gateway client's poll_until; cpu_limit: a process replica's BLAS threads within the runtime's CPUs;
+    # checks: the one check of a whole number
+    allowed = {"faasgd.openfaas", "faasgd.polling", "faasgd.cpu_limit", "faasgd.checks", "faasgd.errors"}
     assert set(local["forbidden_modules"]) >= (core_modules() - allowed) | {"faasgd.cli", "faasgd.batch", "faasgd.api"}
     assert not allowed & set(local["forbidden_modules"])
 

@@ -23,6 +23,7 @@ from types import ModuleType
 
 import numpy as np
 
+from faasgd.checks import positive_number, whole_number
 from faasgd.lambdaml.convex import linear
 from faasgd.errors import ConfigError
 
@@ -91,7 +92,6 @@ def check(**values) -> None:
     """Raise ConfigError naming the first of rho, lr (> 0), local_steps, rounds (integers >= 1) out of range."""
     for field, value in values.items():
         if field in ("rho", "lr"):
-            if not isinstance(value, (int, float, np.floating)) or not np.isfinite(value) or value <= 0:
-                raise ConfigError(field, f"must be a finite number > 0, got {value!r}")
-        elif isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ConfigError(field, f"must be an integer of at least 1, got {value!r}")
+            positive_number(value, field, must="a finite number > 0", numpy=True)
+        else:
+            whole_number(value, field, low=1, must="an integer of at least 1", numpy=True)

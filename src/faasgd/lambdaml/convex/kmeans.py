@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from faasgd.checks import whole_number
 from faasgd.lambdaml.convex.linear import as_inputs, issparse
 from faasgd.errors import ConfigError
 
@@ -38,9 +39,8 @@ class Partial(NamedTuple):
 def init(X, k: int, rng: np.random.Generator) -> np.ndarray:
     """Return k distinct rows of X, chosen by rng, as a flat float32 vector of initial centroids."""
     X = as_inputs(X)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= X.shape[0]:
-        raise ConfigError("k", f"must be an integer in 1..{X.shape[0]} (the rows given), got {k!r}")
-    rows = np.sort(rng.choice(X.shape[0], size=int(k), replace=False))
+    k = whole_number(k, "k", low=1, high=X.shape[0], must=f"an integer in 1..{X.shape[0]} (the rows given)", numpy=True)
+    rows = np.sort(rng.choice(X.shape[0], size=k, replace=False))
     chosen = X[rows].toarray() if issparse(X) else X[rows]
     return np.asarray(chosen, dtype=np.float32).ravel()
 

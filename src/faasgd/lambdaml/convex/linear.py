@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
 
 
@@ -26,16 +27,14 @@ def issparse(X) -> bool:
 
 def outputs(n_classes: int) -> int:
     """Return k, the scores per row: 1 for a binary task (n_classes 2), else n_classes."""
-    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
-        raise ConfigError("n_classes", f"must be an integer of at least 2, got {n_classes!r}")
-    return 1 if n_classes == 2 else int(n_classes)
+    n_classes = whole_number(n_classes, "n_classes", low=2, must="an integer of at least 2", numpy=True)
+    return 1 if n_classes == 2 else n_classes
 
 
 def init(n_features: int, n_classes: int) -> np.ndarray:
     """Return the zero flat float32 vector of a linear model with `n_features` inputs and `n_classes` classes."""
-    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
-        raise ConfigError("n_features", f"must be an integer of at least 1, got {n_features!r}")
-    return np.zeros((int(n_features) + 1) * outputs(n_classes), dtype=np.float32)
+    n_features = whole_number(n_features, "n_features", low=1, must="an integer of at least 1", numpy=True)
+    return np.zeros((n_features + 1) * outputs(n_classes), dtype=np.float32)
 
 
 def as_inputs(X, dtype=None):

@@ -21,12 +21,12 @@ state in between; a round re-run from the same state re-enters the same exchange
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from faasgd.checks import positive_number, whole_number
 from faasgd.errors import ConfigError
 from faasgd.lambdaml.rounds.exchange import Exchange, RoundStats
 
@@ -97,8 +97,7 @@ def run_rounds(algorithm: str, state: RoundState, grad: GradFn, exchange: Exchan
     Returns the final state, the summed stats and each round's loss."""
     if algorithm not in ALGORITHMS:
         raise ConfigError("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
-        raise ConfigError("rounds", f"must be an integer >= 0, got {rounds!r}")
+    whole_number(rounds, "rounds", low=0)
     check_lr(lr), check_local_steps(local_steps)
     totals, losses = RoundStats(), []
     for _ in range(rounds):
@@ -120,12 +119,8 @@ def check_params(params: np.ndarray) -> np.ndarray:
 
 
 def check_lr(lr: float) -> float:
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
-        raise ConfigError("lr", f"must be a positive number, got {lr!r}")
-    return float(lr)
+    return positive_number(lr, "lr")
 
 
 def check_local_steps(local_steps: int) -> int:
-    if isinstance(local_steps, bool) or not isinstance(local_steps, int) or local_steps < 1:
-        raise ConfigError("local_steps", f"must be an integer >= 1, got {local_steps!r}")
-    return local_steps
+    return whole_number(local_steps, "local_steps", low=1)

@@ -39,6 +39,7 @@ from types import ModuleType
 
 import numpy as np
 
+from faasgd.checks import positive_number
 from faasgd.lambdaml.convex import admm, kmeans, linear
 from faasgd.errors import ConfigError
 from faasgd.lambdaml.rounds.algorithms import RoundOutcome, RoundState, check_params, consensus_round
@@ -72,8 +73,7 @@ def admm_round(state: RoundState, shard: Shard, model: ModuleType, exchange: Exc
     """One consensus-ADMM round for lr or svm; `weight` is N n_i / n (1 with equal shards), as run_admm's."""
     admm.check(rho=rho, local_steps=local_steps, lr=lr)
     l2 = linear.check_l2(l2)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float, np.floating)) or not 0 < weight < np.inf:
-        raise ConfigError("weight", f"must be a finite number > 0 (N n_i / n), got {weight!r}")
+    positive_number(weight, "weight", must="a finite number > 0 (N n_i / n)", numpy=True)
     if exchange.config.op != "mean":
         raise ConfigError("op", f"ADMM averages the contributions: the exchange's op must be 'mean', "
                                 f"got {exchange.config.op!r}")

@@ -42,13 +42,13 @@ so with l_i = L/N a reduce_scatter worker reads 2/N of what reduce's worker 0 re
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, fields
 from typing import Callable, Protocol
 
 import numpy as np
 
+from faasgd.checks import positive_number, whole_number
 from faasgd.errors import ConfigError
 from faasgd.lambdaml.rounds import wire
 from faasgd.lambdaml.rounds.errors import RoundTimeout
@@ -82,9 +82,7 @@ class ExchangeConfig:
         if isinstance(self.workers, bool) or not isinstance(self.workers, int) or not 1 <= self.workers <= 4096:
             raise ConfigError("workers", f"must be an integer 1 to 4096, got {self.workers!r}")
         for name in ("round_timeout_s", "poll_s", "poll_max_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-                raise ConfigError(name, f"must be a positive number of seconds, got {value!r}")
+            positive_number(getattr(self, name), name, must="a positive number of seconds")
         if self.poll_max_s < self.poll_s:
             raise ConfigError("poll_max_s", f"must be at least poll_s ({self.poll_s}), got {self.poll_max_s}")
         wire.check_tag(self.tag)
@@ -110,8 +108,8 @@ class Exchange:
 
     def __init__(self, space: BlobSpace, job_id: str, worker_id: int, config: ExchangeConfig, *,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
-        if isinstance(worker_id, bool) or not isinstance(worker_id, int) or not 0 <= worker_id < config.workers:
-            raise ConfigError("worker_id", f"must be an integer 0 to {config.workers - 1}, got {worker_id!r}")
+        whole_number(worker_id, "worker_id", low=0, high=config.workers - 1,
+                     must=f"an integer 0 to {config.workers - 1}")
         self.space, self.job_id, self.worker_id, self.config = space, job_id, worker_id, config
         self.clock, self.sleep = clock, sleep
         self.slices = config.workers if config.pattern == "reduce_scatter" else 1
@@ -122,8 +120,7 @@ class Exchange:
 
     def all_reduce(self, round_no: int, vector: np.ndarray) -> tuple[np.ndarray, RoundStats]:
         """Round `round_no`'s merge of every worker's `vector` (a new float32 array) and what it cost."""
-        if isinstance(round_no, bool) or not isinstance(round_no, int) or round_no < 0:
-            raise ConfigError("round", f"must be an integer >= 0, got {round_no!r}")
+        whole_number(round_no, "round", low=0)
         if not isinstance(vector, np.ndarray) or vector.dtype != np.float32 or vector.ndim != 1:
             raise ConfigError("vector", f"must be a 1-D float32 array, got {getattr(vector, 'dtype', type(vector))} "
                                         f"{getattr(vector, 'shape', '')}")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
 from faasgd.local.api import FunctionDeployment
 from faasgd.local.queue_rules import DeliveryPolicy
@@ -51,9 +52,7 @@ class GatewayOptions:
         if self.basic_auth is not None and not (len(self.basic_auth) == 2 and all(self.basic_auth)):
             raise ConfigError("basic_auth", "must be None or a (user, password) pair, both non-empty")
         for name in ("max_async_body_bytes", "max_sync_body_bytes", "backlog"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(name, f"must be an integer >= 1, got {value!r}")
+            whole_number(getattr(self, name), name, low=1)
 
 
 class Registry(Protocol):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from faasgd.checks import is_whole
 from faasgd.local.api import NAMESPACE, read_json
 
 SCALE_FIELDS = ("serviceName", "replicas", "namespace")
@@ -28,7 +29,7 @@ def scale_request(body: bytes, function: str) -> tuple[int | None, str | None]:
     if unknown:
         return None, f"request body: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(SCALE_FIELDS)}"
     replicas = data.get("replicas")
-    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+    if not is_whole(replicas) or replicas < 0:
         given = json.dumps(replicas) if "replicas" in data else "nothing"
         return None, f"replicas: must be a whole number >= 0, got {given}"
     if data.get("namespace") not in (None, "", NAMESPACE):
