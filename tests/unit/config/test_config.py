@@ -122,7 +122,7 @@ def test_every_field_has_a_one_line_description_and_numbers_have_both_bounds(wor
 
 
 def test_each_concern_is_its_own_model_and_attribute_access_stays_flat():
-    from faasgd import config_groups
+    from faasgd.config import groups as config_groups
 
     groups = [config_groups.DataSettings, config_groups.ModelSettings, config_groups.TrainingSettings,
               config_groups.CommunicationSettings, config_groups.InvocationSettings, config_groups.StoreSettings,
