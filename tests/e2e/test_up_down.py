@@ -2,7 +2,8 @@
 deploys only the functions it matches;
 `faasgd down` stops idle replicas without their drain and leaves nothing behind: no process of the runtime's
 tree (replicas under the watchdog, their functions, the stores, the store groups the stack names, the broker), no
-listening port, no state file, no temp folder. A stack that names no store group starts none."""
+listening port, no state file, no temp folder. A stack that names no store group starts none. A runtime that
+cannot start (a disk too small for the queue) makes `up` say why in one line, with nothing left running."""
 
 import json
 import os
@@ -19,6 +20,7 @@ from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.testing import stacks
 from support.paths import ROOT
+from support.small_disk import small_disk
 
 pytestmark = pytest.mark.e2e
 
@@ -168,3 +170,17 @@ def test_the_shipped_stack_names_no_store_group_and_starts_none(tmp_path):
         assert "redis-cluster" not in started.stdout and "memcached-pool" not in started.stdout
     finally:
         assert faasgd("down", "--dir", directory).returncode == 0
+
+
+def test_up_on_a_disk_too_small_for_the_queue_says_only_why_and_leaves_nothing_running(tmp_path):
+    with small_disk(tmp_path, "16m") as disk:
+        (disk / "filler").write_bytes(b"\0" * (14 << 20))  # 2 MiB left: JetStream needs more than 4
+        directory, port = disk / ".faasgd", free_port()
+        started = faasgd("up", "--port", port, "--dir", directory, "--filter", "emnist-*")
+        assert started.returncode != 0
+        assert started.stderr.count("\n") == 1, started.stderr  # one line, no traceback
+        assert started.stderr.startswith(f"faasgd: error: the async queue's directory {directory / 'jetstream'} has ")
+        assert "faasgd up --dir" in started.stderr and "Traceback" not in started.stdout + started.stderr
+        assert "Traceback" in (directory / "logs" / "runtime.log").read_text()  # kept for whoever looks
+        assert not (directory / "state.json").exists() and refused(port)
+        assert not [p for p in psutil.process_iter(["cmdline"]) if str(directory) in " ".join(p.info["cmdline"] or [])]

@@ -16,6 +16,9 @@ STATE_FILE = "state.json"
 # runtime killed before it could remove them are where `faasgd down` removes them, once it has stopped what that
 # runtime left running (in /tmp they stayed for good: hundreds a day on a machine that runs the tests)
 TEMP_FOLDER = "tmp"
+# why the daemon ended before it served, one message (a FaasgdError's), for `faasgd up` to print in place of the
+# log's tail (the traceback stays in logs/runtime.log); removed by `up` before it starts a daemon
+ENDED_FILE = "logs/ended.txt"
 STATE_LOCK = threading.Lock()  # the supervisor's thread and the gateway's scale calls rewrite the file; the daemon
 # also holds it while it changes the state it writes (a replica asking for S3), so a rewrite never sees it half-changed
 
