@@ -24,7 +24,7 @@ from faasgd.local import credentials, processes
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
 from faasgd.local.stack_groups import GroupSizes, member_refs
-from faasgd.local.state_file import ENDED_FILE, STATE_FILE, TEMP_FOLDER, load_state
+from faasgd.local.state_file import ENDED_FILE, STATE_FILE, TEMP_FOLDER, load_state, read_ended
 
 # `faasgd down` and `status` import this module: what only `up` or a container runtime needs (httpx through
 # faasgd.openfaas, the Docker client, the watchdog's finder) is imported where it is used.
@@ -176,7 +176,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
 
     def read_while_alive() -> dict | None:
         if not processes.alive(daemon):
-            raise FaasgdError(_ended(directory) or f"the runtime exited with code {daemon.returncode}: {_tail(log)}")
+            raise FaasgdError(read_ended(directory) or f"the runtime exited with code {daemon.returncode}: {_tail(log)}")
         return read_state(directory)
 
     state = poll_until(read_while_alive, ready, UP_TIMEOUT_S, poll_s=POLL_S)
@@ -267,14 +267,6 @@ def _wait_until(directory: Path, ready, seconds: float) -> bool:
 def _port_taken(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _ended(directory: Path) -> str | None:
-    """Why the daemon ended before it served, as it said it (a FaasgdError's message), or None."""
-    try:
-        return (directory / ENDED_FILE).read_text(errors="replace").strip() or None
-    except OSError:
-        return None
 
 
 def _tail(path: Path, lines: int = 15) -> str:

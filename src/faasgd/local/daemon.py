@@ -26,7 +26,6 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -52,7 +51,7 @@ from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
 from faasgd.local.store_groups import ServerGroup
-from faasgd.local.state_file import ENDED_FILE, STATE_FILE, STATE_LOCK, TEMP_FOLDER, write_state
+from faasgd.local.state_file import STATE_FILE, STATE_LOCK, TEMP_FOLDER, make_folders, write_ended, write_state
 from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
                                  start_redis, stop_all)
 
@@ -207,19 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per proxied request is the queue's to say
     directory = Path(args.dir).resolve()
-    for folder in ("logs", "build"):
-        (directory / folder).mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(directory / "replicas", ignore_errors=True)  # copies of secrets a crashed runtime left
-    for folder in ("secrets", "replicas", TEMP_FOLDER):  # secret values, their per-replica copies, the servers'
-        (directory / folder).mkdir(mode=0o700, parents=True, exist_ok=True)  # files: the owner's only
+    make_folders(directory)
     try:
         return run(args, directory)
     except FaasgdError as error:  # a refusal with its reason (a disk too small for the queue, a stack's error)
         logging.getLogger("faasgd.daemon").exception("the runtime ends")
-        try:
-            (directory / ENDED_FILE).write_text(str(error))
-        except OSError:
-            pass  # a disk with no room left: `up` shows the log's tail instead
+        write_ended(directory, str(error))
         return 1
 
 

@@ -1,4 +1,5 @@
-"""The runtime's state file, <dir>/state.json: written by the daemon, read by `faasgd up`, `down` and the CLI.
+"""The runtime's state file, <dir>/state.json: written by the daemon, read by `faasgd up`, `down` and the CLI;
+beside it the runtime's folders (make_folders) and why a daemon ended before it served (ENDED_FILE).
 
 It holds every URL and each process the runtime started as pid + create time (faasgd.local.processes). A
 module of its own, light to import, so `faasgd down` reads it without loading the daemon's modules.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -38,3 +40,29 @@ def load_state(directory: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return state if isinstance(state, dict) else None
+
+
+def write_ended(directory: Path, message: str) -> None:
+    """Leave why the daemon ends for `faasgd up` (ENDED_FILE); on a disk with no room left, `up` shows the log."""
+    try:
+        (directory / ENDED_FILE).write_text(message)
+    except OSError:
+        pass
+
+
+def read_ended(directory: Path) -> str | None:
+    """Why the daemon ended, as it said it, or None."""
+    try:
+        return (directory / ENDED_FILE).read_text(errors="replace").strip() or None
+    except OSError:
+        return None
+
+
+def make_folders(directory: Path) -> None:
+    """The runtime's folders (the daemon's first step): logs and build, and the owner's only: secrets (their
+    values), replicas (each replica's copies of them; emptied of what a crashed runtime left), tmp (the servers')."""
+    for folder in ("logs", "build"):
+        (directory / folder).mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(directory / "replicas", ignore_errors=True)
+    for folder in ("secrets", "replicas", TEMP_FOLDER):
+        (directory / folder).mkdir(mode=0o700, parents=True, exist_ok=True)
