@@ -3,7 +3,8 @@ deploys only the functions it matches;
 `faasgd down` stops idle replicas without their drain and leaves nothing behind: no process of the runtime's
 tree (replicas under the watchdog, their functions, the stores, the store groups the stack names, the broker), no
 listening port, no state file, no temp folder. A stack that names no store group starts none. A runtime that
-cannot start (a disk too small for the queue) makes `up` say why in one line, with nothing left running."""
+cannot start (a disk too small for the queue) makes `up` say why in one line, with nothing left running. `up`
+whose stdout nobody reads (`faasgd up | head -1`) ends quietly and leaves the runtime it started running."""
 
 import json
 import os
@@ -19,6 +20,7 @@ from faasgd.local import credentials
 from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.testing import stacks
+from support.closed_pipe import run_into_a_closed_pipe
 from support.paths import ROOT
 from support.small_disk import small_disk
 
@@ -184,3 +186,19 @@ def test_up_on_a_disk_too_small_for_the_queue_says_only_why_and_leaves_nothing_r
         assert "Traceback" in (directory / "logs" / "runtime.log").read_text()  # kept for whoever looks
         assert not (directory / "state.json").exists() and refused(port)
         assert not [p for p in psutil.process_iter(["cmdline"]) if str(directory) in " ".join(p.info["cmdline"] or [])]
+
+
+def test_up_into_a_closed_pipe_ends_quietly_and_leaves_the_runtime_serving(tmp_path):
+    directory, port = tmp_path / ".faasgd", free_port()
+    argv = [sys.executable, "-m", "faasgd.cli", "up", "--port", str(port), "--dir", str(directory), "--filter", "emnist-*"]
+    try:
+        for _ in range(2):  # starting it, then finding it running
+            ended = run_into_a_closed_pipe(argv, cwd=ROOT)
+            assert (ended.returncode, ended.stderr) == (141, "")
+            state = json.loads((directory / "state.json").read_text())
+            assert state["gateway_url"] == f"http://127.0.0.1:{port}"
+            gateway = GatewayClient(state["gateway_url"], 60, auth=credentials.read(directory / "secrets"))
+            assert sorted(f["name"] for f in gateway.request("GET", "/system/functions").json()) == \
+                ["emnist-setup", "emnist-train"]
+    finally:
+        assert faasgd("down", "--dir", directory).returncode == 0
