@@ -4,7 +4,8 @@ deploys only the functions it matches;
 tree (replicas under the watchdog, their functions, the stores, the store groups the stack names, the broker), no
 listening port, no state file, no temp folder. A stack that names no store group starts none. A runtime that
 cannot start (a disk too small for the queue) makes `up` say why in one line, with nothing left running. `up`
-whose stdout nobody reads (`faasgd up | head -1`) ends quietly and leaves the runtime it started running."""
+whose stdout nobody reads (`faasgd up | head -1`) ends quietly and leaves the runtime it started running. `faasgd
+logs` prints the replicas of the runtime running now, none of an earlier one's."""
 
 import json
 import os
@@ -200,5 +201,28 @@ def test_up_into_a_closed_pipe_ends_quietly_and_leaves_the_runtime_serving(tmp_p
             gateway = GatewayClient(state["gateway_url"], 60, auth=credentials.read(directory / "secrets"))
             assert sorted(f["name"] for f in gateway.request("GET", "/system/functions").json()) == \
                 ["emnist-setup", "emnist-train"]
+    finally:
+        assert faasgd("down", "--dir", directory).returncode == 0
+
+
+def test_logs_print_the_replicas_of_the_running_runtime_not_an_earlier_ones(tmp_path):
+    directory = tmp_path / ".faasgd"
+    up = ("up", "--dir", directory, "--filter", "emnist-*", "--wait")
+    assert faasgd(*up, "--port", free_port()).returncode == 0
+    try:  # an earlier runtime: emnist-train scaled to 3 replicas
+        assert faasgd("scale", "emnist-train", "--replicas", 3, "--wait", 60, "--dir", directory).returncode == 0
+        assert (directory / "logs" / "emnist-train-3.log").is_file()
+    finally:
+        assert faasgd("down", "--dir", directory).returncode == 0
+    assert faasgd(*up, "--port", free_port()).returncode == 0  # the running one: 2 replicas, named as before
+    try:
+        train = faasgd("logs", "emnist-train", "--dir", directory)
+        setup = faasgd("logs", "emnist-setup", "--dir", directory)
+        assert train.returncode == setup.returncode == 0
+        starts = [line.split(": ", 1)[0] for line in train.stdout.splitlines() if "faasgd: starting emnist-train-" in line]
+        assert sorted(starts) == ["emnist-train-1", "emnist-train-2"], train.stdout  # once each, and no -3
+        assert setup.stdout.count("faasgd: starting emnist-setup-1 ") == 1, setup.stdout
+        previous = directory / "logs" / "previous"  # the earlier runtime's, set aside
+        assert sorted(p.name for p in previous.glob("emnist-train-*.log")) == [f"emnist-train-{i}.log" for i in (1, 2, 3)]
     finally:
         assert faasgd("down", "--dir", directory).returncode == 0
