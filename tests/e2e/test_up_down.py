@@ -2,7 +2,10 @@
 deploys only the functions it matches;
 `faasgd down` stops idle replicas without their drain and leaves nothing behind: no process of the runtime's
 tree (replicas under the watchdog, their functions, the stores, the store groups the stack names, the broker), no
-listening port, no state file, no temp folder. A stack that names no store group starts none."""
+listening port, no state file, no temp folder. A stack that names no store group starts none. A runtime that
+cannot start (a disk too small for the queue) makes `up` say why in one line, with nothing left running. `up`
+whose stdout nobody reads (`faasgd up | head -1`) ends quietly and leaves the runtime it started running. `faasgd
+logs` prints the replicas of the runtime running now, none of an earlier one's."""
 
 import json
 import os
@@ -18,7 +21,9 @@ from faasgd.local import credentials
 from faasgd.local.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.testing import stacks
+from support.closed_pipe import run_into_a_closed_pipe
 from support.paths import ROOT
+from support.small_disk import small_disk
 
 pytestmark = pytest.mark.e2e
 
@@ -166,5 +171,58 @@ def test_the_shipped_stack_names_no_store_group_and_starts_none(tmp_path):
         state = json.loads((directory / "state.json").read_text())
         assert state["store_groups"] == {} and set(state["stores"]) == {"redis", "memcached"}
         assert "redis-cluster" not in started.stdout and "memcached-pool" not in started.stdout
+    finally:
+        assert faasgd("down", "--dir", directory).returncode == 0
+
+
+def test_up_on_a_disk_too_small_for_the_queue_says_only_why_and_leaves_nothing_running(tmp_path):
+    with small_disk(tmp_path, "16m") as disk:
+        (disk / "filler").write_bytes(b"\0" * (14 << 20))  # 2 MiB left: JetStream needs more than 4
+        directory, port = disk / ".faasgd", free_port()
+        started = faasgd("up", "--port", port, "--dir", directory, "--filter", "emnist-*")
+        assert started.returncode != 0
+        assert started.stderr.count("\n") == 1, started.stderr  # one line, no traceback
+        assert started.stderr.startswith(f"faasgd: error: the async queue's directory {directory / 'jetstream'} has ")
+        assert "faasgd up --dir" in started.stderr and "Traceback" not in started.stdout + started.stderr
+        assert "Traceback" in (directory / "logs" / "runtime.log").read_text()  # kept for whoever looks
+        assert not (directory / "state.json").exists() and refused(port)
+        assert not [p for p in psutil.process_iter(["cmdline"]) if str(directory) in " ".join(p.info["cmdline"] or [])]
+
+
+def test_up_into_a_closed_pipe_ends_quietly_and_leaves_the_runtime_serving(tmp_path):
+    directory, port = tmp_path / ".faasgd", free_port()
+    argv = [sys.executable, "-m", "faasgd.cli", "up", "--port", str(port), "--dir", str(directory), "--filter", "emnist-*"]
+    try:
+        for _ in range(2):  # starting it, then finding it running
+            ended = run_into_a_closed_pipe(argv, cwd=ROOT)
+            assert (ended.returncode, ended.stderr) == (141, "")
+            state = json.loads((directory / "state.json").read_text())
+            assert state["gateway_url"] == f"http://127.0.0.1:{port}"
+            gateway = GatewayClient(state["gateway_url"], 60, auth=credentials.read(directory / "secrets"))
+            assert sorted(f["name"] for f in gateway.request("GET", "/system/functions").json()) == \
+                ["emnist-setup", "emnist-train"]
+    finally:
+        assert faasgd("down", "--dir", directory).returncode == 0
+
+
+def test_logs_print_the_replicas_of_the_running_runtime_not_an_earlier_ones(tmp_path):
+    directory = tmp_path / ".faasgd"
+    up = ("up", "--dir", directory, "--filter", "emnist-*", "--wait")
+    assert faasgd(*up, "--port", free_port()).returncode == 0
+    try:  # an earlier runtime: emnist-train scaled to 3 replicas
+        assert faasgd("scale", "emnist-train", "--replicas", 3, "--wait", 60, "--dir", directory).returncode == 0
+        assert (directory / "logs" / "emnist-train-3.log").is_file()
+    finally:
+        assert faasgd("down", "--dir", directory).returncode == 0
+    assert faasgd(*up, "--port", free_port()).returncode == 0  # the running one: 2 replicas, named as before
+    try:
+        train = faasgd("logs", "emnist-train", "--dir", directory)
+        setup = faasgd("logs", "emnist-setup", "--dir", directory)
+        assert train.returncode == setup.returncode == 0
+        starts = [line.split(": ", 1)[0] for line in train.stdout.splitlines() if "faasgd: starting emnist-train-" in line]
+        assert sorted(starts) == ["emnist-train-1", "emnist-train-2"], train.stdout  # once each, and no -3
+        assert setup.stdout.count("faasgd: starting emnist-setup-1 ") == 1, setup.stdout
+        previous = directory / "logs" / "previous"  # the earlier runtime's, set aside
+        assert sorted(p.name for p in previous.glob("emnist-train-*.log")) == [f"emnist-train-{i}.log" for i in (1, 2, 3)]
     finally:
         assert faasgd("down", "--dir", directory).returncode == 0

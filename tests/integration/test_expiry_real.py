@@ -27,7 +27,7 @@ def create(url: str, keep_s: int, **settings) -> str:
     config = load_config({}, {"dataset": "synthetic", "train_samples": 600, "test_samples": 100, "hidden_sizes": [8],
                               "number_of_workers": 1, "max_epochs": 3, "target_accuracy": 0.3, "n_push": 2,
                               "push_codec": "f16", "store_url": url, "store_timeout_s": 5, "lease_s": 5,
-                              "profile_hz": 5, "keep_s": keep_s, **settings})
+                              "profile_hz": 5, "keep_s": keep_s, "start_timeout_s": 1, **settings})
     with open_store(url) as store:
         return job.create_job(store, config)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.gateway import GatewayOptions, LocalGateway
 from faasgd.local.gateway.queue_jetstream import PUBLISH_S, JetStreamBroker
 from support.fake_replicas import FakeRegistry
+from support.small_disk import small_disk as disk_of
 from support.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -97,13 +97,8 @@ def test_a_killed_broker_is_started_again_and_the_gateway_carries_on(tmp_path, q
 @pytest.fixture
 def small_disk(tmp_path):
     """A 16 MiB tmpfs of the test's own (root only), unmounted at the end."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "faasgd-queue-test", str(mount)], check=True)
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+    with disk_of(tmp_path, "16m") as mount:
+        yield mount
 
 
 def test_the_queue_refuses_to_start_on_a_disk_without_room_naming_the_directory_and_the_flag(small_disk):

@@ -13,9 +13,11 @@ import time
 
 import numpy as np
 import pytest
+import redis
 
 from faasgd.config import load_config
 from faasgd.errors import StoreUnavailable
+from faasgd.job.status import read_status
 from faasgd.local.redis_cluster import start_redis_cluster
 from faasgd.store import keys, memcached_push, open_store
 from support.push_recording import RecordingStore, run_two_workers
@@ -125,3 +127,39 @@ def test_every_masters_client_hands_a_weight_chunk_to_the_socket_as_it_is(redis_
         for node in masters:
             pieces = node.redis_connection.connection_pool.make_connection().pack_commands([("SET", "k", chunk)])
             assert any(piece is chunk for piece in pieces), node.name  # not copied into one buffer
+
+
+def status_keys_on(store, job_id: str) -> set[str]:
+    """The nodes holding the records read_status reads first."""
+    return {store.client.cluster.get_node_from_key(keys.record(job_id, name)).name
+            for name in (keys.CONFIG, keys.JOB, keys.RESULT, keys.DONE, keys.LOST)}
+
+
+def test_every_status_read_names_the_master_that_died_not_the_seed():
+    """The runtime hands functions one seed node; a master without a replica dies and the cluster goes down: a
+    status read of a job whose records the dead master holds, and one whose records only live masters hold (their
+    CLUSTERDOWN reply names no node), both fail naming the dead master."""
+    group = start_redis_cluster(masters=3, replicas=0, node_timeout_ms=1000)
+    try:
+        seed, victim = group.servers[0], group.servers[1]
+        dead = f"127.0.0.1:{victim.port}"
+        with open_store(f"redis-cluster://127.0.0.1:{seed.port}", timeout_s=1.0) as store:
+            store.client.version()  # the slot map, learnt while every master answers
+            jobs = [f"j{n}" for n in range(64)]
+            on_dead = next(j for j in jobs if dead in status_keys_on(store, j))
+            off_dead = next(j for j in jobs if dead not in status_keys_on(store, j))
+            os.kill(victim.pid, signal.SIGKILL)
+            seed_client = redis.Redis(port=seed.port)
+            deadline = time.monotonic() + 20
+            while seed_client.execute_command("CLUSTER INFO")["cluster_state"] != "fail":
+                assert time.monotonic() < deadline, "the cluster never marked the dead master failed"
+                time.sleep(0.1)
+            seed_client.close()
+            for job_id in (off_dead, on_dead, off_dead):
+                with pytest.raises(StoreUnavailable) as e:
+                    read_status(store, job_id)
+                assert dead in str(e.value), (job_id, str(e.value))
+                assert str(e.value).startswith(f"store unavailable: redis-cluster://127.0.0.1:{seed.port} "
+                                               f"(node {dead} down; ")
+    finally:
+        group.stop()

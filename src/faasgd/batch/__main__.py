@@ -26,6 +26,7 @@ from faasgd.batch.record import KEPT_BY_WORKLOAD, BatchRecord
 from faasgd.batch.redact import Redactor
 from faasgd.batch.runs import run_batch
 from faasgd.batch.targets import ClusterTarget, LocalTarget, cap_message
+from faasgd.closed_stdout import quiet_when_closed, stdio_closed
 from faasgd.errors import ConfigError, FaasgdError
 
 DEFAULT_MATRIX = "bench/matrix/workers-period.yml"
@@ -106,7 +107,9 @@ def main(argv=None) -> int:
     except FaasgdError as error:
         redactor.say(f"test.sh: error: {error}", error=True)
         return 1
-    except Exception:  # noqa: BLE001 (the traceback, redacted: it may quote a store URL)
+    except Exception as error:  # noqa: BLE001 (the traceback, redacted: it may quote a store URL)
+        if isinstance(error, BrokenPipeError) and stdio_closed():
+            raise  # the reader went away: the batch ends quietly (faasgd.closed_stdout)
         redactor.say("".join(traceback.format_exc()).rstrip(), error=True)
         return 1
 
@@ -153,4 +156,4 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_when_closed(main))

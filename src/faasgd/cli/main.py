@@ -2,7 +2,8 @@
 their models (model, evaluate).
 
 Exit codes: 0 ok, 1 the job or the call failed, 2 bad input (names the field; nothing written),
-3 store unreachable (names the URL), 4 data missing, 130 interrupted.
+3 store unreachable (names the URL), 4 data missing, 130 interrupted, 141 stdout closed (`faasgd up | head -1`:
+the command ends at that write, quietly, as a Unix tool ended by SIGPIPE; faasgd.closed_stdout).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import gc
 import importlib
 
 from faasgd import __version__
+from faasgd.closed_stdout import quiet_when_closed
 from faasgd.cli import forkserver, output
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
 from faasgd.local import queue_rules
@@ -215,9 +217,10 @@ def entry() -> int:
     (gc.freeze) so the interpreter's teardown skips its garbage collections over every object the command's
     imports made (pydantic's models, numpy, rich, httpx): 0.08-0.1 s at the exit of `faasgd train`, 0.01-0.02 s
     frozen (bench/updown.py times the whole commands). Everything else of the exit is as before: atexit handlers
-    (the forkserver's, logging's), open files closed, stdio flushed. Not in `main`, which tests and library
+    (the forkserver's, logging's), open files closed, stdio flushed (a closed stdout ends it quietly:
+    faasgd.closed_stdout). Not in `main`, which tests and library
     callers call in a process that goes on: frozen objects are never collected."""
-    code = main()
+    code = quiet_when_closed(main)
     gc.freeze()
     return code
 

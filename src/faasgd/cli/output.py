@@ -12,6 +12,7 @@ stderr with `--json`. `--quiet` prints no progress; with `--json` it prints no t
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from contextlib import contextmanager
@@ -51,10 +52,19 @@ def routed(args) -> Iterator[Route]:
         _route = before
 
 
+class PipedConsole(Console):
+    """A rich console whose closed pipe ends the command as any write to a closed stdout does
+    (faasgd.closed_stdout: exit 141, quietly), not with rich's own exit 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the console's reader went away")
+
+
 def _console(to_stderr: bool, silent: bool) -> Console:
     """A rich console on stdout or stderr; wide enough for the tables when it is not a terminal."""
-    plain = Console(stderr=to_stderr, quiet=silent)
-    return plain if plain.is_terminal else Console(stderr=to_stderr, quiet=silent, width=max(plain.width, 140))
+    plain = PipedConsole(stderr=to_stderr, quiet=silent)
+    return plain if plain.is_terminal else PipedConsole(stderr=to_stderr, quiet=silent, width=max(plain.width, 140))
 
 
 def console() -> Console:

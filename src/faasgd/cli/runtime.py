@@ -142,7 +142,9 @@ def scale(args) -> int:
 
 
 def logs(args) -> int:
-    """Print a function's replica logs (.faasgd/logs/<name>-<i>.log); --follow keeps printing."""
+    """Print a function's replica logs (.faasgd/logs/<name>-<i>.log): the running runtime's replicas, or the last
+    one's (each start sets the earlier runtime's aside in logs/previous/: state_file.set_aside_logs); --follow
+    keeps printing."""
     folder = Path(args.dir) / "logs"
     flags.function_name(args.name)  # it is a file pattern below: never a path or a glob
     files = sorted(folder.glob(f"{args.name}-*.log"))

@@ -20,6 +20,7 @@ from faasgd.data.catalog import N_CLASSES, is_tabular
 from faasgd.data.tabular import GENERATED_CLASSES
 from faasgd.errors import ConfigError
 from faasgd.minibatch import merge_sources, split_global_batch
+from faasgd.store.expiry import KEEP_PER_START
 from faasgd.store.url import mask_password
 
 __all__ = ["ACTIVATIONS", "ALGORITHMS", "CHANNELS", "COMMUNICATIONS", "FIELDS", "LOCATION_KEYS", "MODELS", "MODES",
@@ -117,6 +118,13 @@ def check_combination(config: TrainConfig) -> TrainConfig:
                                         f"f32, got {config.push_codec!r} (f16 and topk are for downpour)")
     if synchronous and config.invocation_mode == "single":
         raise ConfigError("invocation_mode", f"{config.algorithm} needs every worker in its rounds: loop or per-iteration")
+    if config.keep_s < KEEP_PER_START * config.start_timeout_s:
+        raise ConfigError("keep_s", f"must be at least {KEEP_PER_START} x start_timeout_s "
+                                    f"({KEEP_PER_START * config.start_timeout_s:g} s) so the job's keys outlive its "
+                                    f"workers' start (a worker may start start_timeout_s after the setup, and its "
+                                    f"writes renew the keys a quarter of keep_s later), got keep_s {config.keep_s} "
+                                    f"with start_timeout_s {config.start_timeout_s:g}: raise keep_s or lower "
+                                    "start_timeout_s")
     return config
 
 

@@ -14,7 +14,7 @@ from faasgd.errors import ConfigError
 from faasgd.minibatch import MAX_BATCH, MAX_GLOBAL_BATCH
 from faasgd.model.activations import ACTIVATIONS
 from faasgd.model.cnn_layout import ARCHS as CNN_ARCHS
-from faasgd.store.expiry import DEFAULT_KEEP_S, MAX_KEEP_S, MIN_KEEP_S
+from faasgd.store.expiry import DEFAULT_KEEP_S, KEEP_PER_START, MAX_KEEP_S, MIN_KEEP_S
 from faasgd.store.push_codec import parse_codec
 from faasgd.store.update_rule import RULES
 from faasgd.store.url import parse_store_url
@@ -152,8 +152,8 @@ class StoreSettings(ConfigModel):
     local_refresh_s: Float(0.0, 3600.0, low_open=True) = Field(1.0, description=(
         "node-local: how often the cache is refreshed from the global store"))
     keep_s: Int(MIN_KEEP_S, MAX_KEEP_S) = Field(DEFAULT_KEEP_S, description=(
-        "the job's keys expire this many seconds after its last write (7 days; 1 s to 30 days); a result "
-        "stays readable that long"))
+        "the job's keys expire this many seconds after its last write (7 days; 1 s to 30 days, and at least "
+        f"{KEEP_PER_START} x start_timeout_s: the keys outlive the workers' start); a result stays readable that long"))
 
 
 class AlgorithmSettings(ConfigModel):

@@ -25,7 +25,7 @@ from faasgd.local import credentials, processes
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
 from faasgd.local.stack_groups import GroupSizes, member_refs
-from faasgd.local.state_file import STATE_FILE, TEMP_FOLDER, load_state
+from faasgd.local.state_file import ENDED_FILE, STATE_FILE, TEMP_FOLDER, load_state, read_ended
 
 # `faasgd down` and `status` import this module: what only `up` or a container runtime needs (httpx through
 # faasgd.openfaas, the Docker client, the watchdog's finder) is imported where it is used.
@@ -167,6 +167,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     if adopt:
         argv += ["--adopt", json.dumps(adopt)]
     log = directory / "logs" / "runtime.log"
+    (directory / ENDED_FILE).unlink(missing_ok=True)
     with open(log, "ab") as out:
         daemon = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   start_new_session=True)
@@ -175,7 +176,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
 
     def read_while_alive() -> dict | None:
         if not processes.alive(daemon):
-            raise FaasgdError(f"the runtime exited with code {daemon.returncode}: {_tail(log)}")
+            raise FaasgdError(read_ended(directory) or f"the runtime exited with code {daemon.returncode}: {_tail(log)}")
         return read_state(directory)
 
     state = poll_until(read_while_alive, ready, UP_TIMEOUT_S, poll_s=POLL_S)

@@ -26,7 +26,6 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd import __version__, cpu_limit
+from faasgd.errors import FaasgdError
 from faasgd.local import credentials, environment, processes, queue_rules, services, stack_groups, watchdog, zygote
 from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.broker_watch import BrokerWatch
@@ -51,7 +51,7 @@ from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
 from faasgd.local.store_groups import ServerGroup
-from faasgd.local.state_file import STATE_FILE, STATE_LOCK, TEMP_FOLDER, write_state
+from faasgd.local.state_file import STATE_FILE, STATE_LOCK, TEMP_FOLDER, make_folders, write_ended, write_state
 from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
                                  start_redis, stop_all)
 
@@ -206,11 +206,17 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per proxied request is the queue's to say
     directory = Path(args.dir).resolve()
-    for folder in ("logs", "build"):
-        (directory / folder).mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(directory / "replicas", ignore_errors=True)  # copies of secrets a crashed runtime left
-    for folder in ("secrets", "replicas", TEMP_FOLDER):  # secret values, their per-replica copies, the servers'
-        (directory / folder).mkdir(mode=0o700, parents=True, exist_ok=True)  # files: the owner's only
+    make_folders(directory)
+    try:
+        return run(args, directory)
+    except FaasgdError as error:  # a refusal with its reason (a disk too small for the queue, a stack's error)
+        logging.getLogger("faasgd.daemon").exception("the runtime ends")
+        write_ended(directory, str(error))
+        return 1
+
+
+def run(args: argparse.Namespace, directory: Path) -> int:
+    """Start everything and serve until stopped (main's body once the folders exist)."""
     args.port = args.port or free_port()
     login, _ = credentials.ensure(directory / "secrets")
     stop = threading.Event()

@@ -35,6 +35,11 @@ MAX_KEEP_S = 30 * 24 * 3600  # memcached reads larger relative expiries as unix 
 DEFAULT_KEEP_S = 7 * 24 * 3600
 MAX_KEPT_JOBS = 4096  # jobs whose keep_s one store object remembers (the oldest forgotten first, then re-read)
 RENEW_EVERY = 4  # a store object renews a job's lasting keys every keep_s / RENEW_EVERY while it writes the job
+# keep_s is at least this many start_timeout_s (faasgd.config.check_combination): nothing renews a job's keys
+# between its setup's writes and its workers' first writes, and a worker may start start_timeout_s after the setup
+# (later, it counts as lost) and renews them only a quarter of keep_s after its own first write. Twice
+# start_timeout_s leaves it half of start_timeout_s from its start to that write (its shard loaded).
+KEEP_PER_START = 2
 LASTING_RECORDS = (keys.CONFIG, keys.JOB, keys.DONE, keys.RESULT, keys.LOST, keys.STATE)
 
 

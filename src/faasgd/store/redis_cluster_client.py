@@ -26,7 +26,9 @@ import threading
 import time
 
 from faasgd.store.redis_lib import redis
+from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.retry import Retry
 
 from faasgd.errors import ConfigError, StoreTimeout, StoreUnavailable
 from faasgd.store import meter
@@ -39,6 +41,8 @@ if tonumber(ARGV[3]) > 0 then redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 return 1"""
 INCR_IF_EXISTS = """if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 return redis.call('INCRBY', KEYS[1], ARGV[1])"""
+PROBE_S = 1.0  # how long `failing` waits for each node's answer
+FAILING = {"fail", "fail?"}  # CLUSTER NODES flags of a node the cluster holds down, or one node suspects
 REFUSED = ("MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN")  # error replies of a command the node did not run
 
 
@@ -256,6 +260,34 @@ class ClusterClient:
             finally:
                 node.close()
         return found
+
+    def failing(self) -> list[str]:
+        """The nodes to blame for a call that failed, by address: the masters of the slot map that do not answer,
+        and the nodes the first master that answers flags as failing (CLUSTER NODES: `fail`, or `fail?` before the
+        others agree), each asked once (no retry) within PROBE_S (a hung master costs the failed call that much
+        more). A read of keys held by live masters fails too once the cluster is down (CLUSTERDOWN, redis' full
+        coverage): only the flags name the node that died then. [] before the slot map is known."""
+        if self._cluster is None:
+            return []
+        blamed: set[str] = set()
+        told, probe_s = False, min(PROBE_S, self._node_options["socket_timeout"])
+        for name in sorted({holders[0].name for holders in self._cluster.nodes_manager.slots_cache.values() if holders}):
+            host, port = name.rsplit(":", 1)
+            node = redis.Redis(host=host, port=int(port), retry=Retry(NoBackoff(), 0), **{
+                **self._node_options, "socket_timeout": probe_s, "socket_connect_timeout": probe_s})
+            try:
+                if told:
+                    node.ping()
+                else:
+                    flags = node.execute_command("CLUSTER NODES")
+                    blamed.update(address for address, seen in flags.items()
+                                  if FAILING & set(seen["flags"].split(",")))
+                    told = True
+            except (redis.RedisError, OSError):
+                blamed.add(name)
+            finally:
+                node.close()
+        return sorted(blamed)
 
     def masters(self) -> list:
         """The masters, by the first slot each serves."""

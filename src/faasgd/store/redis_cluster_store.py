@@ -27,6 +27,11 @@ call naming the shard, and the worker's retry with the same push id completes th
 turns that off. After a failover the promoted master has no replica until one rejoins: writes go on without
 WAIT there (the cluster keeps serving rather than stop).
 
+Errors name the node that failed, not only the URL's seeds: a call the cluster refuses or cannot finish is a
+StoreUnavailable (StoreTimeout) whose detail starts with the masters that do not answer and the nodes the cluster
+flags as failing (ClusterClient.failing) — once a master without a replica dies the cluster is down, and a read
+of keys held by the live masters fails with a reply (CLUSTERDOWN) that names no node at all.
+
 The job clock is TIME of the master serving slot 0 (1 µs); after a failover, of the replica promoted in its
 place. Bytes are counted at the client's sockets (store/meter.py), every node's.
 """
@@ -80,13 +85,21 @@ class RedisClusterStore(MemcachedStore):
         if isinstance(error, redis.AuthenticationError):
             return StoreUnavailable(self.url, f"authentication failed ({error})")
         if isinstance(error, (redis.TimeoutError, socket.timeout, TimeoutError)):
-            return StoreTimeout(self.url, text)
+            return StoreTimeout(self.url, self._blaming(text))
         if isinstance(error, (redis.ConnectionError, redis.exceptions.ClusterError,
                               redis.exceptions.RedisClusterException, OSError)):
-            return StoreUnavailable(self.url, text)
+            return StoreUnavailable(self.url, self._blaming(text))
         if isinstance(error, redis.RedisError):
             return StoreError(self.url, text)
         return None
+
+    def _blaming(self, text: str) -> str:
+        """`text` led by the nodes that failed (ClusterClient.failing): the URL names only the seeds, and once
+        the cluster is down a read of a live master's keys fails with a reply that names no node."""
+        failing = self.client.failing()
+        if not failing:
+            return text
+        return f"{'node' if len(failing) == 1 else 'nodes'} {', '.join(failing)} down; {text}"
 
     def _ping(self) -> None:
         self.client.version()

@@ -60,6 +60,8 @@ JSON_BODIES = {
     "keep_s 0": ({"keep_s": 0}, 400, "keep_s", "[1, 2592000]"),
     "keep_s past 30 days": ({"keep_s": 30 * 86400 + 1}, 400, "keep_s", "[1, 2592000]"),
     "keep_s a fraction": ({"keep_s": 1.5}, 400, "keep_s", "integer"),
+    "keep_s shorter than the workers' start": ({"keep_s": 2}, 400, "keep_s", "start_timeout_s (240 s)"),
+    "keep_s under 2 x start_timeout_s": ({"keep_s": 9, "start_timeout_s": 5}, 400, "keep_s", "start_timeout_s 5"),
     "batch a dict": ({"batch_size": {"$gt": 0}}, 400, "batch_size", "integer"),
     "seed -1": ({"seed": -1}, 400, "seed", "integer"),
     "seed 2**31": ({"seed": 2**31}, 400, "seed", "integer"),

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from kubernetes_validate.utils import all_versions
 
+from support.docs import prose_files
 from support.paths import ROOT
 
 K8S = ROOT / "k8s"
@@ -216,3 +217,50 @@ def test_strict_validation_rejects_an_unknown_field(version):
     service["spec"] = {**service["spec"], "internalTrafficPolicyy": "Local"}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(service, version, strict=True)
+
+
+# A documented `kubectl apply -k k8s/...  # what it creates` line, and the stores such a comment may name
+APPLY_LINE = re.compile(r"kubectl apply -k (k8s/[\w/.-]*)[ \t]+#[ \t]*([^\n]+)")
+STORE_WORDS = {"redis cluster": "redis-cluster", "memcached pool": "memcached-pool",
+               "node-local memcached daemonset": "memcached-local", "redis": "redis", "memcached": "memcached"}
+
+
+def named_stores(comment: str) -> set[str]:
+    """The store workloads a comment names (the longest words first: "Redis Cluster" is not "redis")."""
+    text, names = comment.lower(), set()
+    for words in sorted(STORE_WORDS, key=len, reverse=True):
+        pattern = re.compile(rf"(?<![\w-]){re.escape(words)}(?![\w-])")
+        if pattern.search(text):
+            names.add(STORE_WORDS[words])
+            text = pattern.sub(" ", text)
+    return names
+
+
+def applied_servers(folder: str) -> set[str]:
+    """The serving workloads `kubectl apply -k folder` creates: `kubectl kustomize`'s rendering when kubectl is
+    here, else the files the folder's kustomization lists."""
+    path = ROOT / folder
+    if shutil.which("kubectl"):
+        rendered = subprocess.run(["kubectl", "kustomize", str(path)], capture_output=True, text=True, timeout=60)
+        assert rendered.returncode == 0, rendered.stderr
+        docs = [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+    else:
+        listed = yaml.safe_load((path / "kustomization.yaml").read_text())["resources"]
+        docs = [doc for name in listed for doc in documents(path / name)]
+    return {doc["metadata"]["name"] for doc in docs if doc["kind"] in SERVERS}
+
+
+def test_each_documented_kubectl_apply_creates_the_stores_its_comment_names():
+    """The cluster tutorial once said `kubectl apply -k k8s/` creates the sharded stores: k8s/sharded/ does."""
+    lines = [(path.name, folder, comment) for path in prose_files()
+             for folder, comment in APPLY_LINE.findall(path.read_text(encoding="utf-8"))]
+    assert any(folder.rstrip("/") == "k8s" for _, folder, _ in lines)  # the tutorial's lines are found
+    for page, folder, comment in lines:
+        named = named_stores(comment)
+        assert named, (page, folder, comment)
+        assert named <= applied_servers(folder), (page, folder, sorted(named - applied_servers(folder)))
+
+
+def test_the_store_words_name_what_they_mean():
+    assert named_stores("redis, memcached, node-local memcached DaemonSet") == {"redis", "memcached", "memcached-local"}
+    assert named_stores("the Redis Cluster and the memcached pool") == {"redis-cluster", "memcached-pool"}

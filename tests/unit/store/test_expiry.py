@@ -76,6 +76,25 @@ def test_a_bad_keep_s_is_refused_naming_the_field_and_nothing_is_written(bad):
         assert error.value.field == "keep_s"
 
 
+@pytest.mark.parametrize("settings", [{"keep_s": 2}, {"keep_s": 239}, {"keep_s": 9, "start_timeout_s": 5}])
+def test_a_keep_s_shorter_than_the_workers_start_is_refused_naming_both_fields(settings):
+    """A worker may start start_timeout_s after the setup wrote the job and renews its keys only a quarter of
+    keep_s after its own first write: a keep_s under 2 x start_timeout_s (120 s by default) would let them expire."""
+    with pytest.raises(ConfigError) as error:
+        load_config({}, settings)
+    assert error.value.field == "keep_s"
+    assert "start_timeout_s" in str(error.value) and f"keep_s {settings['keep_s']}" in str(error.value)
+    assert f"{2 * settings.get('start_timeout_s', 120)} s" in str(error.value)
+    with pytest.raises(ConfigError) as error:  # the function's environment sets start_timeout_s, a body keep_s
+        load_config({"start_timeout_s": "300"}, {"keep_s": 599})
+    assert error.value.field == "keep_s"
+
+
+@pytest.mark.parametrize("settings", [{"keep_s": 240}, {"keep_s": 2, "start_timeout_s": 1}, {"keep_s": 10, "start_timeout_s": 5}])
+def test_a_keep_s_of_twice_start_timeout_s_or_more_is_accepted(settings):
+    assert load_config({}, settings).keep_s == settings["keep_s"]
+
+
 def test_the_store_learns_keep_s_from_the_config_record_else_keeps_the_default():
     space = MemorySpace(StepClock())
     writer, other = (open_store("memory://learn", client=space) for _ in range(2))
@@ -100,7 +119,7 @@ def test_created_jobs_carry_their_configs_keep_s():
 
     store = memory_store()
     config = load_config({}, {"dataset": "synthetic", "train_samples": 600, "test_samples": 100,
-                              "hidden_sizes": [8], "number_of_workers": 2, "keep_s": 120})
+                              "hidden_sizes": [8], "number_of_workers": 2, "keep_s": 120, "start_timeout_s": 60})
     job_id = job.create_job(store, config)
     found = memory_ttls(store, job_id)
     assert missing_kinds(found, job_id, ("w:meta", "w:version", "w:0", "r:config", "r:job", "events")) == []
