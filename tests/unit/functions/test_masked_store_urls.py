@@ -116,3 +116,17 @@ def test_an_unforeseen_failure_quoting_a_store_url_is_logged_without_its_passwor
     logged = logs()
     assert answer.status_code == 500 and PASSWORD not in answer.get_data(as_text=True)
     assert "RuntimeError: could not reach" in logged and PASSWORD not in logged, logged
+
+
+@pytest.mark.parametrize("url", URLS.values(), ids=URLS.keys())
+@pytest.mark.parametrize("at", range(-12, 4))
+def test_a_message_cut_inside_a_url_shows_no_part_of_its_password(url, at):
+    from faasgd.errors import ConfigError
+    from faasgd.functions.http_call import MAX_MESSAGE, error_answer
+
+    start = url.index(PASSWORD) + len(PASSWORD) // 2  # the message's limit falls inside the password, or near it
+    given = "x" * (MAX_MESSAGE - len("store: got '") - start + at) + url
+    _, payload, _ = error_answer(ConfigError("store", f"got {given!r} and more"))
+    shown = payload["error"]
+    assert "more characters)" in shown
+    assert not any(PASSWORD[i:i + 4] in shown for i in range(len(PASSWORD) - 3)), shown[-80:]
