@@ -29,7 +29,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     + MEASURES + ("placement",)
 )  # one column per name: `store` is the config key (schema.py documents every column)
 PLOT_TITLES = {
-    "accuracy_vs_time": "Test accuracy against time",
+    "accuracy_vs_time": "Validation accuracy against time",
     "time_vs_workers": "Time to target against the number of workers",
     "time_vs_period": "Time to target against the fetch/push period",
     "phases": "Time of each phase per configuration",
