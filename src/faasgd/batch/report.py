@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from faasgd.batch import one_class
 from faasgd.config import FIELDS
 from faasgd.cost import Prices
 from faasgd.minibatch import batch_note
-from faasgd.job.result import MEASURES, one_class_note
+from faasgd.job.result import MEASURES
 
 CONFIG_KEYS = tuple(FIELDS)
 COST_SHOWN = ("billed_gb_s", "requests", "cold_starts", "cost_usd")  # summary.md's billing columns (faasgd.cost)
@@ -81,14 +82,6 @@ def label(run: dict) -> str:
 def reached(run: dict) -> bool:
     """True when the run finished and has a time to target."""
     return run.get("state") == "done" and bool(run.get("reached_target")) and run.get("time_to_target_s") is not None
-
-
-def one_class_note_of(run: dict) -> str | None:
-    """What a finished run whose model scores what always guessing one class does says (job.result), else None."""
-    if run.get("state") != "done" or not run.get("guesses_one_class") or run.get("final_test_accuracy") is None:
-        return None
-    return one_class_note(run["final_test_accuracy"], (run.get("config") or {}).get("learning_rate", FIELDS[
-        "learning_rate"].default))
 
 
 def times_to_target(runs: Iterable[dict]) -> list[float]:
@@ -164,9 +157,8 @@ def configuration_table(runs_of_one_config: list[dict]) -> str:
 
 
 def table_notes(runs_of_one_config: list[dict]) -> list[str]:
-    """The batch note when the configuration's rows a step are far above one worker's (minibatch.batch_note), then
-    one line per round that failed or did not reach the target, saying which, and per round whose model scores what
-    always guessing one class does (one_class_note_of)."""
+    """The batch note when the configuration's rows a step are far above one worker's (minibatch.batch_note), then a
+    line per round that failed, missed the target or whose model guesses one class (one_class.note_of), saying which."""
     config = (runs_of_one_config[0].get("config") or {}) if runs_of_one_config else {}
     note = batch_note(config) if config else None
     notes = [note] if note else []
@@ -177,8 +169,7 @@ def table_notes(runs_of_one_config: list[dict]) -> list[str]:
         elif not reached(run):
             epochs = num(run.get("epochs"), "{:.2f}")
             notes.append(f"round {run['round']}: did not reach {target} (stopped after {epochs} epochs)")
-        if one_class_note_of(run):
-            notes.append(f"round {run['round']}: {one_class_note_of(run)}")
+        notes += [f"round {run['round']}: {guess}"] if (guess := one_class.note_of(run)) else []
     return notes
 
 
@@ -295,21 +286,7 @@ def emnist_results(runs: list[dict]) -> list[str]:
             " are means over the rounds that finished. CPU µs/sample: the workers' and the store's CPU-seconds per"
             " sample trained, counted (`cpu_s_per_sample`); Store CPU s: the store servers' own count over the job."
             " Per-run values are in `runs.csv`, per-round tables in `output.txt`.", "", *results_table(summarize(runs)),
-            *one_class_lines(runs)]
-
-
-def one_class_lines(runs: list[dict]) -> list[str]:
-    """Under the results table, one line per configuration with rounds whose model scores what always guessing one
-    class does: a mean test accuracy there is no model's skill."""
-    lines = []
-    for group in by_configuration(runs):
-        guessing = [run for run in group if one_class_note_of(run)]
-        if guessing:
-            rate = num(guessing[0].get("majority_class_rate"), "{:.4f}")
-            rounds = ", ".join(str(run["round"]) for run in guessing)
-            lines.append(f"- {md(label(group[0]))}: {len(guessing)} of {len(group)} rounds (round {rounds}): "
-                         f"{md(one_class_note_of(guessing[0]))} (the most common class is {rate} of the test rows)")
-    return ["", "Models no better than a constant:", "", *lines] if lines else []
+            *one_class.summary_lines([(label(group[0]), group) for group in by_configuration(runs)])]
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,8 @@ import time
 from typing import Callable
 
 from faasgd import cost
-from faasgd.batch import stacking_runs
+from faasgd.batch import one_class, stacking_runs
 from faasgd.batch.matrix import Configuration, Matrix
-from faasgd.batch.report import one_class_note_of
 from faasgd.batch.targets import Target, cap_message, replicas_for
 from faasgd.config import load_request
 from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
@@ -106,4 +105,4 @@ def _outcome(record: dict) -> str:
     ttt = record.get("time_to_target_s")
     reached = f"time to target {ttt:.1f} s" if ttt is not None else "target not reached"
     accuracy = f"done, {reached}, model's test accuracy {record.get('final_test_accuracy') or 0:.4f}"
-    return f"{accuracy} ({one_class_note_of(record)})" if one_class_note_of(record) else accuracy
+    return f"{accuracy} ({one_class.note_of(record)})" if one_class.note_of(record) else accuracy
