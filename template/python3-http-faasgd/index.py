@@ -43,6 +43,7 @@ from werkzeug.exceptions import HTTPException
 
 from faasgd.functions import http_call, replica_renewal
 from faasgd.functions.replica_life import ReplicaLife, listening_socket
+from faasgd.store.url import mask_urls
 
 logging.basicConfig(level=os.getenv("log_level", "INFO"), stream=sys.stderr,  # the container's log
                     format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -125,9 +126,10 @@ def on_error(exc):
 
 
 def log_failure(exc):
-    """The traceback, on stderr only (the container's log), with the call's id."""
-    print(f"{request.method} {request.path} [{request.headers.get('X-Call-Id', 'none')}] failed:", file=sys.stderr)
-    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    """The traceback, on stderr only (the container's log), with the call's id; every URL's password masked."""
+    call = f"{request.method} {request.path} [{request.headers.get('X-Call-Id', 'none')}]"
+    print(mask_urls(f"{call} failed:"), file=sys.stderr)
+    print(mask_urls("".join(traceback.format_exception(type(exc), exc, exc.__traceback__))), end="", file=sys.stderr)
     sys.stderr.flush()
 
 

@@ -82,12 +82,25 @@ def reach_note(group: list[dict]) -> str:
     return f" ({len(reached)}/{len(finished)} reached)" if len(reached) < len(finished) else ""
 
 
+def until_crossing(run: dict) -> list[list[float]]:
+    """The run's validation curve up to its crossing, which ends it (what came after trained on past the target
+    until the workers stopped: not the job's model); the whole curve when it has none."""
+    points, crossed = run.get("curve") or [], run.get("crossing")
+    if not crossed:
+        return points
+    return [p for p in points if p[0] < crossed[0]] + [list(crossed)]
+
+
 def draw_curves(ax, group: list[dict], style: dict) -> Line2D:
-    """The configuration's rounds as thin lines; its legend handle."""
+    """The configuration's rounds as thin lines of validation accuracy, each ending at its crossing, marked; its
+    legend handle."""
     for run in group:
-        if run.get("curve"):
-            seconds, accuracy = zip(*run["curve"])
+        points = until_crossing(run)
+        if points:
+            seconds, accuracy = zip(*points)
             ax.plot(seconds, accuracy, color=style["color"], linewidth=1.0, alpha=0.6)
+        if run.get("crossing"):
+            ax.plot(*run["crossing"], color=style["color"], marker=style["marker"], markersize=4, linestyle="none")
     return Line2D([], [], color=style["color"], marker=style["marker"], linewidth=1.5)
 
 
@@ -117,17 +130,19 @@ def panel_axes(sub, first, strip_rows: int):
 
 
 def draw_accuracy_vs_time(runs: list[dict]) -> Figure | None:
-    """Validation accuracy against seconds since the job was created: one colour per configuration, a line per
-    round, the target dashed, and above it (one target) each configuration's mean time to target ± stdev;
-    None when no run has a curve."""
+    """Validation accuracy (what the target is checked on: epoch ends and Downpour's checks) against seconds since
+    the job was created: one colour per configuration, a line per round ending at its crossing (marked), the target
+    dashed, and above it (one target) each configuration's mean time to target ± stdev; None when no run has a
+    curve."""
     groups = [g for g in by_configuration(runs) if any(run.get("curve") for run in g)]
     if not groups:
         return None
     found = targets(runs)
     target = found[0] if len(found) == 1 and times_to_target(runs) else None
     panels = split(groups)
-    key = "configuration: one line per round" + ("; above: mean time to target ± stdev" if target else "")
-    extra = LegendText(tuple(f"target {t:g}" for t in found), key, text_chars(grid_columns(len(panels))))
+    key = ("configuration: one line per round of validation accuracy (what the target is checked on), ending at its "
+           "crossing (marked)" + ("; above: mean time to target ± stdev" if target else ""))
+    extra = LegendText(tuple(f"target {t:g} (validation)" for t in found), key, text_chars(grid_columns(len(panels))))
     texts = [panel_texts([Series(settings(g[0]), label(g[0]), reach_note(g)) for g in panel], extra)
              for panel in panels]
     strip_rows = max(len(panel) for panel in panels) if target else 0
@@ -137,7 +152,7 @@ def draw_accuracy_vs_time(runs: list[dict]) -> Figure | None:
         strip, ax = panel_axes(sub, first, strip_rows)
         first = first or ax
         handles = [draw_curves(ax, group, look(i)) for i, group in enumerate(panel)]
-        handles += [ax.axhline(t, color="0.3", linestyle="--", linewidth=1.0) for t in found]
+        handles += [ax.axhline(t, color="0.3", linestyle="--", linewidth=1.0) for t in found]  # on validation
         if strip:
             draw_time_strip(strip, panel, target)
         ax.set_xlabel(fit("time since the job was created (s)", len(panels)))

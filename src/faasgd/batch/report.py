@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from faasgd.batch import one_class
 from faasgd.config import FIELDS
 from faasgd.cost import Prices
 from faasgd.minibatch import batch_note
@@ -29,7 +30,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     + MEASURES + ("placement",)
 )  # one column per name: `store` is the config key (schema.py documents every column)
 PLOT_TITLES = {
-    "accuracy_vs_time": "Test accuracy against time",
+    "accuracy_vs_time": "Validation accuracy against time",
     "time_vs_workers": "Time to target against the number of workers",
     "time_vs_period": "Time to target against the fetch/push period",
     "phases": "Time of each phase per configuration",
@@ -156,8 +157,8 @@ def configuration_table(runs_of_one_config: list[dict]) -> str:
 
 
 def table_notes(runs_of_one_config: list[dict]) -> list[str]:
-    """The batch note when the configuration's rows a step are far above one worker's (minibatch.batch_note), then
-    one line per round that failed or did not reach the target, saying which."""
+    """The batch note when the configuration's rows a step are far above one worker's (minibatch.batch_note), then a
+    line per round that failed, missed the target or whose model guesses one class (one_class.note_of), saying which."""
     config = (runs_of_one_config[0].get("config") or {}) if runs_of_one_config else {}
     note = batch_note(config) if config else None
     notes = [note] if note else []
@@ -168,6 +169,7 @@ def table_notes(runs_of_one_config: list[dict]) -> list[str]:
         elif not reached(run):
             epochs = num(run.get("epochs"), "{:.2f}")
             notes.append(f"round {run['round']}: did not reach {target} (stopped after {epochs} epochs)")
+        notes += [f"round {run['round']}: {guess}"] if (guess := one_class.note_of(run)) else []
     return notes
 
 
@@ -283,7 +285,8 @@ def emnist_results(runs: list[dict]) -> list[str]:
     return ["Time to target: mean ± sample stdev over the rounds that reached the target; the other columns"
             " are means over the rounds that finished. CPU µs/sample: the workers' and the store's CPU-seconds per"
             " sample trained, counted (`cpu_s_per_sample`); Store CPU s: the store servers' own count over the job."
-            " Per-run values are in `runs.csv`, per-round tables in `output.txt`.", "", *results_table(summarize(runs))]
+            " Per-run values are in `runs.csv`, per-round tables in `output.txt`.", "", *results_table(summarize(runs)),
+            *one_class.summary_lines([(label(group[0]), group) for group in by_configuration(runs)])]
 
 
 @dataclass(frozen=True)

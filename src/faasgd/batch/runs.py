@@ -13,7 +13,7 @@ import time
 from typing import Callable
 
 from faasgd import cost
-from faasgd.batch import stacking_runs
+from faasgd.batch import one_class, stacking_runs
 from faasgd.batch.matrix import Configuration, Matrix
 from faasgd.batch.targets import Target, cap_message, replicas_for
 from faasgd.config import load_request
@@ -21,6 +21,7 @@ from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
 from faasgd.job.result import MEASURES
 
 RUN_KEYS = ("state", "error", "clock", "cpu_clock") + MEASURES  # what a run record takes from the job's result
+CURVE_EVENTS = ("epoch", "check")  # the job's events that evaluate its parameters: epoch ends, Downpour's checks
 
 
 def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
@@ -53,7 +54,8 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     config = load_request({}, body)
     record = {"config_id": configuration.config_id, "configuration": configuration.label,
               "varying": configuration.varying, "round": round_number, "config": config.to_dict(),
-              "store": configuration.store, "job_id": None, "placement": [], "curve": [], "test_curve": []}
+              "store": configuration.store, "job_id": None, "placement": [], "curve": [], "test_curve": [],
+              "crossing": None}
     message = cap_message(config.number_of_workers)
     if message and round_number == 1:
         progress(f"note: {message}")
@@ -71,18 +73,30 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     record["placement"] = ["|".join(w.get("replicas") or []) if w else None for w in status["workers"]]
     record["curve"] = curve(status)
     record["test_curve"] = curve(status, "test_accuracy")
+    record["crossing"] = crossing(status)
     record["profile"] = status.get("profiles") or []  # each worker's resource series: the run's profile plot
     return record
 
 
 def curve(status: dict, measure: str = "accuracy") -> list[list[float]]:
-    """[seconds since the job was created (store clock), validation accuracy] after each evaluated epoch end (a
-    Downpour job's: one worker a round, every worker at its last; worker/curve_rows.py), in time order; `measure`
-    "test_accuracy": the test accuracy of the same parameters (reported, never a stop rule)."""
+    """[seconds since the job was created (store clock), validation accuracy] at every evaluation the job recorded,
+    in time order: each evaluated epoch end (a Downpour job's: one worker a round, every worker at its last;
+    worker/curve_rows.py) and each of Downpour's stop-rule checks between them (downpour/stop_rule.py: the crossing
+    is usually one), so the curve holds the accuracies the target is checked on. `measure` "test_accuracy": the test
+    accuracy of the same parameters where measured (reported, never a stop rule)."""
     created = status["created_at"]
     points = [[e["at"] - created, e[measure]] for e in status.get("events", [])
-              if e.get("event") == "epoch" and e.get(measure) is not None]
+              if e.get("event") in CURVE_EVENTS and e.get(measure) is not None]
     return sorted(points)
+
+
+def crossing(status: dict) -> list[float] | None:
+    """[seconds since the job was created, validation accuracy] where the job met its target (its crossing record:
+    the parameters kept as its model), or None."""
+    done = status.get("done")
+    if not done or done.get("at") is None:
+        return None
+    return [done["at"] - status["created_at"], done["validation_accuracy"]]
 
 
 def _outcome(record: dict) -> str:
@@ -90,4 +104,5 @@ def _outcome(record: dict) -> str:
         return f"FAILED: {record.get('error')}"
     ttt = record.get("time_to_target_s")
     reached = f"time to target {ttt:.1f} s" if ttt is not None else "target not reached"
-    return f"done, {reached}, model's test accuracy {record.get('final_test_accuracy') or 0:.4f}"
+    accuracy = f"done, {reached}, model's test accuracy {record.get('final_test_accuracy') or 0:.4f}"
+    return f"{accuracy} ({one_class.note_of(record)})" if one_class.note_of(record) else accuracy

@@ -66,6 +66,11 @@ MEASURED = (
     Column("samples_to_target", "samples", "", "samples trained at the crossing"),
     Column("final_validation_accuracy", "fraction", "", "validation accuracy of the job's model"),
     Column("final_test_accuracy", "fraction", "", "test accuracy of the job's model"),
+    Column("majority_class_rate", "fraction", "",
+           "what always guessing the test rows' most common class scores (its share of them)"),
+    Column("guesses_one_class", "", "",
+           "true when final_test_accuracy is within 0.005 of what always guessing one class scores: the model learned "
+           "nothing it shows (a learning_rate too small or too large?)"),
     Column("epochs", "epochs", "", "samples / training rows, every worker"),
     Column("samples", "samples", "", "samples trained, every worker"),
     Column("wall_s", "s", "job", "the span of the workers' calls: the first call's entry to the last call's last "

@@ -124,6 +124,8 @@ def print_summary(result: dict, workers: list[dict | None] | None = None, out: C
         f"workers          {result.get('number_of_workers')}, at most {_num(result.get('max_concurrent_workers'))} "
         f"training at once",
     ]
+    if result.get("warning"):
+        lines.insert(1, f"warning          {result['warning']}")
     for line in lines + split_lines(result) + cpu_lines(result) + cost_lines(result) + resource_lines(result):
         out.print(visible(line), highlight=False, markup=False)
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.fields import FieldInfo
 
 from faasgd.errors import ConfigError
+from faasgd.store.url import mask_urls
 
 # Where stores are: set by the function's own configuration (environment, secrets), never by a request, so
 # nothing a caller sends makes a function connect elsewhere or send a password away. A request names a store.
@@ -81,7 +82,7 @@ def read_flag(value: Any, info: ValidationInfo) -> bool:
 def read_store_name(value: Any, info: ValidationInfo) -> str:
     if not isinstance(value, str) or not (value == "" or _STORE_NAME.match(value.strip())):
         raise ConfigError(info.field_name, f"must be the name of a configured store (like redis or memcached), "
-                                           f"got {value!r}")
+                                           f"got {mask_urls(repr(value))}")
     return value.strip()
 
 

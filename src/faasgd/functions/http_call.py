@@ -17,7 +17,8 @@ every default), and so is a query string (what a POST starts comes from its body
 Errors (`error_answer`): an exception with an integer `http_status` in 400..599 keeps it, with its `field`
 and an `Allow` list for one with `allow`; anything else is None, which the caller answers as
 `internal_error` (a 500 naming only the call id; the traceback goes to the log). A message quoting an
-oversize value is cut at MAX_MESSAGE characters. `framing_error` and `unparsable_request` are the two
+oversize value is cut at MAX_MESSAGE characters; message and field have every URL's password masked (a caller
+may send a store URL where a store's name belongs). `framing_error` and `unparsable_request` are the two
 answers the server itself gives before any route (waitress's parser, in index.py).
 """
 
@@ -29,6 +30,7 @@ from typing import Any, Iterable
 from urllib.parse import parse_qsl
 
 from faasgd.errors import ConfigError
+from faasgd.store.url import mask_urls
 
 JSON_TYPES = ("", "application/json", "text/plain")
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -117,10 +119,11 @@ def unique_keys(pairs: Iterable[tuple[str, Any]], where: str) -> dict[str, Any]:
 
 
 def cut(message: str) -> str:
-    """The message, cut at MAX_MESSAGE characters (saying how many more there were)."""
+    """The message, cut at MAX_MESSAGE characters (saying how many more there were), the password of every URL
+    in it masked: a message may quote a store URL a caller sent where none is taken."""
     if len(message) <= MAX_MESSAGE:
-        return message
-    return f"{message[:MAX_MESSAGE]}... ({len(message) - MAX_MESSAGE} more characters)"
+        return mask_urls(message)
+    return f"{mask_urls(message[:MAX_MESSAGE], cut=True)}... ({len(message) - MAX_MESSAGE} more characters)"
 
 
 def error_answer(exc: BaseException) -> tuple[int, dict, tuple[str, ...] | None] | None:
@@ -130,7 +133,7 @@ def error_answer(exc: BaseException) -> tuple[int, dict, tuple[str, ...] | None]
         return None
     payload: dict[str, Any] = {"error": cut(str(exc))}
     if getattr(exc, "field", None) is not None:
-        payload["field"] = exc.field
+        payload["field"] = mask_urls(exc.field)
     allow = getattr(exc, "allow", None)
     return status, payload, tuple(allow) if allow else None
 

@@ -22,6 +22,7 @@ from faasgd.openfaas import json_answer
 from faasgd.stacking import admission, flow, records
 from faasgd.stacking.config import load_stacking
 from faasgd.store.keys import check_job_id
+from faasgd.store.url import mask_urls
 
 DEFAULT_MAX_REQUEST_BYTES = 1 << 20  # the template's index.py default for max_request_bytes
 REQUEST_KEYS = {
@@ -83,7 +84,7 @@ def work(function: str, body: Any, env: Mapping[str, str]) -> tuple[int, dict]:
     job_id = check_job_id(body.get("job_id"))
     store_name = body.get("store") or ""
     if not isinstance(store_name, str):
-        raise ConfigError("store", f"must be the name of a configured store, got {store_name!r}")
+        raise ConfigError("store", f"must be the name of a configured store, got {mask_urls(repr(store_name))}")
     store = replica_cache.store_for(FunctionEnv.read(env).store_url_of(read_setting({"store": store_name}, "store")))
     config = records.read_config(store, job_id)
     tracing.annotate(job_id=job_id, trainer_id=body.get("trainer_id"))

@@ -8,7 +8,7 @@ error). Below its target, the final global parameters are kept as the job's mode
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -21,22 +21,26 @@ from faasgd.store import ParameterStore, keys
 
 
 def finish_worker(store: ParameterStore, job_id: str, config: TrainConfig,
-                  evaluate: Callable[[np.ndarray], tuple[float, float]] | None) -> dict | None:
+                  evaluate: Callable[[np.ndarray], tuple[float, float]] | None,
+                  shares: Sequence[float] = ()) -> dict | None:
     """After a worker's final record: when every worker's record is final, write the result (once).
 
     The worker records decide, not a counter of calls, so a call that ends twice (a redelivery) or a
     crash between the final record and this check changes nothing: the next worker or supervisor to
     look writes it. `evaluate(weights) -> (validation, test accuracy)` evaluates the final weights of
-    a job that did not reach its target, kept as its model. The result, or None.
+    a job that did not reach its target, kept as its model; `shares` each class's share of the test rows
+    (job.result.class_shares: the result says when the model scores what always guessing one does). The result,
+    or None.
     """
     progress = read_progress(store, job_id, config.number_of_workers)
     if not all(r and r.get("state") in WORKER_ENDED_STATES for r in progress.values()):
         return None
-    return write_result(store, job_id, evaluate)
+    return write_result(store, job_id, evaluate, shares=shares)
 
 
 def write_result(store: ParameterStore, job_id: str,
-                 evaluate: Callable[[np.ndarray], tuple[float, float]] | None = None, error: str | None = None) -> dict:
+                 evaluate: Callable[[np.ndarray], tuple[float, float]] | None = None, error: str | None = None,
+                 shares: Sequence[float] = ()) -> dict:
     """Assemble and write the result record once (an existing result is returned unchanged).
 
     Below the target, with `evaluate`, the final global parameters are kept as the job's model first."""
@@ -54,7 +58,8 @@ def write_result(store: ParameterStore, job_id: str,
         except StoreError:
             pass
     calls = [e for e in store.events(job_id) if e.get("event") == "call"]  # no worker record holds these
-    result = build_result(config, meta, progress, done, final, error, store.job_time(), calls, server_cpu(store))
+    result = build_result(config, meta, progress, done, final, error, store.job_time(), calls, server_cpu(store),
+                          shares)
     store.add_record(job_id, keys.RESULT, result)
     store.append_event(job_id, {"event": "result", "state": result["state"], "at": result["finished_at"]})
     return store.get_record(job_id, keys.RESULT) or result

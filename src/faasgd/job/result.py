@@ -10,6 +10,11 @@ are those of the job's model (faasgd.job.model_file): the parameters kept at the
 of the parameters that met the target; records are written with each push, so that is what the model
 was trained on), beside the totals.
 
+A model no better than a constant: `majority_class_rate` is what always guessing the test rows' most common class
+scores; `guesses_one_class` is true when the final test accuracy is within ONE_CLASS_TOLERANCE of what always
+guessing some class scores (a model that learned nothing it shows: often a learning rate too small or too large
+for the task), and then `warning` says so, naming the learning rate (`one_class_note`).
+
 Clocks (the result's `clock` names the timeline's): every stamp is on the job's timeline
 (ParameterStore.job_time: Redis TIME, 1 µs; on Memcached, whose clock has whole seconds, the hosts' own
 time.time, 1 µs), read once per call and moved on by time.monotonic (worker/call_clock.py). A job's wall time
@@ -49,6 +54,9 @@ SPLIT: tuple[str, ...] = ("compute", "batches", "eval", "load")
 MEASURES: tuple[str, ...] = (
     "time_to_target_s", "reached_target", "epochs_to_target", "samples_to_target",  # at the crossing
     "final_validation_accuracy", "final_test_accuracy",  # the job's model
+    # what always guessing the test rows' most common class scores; the final test accuracy is what always guessing
+    # one class scores (within ONE_CLASS_TOLERANCE): the model learned nothing it shows
+    "majority_class_rate", "guesses_one_class",
     "epochs", "samples", "wall_s",  # totals: training after the crossing (until workers stop) included
     "samples_per_s", "pushes", "fetches", "conflicts", "retries", "staleness_p50", "staleness_p99",
     "max_concurrent_workers",  # the most workers that trained at the same time (intervals_peak)
@@ -68,9 +76,32 @@ MEASURES: tuple[str, ...] = (
 ) + profile.MEASURES + cost.MEASURES  # resources: Driple's 12 figures, totals, peaks; billing and money (cost.py)
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
-    ("job_id", "state", "error") + MEASURES
+    ("job_id", "state", "error", "warning") + MEASURES
     + ("target_accuracy", "number_of_workers", "model_version", "finished_at", "clock", "cpu_clock")
 )
+ONE_CLASS_TOLERANCE = 0.005  # how near a class's share of the test rows a test accuracy counts as guessing it
+
+
+def class_shares(labels: np.ndarray) -> list[float]:
+    """Each class's share of `labels` (the test rows'): what always guessing that class scores."""
+    labels = np.asarray(labels)
+    return (np.bincount(labels) / labels.size).tolist() if labels.size else []
+
+
+def one_class_figures(test_accuracy: float | None, shares: Sequence[float]) -> dict[str, Any]:
+    """majority_class_rate and guesses_one_class (the module's docstring); None for what cannot be told."""
+    if not shares:
+        return {"majority_class_rate": None, "guesses_one_class": None}
+    guesses = None if test_accuracy is None else \
+        any(abs(test_accuracy - share) <= ONE_CLASS_TOLERANCE for share in shares if share > 0)
+    return {"majority_class_rate": max(shares), "guesses_one_class": guesses}
+
+
+def one_class_note(test_accuracy: float, learning_rate: float) -> str:
+    """What a result whose model guesses one class says, naming the learning rate (the CLI, test.sh's outputs)."""
+    return (f"test accuracy {test_accuracy:.4f} is what always guessing one class scores: the model learned nothing "
+            f"it shows; learning_rate {learning_rate:g} may be too small or too large for this task (try 10x either "
+            f"way)")
 
 
 def percentile_from_hist(hist: dict[int, int], q: float) -> float | None:
@@ -147,13 +178,15 @@ def cpu_figures(records: list[dict], samples: int, created_cpu_s: float | None,
 
 def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, dict | None], done: dict | None,
                  final: dict | None, error: str | None = None, now: float | None = None,
-                 extra_calls: Sequence[dict] = (), server_cpu_s: float | None = None) -> dict[str, Any]:
+                 extra_calls: Sequence[dict] = (), server_cpu_s: float | None = None,
+                 shares: Sequence[float] = ()) -> dict[str, Any]:
     """The job's result record from every worker's final progress (state "failed" when any error).
 
     `done`: the crossing record, whose model is the job's; else `final` {"validation", "test", "version"}: the
     final parameters, evaluated (None when they could not be). `now`: on the job's timeline. `extra_calls`: the
     calls no worker record holds (the set-up call, duplicate deliveries: their "call" events). `server_cpu_s`: the
-    store servers' CPU count now (None: unknown)."""
+    store servers' CPU count now (None: unknown). `shares`: each class's share of the test rows (class_shares; ():
+    unknown)."""
     now = time.time() if now is None else now
     records = [r for r in progress.values() if r]
     errors = [r["error"] for r in records if r.get("error")]
@@ -178,6 +211,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "samples_to_target": done["samples"] if done else None,
         "final_validation_accuracy": model.get("validation"),
         "final_test_accuracy": model.get("test"),
+        **one_class_figures(model.get("test"), shares),
         "epochs": (samples / train_size) if train_size else 0.0,
         "samples": samples,
         "wall_s": wall_s,
@@ -210,6 +244,8 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "clock": meta.get("clock"),
     }
     result.update(cost.job_figures(progress.values(), extra_calls, result["wall_s"]))  # at the default prices
+    result["warning"] = one_class_note(result["final_test_accuracy"], config.learning_rate) \
+        if result["guesses_one_class"] and not error else None
     return {key: result[key] for key in RESULT_KEYS}
 
 

@@ -19,6 +19,12 @@ EXAMPLE = ("redis://[:password@]host:6379/0, redis-cluster://[:password@]host:63
            "memcached://host:11211[,host:port...] or memory://name")
 MAX_NODES = 64  # servers one URL may name
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")  # memory:// space names
+_SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"  # where a URL starts (not inside a longer word)
+_URL = re.compile(_SCHEME + r"[^\s'\"<>`]+")  # a URL in text, up to a space or a quote
+# what is left of a user-info a URL's pattern split (a password holding a space, a '/' or an '@'): from a scheme
+# to the last '@' before a quote, a line's end or the next scheme, with a ':' in it
+_SPLIT_USERINFO = re.compile(rf"({_SCHEME})((?:(?!{_SCHEME})[^:'\"<>`\n])*):((?:(?!{_SCHEME})[^'\"<>`\n])*)@")
+_CUT_USERINFO = re.compile(rf"({_SCHEME})((?:(?!{_SCHEME})[^:'\"<>`\n])*):(?:(?!{_SCHEME})[^'\"<>`\n@])*\Z")
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,16 @@ def mask_password(url: str) -> str:
         return str(url)
     user = userinfo.split(":", 1)[0]
     return f"{scheme}://{user}:***@{hostport}{tail}"
+
+
+def mask_urls(text: str, cut: bool = False) -> str:
+    """`text` with the password of every URL in it masked (mask_password), for messages that may quote what a
+    caller sent: a password the URL's pattern cannot delimit (a space, '/' or '@' in it) is masked up to the last
+    '@' before the quote or line's end that closes it (more is masked than the password then, never less).
+    `cut`: the text is the start of a longer one, so a user-info running to its end is masked to its end."""
+    text = _URL.sub(lambda m: mask_password(m.group()), str(text))
+    text = _SPLIT_USERINFO.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", text)
+    return _CUT_USERINFO.sub(lambda m: f"{m.group(1)}{m.group(2)}:***", text) if cut else text
 
 
 def parse_store_url(url: str) -> StoreUrl:

@@ -6,6 +6,7 @@ import logging
 
 from faasgd.config import TrainConfig
 from faasgd.job import ending as job_ending
+from faasgd.job.result import class_shares
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.store import ParameterStore
 from faasgd.worker.progress import WorkerProgress
@@ -36,7 +37,8 @@ def end_worker(store: ParameterStore, job_id: str, config: TrainConfig, progress
         else:
             evaluate = None if trainer is None else (
                 lambda w: (trainer.evaluate(w), trainer.evaluate(w, trainer.test)))  # (validation, test)
-            retry_call(lambda: job_ending.finish_worker(store, job_id, config, evaluate), policy)
+            shares = () if trainer is None else class_shares(trainer.test.y)
+            retry_call(lambda: job_ending.finish_worker(store, job_id, config, evaluate, shares), policy)
     except Exception as error:  # the store is gone: the caller reports the cause
         log.warning("job %s worker %d: could not record its end: %s", job_id, progress.worker_id, error)
     return record

@@ -51,7 +51,7 @@ def test_accuracy_plot_strip_has_each_configurations_mean_time_to_target_and_std
     assert np.array(bars(strip, "x")) == pytest.approx(np.array(expected))
     legend = [t.get_text() for t in fig.findobj(Legend)[0].get_texts()]
     assert legend == ["number_of_workers=1", "number_of_workers=2 (2/3 reached)", "number_of_workers=4 (0/3 reached)",
-                      "target 0.85"]
+                      "target 0.85 (validation)"]
 
 
 def test_time_vs_workers_points_are_means_with_stdev_and_hollow_where_rounds_missed(runs):

@@ -108,12 +108,19 @@ def test_lr_on_rcv1_like_trains_on_csr_shards():
     assert result["state"] == "done" and result["final_validation_accuracy"] is not None
     assert store.get_weights(job_id)[0].size == data.tabular.GENERATED["rcv1-like"] + 1
     assert np.any(store.get_weights(job_id)[0] != 0)
+    # two epochs of 600 rows learn nothing the test rows show: the result says so (the last worker's test rows)
+    test = data.load_shard("rcv1-like", "test", 0, 1, config.test_samples, scaled=True, after=config.train_samples)
+    assert result["majority_class_rate"] == pytest.approx(np.bincount(test.y).max() / len(test.y))
+    assert result["final_test_accuracy"] == pytest.approx(result["majority_class_rate"])
+    assert result["guesses_one_class"] is True and "learning_rate 0.5 " in result["warning"]
 
 
 def test_lr_on_higgs_like_learns():
     store, job_id = train_job(config_of("higgs", train_samples=2000, validation_samples=400, max_epochs=3,
                                         batch_size=32))
-    assert store.get_record(job_id, "result")["final_validation_accuracy"] > 0.62  # a linear model tops near 0.70
+    result = store.get_record(job_id, "result")
+    assert result["final_validation_accuracy"] > 0.62  # a linear model tops near 0.70
+    assert result["guesses_one_class"] is False and result["warning"] is None
 
 
 @pytest.mark.parametrize("body, field", [
