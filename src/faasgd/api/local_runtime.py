@@ -20,12 +20,18 @@ from typing import Iterator
 
 from faasgd.errors import ConfigError
 from faasgd.local import control, credentials
+from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
+from faasgd.local.state_file import load_state
 from faasgd.openfaas import GatewayClient
 
 DEFAULT_DIR = control.DEFAULT_DIR
 NO_GATEWAY = ("no gateway: pass --gateway URL (Python: gateway=URL), set OPENFAAS_URL, or start the local runtime "
               "with `faasgd up` (Python: faasgd.api.start_runtime())")
+# The runtimes start_runtime started in this Python process, by folder: the daemon's identity (pid and start time).
+# stop_runtime stops only these (unless forced), so a runtime a terminal's `faasgd up` or another session started
+# is left running however a session ends.
+_STARTED_HERE: dict[Path, ProcessRef] = {}
 
 
 @dataclass(frozen=True)
@@ -69,15 +75,24 @@ def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFA
                                    f"Python: stack='path/to/stack.yml')")
     state, started = control.up(stack, port, directory, ack_wait_s, queue_workers=queue_workers, delivery=delivery,
                                 backend=backend, watchdog_choice=watchdog, wait=wait, only=only)
+    if started and (daemon := ProcessRef.from_json(state)) is not None:
+        _STARTED_HERE[Path(directory).resolve()] = daemon
     return Runtime(state["gateway_url"], str(Path(directory).resolve()), started, state)
 
 
-def stop_runtime(directory: str = DEFAULT_DIR) -> list[int]:
-    """Stop the runtime of `directory` and everything it started (`faasgd down`); the pids stopped.
+def stop_runtime(directory: str = DEFAULT_DIR, *, force: bool = False) -> list[int]:
+    """Stop the runtime of `directory` and everything it started (`faasgd down`) if `start_runtime` started it in
+    this Python process; the pids stopped. A runtime found running (a terminal's `faasgd up`, another session's)
+    is left running and [] returned; `force=True` stops it all the same, as `faasgd down` does.
 
         >>> stop_runtime()                       # doctest: +SKIP
         [41230, 41231, 41232]
     """
+    folder = Path(directory).resolve()
+    ours = _STARTED_HERE.get(folder)
+    if not force and (ours is None or ProcessRef.from_json(load_state(folder)) != ours):
+        return []  # not started here, or since replaced by a runtime someone else started in that folder
+    _STARTED_HERE.pop(folder, None)
     return control.down(directory)
 
 
