@@ -31,7 +31,7 @@ NO_GATEWAY = ("no gateway: pass --gateway URL (Python: gateway=URL), set OPENFAA
 # The runtimes start_runtime started in this Python process, by folder: the daemon's identity (pid and start time).
 # stop_runtime stops only these (unless forced), so a runtime a terminal's `faasgd up` or another session started
 # is left running however a session ends.
-_STARTED_HERE: dict[Path, ProcessRef] = {}
+_STARTED_HERE: dict[Path, ProcessRef | None] = {}
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFA
                                    f"Python: stack='path/to/stack.yml')")
     state, started = control.up(stack, port, directory, ack_wait_s, queue_workers=queue_workers, delivery=delivery,
                                 backend=backend, watchdog_choice=watchdog, wait=wait, only=only)
-    if started and (daemon := ProcessRef.from_json(state)) is not None:
-        _STARTED_HERE[Path(directory).resolve()] = daemon
+    if started:
+        _STARTED_HERE[Path(directory).resolve()] = ProcessRef.from_json(state)
     return Runtime(state["gateway_url"], str(Path(directory).resolve()), started, state)
 
 
@@ -90,7 +90,8 @@ def stop_runtime(directory: str = DEFAULT_DIR, *, force: bool = False) -> list[i
     """
     folder = Path(directory).resolve()
     ours = _STARTED_HERE.get(folder)
-    if not force and (ours is None or ProcessRef.from_json(load_state(folder)) != ours):
+    replaced = ours is not None and ProcessRef.from_json(load_state(folder)) != ours
+    if not force and (folder not in _STARTED_HERE or replaced):
         return []  # not started here, or since replaced by a runtime someone else started in that folder
     _STARTED_HERE.pop(folder, None)
     return control.down(directory)
