@@ -55,7 +55,8 @@ class Runtime:
 def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFAULT_DIR, *,
                   ack_wait_s: float = 300.0, queue_workers: int | None = None,
                   delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process",
-                  watchdog: str = "auto", wait: bool = False, only: str = "*") -> Runtime:
+                  watchdog: str = "auto", wait: bool = False, only: str = "*",
+                  stores: tuple[str, ...] | str = ()) -> Runtime:
     """Start the local runtime (stores, queue, gateway, replicas) unless it already runs: `faasgd up`.
 
     `port` 0 picks a free port (the default here; the CLI's is 8080). Run from the repository root or
@@ -64,7 +65,9 @@ def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFA
     backend's): "auto" (replicas under the real of-watchdog when found), "off" (bare `python index.py`), or
     fwatchdog's path. It returns once the gateway serves, while the replicas start (a call for a function with
     none serving yet waits for one); `wait=True` returns once every replica serves. `only` deploys the stack's
-    functions matching that wildcard (`faasgd up --filter`, as `faas-cli deploy --filter`).
+    functions matching that wildcard (`faasgd up --filter`, as `faas-cli deploy --filter`). `stores` starts the
+    optional stores named ("cluster", "pool", "s3": `faasgd up --stores`) and gives them to every function; a
+    runtime that runs without one of them is refused with the command that gives it them.
 
         >>> rt = start_runtime(port=0)           # doctest: +SKIP
         >>> rt.gateway_url, rt.started           # doctest: +SKIP
@@ -74,7 +77,7 @@ def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFA
         raise ConfigError("stack", f"no stack file {stack!r} (run from the repository root, or pass --file / "
                                    f"Python: stack='path/to/stack.yml')")
     state, started = control.up(stack, port, directory, ack_wait_s, queue_workers=queue_workers, delivery=delivery,
-                                backend=backend, watchdog_choice=watchdog, wait=wait, only=only)
+                                backend=backend, watchdog_choice=watchdog, wait=wait, only=only, stores=stores)
     if started:
         _STARTED_HERE[Path(directory).resolve()] = ProcessRef.from_json(state)
     return Runtime(state["gateway_url"], str(Path(directory).resolve()), started, state)

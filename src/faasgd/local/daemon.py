@@ -7,7 +7,8 @@ outlive the daemon), lays out each function's build folder, deploys the stack's 
 with the layered environment of faasgd.local.environment, in which every in-cluster Service address
 points at the process playing it here), serves the gateway on 127.0.0.1 (port 0: a free one), starts an
 S3-compatible server when a function asks for S3 (faasgd.local.s3), a Redis Cluster and a memcached pool
-when the stack names them (faasgd.local.stack_groups), and records every process (pid + create
+when the stack names them (faasgd.local.stack_groups), those of them `--stores` asks for whatever the stack
+says (faasgd.local.optional_stores), and records every process (pid + create
 time) in <dir>/state.json. SIGTERM stops it all; `faasgd down`
 sends it and then stops whatever a crash may have left, checking each identity first.
 """
@@ -37,7 +38,8 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd import __version__, cpu_limit
-from faasgd.local import credentials, environment, processes, queue_rules, services, stack_groups, watchdog, zygote
+from faasgd.local import (credentials, environment, optional_stores, processes, queue_rules, services, stack_groups,
+                          watchdog, zygote)
 from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.build import build_function, template_fprocess
@@ -83,6 +85,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--redis-cluster-replicas", type=int, default=0, help="its replicas per master")
     parser.add_argument("--memcached-pool-servers", type=int, default=None,
                         help="a memcached pool's servers, when the stack names one (default: as many as it names)")
+    parser.add_argument("--stores", type=optional_stores.parse, default=(),
+                        help="optional stores to start and give every function (faasgd.local.optional_stores)")
     queue_rules.add_flags(parser)
     return parser.parse_args(argv)
 
@@ -92,7 +96,8 @@ def group_plan(args: argparse.Namespace, catalog: Catalog) -> stack_groups.Group
     sizes = stack_groups.GroupSizes(args.redis_cluster_masters, args.redis_cluster_replicas,
                                     args.memcached_pool_servers)
     deployed = catalog.stack_deployments(time.time(), args.filter).values()
-    return stack_groups.plan((d.spec.environment for d in deployed), sizes)
+    asked = {optional_stores.STORES_KEY: optional_stores.entries(args.stores, args.memcached_pool_servers)}
+    return stack_groups.plan([*(d.spec.environment for d in deployed), asked], sizes)
 
 
 def build_catalog(stack_path: Path, builds: Path, environ: Mapping[str, str]) -> Catalog:
@@ -192,7 +197,8 @@ def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, S
             "gateway_url": f"http://127.0.0.1:{args.port}", "stack": str(Path(args.stack).resolve()),
             "dir": str(directory), "started_at": time.time(),
             "stores": {name: {"url": s.url, **s.ref.to_json()} for name, s in stores.items()},
-            "store_groups": stack_groups.group_entries(groups or {}), "services": table, "replicas": []}
+            "store_groups": stack_groups.group_entries(groups or {}), "services": table, "replicas": [],
+            optional_stores.STATE_KEY: list(getattr(args, "stores", ()))}
 
 
 def replica_entries(supervisor: Supervisor) -> dict:
@@ -226,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     listener = listen("127.0.0.1", args.port)
     site = DockerSite(directory) if args.backend == "docker" else None
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
-    s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK)
+    s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK,
+                 every_function=optional_stores.S3 in args.stores)  # `faasgd up --stores s3`: S3 for every function
     # the function processes fork from it (local/zygote.py); its imports run beside the rest of this start
     forks = zygote.Keeper(directory, os.environ) \
         if site is None and args.found_watchdog.found and zygote.wanted(os.environ) else None
@@ -287,7 +294,8 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog,
                 forks.path if forked else None, cpu_limit.read_limit().usable)
     supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
-                            spawn=s3.spawner(site.spawn if site is not None else start_replica))
+                            spawn=optional_stores.spawner(s3.spawner(site.spawn if site is not None else start_replica),
+                                                          args.stores, args.memcached_pool_servers))
     supervisor.on_change = lambda: write_state(directory, {**state, **replica_entries(supervisor)})
     watch = BrokerWatch(broker, on_restart=lambda new: (state.update(broker={**state["broker"], **new.ref.to_json()}),
                                                         supervisor.on_change()))  # `faasgd down` finds the new one
