@@ -40,3 +40,22 @@ def test_a_notebook_session_from_runtime_to_model(tmp_path):
         assert "the function's store 'memcached' (its stores: default, redis, memcached)" in message
         assert "store=None" in message and "--store redis" in message
     assert control.read_state(directory) is None  # the block stopped the runtime it started
+
+
+def test_a_runtime_started_in_a_terminal_outlives_the_sessions_stop_runtime(tmp_path):
+    """The tutorial's last step, `api.stop_runtime()`, after a session that found a runtime a terminal started."""
+    import subprocess
+    import sys
+
+    directory = str(tmp_path / ".faasgd")
+    up = subprocess.run([sys.executable, "-m", "faasgd.cli", "up", "--port", str(free_port()), "--dir", directory,
+                         "--filter", "emnist-setup", "-f", str(ROOT / "stack.yml")],
+                        capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        rt = api.start_runtime(stack=str(ROOT / "stack.yml"), directory=directory)
+        assert not rt.started
+        assert api.stop_runtime(directory) == []
+        assert control.serving(control.read_state(directory))  # still up, still answering
+    finally:
+        assert control.down(directory)  # the terminal's `faasgd down`

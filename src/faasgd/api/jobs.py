@@ -13,6 +13,7 @@ looked and how to name another store (faasgd.api.hints).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -20,6 +21,7 @@ from typing import Any, Callable
 from faasgd.job import model_file, result, status
 from faasgd.api import hints
 from faasgd.api.local_runtime import DEFAULT_DIR, connect
+from faasgd.local import control, optional_stores
 from faasgd.config import LOCATION_KEYS, TrainConfig, load_request, read_setting
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.openfaas import POLL_S, SETUP_FUNCTION, FunctionError, GatewayClient, json_answer, wait_for_job
@@ -197,5 +199,10 @@ def train(config: TrainConfig | Mapping[str, Any] | None = None, /, *, gateway: 
         'done'
     """
     body = request_body(config, **keys)
-    load_request({}, body)  # as the function will read it
+    checked = load_request({}, body)  # as the function will read it
+    running = None if gateway or os.environ.get("OPENFAAS_URL") else control.read_state(directory)
+    if running is not None:  # the local runtime: one it lacks is refused here, with the command that gives it one
+        wanted = optional_stores.needed(checked.store, checked.channel)
+        optional_stores.refuse_missing(running, wanted, "store" if checked.store in wanted else "channel",
+                                       None if directory == DEFAULT_DIR else directory)
     return submit(connect(gateway, directory), body)

@@ -20,12 +20,18 @@ from typing import Iterator
 
 from faasgd.errors import ConfigError
 from faasgd.local import control, credentials
+from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
+from faasgd.local.state_file import load_state
 from faasgd.openfaas import GatewayClient
 
 DEFAULT_DIR = control.DEFAULT_DIR
 NO_GATEWAY = ("no gateway: pass --gateway URL (Python: gateway=URL), set OPENFAAS_URL, or start the local runtime "
               "with `faasgd up` (Python: faasgd.api.start_runtime())")
+# The runtimes start_runtime started in this Python process, by folder: the daemon's identity (pid and start time).
+# stop_runtime stops only these (unless forced), so a runtime a terminal's `faasgd up` or another session started
+# is left running however a session ends.
+_STARTED_HERE: dict[Path, ProcessRef | None] = {}
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,8 @@ class Runtime:
 def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFAULT_DIR, *,
                   ack_wait_s: float = 300.0, queue_workers: int | None = None,
                   delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process",
-                  watchdog: str = "auto", wait: bool = False, only: str = "*") -> Runtime:
+                  watchdog: str = "auto", wait: bool = False, only: str = "*",
+                  stores: tuple[str, ...] | str = ()) -> Runtime:
     """Start the local runtime (stores, queue, gateway, replicas) unless it already runs: `faasgd up`.
 
     `port` 0 picks a free port (the default here; the CLI's is 8080). Run from the repository root or
@@ -58,7 +65,9 @@ def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFA
     backend's): "auto" (replicas under the real of-watchdog when found), "off" (bare `python index.py`), or
     fwatchdog's path. It returns once the gateway serves, while the replicas start (a call for a function with
     none serving yet waits for one); `wait=True` returns once every replica serves. `only` deploys the stack's
-    functions matching that wildcard (`faasgd up --filter`, as `faas-cli deploy --filter`).
+    functions matching that wildcard (`faasgd up --filter`, as `faas-cli deploy --filter`). `stores` starts the
+    optional stores named ("cluster", "pool", "s3": `faasgd up --stores`) and gives them to every function; a
+    runtime that runs without one of them is refused with the command that gives it them.
 
         >>> rt = start_runtime(port=0)           # doctest: +SKIP
         >>> rt.gateway_url, rt.started           # doctest: +SKIP
@@ -68,16 +77,26 @@ def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFA
         raise ConfigError("stack", f"no stack file {stack!r} (run from the repository root, or pass --file / "
                                    f"Python: stack='path/to/stack.yml')")
     state, started = control.up(stack, port, directory, ack_wait_s, queue_workers=queue_workers, delivery=delivery,
-                                backend=backend, watchdog_choice=watchdog, wait=wait, only=only)
+                                backend=backend, watchdog_choice=watchdog, wait=wait, only=only, stores=stores)
+    if started:
+        _STARTED_HERE[Path(directory).resolve()] = ProcessRef.from_json(state)
     return Runtime(state["gateway_url"], str(Path(directory).resolve()), started, state)
 
 
-def stop_runtime(directory: str = DEFAULT_DIR) -> list[int]:
-    """Stop the runtime of `directory` and everything it started (`faasgd down`); the pids stopped.
+def stop_runtime(directory: str = DEFAULT_DIR, *, force: bool = False) -> list[int]:
+    """Stop the runtime of `directory` and everything it started (`faasgd down`) if `start_runtime` started it in
+    this Python process; the pids stopped. A runtime found running (a terminal's `faasgd up`, another session's)
+    is left running and [] returned; `force=True` stops it all the same, as `faasgd down` does.
 
         >>> stop_runtime()                       # doctest: +SKIP
         [41230, 41231, 41232]
     """
+    folder = Path(directory).resolve()
+    ours = _STARTED_HERE.get(folder)
+    replaced = ours is not None and ProcessRef.from_json(load_state(folder)) != ours
+    if not force and (folder not in _STARTED_HERE or replaced):
+        return []  # not started here, or since replaced by a runtime someone else started in that folder
+    _STARTED_HERE.pop(folder, None)
     return control.down(directory)
 
 

@@ -25,7 +25,8 @@ def configured_space(env: Mapping[str, str]) -> S3Space:
     """This function's S3Space (ConfigError naming s3_url or the missing secret file when it has none)."""
     url = str(env.get(S3_URL_KEY) or "").strip()
     if not url:
-        raise ConfigError(S3_URL_KEY, "not set: the function's environment names its S3 location, s3://bucket/prefix")
+        raise ConfigError(S3_URL_KEY, "not set: the function's environment names its S3 location, s3://bucket/prefix "
+                                      "(on the local runtime `faasgd up --stores s3` gives every function one)")
     key = (parse_s3_url(url, S3_URL_KEY), read_s3_settings(env))
     if importlib.util.find_spec("boto3") is None:
         raise ConfigError(S3_URL_KEY, "the S3 channel needs boto3, which this function does not have: install the "

@@ -110,6 +110,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     up.add_argument("--memcached-pool-servers", type=int, default=None, metavar="N",
                     help="servers of the memcached pool started when the stack names memcached-pool members "
                          "(default: as many as it names)")
+    up.add_argument("--stores", default=None, metavar="NAMES",
+                    help="also start these stores, comma-separated, and give them to every function: cluster (a Redis "
+                         "Cluster: --store cluster), pool (a memcached pool: --store pool), s3 (an S3-compatible "
+                         "server: --channel s3, transfer s3); default none, the stack's own only")
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from faasgd.cli import flags
 from faasgd.errors import ConfigError
-from faasgd.local import control, queue_rules
+from faasgd.local import control, optional_stores, queue_rules
 from faasgd.local.logs import split_line
 from faasgd.local.secrets import GATEWAY_SECRETS
 from faasgd.local.stack_groups import GroupSizes
@@ -25,12 +25,14 @@ def up(args) -> int:
     flags.stack_file(args.file)
     sizes = GroupSizes(getattr(args, "redis_cluster_masters", 3), getattr(args, "redis_cluster_replicas", 0),
                        getattr(args, "memcached_pool_servers", None)).check()
-    control.check_stack(args.file, getattr(args, "filter", "*"), sizes)  # before the login too
+    stores = optional_stores.parse(getattr(args, "stores", None))
+    control.check_stack(args.file, getattr(args, "filter", "*"), sizes, stores)  # before the login too
     (user, password), generated = control.login(args.dir)
     state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
                                 delivery=delivery, backend=getattr(args, "backend", "process"),
                                 watchdog_choice=args.watchdog, wait=getattr(args, "wait", False),
-                                only=getattr(args, "filter", "*"), groups=sizes)  # faasgd.api.start_runtime
+                                only=getattr(args, "filter", "*"), groups=sizes,
+                                stores=stores)  # faasgd.api.start_runtime
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
     if "broker" in state:
         print(f"  {'queue':<10} {state['broker']['url']}  (pid {state['broker']['pid']}, "

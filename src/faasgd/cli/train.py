@@ -19,7 +19,7 @@ from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions.settings import FunctionEnv
-from faasgd.local import control
+from faasgd.local import control, optional_stores
 from faasgd.local.stack import load_stack
 from faasgd.openfaas import SETUP_FUNCTION
 from faasgd.store import open_store, parse_store_url
@@ -61,9 +61,16 @@ def run(args) -> int:
         return 0
     if args.gateway or os.environ.get("OPENFAAS_URL"):  # a gateway the user named (a cluster): start nothing
         return run_through_gateway(args, overrides)
-    # a runtime this command starts runs the job's functions only (emnist-setup, emnist-train), not the stacking ones
+    # a runtime this command starts runs the job's functions only (emnist-setup, emnist-train), not the stacking ones,
+    # and the optional store the job names (a Redis Cluster, a memcached pool, S3: faasgd.local.optional_stores); a
+    # running one without it is refused before anything is sent, with the command that gives it one
+    wanted = optional_stores.needed(config.store, config.channel)
+    running = control.read_state(args.dir)
+    if running is not None:
+        optional_stores.refuse_missing(running, wanted, "store" if config.store in wanted else "channel",
+                                       None if args.dir == control.DEFAULT_DIR else args.dir)
     found = api.start_runtime(flags.stack_file(args.file), 0 if args.port is None else args.port, args.dir,
-                              only=TRAINING_FUNCTIONS)
+                              only=TRAINING_FUNCTIONS, stores=wanted)
     args.gateway = found.gateway_url  # the runtime this command found or started, and no other
     try:
         return run_through_gateway(args, overrides)

@@ -73,7 +73,7 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
         report = callback_url or supervise.report_url(settings.gateway_url, request)  # to supervision
         return gateway.invoke_async(settings.train_function, request.body(), report)
 
-    call_ids = orchestrate.launch_workers(store, config, job_id, launch, clock)
+    call_ids = orchestrate.launch_workers(store, config, job_id, launch, clock, orchestrate.FAN_OUT_IN_FLIGHT)
     return 202, {**answer, "call_ids": call_ids}
 
 

@@ -11,7 +11,9 @@ How a launch or a relaunch reaches a worker is the caller's; what happens in the
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import threading
 import time
 from typing import Any, Callable
 
@@ -29,6 +31,9 @@ from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.orchestrate")
 Relaunch = Callable[[TrainRequest], Any]  # invoke a worker (again): the gateway's async route, or a process
+# emnist-setup's async calls in flight at once: each waits a round trip to the gateway, which answers once the queue's
+# broker acknowledged the call (bench/fanout.py); one at a time, a 1,024-worker fan-out waited for 1,024 in a row
+FAN_OUT_IN_FLIGHT = 16
 
 def create_job(store: ParameterStore, config: TrainConfig) -> str:
     """Check the store answers and the data exists, then create the job; nothing is written before."""
@@ -38,22 +43,59 @@ def create_job(store: ParameterStore, config: TrainConfig) -> str:
 
 
 def launch_workers(store: ParameterStore, config: TrainConfig, job_id: str,
-                   launch: Callable[[TrainRequest], str], clock: CallClock | None = None) -> list[str]:
-    """Launch every worker of the job (`launch` returns a call id); the first failure fails the job. `clock`: the
-    launching call's (emnist-setup's), billed up to here in a "call" event (before any worker can end the job)."""
+                   launch: Callable[[TrainRequest], str], clock: CallClock | None = None,
+                   in_flight: int = 1) -> list[str]:
+    """Launch every worker of the job (`launch` returns a call id), `in_flight` launches at once (emnist-setup's
+    async calls: FAN_OUT_IN_FLIGHT); the first failure launches no more and fails the job. Returns the call ids in
+    worker order. `clock`: the launching call's (emnist-setup's), billed up to here in a "call" event (before any
+    worker can end the job)."""
     if clock is not None:
         store.append_event(job_id, {"event": "call", "kind": "setup", "duplicate": False, **clock.billed()})
-    call_ids: list[str] = []
+    launched: dict[int, str] = {}
     try:
-        for worker_id in range(config.number_of_workers):
-            call_ids.append(launch(TrainRequest(job_id, worker_id, 0, config.store)))
+        each_at_most_once(config.number_of_workers, in_flight, launched,
+                          lambda worker_id: launch(TrainRequest(job_id, worker_id, 0, config.store)))
     except Exception as error:  # any error, not only ours: the job ends failed naming it, never stays running
         reason = str(error) if isinstance(error, FaasgdError) else f"{type(error).__name__}: {error}"
-        ending.write_result(store, job_id, error=f"fan-out stopped after {len(call_ids)} of "
+        ending.write_result(store, job_id, error=f"fan-out stopped after {len(launched)} of "
                                                  f"{config.number_of_workers} workers: {reason}")
         raise
+    call_ids = [launched[worker_id] for worker_id in range(config.number_of_workers)]
     store.append_event(job_id, {"event": "fanned-out", "call_ids": call_ids})
     return call_ids
+
+
+def each_at_most_once(count: int, in_flight: int, done: dict[int, Any], call: Callable[[int], Any]) -> None:
+    """call(i) for i in 0..count-1, each once, `in_flight` at a time (threads, each in a copy of the caller's context:
+    its trace span is their parent), in order of i as a thread comes free; `done[i]` holds each answer. After the
+    first call that raises no other starts; the calls running end, then its error is raised."""
+    queue, lock, errors = iter(range(count)), threading.Lock(), []
+
+    def work() -> None:
+        while True:
+            with lock:
+                index = None if errors else next(queue, None)
+            if index is None:
+                return
+            try:
+                answer = call(index)
+            except BaseException as error:  # re-raised below, in the caller's thread
+                with lock:
+                    errors.append(error)
+                return
+            with lock:
+                done[index] = answer
+    if in_flight <= 1:
+        work()
+    else:
+        threads = [threading.Thread(target=contextvars.copy_context().run, args=(work,), name=f"faasgd-launch-{i}")
+                   for i in range(min(in_flight, count))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    if errors:
+        raise errors[0]
 
 
 def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relaunch: Relaunch | None = None,

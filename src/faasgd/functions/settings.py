@@ -41,7 +41,10 @@ class FunctionEnv:
         if name in ("", "default"):
             return self.store_url
         if name not in self.stores:
-            raise ConfigError("store", f"no store named {name!r} here (configured: {', '.join(['default', *self.stores])})")
+            local = f"; the local runtime gives every function one with `faasgd down && faasgd up --stores {name}`" \
+                if name in OPTIONAL_STORES else ""
+            raise ConfigError("store", f"no store named {name!r} here (configured: {', '.join(['default', *self.stores])})"
+                                       f": a function's stores are the `stores` of its environment (stack.yml){local}")
         return self.stores[name]
 
 
@@ -70,4 +73,5 @@ def named_stores(text: str) -> dict[str, str]:
     return stores
 
 
+OPTIONAL_STORES = ("cluster", "pool")  # the local runtime's stores on demand (faasgd.local.optional_stores)
 _ENTRY_START = re.compile(r",(?=\s*[A-Za-z0-9_-]*\s*=)")  # a comma followed by `name=`: the next entry

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from faasgd.checks import whole_number
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import credentials, processes
+from faasgd.local import credentials, optional_stores, processes
 from faasgd.local.processes import ProcessRef
 from faasgd.local.queue_rules import DeliveryPolicy
 from faasgd.local.stack_groups import GroupSizes, member_refs
@@ -68,9 +68,10 @@ def check_options(port: int, ack_wait_s: float = 300.0, queue_workers: int | Non
         raise ConfigError("--queue-workers", f"must be >= 1 (leave it out for one per call the replicas run at once), got {queue_workers!r}")
 
 
-def check_stack(stack: str | os.PathLike, only: str, sizes: GroupSizes) -> None:
+def check_stack(stack: str | os.PathLike, only: str, sizes: GroupSizes, stores: tuple[str, ...] = ()) -> None:
     """ConfigError naming the flag when --filter matches none of the stack's functions or the store groups the
-    matching functions name cannot be started as asked; the stack read once (~12 ms). A stack that does not load is
+    matching functions name (or `stores`, `--stores`, asks for) cannot be started as asked; the stack read once
+    (~12 ms). A stack that does not load is
     refused here only with a filter to match (with "*" the daemon reads it and names what is wrong in it); the
     daemon plans the groups again from its catalog."""
     from faasgd.local.stack import load_stack
@@ -85,7 +86,8 @@ def check_stack(stack: str | os.PathLike, only: str, sizes: GroupSizes) -> None:
     matching = {name: spec for name, spec in specs.items() if fnmatch.fnmatchcase(name, only)}
     if only != "*" and not matching:
         raise ConfigError("--filter", f"{only!r} matches none of the stack's functions ({', '.join(specs)})")
-    plan((spec.environment for spec in matching.values()), sizes)
+    asked = {optional_stores.STORES_KEY: optional_stores.entries(stores, sizes.pool_servers)}
+    plan([*(spec.environment for spec in matching.values()), asked], sizes)
 
 
 def serving(state: dict | None) -> bool:
@@ -118,7 +120,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
        upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
        delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process",
        watchdog_choice: str = "auto", wait: bool = False, only: str = "*",
-       groups: GroupSizes = GroupSizes()) -> tuple[dict, bool]:
+       groups: GroupSizes = GroupSizes(), stores: tuple[str, ...] = ()) -> tuple[dict, bool]:
     """Start the runtime unless it already runs; returns (state, whether this call started it).
 
     It returns once the gateway serves (`serving`): the replicas start meanwhile, and a call for a function
@@ -130,7 +132,9 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     if absent (`login`). `backend` "docker" runs the replicas as containers (faasgd.local.docker_site)
     and is refused at once when no Docker daemon answers. `watchdog_choice` (the process backend's): auto,
     off or fwatchdog's path (faasgd.local.watchdog). `groups` sizes the Redis Cluster and the memcached pool
-    started when the stack names them (faasgd.local.stack_groups).
+    started when the stack names them (faasgd.local.stack_groups) or `stores` asks for them: any of "cluster",
+    "pool" and "s3", started and given to every function whatever the stack says (faasgd.local.optional_stores).
+    A runtime that runs without one of `stores` is refused with the command that gives it them.
     """
     from faasgd.local import docker_cli, watchdog
 
@@ -140,17 +144,20 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
     if backend == "docker":
         docker_cli.daemon_version()
     found = watchdog.find(watchdog_choice, os.environ, Path(stack))  # a bad --watchdog: a ConfigError, nothing started
+    stores = optional_stores.parse(stores)
+    shown_dir = None if directory == DEFAULT_DIR else str(directory)  # the folder as the user named it
     directory = Path(directory).resolve()
     ready = healthy if wait else serving
     state = read_state(directory)
     if state is not None:
+        optional_stores.refuse_missing(state, stores, "--stores", shown_dir)  # never changed under its jobs
         if ready(state) or _wait_until(directory, ready, 30):
             return read_state(directory), False
         raise FaasgdError(f"a faasgd runtime (pid {state['pid']}) runs but is not healthy; "
                           f"see {directory}/logs/runtime.log or run `faasgd down`")
     if not Path(stack).is_file():
         raise FaasgdError(f"stack: no stack file {stack!r} (run from the repository root or pass -f)")
-    check_stack(stack, only, groups)
+    check_stack(stack, only, groups, stores)
     if port and _port_taken(port):
         raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port (0: a free one)")
     _, adopt = _leftovers(directory, keep_stores=True)
@@ -160,7 +167,7 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
             "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
             "--upstream-timeout", str(upstream_timeout_s), "--backend", backend, "--watchdog", watchdog_choice,
             "--filter", only, "--found-watchdog", json.dumps(found.to_json()),  # its `--version` is asked once
-            *groups.to_argv()]
+            *groups.to_argv(), *(["--stores", ",".join(stores)] if stores else [])]
     if queue_workers:
         argv += ["--queue-workers", str(queue_workers)]
     argv += delivery.to_argv()

@@ -1,24 +1,22 @@
 """The local runtime daemon: stores, function replicas and the gateway, in one process tree.
 
-Started in the background by `faasgd up` as `python -m faasgd.local.daemon ...`. It reads (or
-generates) the gateway's login in <dir>/secrets, starts redis-server and memcached on free loopback
-ports, nats-server with JetStream for the async queue (its files in <dir>/jetstream, so queued calls
-outlive the daemon), lays out each function's build folder, deploys the stack's functions (replicas
-with the layered environment of faasgd.local.environment, in which every in-cluster Service address
-points at the process playing it here), serves the gateway on 127.0.0.1 (port 0: a free one), starts an
-S3-compatible server when a function asks for S3 (faasgd.local.s3), a Redis Cluster and a memcached pool
-when the stack names them (faasgd.local.stack_groups), and records every process (pid + create
-time) in <dir>/state.json. SIGTERM stops it all; `faasgd down`
-sends it and then stops whatever a crash may have left, checking each identity first.
+Started in the background by `faasgd up` as `python -m faasgd.local.daemon ...`. It reads (or generates) the
+gateway's login in <dir>/secrets, starts redis-server and memcached on free loopback ports, nats-server with
+JetStream for the async queue (its files in <dir>/jetstream, so queued calls outlive the daemon), lays out each
+function's build folder, deploys the stack's functions (replicas with the layered environment of
+faasgd.local.environment: every in-cluster Service address points at the process playing it here), serves the
+gateway on 127.0.0.1 (port 0: a free one), starts an S3-compatible server when a function asks for S3
+(faasgd.local.s3), a Redis Cluster and a memcached pool when the stack names them (faasgd.local.stack_groups) or
+`--stores` asks (faasgd.local.optional_stores), and records every process (pid + create time) in
+<dir>/state.json. SIGTERM stops it all; `faasgd down` sends it and then stops whatever a crash may have left,
+checking each identity first.
 """
-
 from __future__ import annotations
 
 import sys
 
-# httpx's command-line client (httpx._main: rich, click, pygments; ~30 ms of the daemon's start, which `faasgd up`
-# waits for) is never run here; httpx imports it inside `try: ... except ImportError`, and None in sys.modules
-# makes that import fail at once
+# httpx's command-line client (httpx._main: rich, click, pygments; ~30 ms of the start `faasgd up` waits for) is
+# never run here; httpx imports it inside `try: ... except ImportError`: None in sys.modules fails that at once
 sys.modules.setdefault("httpx._main", None)
 
 import argparse
@@ -37,7 +35,8 @@ from typing import Mapping
 
 from faasgd import __version__, cpu_limit
 from faasgd.errors import FaasgdError
-from faasgd.local import credentials, environment, processes, queue_rules, services, stack_groups, watchdog, zygote
+from faasgd.local import (credentials, environment, optional_stores, processes, queue_rules, services, stack_groups,
+                          watchdog, zygote)
 from faasgd.local.broker import jetstream_answers, start_nats
 from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.build import build_function, template_fprocess
@@ -45,7 +44,6 @@ from faasgd.local.deployments import Catalog, Code
 from faasgd.local.docker_site import DockerSite
 from faasgd.local.dockerfile import image_env
 from faasgd.local.pods import Host, start_replica
-from faasgd.local.processes import ProcessRef
 from faasgd.local.replicas import Supervisor
 from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
@@ -66,10 +64,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m faasgd.local.daemon")
     parser.add_argument("--stack", required=True)
     parser.add_argument("--dir", required=True, help="state, logs, build folders, secrets")
-    parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--ack-wait", type=float, default=300.0)
-    parser.add_argument("--upstream-timeout", type=float, default=300.0)
-    parser.add_argument("--queue-workers", type=int, default=None)
+    for flag, kind, default in (("--port", int, 8080), ("--ack-wait", float, 300.0),
+                                ("--upstream-timeout", float, 300.0), ("--queue-workers", int, None)):
+        parser.add_argument(flag, type=kind, default=default)
     parser.add_argument("--backend", choices=("process", "docker"), default="process",
                         help="replicas as processes, or as containers of their images (faasgd.local.docker_site)")
     parser.add_argument("--watchdog", default="auto", help="auto, off or fwatchdog's path (faasgd.local.watchdog)")
@@ -83,6 +80,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--redis-cluster-replicas", type=int, default=0, help="its replicas per master")
     parser.add_argument("--memcached-pool-servers", type=int, default=None,
                         help="a memcached pool's servers, when the stack names one (default: as many as it names)")
+    parser.add_argument("--stores", type=optional_stores.parse, default=(),
+                        help="optional stores to start and give every function (faasgd.local.optional_stores)")
     queue_rules.add_flags(parser)
     return parser.parse_args(argv)
 
@@ -92,7 +91,8 @@ def group_plan(args: argparse.Namespace, catalog: Catalog) -> stack_groups.Group
     sizes = stack_groups.GroupSizes(args.redis_cluster_masters, args.redis_cluster_replicas,
                                     args.memcached_pool_servers)
     deployed = catalog.stack_deployments(time.time(), args.filter).values()
-    return stack_groups.plan((d.spec.environment for d in deployed), sizes)
+    asked = {optional_stores.STORES_KEY: optional_stores.entries(args.stores, args.memcached_pool_servers)}
+    return stack_groups.plan([*(d.spec.environment for d in deployed), asked], sizes)
 
 
 def build_catalog(stack_path: Path, builds: Path, environ: Mapping[str, str]) -> Catalog:
@@ -159,7 +159,7 @@ def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, al
 
 
 def _adopt(name: str, entry: dict | None, answers) -> ServerProcess | None:
-    ref = ProcessRef.from_json(entry)
+    ref = processes.ProcessRef.from_json(entry)
     if ref is None:
         return None
     server = adopt_server(name, str(entry.get("url", "")), ref, answers, entry.get("store_dir"))
@@ -188,11 +188,12 @@ def service_table(port: int, stores: dict[str, ServerProcess], groups: Mapping[s
 def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, ServerProcess],
                   table: dict[str, str], groups: Mapping[str, ServerGroup] | None = None) -> dict:
     """What state.json holds before the replicas start (`faasgd up`/`down` and the CLI read it)."""
-    return {**ProcessRef.of(os.getpid()).to_json(), "version": __version__,
+    return {**processes.ProcessRef.of(os.getpid()).to_json(), "version": __version__,
             "gateway_url": f"http://127.0.0.1:{args.port}", "stack": str(Path(args.stack).resolve()),
             "dir": str(directory), "started_at": time.time(),
             "stores": {name: {"url": s.url, **s.ref.to_json()} for name, s in stores.items()},
-            "store_groups": stack_groups.group_entries(groups or {}), "services": table, "replicas": []}
+            "store_groups": stack_groups.group_entries(groups or {}), "services": table, "replicas": [],
+            optional_stores.STATE_KEY: list(getattr(args, "stores", ()))}
 
 
 def replica_entries(supervisor: Supervisor) -> dict:
@@ -232,7 +233,8 @@ def run(args: argparse.Namespace, directory: Path) -> int:
     listener = listen("127.0.0.1", args.port)
     site = DockerSite(directory) if args.backend == "docker" else None
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
-    s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK)
+    s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK,
+                 every_function=optional_stores.S3 in args.stores)  # `faasgd up --stores s3`: S3 for every function
     # the function processes fork from it (local/zygote.py); its imports run beside the rest of this start
     forks = zygote.Keeper(directory, os.environ) \
         if site is None and args.found_watchdog.found and zygote.wanted(os.environ) else None
@@ -287,13 +289,14 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     else:  # containers run their image's own of-watchdog; processes run under this one, or bare
         state.update(watchdog=args.found_watchdog.to_json())
         if forks is not None:  # `faasgd down` after a crash stops it (and so the function processes) by its identity
-            state.update(zygote=ProcessRef.of(forks.popen.pid).to_json())
+            state.update(zygote=processes.ProcessRef.of(forks.popen.pid).to_json())
         print(f"faasgd runtime: {args.found_watchdog.describe()}", flush=True)
     forked = forks is not None and zygote.wait_listening(forks.popen, forks.path)  # bound long since, normally
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog,
                 forks.path if forked else None, cpu_limit.read_limit().usable)
     supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
-                            spawn=s3.spawner(site.spawn if site is not None else start_replica))
+                            spawn=optional_stores.spawner(s3.spawner(site.spawn if site is not None else start_replica),
+                                                          args.stores, args.memcached_pool_servers))
     supervisor.on_change = lambda: write_state(directory, {**state, **replica_entries(supervisor)})
     watch = BrokerWatch(broker, on_restart=lambda new: (state.update(broker={**state["broker"], **new.ref.to_json()}),
                                                         supervisor.on_change()))  # `faasgd down` finds the new one
@@ -304,7 +307,7 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
         if forked:  # a zygote that ends is reaped and started again; `faasgd down` after a crash finds the new one
             def zygote_restarted(popen: subprocess.Popen) -> None:
                 with STATE_LOCK:
-                    state.update(zygote=ProcessRef.of(popen.pid).to_json())
+                    state.update(zygote=processes.ProcessRef.of(popen.pid).to_json())
                 supervisor.on_change()
             forks.on_restart = zygote_restarted
             forks.watch()

@@ -20,7 +20,9 @@ whose environment asks for S3 starts, the runtime provides it:
 
 The function as deployed (/system/functions, `faas-cli describe`, `faas-cli diff`) stays as it was deployed: the
 additions are its pods', as a mutating admission webhook adds to a pod what its Deployment does not say.
-A function whose environment does not ask for S3 is left alone, even with an s3_url of its own.
+A function whose environment does not ask for S3 is left alone, even with an s3_url of its own, unless the
+runtime was started with `faasgd up --stores s3` (`every_function`; faasgd.local.optional_stores): then every
+function's pods get S3 as if they asked, so a request chooses it (`channel: s3`) with no stack edit.
 
 Why moto: it is the S3 server our tests already run (a dev dependency), pure Python, and needs no binary from
 outside a package registry. It is the extra `local` (pyproject.toml): the replicas of the process backend run
@@ -140,8 +142,10 @@ def make_key_secrets(store: SecretStore) -> list[str]:
 class LocalS3:
     """The runtime's S3 server, started when a function first asks for it; provides each such pod its S3."""
 
-    def __init__(self, store: SecretStore, adopted: dict | None = None, address: str = LOOPBACK):
+    def __init__(self, store: SecretStore, adopted: dict | None = None, address: str = LOOPBACK,
+                 every_function: bool = False):
         self.store, self.address = store, address  # where the server listens: where the pods can reach it
+        self.every_function = every_function  # `faasgd up --stores s3`: every function's pods get S3, asked or not
         self.server = adopt(adopted, address)
         self.on_start: Callable[[dict[str, str], dict], None] = lambda addresses, entry: None
         self._buckets: set[str] = set()
@@ -155,8 +159,9 @@ class LocalS3:
             self._publish()
 
     def provide(self, spec: FunctionSpec) -> FunctionSpec:
-        """The spec one pod of `spec` runs with: unchanged unless it asks for S3, else served, bucket and all."""
-        if not asks_for_s3(spec.environment):
+        """The spec one pod of `spec` runs with: unchanged unless it asks for S3 (or every function gets it), else
+        served, bucket and all."""
+        if not (self.every_function or asks_for_s3(spec.environment)):
             return spec
         pod = pod_spec(spec)
         with self._lock:
