@@ -53,10 +53,9 @@ from faasgd.local.state_file import STATE_FILE, STATE_LOCK, TEMP_FOLDER, make_fo
 from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
                                  start_redis, stop_all)
 
-# At stop, calls in flight get this long to end before the gateway stops: a replica whose call ended is then idle and
-# killed at once, where a busy one drains for its healthcheck_interval (5 s). `faasgd train` stops its runtime right
-# after the job, while the queue's reports of the workers' calls (~70 ms each) may still be reaching emnist-setup.
-STOP_SETTLE_S = 0.5
+# At stop, calls in flight get this long to end before the gateway stops (an idle replica is killed at once, a busy
+# one drains for 5 s): `faasgd train` stops its runtime right after the job, with the queue's reports (~70 ms each)
+STOP_SETTLE_S = 0.5  # of the workers' calls still reaching emnist-setup
 ZYGOTE_STOP_S = 5.0  # it kills its function processes at SIGTERM and reaps them: milliseconds
 
 
