@@ -121,7 +121,7 @@ def source_sha() -> str:
 
 
 def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, also_bind: str | None = None,
-                  groups: stack_groups.GroupPlan = stack_groups.GroupPlan(),
+                  groups: stack_groups.GroupPlan = stack_groups.GroupPlan(), password: str | None = None,
                   ) -> tuple[dict[str, ServerProcess], ServerProcess, dict[str, ServerGroup]]:
     """redis-server and memcached on free loopback ports, by name, nats-server for the async queue, and the
     store groups of `groups` (faasgd.local.stack_groups), all started at once; if one fails, those started are
@@ -130,12 +130,15 @@ def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, al
     A server in `adopted` (state-file entries a crashed runtime left, see control.up) is kept, data
     and all, when it is still that process and answers; otherwise it is stopped and started afresh.
     Groups are always started afresh (control._leftovers stopped a crashed runtime's members).
+    With `password` Redis and the Redis Cluster require it (credentials.store_password: the functions' secret);
+    memcached takes none, since the functions' memcached client sends none.
     """
     adopted = adopted or {}
-    starters = {"redis": (lambda: start_redis(workdir=str(directory), also_bind=also_bind), STORE_ANSWERS["redis"]),
+    starters = {"redis": (lambda: start_redis(workdir=str(directory), also_bind=also_bind, password=password),
+                          STORE_ANSWERS["redis"]),
                 "memcached": (lambda: start_memcached(also_bind=also_bind), STORE_ANSWERS["memcached"]),
                 "nats": (lambda: start_nats(directory / "jetstream"), jetstream_answers),
-                **{name: (launch, None) for name, launch in stack_groups.starters(groups, also_bind).items()}}
+                **{name: (launch, None) for name, launch in stack_groups.starters(groups, also_bind, password).items()}}
     started: dict[str, ServerProcess | ServerGroup] = {}
     failed: list[BaseException] = []
 
@@ -233,8 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     # every server started from here on keeps its files in <dir>/tmp (restored at the end: tests call main in theirs)
     machine_tmp, tempfile.tempdir = tempfile.tempdir, str(directory / TEMP_FOLDER)
     try:
+        # the functions' secret store-password, generated under docker (the stores listen where containers reach)
+        password = credentials.store_password(directory / "secrets", generate=site is not None)
         stores, broker, groups = start_servers(directory, args.adopt, site.gateway_ip if site else None,
-                                               group_plan(args, catalog))
+                                               group_plan(args, catalog), password)
         try:
             serve(args, directory, catalog, stores, login, stop, broker, listener, s3, site, groups, forks)
         finally:

@@ -4,7 +4,9 @@ How the containers reach the runtime. The stores, the broker and the gateway sta
 The runtime creates one bridge network per runtime folder (`faasgd-<id>`, labelled
 `faasgd.runtime=<id>`; the id is a hash of the folder), and the host's address on it (the bridge's
 gateway, e.g. 172.18.0.1) is where the containers find them: redis-server and memcached bind it
-beside 127.0.0.1, and the gateway listens on it too, each on its usual port. In a container's
+beside 127.0.0.1, and the gateway listens on it too, each on its usual port. A wall in the host's firewall
+(faasgd.local.docker_wall, up before the first store starts and down after the last stops) lets only that network
+and the host itself reach that address: a container on any other Docker network is refused. In a container's
 environment every in-cluster Service address (`redis.openfaas-fn:6379`, `gateway.openfaas:8080`, ...)
 is rewritten to that address and the port (faasgd.local.daemon.service_table, as for processes with loopback),
 and the Service names resolve to it (`--add-host`). The gateway reaches each container on its own
@@ -27,7 +29,7 @@ from pathlib import Path
 import httpx
 
 from faasgd.errors import FaasgdError, StoreUnavailable
-from faasgd.local import docker_cli
+from faasgd.local import docker_cli, docker_wall
 from faasgd.local.api import Refused
 from faasgd.local.containers import RUNTIME_LABEL, ContainerReplica, Network, start_container
 from faasgd.local.deployments import Catalog, Code, Deployment
@@ -58,7 +60,7 @@ def ensure_network(identity: str) -> Network:
     gateway_ip = configs[0].get("Gateway", "")
     if not gateway_ip:
         raise docker_cli.DockerError(f"network {name}: Docker gave it no gateway address")
-    return Network(name, gateway_ip, identity)
+    return Network(name, gateway_ip, identity, docker_wall.bridge_name(found))
 
 
 def registry_config(port: int, storage: Path) -> str:
@@ -148,9 +150,12 @@ class DockerSite:
         docker_cli.remove_labelled_containers(runtime_label(self.identity))  # a crashed runtime's replicas
         self.network = ensure_network(self.identity)
         try:
+            # before any store binds the network's address: only the network and the host reach it
+            docker_wall.close(self.identity, self.network.gateway_ip, self.network.bridge)
             self.registry = start_registry(self.directory)
         except BaseException:
             docker_cli.remove_labelled(runtime_label(self.identity))  # nothing of it is left behind
+            docker_wall.open_up(self.identity)
             raise
 
     @property
@@ -169,6 +174,10 @@ class DockerSite:
                 "registry": {"url": self.registry.url, **self.registry.ref.to_json()}}
 
     def stop(self) -> None:
-        """Stop the registry (its files stay for the next runtime), remove every container and the network."""
-        self.registry.stop()
-        docker_cli.remove_labelled(runtime_label(self.identity))
+        """Stop the registry (its files stay for the next runtime), remove every container and the network, then
+        the wall (the stores listening on the network's address have stopped before: the daemon stops them first)."""
+        try:
+            self.registry.stop()
+            docker_cli.remove_labelled(runtime_label(self.identity))
+        finally:
+            docker_wall.open_up(self.identity)
