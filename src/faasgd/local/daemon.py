@@ -200,8 +200,13 @@ def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, S
 
 def replica_entries(supervisor: Supervisor) -> dict:
     """The state file's replicas (`faasgd down` stops them by pid) and whether every function's replicas are
-    available (`faasgd up --wait` reads it rather than asking the gateway until it is so)."""
-    return {"replicas": supervisor.processes(), "available": supervisor.all_available()}
+    available (`faasgd up --wait` reads it rather than asking the gateway until it is so); under docker, the stack's
+    functions still waiting for their images (a deploy ends the wait: faasgd.local.waiting_images)."""
+    entries = {"replicas": supervisor.processes(), "available": supervisor.all_available()}
+    waiting = getattr(supervisor.catalog, "waiting", None)
+    if waiting is not None:
+        entries["waiting"] = {name: entry for name, entry in waiting.items() if name not in supervisor.deployments}
+    return entries
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,6 +298,8 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
                 forks.path if forked else None, cpu_limit.read_limit().usable)
     supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
                             spawn=s3.spawner(site.spawn if site is not None else start_replica))
+    if site is not None:  # the stack's functions whose images are not here yet (faasgd up and faasgd train say so)
+        state["waiting"] = dict(catalog.waiting)
     supervisor.on_change = lambda: write_state(directory, {**state, **replica_entries(supervisor)})
     watch = BrokerWatch(broker, on_restart=lambda new: (state.update(broker={**state["broker"], **new.ref.to_json()}),
                                                         supervisor.on_change()))  # `faasgd down` finds the new one

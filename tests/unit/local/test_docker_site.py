@@ -103,7 +103,7 @@ def test_every_image_deploys_a_local_registrys_is_pulled_others_must_be_here(mon
             raise docker_cli.DockerError(f"image: {image} is not on this machine")
 
     monkeypatch.setattr(docker_cli, "ensure_image", ensure)
-    spec = load_stack(ROOT / "stack.yml", {})["emnist-train"]
+    spec = load_stack(ROOT / "stack.yml", {"REGISTRY": "ghcr.io/faasgd"})["emnist-train"]  # a registry elsewhere
     catalog = docker_site.ImageCatalog([Code(spec, Path("build/emnist-train"), {})])
     assert catalog.code_for("ghcr.io/faasgd/emnist-train:0.1.0").spec is spec
     assert catalog.code_for("127.0.0.1:5000/other:1").spec.image == "127.0.0.1:5000/other:1"

@@ -8,7 +8,7 @@ import pytest
 from support.fake_pods import system_gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
-TRAIN_IMAGE = "ghcr.io/faasgd/emnist-train:0.1.0"
+TRAIN_IMAGE = "127.0.0.1:5000/emnist-train:0.1.0"
 
 
 def deployment(service: str, image: str = TRAIN_IMAGE, **fields) -> dict:
@@ -79,7 +79,7 @@ async def test_an_image_the_runtime_does_not_build_is_a_400_saying_how_to_add_it
             assert response.status_code == 400, response.text
             message = response.json()["error"]
             assert "docker.io/someone/else:1" in message and "add a function with this image" in message
-            assert "emnist-train: ghcr.io/faasgd/emnist-train:0.1.0" in message
+            assert "emnist-train: 127.0.0.1:5000/emnist-train:0.1.0" in message
 
 
 @pytest.mark.parametrize("body, words", [
