@@ -129,13 +129,12 @@ def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, al
 
     A server in `adopted` (state-file entries a crashed runtime left, see control.up) is kept, data
     and all, when it is still that process and answers; otherwise it is stopped and started afresh.
-    Groups are always started afresh (control._leftovers stopped a crashed runtime's members).
-    With `password` Redis and the Redis Cluster require it (credentials.store_password: the functions' secret);
-    memcached takes none, since the functions' memcached client sends none.
+    Groups are always started afresh (control._leftovers stopped a crashed runtime's members). Redis and the Redis
+    Cluster require `password` when given (credentials.store_password); memcached takes none (no client sends one).
     """
     adopted = adopted or {}
-    starters = {"redis": (lambda: start_redis(workdir=str(directory), also_bind=also_bind, password=password),
-                          STORE_ANSWERS["redis"]),
+    redis = lambda: start_redis(workdir=str(directory), also_bind=also_bind, password=password)  # noqa: E731
+    starters = {"redis": (redis, STORE_ANSWERS["redis"]),
                 "memcached": (lambda: start_memcached(also_bind=also_bind), STORE_ANSWERS["memcached"]),
                 "nats": (lambda: start_nats(directory / "jetstream"), jetstream_answers),
                 **{name: (launch, None) for name, launch in stack_groups.starters(groups, also_bind, password).items()}}
@@ -202,11 +201,9 @@ def replica_entries(supervisor: Supervisor) -> dict:
     """The state file's replicas (`faasgd down` stops them by pid) and whether every function's replicas are
     available (`faasgd up --wait` reads it rather than asking the gateway until it is so); under docker, the stack's
     functions still waiting for their images (a deploy ends the wait: faasgd.local.waiting_images)."""
-    entries = {"replicas": supervisor.processes(), "available": supervisor.all_available()}
     waiting = getattr(supervisor.catalog, "waiting", None)
-    if waiting is not None:
-        entries["waiting"] = {name: entry for name, entry in waiting.items() if name not in supervisor.deployments}
-    return entries
+    return {"replicas": supervisor.processes(), "available": supervisor.all_available(),
+            **({} if waiting is None else {"waiting": {n: e for n, e in waiting.items() if n not in supervisor.deployments}})}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,8 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     # every server started from here on keeps its files in <dir>/tmp (restored at the end: tests call main in theirs)
     machine_tmp, tempfile.tempdir = tempfile.tempdir, str(directory / TEMP_FOLDER)
     try:
-        # the functions' secret store-password, generated under docker (the stores listen where containers reach)
-        password = credentials.store_password(directory / "secrets", generate=site is not None)
+        password = credentials.store_password(directory / "secrets", generate=site is not None)  # docker: made if absent
         stores, broker, groups = start_servers(directory, args.adopt, site.gateway_ip if site else None,
                                                group_plan(args, catalog), password)
         try:
