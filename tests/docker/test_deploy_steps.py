@@ -3,8 +3,9 @@ and a `faasgd train` before the images are there says what is missing and the ne
 found"): `faas-cli up` when the images were never pushed, `faas-cli deploy` when the runtime's registry holds them
 under its own address because REGISTRY was exported after `faasgd up` rather than before.
 
-127.0.0.1:5000 (stack.yml's default registry) is held by a socket bound and not listening while the runtime starts,
-so its registry takes another port, as on a machine where 5000 is taken, and a pull from 5000 is refused at once.
+127.0.0.1:5000 (stack.yml's default registry) is held by a listener that closes every connection while the test
+runs, so the runtime's registry takes another port, as on a machine where 5000 is taken, and a pull from 5000 fails
+at once.
 No function image is built: a stand-in of emnist-setup's name is pushed to the runtime's registry on loopback.
 """
 
@@ -15,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -44,18 +46,34 @@ def skip_reason() -> str | None:
 
 @pytest.fixture
 def port_5000_taken():
-    """127.0.0.1:5000 bound (not listening) while the test runs; skipped when something else has it."""
+    """127.0.0.1:5000 taken while the test runs: a listener that closes every connection at once (a pull from it
+    fails at once). SO_REUSEADDR, so a registry's connections still in TIME_WAIT there do not keep it from binding;
+    when another listener has the port, that one takes it."""
     holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         holder.bind(("127.0.0.1", 5000))
+        holder.listen(16)
     except OSError:
         holder.close()
-        yield  # taken already: what the test needs
+        yield
         return
+
+    def refuse() -> None:
+        while True:
+            try:
+                connection, _ = holder.accept()
+            except OSError:
+                return  # closed: the test is over
+            connection.close()
+    thread = threading.Thread(target=refuse, daemon=True)
+    thread.start()
     try:
         yield
     finally:
+        holder.shutdown(socket.SHUT_RDWR)
         holder.close()
+        thread.join(5)
 
 
 def project(folder: Path) -> Path:
