@@ -235,10 +235,13 @@ def processes_cpu_s(pids: list[int]) -> float:
     return total
 
 
-def store_cpu_s(url: str) -> float:
+def store_cpu_s(url: str, secrets: Path) -> float:
     import redis
 
-    info = redis.Redis.from_url(url).info("cpu")
+    from faasgd.local.credentials import store_password
+
+    # under docker the runtime's Redis requires the functions' secret store-password
+    info = redis.Redis.from_url(url, password=store_password(secrets, generate=False)).info("cpu")
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
@@ -259,7 +262,7 @@ def run_row(deployment: Deployment, workers: int, epochs: int, target_accuracy: 
     containers = deployment.containers()
     store_url = deployment.state["stores"]["redis"]["url"]
     runtime = deployment.runtime_pids()
-    before = ({c: container_cpu_s(c) for c in containers}, store_cpu_s(store_url), processes_cpu_s(runtime))
+    before = ({c: container_cpu_s(c) for c in containers}, store_cpu_s(store_url, deployment.directory / "secrets"), processes_cpu_s(runtime))
     argv = [sys.executable, "-m", "faasgd.cli", "train", "--dir", str(deployment.directory), "--workers",
             str(workers), "--max-epochs", str(epochs), "--target-accuracy", str(target_accuracy), "--seed",
             str(seed), "--json", "--quiet"]
@@ -273,7 +276,7 @@ def run_row(deployment: Deployment, workers: int, epochs: int, target_accuracy: 
     if len(ran) != len(containers):
         raise RuntimeError("a container was replaced during the job: its CPU-seconds are not all counted")
     containers_cpu = sum(container_cpu_s(c) - before[0][c] for c in ran)
-    store = store_cpu_s(store_url) - before[1]
+    store = store_cpu_s(store_url, deployment.directory / "secrets") - before[1]
     threads, each = blas_threads(deployment)
     return {"cpu_s": containers_cpu + store + command, "containers_cpu_s": containers_cpu, "store_cpu_s": store,
             "command_cpu_s": command, "runtime_cpu_s": processes_cpu_s(runtime) - before[2],

@@ -4,6 +4,7 @@ unless FAASGD_EXTRAS=tf, no installed package's own test suite; each image's siz
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -41,3 +42,47 @@ def test_emnist_train_without_the_tf_extra_has_no_tensorflow_and_no_package_test
                             "u.find_spec('numpy') is not None)\"")
     assert found.split() == ["None", "True"]
     assert in_image(train, "find /home/app/.local/lib -type d -name tests -path '*/site-packages/*'") == ""
+
+
+def health_until_healthy(container: str, within_s: float) -> tuple[list[str], float]:
+    """The container's health statuses as they change, polled every 0.2 s until `healthy` (or `within_s`), and the
+    seconds it took."""
+    seen, started = [], time.monotonic()
+    while time.monotonic() - started < within_s:
+        state = docker_cli.inspect("container", container)["State"]
+        status = (state.get("Health") or {}).get("Status", "none")
+        if not seen or seen[-1] != status:
+            seen.append(status)
+        if status == "healthy" or not state["Running"]:
+            break
+        time.sleep(0.2)
+    return seen, time.monotonic() - started
+
+
+@pytest.mark.parametrize("function", ["emnist-setup", "emnist-train"])
+def test_a_slow_start_shows_starting_never_unhealthy_and_the_start_period_covers_a_real_start(deployed, function):
+    """The image's HEALTHCHECK checked every second and unhealthy at the first failure (docker run's flags change only
+    those): a start 5 s slow (a shell's sleep before the image's own command) shows `starting` until the function's
+    lock is there, then `healthy`; the same start with the start period cut to 1 ms shows `unhealthy` first, as the
+    image did before it had one. A real start, without the sleep, is timed against the start period."""
+    image = next(image for image in deployed["images"] if f"/{function}:" in image)
+    start_period = docker_cli.inspect("image", image)["Config"]["Healthcheck"]["StartPeriod"] / 1e9
+
+    def started(slow: bool, *flags: str) -> tuple[list[str], float]:
+        command = ["--entrypoint", "sh", image, "-c", "sleep 5; exec python -S bootstrap.py"] if slow else [image]
+        container = docker_cli.docker("run", "-d", "--pull", "never", "--network", "none", "--label",
+                                      "faasgd-docker-test=image-check", "--cpus", "1", "--health-interval", "1s",
+                                      "--health-retries", "1", "--env", "healthcheck_interval=1s", *flags,
+                                      *command).strip()
+        try:
+            return health_until_healthy(container, 30)
+        finally:
+            docker_cli.docker("rm", "-f", container, check=False)
+
+    slow, _ = started(True)
+    without, _ = started(True, "--health-start-period", "1ms")
+    real, seconds = started(False)
+    print(f"\n{function}: a real start healthy after {seconds:.1f} s (start period {start_period:g} s): {real}")
+    assert slow[0] == "starting" and slow[-1] == "healthy" and "unhealthy" not in slow, slow
+    assert "unhealthy" in without, without  # what the start period prevents
+    assert real[-1] == "healthy" and "unhealthy" not in real and seconds < start_period / 4, (real, seconds)

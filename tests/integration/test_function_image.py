@@ -7,10 +7,10 @@ faas-cli does, by faasgd.local.build). Then:
     src, installed with no extras). None of the other wings' libraries is importable there, and
     index.py serves a tiny job on a real redis-server with it: emnist-train trains a worker,
     emnist-setup a whole single-mode job;
-  * the template's test stage (`tox`, the Dockerfile's TEST_COMMAND) passes in each function folder,
-    running the function's own handler_test.py. It runs as in the image: `pip install --user` into
-    HOME=build/<fn> (the image's /home/app) with a plain interpreter, because tox's `sitepackages`
-    sees the base interpreter's site, which a venv cannot stand in for.
+  * the template's test stage (the Dockerfile's TEST_COMMAND: flake8, then pytest, with the test-tools stage's
+    folder on PYTHONPATH) passes in each function folder, running the function's own handler_test.py. It runs
+    as in the image: `pip install --user` into HOME=build/<fn> (the image's /home/app) with a plain interpreter,
+    the tools `pip install --target` a folder of their own.
 """
 
 from __future__ import annotations
@@ -54,22 +54,43 @@ def test_the_core_installs_without_any_other_wings_library(image):
         assert subprocess.run([python, "-c", f"import {wing}"], capture_output=True).returncode != 0
 
 
-def test_the_dockerfile_test_stage_runs_tox_in_the_function_folder():
-    """The Dockerfile's test stage runs `tox` (TEST_COMMAND) in the function folder."""
-    dockerfile = (ROOT / "template" / "python3-http-faasgd" / "Dockerfile").read_text()
-    assert re.search(r"^ARG TEST_COMMAND=tox$", dockerfile, re.M)
+DOCKERFILE = ROOT / "template" / "python3-http-faasgd" / "Dockerfile"
+
+
+def stage_command() -> tuple[str, str]:
+    """(the test stage's default TEST_COMMAND, the test-tools stage's pip requirements) as the Dockerfile has them."""
+    dockerfile = DOCKERFILE.read_text()
+    command = re.search(r'^ARG TEST_COMMAND="(.*)"$', dockerfile, re.M)
+    tools = re.search(r'^RUN pip install --no-cache-dir --target /opt/test-tools (.*)$', dockerfile, re.M)
+    assert command and tools, "the test stage's TEST_COMMAND or the test-tools stage's install is gone"
+    return command.group(1), tools.group(1)
+
+
+def test_the_dockerfile_test_stage_runs_flake8_and_pytest_in_the_function_folder():
+    """The Dockerfile's test stage runs flake8 and pytest (TEST_COMMAND) in the function folder, the tools from a
+    stage of their own that no function's code precedes (so every function's build reuses it)."""
+    dockerfile = DOCKERFILE.read_text()
+    command, _ = stage_command()
+    assert "flake8" in command and "pytest" in command and "tox" not in command
     assert "WORKDIR /home/app/function/" in dockerfile
+    stage = dockerfile.split("AS test-tools", 1)[1].split("\nFROM ", 1)[0]
+    tools = [line for line in stage.splitlines() if line.strip() and not line.startswith("#")]
+    assert tools and not [line for line in tools if "function" in line or line.startswith(("COPY", "ADD"))]
+    assert "COPY --from=test-tools /opt/test-tools /opt/test-tools" in dockerfile
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_the_template_test_stage_runs_the_functions_own_tests(image, function):
+def test_the_template_test_stage_runs_the_functions_own_tests(image, function, tmp_path):
     _, build = image
     home = build / function  # /home/app in the image; the function folder is /home/app/function
+    command, tools = stage_command()
     env = container_env(HOME=str(home))
     python = str(pathlib.Path(sys.base_prefix) / "bin" / "python3")  # a plain interpreter, as the image's
-    pip = [python, "-m", "pip", "install", "-q", "--user", "--disable-pip-version-check"]
-    run([*pip, "-r", str(home / "function" / "requirements.txt"), str(home / "core"), "tox==3.*"], env=env)
-    done = run([str(home / ".local" / "bin" / "tox")], cwd=home / "function", env=env)
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    run([*pip, "--user", "-r", str(home / "function" / "requirements.txt"), str(home / "core")], env=env)
+    run([*pip, "--target", str(tmp_path / "test-tools"), *(word.strip('"') for word in tools.split('" "'))], env=env)
+    done = run(["sh", "-c", command.replace("python ", f"{python} ")], cwd=home / "function",
+               env={**env, "PYTHONPATH": str(tmp_path / "test-tools")})
     tests = re.search(r"(\d+) passed", done.stdout)
     assert tests and int(tests.group(1)) >= 4, done.stdout[-2000:]
     assert "skipped" not in done.stdout  # not the template's example tests, which skip other handlers

@@ -17,7 +17,7 @@ from support.paths import ROOT
 pytestmark = [pytest.mark.openfaas, pytest.mark.serial, pytest.mark.timeout(300)]
 SMALL_JOB = json.dumps({"dataset": "synthetic", "train_samples": 2000, "test_samples": 200, "hidden_sizes": [16],
                         "max_epochs": 1, "number_of_workers": 2})
-TRAIN_IMAGE = "ghcr.io/faasgd/emnist-train:0.1.0"
+TRAIN_IMAGE = "127.0.0.1:5000/emnist-train:0.1.0"
 
 
 def ok(done):

@@ -18,7 +18,7 @@ from pathlib import Path
 from support.fake_pods import LOGIN, system_gateway
 
 SETUP, TRAIN = "emnist-setup", "emnist-train"
-TRAIN_IMAGE = "ghcr.io/faasgd/emnist-train:0.1.0"
+TRAIN_IMAGE = "127.0.0.1:5000/emnist-train:0.1.0"
 
 
 def basic(user: str, password: str) -> str:

@@ -17,6 +17,27 @@ from faasgd.openfaas import SETUP_FUNCTION, FunctionError, GatewayClient
 from faasgd.store.url import mask_password
 
 
+class FunctionNotDeployed(FunctionError):
+    """Raised when a function the call needs is not deployed on the local runtime and the runtime knows why (its
+    image): the message names what is missing and the next commands."""
+
+
+def not_deployed(error: FunctionError, client: GatewayClient, function: str,
+                 directory: str | None) -> FunctionNotDeployed | None:
+    """A 404 for `function` from the local runtime of `directory` that waits for its image (faasgd.local.
+    waiting_images): the error saying so; None for any other error or gateway."""
+    from faasgd.local import control
+    from faasgd.local.waiting_images import not_deployed as why
+
+    if error.http_status != 404 or directory is None:
+        return None
+    state = control.read_state(directory)
+    if not state or str(state.get("gateway_url", "")).rstrip("/") != client.url.rstrip("/"):
+        return None
+    message = why(function, state)
+    return FunctionNotDeployed(404, message) if message else None
+
+
 class JobNotFoundIn(JobNotFound):
     """A JobNotFound whose message says where the job was looked for and how to look elsewhere."""
 

@@ -177,12 +177,17 @@ def request_body(config: TrainConfig | Mapping[str, Any] | None = None, **keys: 
     return {**base, **keys}
 
 
-def submit(client: GatewayClient, body: Mapping[str, Any]) -> Job:
-    """POST a checked request body to emnist-setup through `client`; the job it started.
+def submit(client: GatewayClient, body: Mapping[str, Any], directory: str = DEFAULT_DIR) -> Job:
+    """POST a checked request body to emnist-setup through `client`; the job it started. When `client` is the local
+    runtime of `directory` and emnist-setup waits there for its image, the error says what is missing and the next
+    commands (faasgd.api.hints.not_deployed).
 
         >>> job = submit(api.connect(gateway="http://127.0.0.1:8080"), {"dataset": "synthetic"})  # doctest: +SKIP
     """
-    answer = json_answer(client.invoke(SETUP_FUNCTION, dict(body)), SETUP_FUNCTION)
+    try:
+        answer = json_answer(client.invoke(SETUP_FUNCTION, dict(body)), SETUP_FUNCTION)
+    except FunctionError as error:
+        raise hints.not_deployed(error, client, SETUP_FUNCTION, directory) or error
     return through_gateway(client, answer["status_query"], answer)
 
 
@@ -205,4 +210,4 @@ def train(config: TrainConfig | Mapping[str, Any] | None = None, /, *, gateway: 
         wanted = optional_stores.needed(checked.store, checked.channel)
         optional_stores.refuse_missing(running, wanted, "store" if checked.store in wanted else "channel",
                                        None if directory == DEFAULT_DIR else directory)
-    return submit(connect(gateway, directory), body)
+    return submit(connect(gateway, directory), body, directory)

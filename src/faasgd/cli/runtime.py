@@ -40,8 +40,7 @@ def up(args) -> int:
     for line in store_lines(state):
         print(f"  {line}")
     if "registry" in state:
-        print(f"  {'registry':<10} {state['registry']['url']}  (pid {state['registry']['pid']}; "
-              f"REGISTRY={state['registry']['url']} faas-cli up -f stack.yml)")
+        print(f"  {'registry':<10} {state['registry']['url']}  (pid {state['registry']['pid']})")
     for replica in state["replicas"]:
         where = replica.get("url") or f"127.0.0.1:{replica['port']}"
         print(f"  {replica['name']:<16} {where}  (pid {replica.get('pid', '-')})")
@@ -50,7 +49,23 @@ def up(args) -> int:
         print(line)
     print(f"state and logs: {Path(args.dir).resolve()}")
     print_login(state["gateway_url"], user, password if generated else None, Path(args.dir).resolve() / "secrets")
+    print_image_steps(state)
     return 0
+
+
+def print_image_steps(state: dict) -> None:
+    """Under --backend docker: the functions waiting for their images, and the exact lines that bring them (REGISTRY
+    exported before faas-cli, so stack.yml's image names point at the runtime's registry)."""
+    from faasgd.local.waiting_images import next_steps
+
+    steps = next_steps(state)
+    if not steps:
+        return
+    waiting = state.get("waiting") or {}
+    if waiting:
+        print("waiting for their images: " + ", ".join(f"{name} ({entry['image']})" for name, entry in waiting.items()))
+    print("images go to the runtime's registry: " + ("run" if waiting else "for faas-cli, export") + "\n"
+          + "\n".join(f"  {line}" for line in steps))
 
 
 def store_lines(state: dict) -> list[str]:

@@ -91,7 +91,7 @@ def admit(config, stack_path: str) -> None:
 
 def run_through_gateway(args, body: dict) -> int:
     client = gateway(args)
-    job = api.submit(client, body)
+    job = api.submit(client, body, getattr(args, "dir", None))
     info = job.info
     out = progress_console()
     out.print(f"job {job.job_id}: {info['number_of_workers']} worker(s), {info['dataset']}, mode {info['invocation_mode']}, "

@@ -4,7 +4,9 @@ sends to /system/functions), the scale range of a function, and the refusals the
 Field names, messages and statuses follow faas-netes (`pkg/handlers/deploy.go`, `validate.go`) and
 the faas-provider types. Where this departs from OpenFaaS CE, and why:
 * Unknown fields in a body are refused with a 400 naming them (Go's decoder drops them silently):
-  a misspelt field would otherwise deploy something other than what was asked.
+  a misspelt field would otherwise deploy something other than what was asked. The spec's two deprecated
+  fields, `network` (Swarm's) and `registryAuth`, are not unknown: the spec says every current provider ignores
+  them, and so does the runtime (logged once per field, the value never: registryAuth holds a credential).
 * Resource quantities are checked by form only; limits and requests are recorded and shown, not
   enforced (there is no cgroup per replica).
 """
@@ -12,6 +14,7 @@ the faas-provider types. Where this departs from OpenFaaS CE, and why:
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 
@@ -24,6 +27,9 @@ MIN_LABEL, MAX_LABEL = "com.openfaas.scale.min", "com.openfaas.scale.max"
 PRO_LABELS = ("com.openfaas.scale.zero-duration", "com.openfaas.scale.target", "com.openfaas.scale.type")
 RESOURCE_KEYS = ("memory", "cpu")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+IGNORED_FIELDS = ("network", "registryAuth")  # deprecated in the spec (api-docs/spec.openapi.yml): "completely ignored"
+_ignored_logged: set[str] = set()  # the ignored fields already logged by this process
+log = logging.getLogger(__name__)
 _QUANTITY = re.compile(r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+|[kMGTPE]i|[numkMGTPE])?$")
 
 
@@ -112,11 +118,12 @@ def parse_deployment(body: bytes) -> FunctionDeployment:
         raise Refused(400, f"failed to unmarshal request: {error}") from None
     if not isinstance(data, dict):
         raise Refused(400, "failed to unmarshal request: the body must be a JSON object (a FunctionDeployment)")
-    unknown = sorted(set(data) - set(FIELDS))
+    unknown = sorted(set(data) - set(FIELDS) - set(IGNORED_FIELDS))
     if unknown:
         raise Refused(400, f"unknown field(s) {', '.join(unknown)}; a FunctionDeployment has {', '.join(FIELDS)}")
+    ignore_deprecated(data)
     values = {}
-    for name, value in data.items():
+    for name, value in ((name, value) for name, value in data.items() if name not in IGNORED_FIELDS):
         attribute, read = FIELDS[name]
         if value is not None and attribute is not None:
             values[attribute] = read(name, value)
@@ -125,6 +132,15 @@ def parse_deployment(body: bytes) -> FunctionDeployment:
     deployment = FunctionDeployment(**{"service": "", "image": "", **values})
     validate(deployment)
     return deployment
+
+
+def ignore_deprecated(data: dict) -> None:
+    """Log, the first time each is seen, that a deprecated field of the body is ignored (its name only)."""
+    for name in IGNORED_FIELDS:
+        if name in data and name not in _ignored_logged:
+            _ignored_logged.add(name)
+            log.warning("deploy: the field %s is deprecated in OpenFaaS's API and ignored, as by every current "
+                        "provider (logged once)", name)
 
 
 def validate(deployment: FunctionDeployment) -> None:

@@ -49,6 +49,7 @@ class Network:
     name: str
     gateway_ip: str  # the host's address on the network, where the runtime serves the stores and the gateway
     runtime_id: str
+    bridge: str = ""  # its Linux interface (faasgd.local.docker_wall lets only it, and the host, reach gateway_ip)
 
 
 def resource_flags(limits: dict[str, str], requests: dict[str, str]) -> list[str]:

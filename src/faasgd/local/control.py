@@ -209,8 +209,11 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
         from faasgd.local import docker_cli
         from faasgd.local.containers import RUNTIME_LABEL
 
-        # the daemon removes its containers and network itself; these are what a crash left
+        # the daemon removes its containers, network and wall itself; these are what a crash left
         docker_cli.remove_labelled(f"{RUNTIME_LABEL}={state['runtime_id']}")
+        from faasgd.local import docker_wall
+
+        docker_wall.open_up(state["runtime_id"])
     return stopped
 
 

@@ -8,6 +8,11 @@ login up in this order: the local runtime serving that exact URL (its secrets fo
 login `faas-cli login` stored for it (`$OPENFAAS_CONFIG/config.yml`, else `~/.openfaas/config.yml`,
 `./.openfaas` when CI=true, as faas-cli's config.ConfigDir), else none. A runtime's login is
 never sent to another URL.
+
+The stores' password is the function secret `store-password`, as on a cluster (k8s/: Redis's `requirepass` and
+the functions' /var/openfaas/secrets/store-password are the same Secret). The runtime's Redis (and its Redis
+Cluster) requires it whenever the secret exists; `faasgd up --backend docker` generates it when absent
+(`store_password`), since there the stores listen on an address containers reach.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import Mapping
 import yaml
 
 from faasgd.local.secrets import GATEWAY_SECRETS, write_private
+
+STORE_PASSWORD = "store-password"  # the functions read it (faasgd.store.PASSWORD_SECRET); the runtime's Redis requires it
 
 USER = "admin"  # OpenFaaS's default gateway user
 Login = tuple[str, str]  # (user, password), what httpx's auth takes
@@ -44,6 +51,21 @@ def ensure(secrets_dir: str | os.PathLike) -> tuple[Login, bool]:
     for name, value in zip(GATEWAY_SECRETS, login):
         write_private(Path(secrets_dir, name), value.encode())
     return login, True
+
+
+def store_password(secrets_dir: str | os.PathLike, generate: bool) -> str | None:
+    """The secret `store-password` (blanks around it trimmed, as the functions read it), generated first when absent
+    and `generate` (a random 192-bit hex string: no character any store's configuration must escape); else None."""
+    path = Path(secrets_dir, STORE_PASSWORD)
+    try:
+        password = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        password = ""
+    if password or not generate:
+        return password or None
+    password = secrets.token_hex(24)
+    write_private(path, password.encode())
+    return password
 
 
 def for_gateway(url: str, runtime: Mapping | None, environ: Mapping[str, str] = os.environ) -> Login | None:

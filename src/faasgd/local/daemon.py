@@ -49,7 +49,8 @@ from faasgd.local.s3 import LocalS3
 from faasgd.local.secrets import SecretStore
 from faasgd.local.stack import load_stack
 from faasgd.local.store_groups import ServerGroup
-from faasgd.local.state_file import STATE_FILE, STATE_LOCK, TEMP_FOLDER, make_folders, write_ended, write_state
+from faasgd.local.state_file import (STATE_FILE, STATE_LOCK, TEMP_FOLDER, make_folders, source_sha, write_ended,
+                                     write_state)
 from faasgd.local.stores import (LOOPBACK, STORE_ANSWERS, ServerProcess, adopt_server, free_port, start_memcached,
                                  start_redis, stop_all)
 
@@ -109,18 +110,8 @@ def build_catalog(stack_path: Path, builds: Path, environ: Mapping[str, str]) ->
     return Catalog(codes)
 
 
-def source_sha() -> str:
-    """The git commit faasgd runs from (/system/info's sha), or "unknown" outside a checkout."""
-    try:
-        done = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
-
-
 def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, also_bind: str | None = None,
-                  groups: stack_groups.GroupPlan = stack_groups.GroupPlan(),
+                  groups: stack_groups.GroupPlan = stack_groups.GroupPlan(), password: str | None = None,
                   ) -> tuple[dict[str, ServerProcess], ServerProcess, dict[str, ServerGroup]]:
     """redis-server and memcached on free loopback ports, by name, nats-server for the async queue, and the
     store groups of `groups` (faasgd.local.stack_groups), all started at once; if one fails, those started are
@@ -128,13 +119,15 @@ def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, al
 
     A server in `adopted` (state-file entries a crashed runtime left, see control.up) is kept, data
     and all, when it is still that process and answers; otherwise it is stopped and started afresh.
-    Groups are always started afresh (control._leftovers stopped a crashed runtime's members).
+    Groups are always started afresh (control._leftovers stopped a crashed runtime's members). Redis and the Redis
+    Cluster require `password` when given (credentials.store_password); memcached takes none (no client sends one).
     """
     adopted = adopted or {}
-    starters = {"redis": (lambda: start_redis(workdir=str(directory), also_bind=also_bind), STORE_ANSWERS["redis"]),
+    redis = lambda: start_redis(workdir=str(directory), also_bind=also_bind, password=password)  # noqa: E731
+    starters = {"redis": (redis, STORE_ANSWERS["redis"]),
                 "memcached": (lambda: start_memcached(also_bind=also_bind), STORE_ANSWERS["memcached"]),
                 "nats": (lambda: start_nats(directory / "jetstream"), jetstream_answers),
-                **{name: (launch, None) for name, launch in stack_groups.starters(groups, also_bind).items()}}
+                **{name: (launch, None) for name, launch in stack_groups.starters(groups, also_bind, password).items()}}
     started: dict[str, ServerProcess | ServerGroup] = {}
     failed: list[BaseException] = []
 
@@ -197,8 +190,12 @@ def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, S
 
 def replica_entries(supervisor: Supervisor) -> dict:
     """The state file's replicas (`faasgd down` stops them by pid) and whether every function's replicas are
-    available (`faasgd up --wait` reads it rather than asking the gateway until it is so)."""
-    return {"replicas": supervisor.processes(), "available": supervisor.all_available()}
+    available (`faasgd up --wait` reads it rather than asking the gateway until it is so); under docker, the stack's
+    functions still waiting for their images (a deploy ends the wait: faasgd.local.waiting_images)."""
+    waiting = getattr(supervisor.catalog, "waiting", None)
+    waiting = None if waiting is None else {n: e for n, e in waiting.items() if n not in supervisor.deployments}
+    return {"replicas": supervisor.processes(), "available": supervisor.all_available(),
+            **({} if waiting is None else {"waiting": waiting})}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,8 +237,9 @@ def run(args: argparse.Namespace, directory: Path) -> int:
     # every server started from here on keeps its files in <dir>/tmp (restored at the end: tests call main in theirs)
     machine_tmp, tempfile.tempdir = tempfile.tempdir, str(directory / TEMP_FOLDER)
     try:
+        password = credentials.store_password(directory / "secrets", generate=site is not None)  # docker: made if absent
         stores, broker, groups = start_servers(directory, args.adopt, site.gateway_ip if site else None,
-                                               group_plan(args, catalog))
+                                               group_plan(args, catalog), password)
         try:
             serve(args, directory, catalog, stores, login, stop, broker, listener, s3, site, groups, forks)
         finally:
@@ -296,6 +294,8 @@ def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: d
     supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
                             spawn=optional_stores.spawner(s3.spawner(site.spawn if site is not None else start_replica),
                                                           args.stores, args.memcached_pool_servers))
+    if site is not None:  # the stack's functions whose images are not here yet (faasgd up and faasgd train say so)
+        state["waiting"] = dict(catalog.waiting)
     supervisor.on_change = lambda: write_state(directory, {**state, **replica_entries(supervisor)})
     watch = BrokerWatch(broker, on_restart=lambda new: (state.update(broker={**state["broker"], **new.ref.to_json()}),
                                                         supervisor.on_change()))  # `faasgd down` finds the new one

@@ -4,7 +4,9 @@ How the containers reach the runtime. The stores, the broker and the gateway sta
 The runtime creates one bridge network per runtime folder (`faasgd-<id>`, labelled
 `faasgd.runtime=<id>`; the id is a hash of the folder), and the host's address on it (the bridge's
 gateway, e.g. 172.18.0.1) is where the containers find them: redis-server and memcached bind it
-beside 127.0.0.1, and the gateway listens on it too, each on its usual port. In a container's
+beside 127.0.0.1, and the gateway listens on it too, each on its usual port. A wall in the host's firewall
+(faasgd.local.docker_wall, up before the first store starts and down after the last stops) lets only that network
+and the host itself reach that address: a container on any other Docker network is refused. In a container's
 environment every in-cluster Service address (`redis.openfaas-fn:6379`, `gateway.openfaas:8080`, ...)
 is rewritten to that address and the port (faasgd.local.daemon.service_table, as for processes with loopback),
 and the Service names resolve to it (`--add-host`). The gateway reaches each container on its own
@@ -22,12 +24,13 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import socket
 from pathlib import Path
 
 import httpx
 
 from faasgd.errors import FaasgdError, StoreUnavailable
-from faasgd.local import docker_cli
+from faasgd.local import docker_cli, docker_wall
 from faasgd.local.api import Refused
 from faasgd.local.containers import RUNTIME_LABEL, ContainerReplica, Network, start_container
 from faasgd.local.deployments import Catalog, Code, Deployment
@@ -36,6 +39,7 @@ from faasgd.local.stack import FunctionSpec
 from faasgd.local.stores import ServerProcess, server_folder, spawn_server, start_server
 
 REGISTRY_BINARY = "docker-registry"
+REGISTRY_PORT = 5000  # stack.yml's default REGISTRY is 127.0.0.1:5000: the registry takes it when it is free
 
 
 def runtime_id(directory: Path) -> str:
@@ -58,7 +62,7 @@ def ensure_network(identity: str) -> Network:
     gateway_ip = configs[0].get("Gateway", "")
     if not gateway_ip:
         raise docker_cli.DockerError(f"network {name}: Docker gave it no gateway address")
-    return Network(name, gateway_ip, identity)
+    return Network(name, gateway_ip, identity, docker_wall.bridge_name(found))
 
 
 def registry_config(port: int, storage: Path) -> str:
@@ -77,7 +81,8 @@ def registry_answers(port: int) -> bool:
 
 def start_registry(directory: Path, ready_timeout: float = 20.0) -> ServerProcess:
     """docker-registry on loopback, storing under <directory>/registry/data: on the port it had before
-    (images pushed there keep their names across `faasgd down` / `up`), else on a free one."""
+    (images pushed there keep their names across `faasgd down` / `up`), else on REGISTRY_PORT (where stack.yml's
+    image names point when REGISTRY is unset), else on a free one."""
     binary = shutil.which(REGISTRY_BINARY)
     if binary is None:
         raise FaasgdError("backend docker: docker-registry not found on PATH; install it with: "
@@ -92,12 +97,20 @@ def start_registry(directory: Path, ready_timeout: float = 20.0) -> ServerProces
         return spawn_server("registry", f"127.0.0.1:{port}", port, [binary, "serve", str(config)], tmp, None)
 
     previous = previous_port(folder / "config.yml")
-    if previous is not None:  # the port the images pushed before are named with, when it is still free
-        try:
-            return start_server(launch, previous, registry_answers, ready_timeout)
-        except StoreUnavailable:
-            pass
+    # the port the images pushed before are named with, then the one stack.yml's default names: when still free
+    for port in dict.fromkeys(p for p in (previous, REGISTRY_PORT) if p is not None):
+        if port_free(port):
+            try:
+                return start_server(launch, port, registry_answers, ready_timeout)
+            except StoreUnavailable:
+                pass
     return start_server(launch, None, registry_answers, ready_timeout)
+
+
+def port_free(port: int) -> bool:
+    """Nothing listens on 127.0.0.1:port (a registry there would be someone else's: never take its images)."""
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
 
 
 def previous_port(config: Path) -> int | None:
@@ -110,7 +123,15 @@ def previous_port(config: Path) -> int | None:
 
 
 class ImageCatalog(Catalog):
-    """Every image runs: the stack's own codes, and any other image a deploy names (pulled from loopback)."""
+    """Every image runs: the stack's own codes, and any other image a deploy names (pulled from loopback).
+
+    `waiting` lists the stack's functions not started for want of their image (name -> image, and the image of that
+    name and tag in the runtime's registry when it holds one): what `faasgd up` and a call's 404 say to do next."""
+
+    def __init__(self, codes, registry: str = ""):
+        super().__init__(codes)
+        self.registry = registry
+        self.waiting: dict[str, dict[str, str]] = {}
 
     def code_for(self, image: str) -> Code:
         """The code of `image`, pulled first when it is in a registry on loopback; Refused(400) saying why not."""
@@ -133,9 +154,28 @@ class ImageCatalog(Catalog):
                 docker_cli.ensure_image(deployment.spec.image)
             except docker_cli.DockerError as error:
                 print(f"faasgd runtime: {name} not started: {error}", flush=True)
+                self.waiting[name] = self.wanted(deployment.spec.image)
                 continue
             ready[name] = deployment
         return ready
+
+    def wanted(self, image: str) -> dict[str, str]:
+        """The image a stack function waits for, and `{registry}/{name}:{tag}` when the registry holds that one (it
+        was pushed with REGISTRY set, and `faasgd up` read stack.yml without it)."""
+        entry = {"image": image}
+        repository, _, tag = image.rpartition("/")[2].partition(":")
+        if self.registry and registry_holds(self.registry, repository, tag or "latest"):
+            entry["in_registry"] = f"{self.registry}/{repository}:{tag or 'latest'}"
+        return entry
+
+
+def registry_holds(registry: str, repository: str, tag: str) -> bool:
+    """The registry on loopback has `repository:tag` (the registry API's manifest HEAD)."""
+    try:
+        return httpx.head(f"http://{registry}/v2/{repository}/manifests/{tag}", timeout=2, trust_env=False, headers={
+            "Accept": "application/vnd.docker.distribution.manifest.v2+json"}).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 class DockerSite:
@@ -148,9 +188,12 @@ class DockerSite:
         docker_cli.remove_labelled_containers(runtime_label(self.identity))  # a crashed runtime's replicas
         self.network = ensure_network(self.identity)
         try:
+            # before any store binds the network's address: only the network and the host reach it
+            docker_wall.close(self.identity, self.network.gateway_ip, self.network.bridge)
             self.registry = start_registry(self.directory)
         except BaseException:
             docker_cli.remove_labelled(runtime_label(self.identity))  # nothing of it is left behind
+            docker_wall.open_up(self.identity)
             raise
 
     @property
@@ -158,7 +201,7 @@ class DockerSite:
         return self.network.gateway_ip
 
     def catalog(self, catalog: Catalog) -> ImageCatalog:
-        return ImageCatalog(catalog.stack)
+        return ImageCatalog(catalog.stack, self.registry.url)
 
     def spawn(self, deployment: Deployment, name: str, host: Host) -> ContainerReplica:
         return start_container(deployment, name, host, self.network)
@@ -169,6 +212,10 @@ class DockerSite:
                 "registry": {"url": self.registry.url, **self.registry.ref.to_json()}}
 
     def stop(self) -> None:
-        """Stop the registry (its files stay for the next runtime), remove every container and the network."""
-        self.registry.stop()
-        docker_cli.remove_labelled(runtime_label(self.identity))
+        """Stop the registry (its files stay for the next runtime), remove every container and the network, then
+        the wall (the stores listening on the network's address have stopped before: the daemon stops them first)."""
+        try:
+            self.registry.stop()
+            docker_cli.remove_labelled(runtime_label(self.identity))
+        finally:
+            docker_wall.open_up(self.identity)

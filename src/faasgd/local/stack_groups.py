@@ -91,13 +91,15 @@ def plan(environments: Iterable[Mapping[str, str]], sizes: GroupSizes) -> GroupP
                      pool_servers=(sizes.pool_servers or members) if members else 0)
 
 
-def starters(group_plan: GroupPlan, also_bind: str | None = None) -> dict[str, Callable[[], ServerGroup]]:
-    """A starter per group in the plan, by group name (the starters' modules are imported when called)."""
+def starters(group_plan: GroupPlan, also_bind: str | None = None,
+             password: str | None = None) -> dict[str, Callable[[], ServerGroup]]:
+    """A starter per group in the plan, by group name (the starters' modules are imported when called); the Redis
+    Cluster requires `password` when given (memcached's pool takes none: the functions' client sends none)."""
     def start_cluster() -> ServerGroup:
         from faasgd.local.redis_cluster import start_redis_cluster
 
         return start_redis_cluster(masters=group_plan.cluster_masters, replicas=group_plan.cluster_replicas,
-                                   also_bind=also_bind)  # its nodes announce also_bind when given
+                                   also_bind=also_bind, password=password)  # its nodes announce also_bind when given
 
     def start_pool() -> ServerGroup:
         from faasgd.local.memcached_pool import start_memcached_pool

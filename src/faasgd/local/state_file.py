@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import threading
 from pathlib import Path
 
@@ -84,3 +85,13 @@ def set_aside_logs(logs: Path) -> None:
     for path in logs.glob("*.log"):
         if path.name != RUNTIME_LOG:
             os.replace(path, previous / path.name)
+
+
+def source_sha() -> str:
+    """The git commit faasgd runs from (/system/info's sha), or "unknown" outside a checkout."""
+    try:
+        done = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"

@@ -99,7 +99,8 @@ class Runtime:
         return self.state["stores"][store]["pid"]
 
     def store(self, store: str):
-        return open_store(self.state["stores"][store]["url"])
+        # the runtime's Redis requires the secret store-password when there is one (always under docker)
+        return open_store(self.state["stores"][store]["url"], secrets_dir=str(self.directory / "secrets"))
 
 
 @dataclass

@@ -33,7 +33,7 @@ def test_the_command_ends_with_the_read_its_job_ended_in(monkeypatch, tmp_path):
     monkeypatch.setattr(train.api, "start_runtime", lambda *a, **k: SimpleNamespace(
         gateway_url="http://127.0.0.1:1", started=False))
     monkeypatch.setattr(train, "gateway", lambda args: SimpleNamespace(url=args.gateway))
-    monkeypatch.setattr(train.api, "submit", lambda client, body: job)
+    monkeypatch.setattr(train.api, "submit", lambda client, body, directory=None: job)
     assert main(["train", "--dataset", "synthetic", "--dir", str(tmp_path)]) == 1  # the job's failed record
     assert len(asked) == 1 and abs(asked[0] - train.STATUS_POLL_S) < 0.01  # one read, which saw the end
     assert time.monotonic() - ends_at < train.STATUS_POLL_S  # not a period after the end (polling's worst case)

@@ -34,7 +34,7 @@ def flag_values(argv: list[str], flag: str) -> list[str]:
 
 def test_the_pod_specs_environment_labels_secrets_and_limits_become_run_flags(tmp_path):
     argv = run_argv(deployment(), "emnist-train-3", NETWORK, TABLE, tmp_path / "secrets")
-    assert argv[-1] == "ghcr.io/faasgd/emnist-train:0.1.0"  # the image, last; nothing after it overrides CMD
+    assert argv[-1] == "127.0.0.1:5000/emnist-train:0.1.0"  # the image, last; nothing after it overrides CMD
     assert flag_values(argv, "--name") == ["faasgd-abc-emnist-train-3"]
     assert flag_values(argv, "--hostname") == ["emnist-train-3"] and flag_values(argv, "--network") == ["faasgd-abc"]
     env = dict(pair.split("=", 1) for pair in flag_values(argv, "--env"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import control, daemon, docker_cli, docker_site
+from faasgd.local import control, daemon, docker_cli, docker_site, docker_wall
 from faasgd.local.api import Refused
 from faasgd.local.deployments import Catalog, Code
 from faasgd.local.stack import load_stack
@@ -59,8 +59,9 @@ def test_the_backend_reaches_the_daemons_command_line(monkeypatch, tmp_path):
 
 
 def test_down_removes_what_carries_the_runtimes_label_and_stops_its_registry(table, monkeypatch, tmp_path):
-    calls = []
+    calls, walls = [], []
     monkeypatch.setattr(docker_cli, "docker", lambda *args, **_: calls.append(args) or "")
+    monkeypatch.setattr(docker_wall, "open_up", walls.append)
     registry = table.add(401, T0 + 1)
     (tmp_path / daemon.STATE_FILE).write_text(json.dumps({
         "pid": 400, "create_time": T0, "backend": "docker", "runtime_id": "abc123", "stores": {},
@@ -70,6 +71,7 @@ def test_down_removes_what_carries_the_runtimes_label_and_stops_its_registry(tab
     assert ("container", "ls", "-a", "-q", "--filter", "label=faasgd.runtime=abc123") in calls
     assert ("network", "ls", "-q", "--filter", "label=faasgd.runtime=abc123") in calls
     assert all("label=faasgd.runtime=abc123" in call for call in calls if "--filter" in call)
+    assert walls == ["abc123"]  # a killed daemon's wall comes down with the rest
 
 
 def test_down_of_a_process_runtime_asks_no_docker(table, monkeypatch, tmp_path):
@@ -101,7 +103,7 @@ def test_every_image_deploys_a_local_registrys_is_pulled_others_must_be_here(mon
             raise docker_cli.DockerError(f"image: {image} is not on this machine")
 
     monkeypatch.setattr(docker_cli, "ensure_image", ensure)
-    spec = load_stack(ROOT / "stack.yml", {})["emnist-train"]
+    spec = load_stack(ROOT / "stack.yml", {"REGISTRY": "ghcr.io/faasgd"})["emnist-train"]  # a registry elsewhere
     catalog = docker_site.ImageCatalog([Code(spec, Path("build/emnist-train"), {})])
     assert catalog.code_for("ghcr.io/faasgd/emnist-train:0.1.0").spec is spec
     assert catalog.code_for("127.0.0.1:5000/other:1").spec.image == "127.0.0.1:5000/other:1"

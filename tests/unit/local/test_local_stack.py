@@ -14,7 +14,7 @@ def test_the_repository_stack_loads_with_its_defaults():
                               "stacking-metatrainer"]
     train = functions["emnist-train"]
     assert train.min_replicas == 2 and train.max_replicas == 5
-    assert train.image == "ghcr.io/faasgd/emnist-train:0.1.0"
+    assert train.image == "127.0.0.1:5000/emnist-train:0.1.0"
     assert train.environment["batch_size"] == "128" and train.environment["exec_timeout"] == "3600s"
     assert train.handler == ROOT / "emnist-train" and train.secrets == ("store-password",)
 

@@ -8,7 +8,7 @@ import pytest
 from support.fake_pods import system_gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
-TRAIN_IMAGE = "ghcr.io/faasgd/emnist-train:0.1.0"
+TRAIN_IMAGE = "127.0.0.1:5000/emnist-train:0.1.0"
 
 
 def deployment(service: str, image: str = TRAIN_IMAGE, **fields) -> dict:
@@ -79,7 +79,7 @@ async def test_an_image_the_runtime_does_not_build_is_a_400_saying_how_to_add_it
             assert response.status_code == 400, response.text
             message = response.json()["error"]
             assert "docker.io/someone/else:1" in message and "add a function with this image" in message
-            assert "emnist-train: ghcr.io/faasgd/emnist-train:0.1.0" in message
+            assert "emnist-train: 127.0.0.1:5000/emnist-train:0.1.0" in message
 
 
 @pytest.mark.parametrize("body, words", [
@@ -98,6 +98,30 @@ async def test_bad_deployments_are_400_naming_the_field(tmp_path, body, words):
     async with system_gateway(tmp_path) as (gw, _, _):
         response = await gw.client.post("/system/functions", content=body)
     assert response.status_code == 400 and words in response.json()["error"]
+
+
+async def test_the_specs_deprecated_fields_are_ignored_and_logged_once_without_their_value(tmp_path, caplog,
+                                                                                            monkeypatch):
+    from faasgd.local import api
+
+    monkeypatch.setattr(api, "_ignored_logged", set(), raising=False)  # a fresh "once"
+    credential = "dXNlcjpzM2NyM3Q="  # base64 of user:s3cr3t, as ~/.docker/config.json keeps it
+    deprecated = {"network": "func_functions", "registryAuth": credential}
+    async with system_gateway(tmp_path) as (gw, _, pods):
+        with caplog.at_level("WARNING", logger="faasgd.local.api"):
+            updated = await gw.client.put("/system/functions", json=deployment(
+                "emnist-train", envVars={"n_push": "5"}, **deprecated))
+            created = await gw.client.post("/system/functions", json=deployment("copy", **deprecated))
+            unknown = await gw.client.post("/system/functions", json=deployment("other", hostPath="/", **deprecated))
+        status = (await gw.client.get("/system/function/emnist-train")).json()
+    assert updated.status_code == 202 and created.status_code == 202, (updated.text, created.text)
+    assert status["envVars"] == {"n_push": "5"} and "network" not in status and "registryAuth" not in status
+    assert len(pods.running("copy")) == 1
+    assert unknown.status_code == 400 and "unknown field(s) hostPath" in unknown.json()["error"]
+    assert "network" not in unknown.json()["error"].split(";")[0]  # the deprecated ones are not called unknown
+    logged = [r.getMessage() for r in caplog.records if r.name == "faasgd.local.api"]
+    assert len(logged) == 2 and any("network" in m for m in logged) and any("registryAuth" in m for m in logged)
+    assert credential not in caplog.text and "func_functions" not in caplog.text
 
 
 async def test_remove_stops_the_replicas_and_a_second_remove_is_404(tmp_path):

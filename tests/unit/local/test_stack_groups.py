@@ -86,7 +86,9 @@ def test_under_docker_the_groups_bind_the_bridge_address(monkeypatch):
     start = stack_groups.starters(stack_groups.GroupPlan(cluster_masters=2), also_bind="172.18.0.1")
     assert set(start) == {"redis-cluster"}
     start["redis-cluster"]()
-    assert started == [{"masters": 2, "replicas": 0, "also_bind": "172.18.0.1"}]
+    stack_groups.starters(stack_groups.GroupPlan(cluster_masters=1), password="pw")["redis-cluster"]()
+    assert started == [{"masters": 2, "replicas": 0, "also_bind": "172.18.0.1", "password": None},
+                       {"masters": 1, "replicas": 0, "also_bind": None, "password": "pw"}]
 
 
 def test_a_real_cluster_started_with_a_second_address_announces_it_and_serves_there():

@@ -34,11 +34,19 @@ def test_defaults_and_variables_are_substituted():
     data = stack()
     assert data["version"] == "1.0"
     assert data["provider"] == {"name": "openfaas", "gateway": "http://127.0.0.1:8080"}
-    assert data["functions"]["emnist-train"]["image"] == "ghcr.io/faasgd/emnist-train:0.1.0"
+    assert data["functions"]["emnist-train"]["image"] == "127.0.0.1:5000/emnist-train:0.1.0"
     env = {"OPENFAAS_URL": "http://gw:31112", "REGISTRY": "docker.io/me", "TAG": "dev"}
     data = stack_rules.load_stack(STACK, env)
     assert data["provider"]["gateway"] == "http://gw:31112"
     assert data["functions"]["emnist-setup"]["image"] == "docker.io/me/emnist-setup:dev"
+
+
+@pytest.mark.parametrize("env", [NO_ENV, {"REGISTRY": ""}], ids=["REGISTRY unset", "REGISTRY empty"])
+def test_no_image_name_leaves_the_machine_unless_a_registry_is_named(env):
+    """faas-cli pushes each image to the registry its name starts with: without REGISTRY, that is this machine."""
+    for name, function in stack_rules.load_stack(STACK, env)["functions"].items():
+        registry = function["image"].split("/", 1)[0]
+        assert registry == "127.0.0.1:5000", (name, function["image"])  # `faasgd up --backend docker`'s registry
 
 
 def test_both_functions_use_the_template_and_the_store_secret():
