@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-FILTER = "'emnist-*'"  # the README's Deploy section deploys the training functions
+FILTER = "'emnist-*'"  # what the Deploy path (faas-cli up --filter) builds and deploys: the training functions
 
 
 def registry_of(state: Mapping | None) -> str | None:
