@@ -28,6 +28,7 @@ from faasgd.local.stores import free_port
 from faasgd.testing.fault_matrix import RUNTIME_FLAGS, Runtime
 from support.container_faults import wait_available
 from support.openfaas_bin import find, missing_reason
+from support.docker_ready import images_missing
 from support.paths import ROOT, copy_project
 
 FUNCTIONS = ("emnist-setup", "emnist-train")
@@ -42,14 +43,7 @@ def skip_reason() -> str | None:
     """Why the docker tier cannot run here, in one line; None when it can."""
     if find("faas-cli") is None:
         return missing_reason("faas-cli")
-    try:
-        docker_cli.daemon_version(timeout=5)
-    except docker_cli.DockerError as error:
-        return f"no Docker daemon answers ({str(error).splitlines()[0][:120]})"
-    absent = [image for image in BASE_IMAGES if docker_cli.inspect("image", image) is None]
-    if absent:
-        return f"base image(s) {', '.join(absent)} not on this machine: run scripts/local-base-images.sh"
-    return None
+    return images_missing(BASE_IMAGES)
 
 
 def documented_up() -> list[str]:

@@ -25,6 +25,7 @@ import yaml
 from faasgd.local import docker_cli
 from faasgd.local.stores import free_port
 from faasgd.testing.fault_matrix import Runtime, faasgd
+from support.docker_ready import images_missing
 from support.paths import copy_project
 
 pytestmark = [pytest.mark.docker, pytest.mark.serial, pytest.mark.timeout(300)]
@@ -35,13 +36,7 @@ TRAIN = ("train", "--workers", "1", "--dataset", "synthetic", "--train-samples",
 
 
 def skip_reason() -> str | None:
-    try:
-        docker_cli.daemon_version(timeout=5)
-    except docker_cli.DockerError as error:
-        return f"no Docker daemon answers ({str(error).splitlines()[0][:120]})"
-    if docker_cli.inspect("image", STAND_IN) is None:
-        return f"{STAND_IN} is not on this machine: run scripts/local-base-images.sh"
-    return None
+    return images_missing([STAND_IN])
 
 
 @pytest.fixture

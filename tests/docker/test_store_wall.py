@@ -26,6 +26,7 @@ from faasgd.local.containers import RUNTIME_LABEL
 from faasgd.local.docker_site import runtime_id
 from faasgd.local.stores import free_port
 from faasgd.testing.fault_matrix import Runtime
+from support.docker_ready import images_missing
 from support.paths import copy_project
 
 pytestmark = [pytest.mark.docker, pytest.mark.serial, pytest.mark.timeout(300)]
@@ -57,12 +58,8 @@ def project(folder: Path) -> Path:
 
 
 def skip_reason() -> str | None:
-    try:
-        docker_cli.daemon_version(timeout=5)
-    except docker_cli.DockerError as error:
-        return f"no Docker daemon answers ({str(error).splitlines()[0][:120]})"
-    if docker_cli.inspect("image", PROBE_IMAGE) is None:
-        return f"{PROBE_IMAGE} is not on this machine: run scripts/local-base-images.sh"
+    if reason := images_missing([PROBE_IMAGE]):
+        return reason
     if os.geteuid() != 0:
         return "the wall is iptables rules: the runtime under --backend docker needs root"
     return None

@@ -33,3 +33,17 @@ def unavailable_reason(reason_file: Path = REASON_FILE) -> str | None:
     written = reason_file.read_text().strip() if reason_file.is_file() else ""
     said = (done.stderr.strip().splitlines() or ["no output"])[-1]
     return "Docker tests skipped: " + (written or f"no Docker daemon answers `docker info` ({said})")
+
+
+def images_missing(images) -> str | None:
+    """Why a test needing a Docker daemon and these local images cannot run, in one line; None when it can."""
+    from faasgd.local import docker_cli
+
+    try:
+        docker_cli.daemon_version(timeout=5)
+    except docker_cli.DockerError as error:
+        return f"no Docker daemon answers ({str(error).splitlines()[0][:120]})"
+    absent = [image for image in images if docker_cli.inspect("image", image) is None]
+    if absent:
+        return f"{', '.join(absent)} not on this machine: run scripts/local-base-images.sh"
+    return None
