@@ -158,13 +158,46 @@ def store_cpu_s(server) -> float | None:
         return None
 
 
+def store_in_bytes(server) -> int | None:
+    """Bytes a store server has received from all its clients so far, by its own count (Redis INFO stats
+    total_net_input_bytes, Memcached stats bytes_read; None when it cannot be read)."""
+    try:
+        if server.name == "redis":
+            import redis
+
+            return int(redis.Redis.from_url(server.url).info("stats")["total_net_input_bytes"])
+        from pymemcache.client.base import Client
+
+        host, port = server.url.split("//")[1].split(":")
+        return int(Client((host, int(port))).stats()[b"bytes_read"])
+    except Exception:
+        return None
+
+
+def besides_push(run: dict, short: dict | None = None, sent: str = "tx_bytes") -> float | None:
+    """Bytes a push interval besides the push itself: what was sent (`sent`: the workers' sockets' count,
+    `tx_bytes`, or the server's, `store_in_bytes`) less every attempt's update, over the pushes; with `short`, the
+    difference of the two runs (the command's set-up and end, in the server's count, left out). A race lost resends
+    the whole update here (every configuration's 79,510 floats fit one chunk): its record and commands count as
+    besides. Exact at 1 worker (no races)."""
+    names = ("pushes", "conflicts", "push_bytes", sent)
+    if any(run.get(name) is None or (short is not None and short.get(name) is None) for name in names):
+        return None
+    pushes, conflicts, _pushed, total = (run[name] - (short[name] if short is not None else 0) for name in names)
+    if pushes <= 0:
+        return None
+    update = run["push_bytes"] / run["pushes"]
+    return (total - update * (pushes + conflicts)) / pushes
+
+
 def job_figures(cpu: float, wall: float, done: subprocess.CompletedProcess, what: str, clock: str) -> dict:
     if done.returncode != 0:
         raise RuntimeError(f"{what}: faasgd train failed ({done.returncode}): {done.stderr[-2000:]}")
     result = json.loads(done.stdout)
     return {"cpu_s": cpu, "wall_s": wall, "samples": result["samples"], "clock": clock, "state": result["state"],
             "samples_to_target": result.get("samples_to_target"), "job_cpu_s": result.get("cpu_s"),
-            "job_store_cpu_s": result.get("store_cpu_s"), "job_cpu_s_per_sample": result.get("cpu_s_per_sample")}
+            "job_store_cpu_s": result.get("store_cpu_s"), "job_cpu_s_per_sample": result.get("cpu_s_per_sample"),
+            **{name: result.get(name) for name in ("tx_bytes", "push_bytes", "pushes", "conflicts")}}
 
 
 def run_job(cell: Cell, epochs: int, seed: int, target: float = 1.0, extra: tuple[str, ...] = ()) -> dict:
@@ -176,18 +209,19 @@ def run_job(cell: Cell, epochs: int, seed: int, target: float = 1.0, extra: tupl
         server = (start_redis if cell.store == "redis" else start_memcached)()
         try:
             account.adopt(server.pid)
-            before = store_cpu_s(server)
+            before, received = store_cpu_s(server), store_in_bytes(server)
             argv = [*FAASGD, "train", "--direct", "--store-url", server.url, *cell.flags(), *extra,
                     "--max-epochs", str(epochs), "--target-accuracy", str(target), "--seed", str(seed), "--json",
                     "--quiet"]
             started = time.perf_counter()
             done = account.run(argv, capture_output=True, text=True, cwd=ROOT)
             wall = time.perf_counter() - started
-            after = store_cpu_s(server)
+            after, received_after = store_cpu_s(server), store_in_bytes(server)
         finally:
             server.stop()
         figures = job_figures(account.cpu_s(), wall, done, cell.name, account.clock)
     figures["store_cpu_s"] = None if before is None or after is None else after - before
+    figures["store_in_bytes"] = None if received is None or received_after is None else received_after - received
     return figures
 
 
@@ -316,6 +350,8 @@ def measure_cost(cells: list[Cell], rounds: int, short_epochs: int, long_epochs:
                    "whole_us": whole * 1e6, "plain_marginal_us": base_marginal * 1e6,
                    "job_over_kernel": None if own is None else own / marginal,
                    "store_share": None if store is None else store / long_job["cpu_s"],
+                   "besides_push": besides_push(long_job),
+                   "besides_push_store": besides_push(long_job, short_job, "store_in_bytes"),
                    "short": short_job, "long": long_job}
             rows[cell.name].append(row)
             print(f"  {cell.name}: marginal {row['marginal']:.2f} x ({row['marginal_us']:.2f} against "
@@ -330,13 +366,15 @@ def cost_table(cells: list[Cell], rows: dict, plain: list, short_epochs: int) ->
     whole_us = [plain_per_sample(p, short_epochs)[1] * 1e6 for p in plain]
     lines = [f"plain process: {spread(marginal_us)} CPU-µs a sample marginal, {spread(whole_us)} whole (every pair's)",
              "", "| configuration | CPU-µs a sample, marginal | over the plain process's (pairs) | goal | whole over "
-             "plain's | store's share (long) | job's own marginal / kernel's |", "|---|---|---|---|---|---|---|"]
+             "plain's | store's share (long) | job's own marginal / kernel's | bytes a push interval besides the push "
+             "(workers' sockets, long run; the server's count, marginal) |", "|---|---|---|---|---|---|---|---|"]
     for cell in cells:
         got = rows[cell.name]
         goal = goal_of(cell)
         lines.append(f"| {cell.name} | {spread([r['marginal_us'] for r in got])} | {spread([r['marginal'] for r in got])}"
                      f" | {'-' if goal is None else f'<= {goal:.2f}'} | {spread([r['whole'] for r in got])} | "
-                     f"{spread([r['store_share'] for r in got])} | {spread([r['job_over_kernel'] for r in got], 3)} |")
+                     f"{spread([r['store_share'] for r in got])} | {spread([r['job_over_kernel'] for r in got], 3)} | "
+                     f"{spread([r['besides_push'] for r in got], 0)}; {spread([r['besides_push_store'] for r in got], 0)} |")
     return lines
 
 

@@ -101,3 +101,7 @@ def test_the_commands_marginal_cpu_per_sample_in_the_kernels_count_is_the_jobs_o
     kernel = (long["cpu_s"] - short["cpu_s"]) / samples
     job = (long["job_cpu_s"] + long["job_store_cpu_s"] - short["job_cpu_s"] - short["job_store_cpu_s"]) / samples
     assert job == pytest.approx(kernel, rel=0.10), f"job {job * 1e6:.2f} µs a sample, kernel {kernel * 1e6:.2f}"
+    # the bytes a push interval besides the push: the workers' sockets' count against the server's own (Redis INFO
+    # total_net_input_bytes), the command's set-up and end left out by the difference of the two runs
+    sockets, server = efficiency.besides_push(long, short), efficiency.besides_push(long, short, "store_in_bytes")
+    assert 0 < sockets and sockets == pytest.approx(server, rel=0.10), f"sockets {sockets:.0f} B, server {server:.0f} B"

@@ -48,7 +48,7 @@ def write_result(store: ParameterStore, job_id: str,
     if existing is not None:
         return existing
     config, meta = read_job(store, job_id)
-    progress = read_progress(store, job_id, config.number_of_workers)
+    progress = read_progress(store, job_id, config.number_of_workers, resources=True)
     done, final = store.get_record(job_id, keys.DONE), None
     if done is None and evaluate is not None and error is None:
         try:

@@ -88,11 +88,23 @@ def mark_lost(store: ParameterStore, job_id: str, detail: str) -> str:
     return reason
 
 
-def read_progress(store: ParameterStore, job_id: str, number_of_workers: int) -> dict[int, dict | None]:
-    """Every worker's latest progress record in one round trip (None for a worker not yet started)."""
-    names = [keys.progress_name(i) for i in range(number_of_workers)]
+def read_progress(store: ParameterStore, job_id: str, number_of_workers: int, *,
+                  resources: bool = False) -> dict[int, dict | None]:
+    """Every worker's latest progress record in one round trip (None for a worker not yet started); with
+    `resources`, each record holding its worker's resource stats (`resources:<i>`, {} when none) as `resources`."""
+    workers = range(number_of_workers)
+    names = [keys.progress_name(i) for i in workers] + [keys.resources_name(i) for i in workers if resources]
     records = store.get_records(job_id, names)
-    return {i: records[keys.progress_name(i)] for i in range(number_of_workers)}
+    progress = {i: records[keys.progress_name(i)] for i in workers}
+    return with_resources(progress, records) if resources else progress
+
+
+def with_resources(progress: dict[int, dict | None], found: dict[str, dict | None]) -> dict[int, dict | None]:
+    """`progress` (worker -> record) with each record's resource stats from `found` (its `resources:<i>` read)."""
+    for i, record in progress.items():
+        if record is not None:
+            record["resources"] = found.get(keys.resources_name(i)) or {}
+    return progress
 
 
 def mark_done(store: ParameterStore, job_id: str, crossing: dict[str, Any]) -> bool:

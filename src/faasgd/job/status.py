@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from faasgd.config import config_from_record
 from faasgd.errors import JobNotFound
+from faasgd.job.records import with_resources
 from faasgd.job.result import missing
 from faasgd.polling import poll_until
 from faasgd.store import ParameterStore, keys
@@ -39,8 +40,8 @@ def read_status(store: ParameterStore, job_id: str) -> dict[str, Any]:
     config, result = config_from_record(records[keys.CONFIG]), records[keys.RESULT]
     workers = range(config.number_of_workers)
     found = store.get_records(job_id, [keys.progress_name(i) for i in workers]
-                              + [keys.heartbeat_name(i) for i in workers])
-    progress = [found[keys.progress_name(i)] for i in workers]
+                              + [keys.heartbeat_name(i) for i in workers] + [keys.resources_name(i) for i in workers])
+    progress = list(with_resources({i: found[keys.progress_name(i)] for i in workers}, found).values())
     return {
         "job_id": job_id,
         "state": result["state"] if result else "running",

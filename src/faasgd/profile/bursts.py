@@ -17,7 +17,7 @@ as a burst of its own; the idle run after a call's last burst is a tail, not cou
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 SERIES = ("cpu", "rss", "tx", "rx")  # CPU (cores), resident memory (MB), store bytes sent / received (bytes/s)
 # A sample is in a burst above these. cpu: more than half a core busy. rss: more than 16 MB above the RSS
@@ -94,3 +94,11 @@ def figures(stats: dict) -> dict:
 def new_series() -> dict[str, Bursts]:
     """One accumulator per series, at the thresholds above."""
     return {name: Bursts(THRESHOLDS[name], name in RELATIVE) for name in SERIES}
+
+
+def resources_record(resources: dict[str, Any]) -> dict[str, Any]:
+    """A worker's resource stats as its record `resources:<worker>` holds them: the figures to 6 significant
+    digits (a fresh dict: the worker's own is left as it is)."""
+    return {series: {stat: float(f"{value:.6g}") if isinstance(value, float) else value
+                     for stat, value in stats.items()} if isinstance(stats, dict) else stats
+            for series, stats in resources.items()}

@@ -7,9 +7,10 @@
     profile.ended(store)                                         # after it: the job's result, if written
 
 While the call trains, `progress.resources` is replaced about once a second by the stats of the worker's
-earlier calls (what its record held when this call resumed it) merged with this call's so far, so every
-record the worker writes (with each push) carries them and a resumed call goes on from there. At the
-end, the call's series is appended to the record `profile:<worker>` (bounded: `MAX_POINTS` points per
+earlier calls (what its record `resources:<worker>` held when this call resumed it) merged with this call's so
+far; the worker writes them to that record with its heartbeat (worker/liveness.py) and `finish` writes the
+final ones, so a resumed call goes on from there. At the end, the call's series is appended to the record
+`profile:<worker>` (bounded: `MAX_POINTS` points per
 worker, older ones averaged in pairs), which the status query `profile=1` (emnist-setup) and
 test.sh's per-run plot read. Each publish also hands the worker's figures to this process's Prometheus
 exporter (exporter.py). `profile_hz` 0 profiles nothing and exports nothing.
@@ -25,6 +26,7 @@ from faasgd.profile import exporter
 from faasgd.profile.bursts import SERIES, merge
 from faasgd.profile.sampler import Sampler
 from faasgd.store import keys
+from faasgd.profile.bursts import resources_record
 
 log = logging.getLogger("faasgd.worker")
 MAX_POINTS = 1200  # per worker in its profile record
@@ -91,7 +93,9 @@ class WorkerProfile:
         if store is None or not job_id:
             return
         try:
-            name = keys.profile_name(self.progress.worker_id)
+            worker_id = self.progress.worker_id
+            store.put_record(job_id, keys.resources_name(worker_id), resources_record(self.progress.resources))
+            name = keys.profile_name(worker_id)
             kept = store.get_record(job_id, name)
             store.put_record(job_id, name, append(kept, self.sampler.series(), self.sampler.period))
         except Exception as error:  # the store may be what ended the call

@@ -25,6 +25,7 @@ Names inside the job's key space (the `{name}` above), each built by a constant 
     records   config, job, done, result, lost (faasgd.job.records, faasgd.job.ending); state (a stacking job);
               progress:{w} (worker w's progress and checkpoint, written with each push); heartbeat:{w};
               lease:{w}:{scope}; supervising:{w}, relaunch:{w}, undelivered:{w} (functions/supervise.py); profile:{w};
+              resources:{w} (worker w's resource stats, faasgd.worker.progress);
               cache-refresh:{bucket} (store/node_local.py, in the node's cache)
     counters  conflicts
     copies    crossing-{w} (a worker's candidate model), final (the model of a job ended below its target)
@@ -175,6 +176,11 @@ def undelivered_name(worker_id: int) -> str:
 def profile_name(worker_id: int) -> str:
     """Worker `worker_id`'s profile series (faasgd.profile)."""
     return f"profile:{int(worker_id)}"
+
+
+def resources_name(worker_id: int) -> str:
+    """Worker `worker_id`'s resource stats (faasgd.profile.bursts.resources_record), apart from its record."""
+    return f"resources:{int(worker_id)}"
 
 
 def cache_refresh_name(bucket: int) -> str:

@@ -30,7 +30,7 @@ from faasgd.worker.ending import end_worker
 from faasgd.worker.lease import Lease
 from faasgd.worker.progress import WorkerProgress
 from faasgd.worker.protocol import Worker, WorkerLoader
-from faasgd.store import ParameterStore
+from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.worker")
 Chain = Callable[[int], None]  # invoke the worker again, for the given iteration
@@ -52,10 +52,14 @@ def answer(job_id: str, worker_id: int, iteration: int, *, reason: str, duplicat
 
 
 def resume(store: ParameterStore, job_id: str, config: TrainConfig, worker_id: int, call_id: str) -> WorkerProgress:
-    """The worker's progress from its record (after finishing a half-applied push), owned by this call."""
+    """The worker's progress from its record and its resource stats (after finishing a half-applied push), owned
+    by this call."""
     store.recover_worker(job_id, worker_id)
-    record = store.worker_record(job_id, worker_id)
-    progress = WorkerProgress.fresh(worker_id, config.seed) if record is None else WorkerProgress.from_record(record)
+    record, resources = keys.progress_name(worker_id), keys.resources_name(worker_id)
+    found = store.get_records(job_id, [record, resources])
+    progress = WorkerProgress.fresh(worker_id, config.seed) if found[record] is None \
+        else WorkerProgress.from_record(found[record])
+    progress.resources = found[resources] or {}
     progress.owner = f"{call_id or 'call'}#{uuid.uuid4().hex[:8]}"  # unique even when a call is delivered twice
     progress.invocations += 1
     return progress
@@ -66,6 +70,7 @@ def start(config: TrainConfig, store: ParameterStore, job_id: str, progress: Wor
           make: WorkerLoader) -> Worker:
     trainer = make(config, store, job_id, progress, loader, budget)
     trainer.on_heartbeat = on_heartbeat
+    trainer.resources_written = progress.resources  # as read back by resume: stored already
     trainer.heartbeat(force=True)
     if progress.step % config.n_fetch:  # resuming between fetches: the epoch's loop would not fetch first
         trainer.fetch()

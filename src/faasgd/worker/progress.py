@@ -5,6 +5,14 @@ checkpoint the worker can resume from with nothing trained twice: the counters, 
 the last pushed step, where in the epoch that step was (and the RNG state the epoch's order was drawn
 from), and the invocation that owns the worker (`owner`). `pushes` is the number of its pushes the
 store has applied. Status answers show `public(record)`: everything but the RNG states.
+
+What rides with every push is kept small (a worker's bytes a push interval besides the push itself,
+docs/explanation/performance.md): the RNG states packed in one string each (`pack_rng`), durations to the
+microsecond, and no resource profile: `resources` (about a third of the record) goes to its own record
+`resources:<worker>`, written with the heartbeat about once a second and at the call's end
+(profile/bursts.py `resources_record`; worker/liveness.py, profile/worker_profile.py), and put back beside
+the record by the readers that show or sum it (faasgd.job.records.read_progress with resources=True,
+read_status) and by a call that resumes the worker (worker/invocation.py).
 """
 
 from __future__ import annotations
@@ -120,7 +128,9 @@ class WorkerProgress:
         """The worker's record as stored: every field, plus samples/s and when it was written (`now`: on the job's
         timeline, the running call's clock by default); the running call billed and its CPU counted up to now."""
         now = self.now() if now is None else now
-        out = {name: copied(getattr(self, name)) for name in NAMES}  # as dataclasses.asdict, at a fifth of its time
+        out = {name: copied(getattr(self, name)) for name in SENT}  # as dataclasses.asdict, at a fifth of its time
+        out["rng_state"] = pack_rng(self.rng_state)
+        out["epoch_rng_state"] = pack_rng(self.epoch_rng_state)
         call = getattr(self, "_call", None)
         if call is not None:
             billed = call.billed()
@@ -139,14 +149,16 @@ class WorkerProgress:
     def from_record(cls, record: dict[str, Any]) -> "WorkerProgress":
         """The progress a stored record describes (derived fields dropped)."""
         values = {k: v for k, v in record.items() if k in FIELDS}
+        for name in ("rng_state", "epoch_rng_state"):
+            if name in values:
+                values[name] = unpack_rng(values[name])
         values["staleness_hist"] = {int(k): int(v) for k, v in values.get("staleness_hist", {}).items()}
         return cls(**values)
 
 
 # A record travels with every push: its durations are kept to the microsecond (their clocks' resolution at best: sums
-# of perf_counter or process-clock intervals) and the profile's sampled figures to 6 significant digits, where repr
-# wrote 17; timestamps on the job's timeline keep every digit. ~0.5 KB of a ~2.1 KB record, a push's bytes besides
-# its update (bench/efficiency.py).
+# of perf_counter or process-clock intervals), where repr wrote 17 digits; timestamps on the job's timeline keep every
+# digit. The resource profile's sampled figures (in their own record) keep 6 significant digits.
 SECONDS = ("train_s", "comm_wait_s", "billed_s", "billed_gb_s", "clock_error_s", "cpu_s", "loss", "epoch_loss_sum")
 
 
@@ -158,10 +170,27 @@ def compact(record: dict[str, Any]) -> dict[str, Any]:
             record[name] = round(record[name], 6)
     record["time_split"] = {kind: round(spent, 6) for kind, spent in record["time_split"].items()}
     record["samples_per_s"] = round(record["samples_per_s"], 1)
-    record["resources"] = {series: {stat: float(f"{value:.6g}") if isinstance(value, float) else value
-                                    for stat, value in stats.items()} if isinstance(stats, dict) else stats
-                           for series, stats in record["resources"].items()}
     return record
+
+
+def pack_rng(state: dict[str, Any] | None) -> str | dict[str, Any] | None:
+    """A PCG64 bit generator's state in one string, `PCG64:<state>:<inc>:<has_uint32>:<uinteger>` (hexadecimal):
+    ~90 bytes in the record where its JSON dict took ~190. Any other state is kept as it is."""
+    if not isinstance(state, dict) or state.get("bit_generator") != "PCG64":
+        return state
+    inner = state["state"]
+    return f"PCG64:{inner['state']:x}:{inner['inc']:x}:{int(state['has_uint32'])}:{int(state['uinteger']):x}"
+
+
+def unpack_rng(value: str | dict[str, Any] | None) -> dict[str, Any] | None:
+    """The state `pack_rng` packed (a dict, as records written before the packing held, is returned as it is)."""
+    if not isinstance(value, str):
+        return value
+    kind, state, inc, has_uint32, uinteger = value.split(":")
+    if kind != "PCG64":
+        raise ValueError(f"rng_state: not a PCG64 state: {value[:16]!r}")
+    return {"bit_generator": "PCG64", "state": {"state": int(state, 16), "inc": int(inc, 16)},
+            "has_uint32": int(has_uint32), "uinteger": int(uinteger, 16)}
 
 
 def copied(value: Any) -> Any:
@@ -176,5 +205,6 @@ def copied(value: Any) -> Any:
     return value
 
 
-NAMES = tuple(f.name for f in dataclasses.fields(WorkerProgress))  # the record's fields, in declaration order
+NAMES = tuple(f.name for f in dataclasses.fields(WorkerProgress))  # the progress's fields, in declaration order
 FIELDS = set(NAMES)
+SENT = tuple(name for name in NAMES if name != "resources")  # the record's: resources have a record of their own

@@ -154,15 +154,25 @@ def test_append_bounds_a_workers_profile_record():
     assert kept["t"][-1] == pytest.approx(110 + 99.9, abs=0.2)  # seconds since the first call began
 
 
-def test_worker_profile_puts_its_stats_in_the_record_and_adds_to_earlier_calls():
+def test_worker_profile_puts_its_stats_in_their_record_and_adds_to_earlier_calls():
+    import uuid
+
+    from faasgd import job
+    from faasgd.config import load_config
+    from faasgd.store import open_store
+
+    store = open_store(f"memory://resources{uuid.uuid4().hex[:8]}")
+    job_id = job.create_job(store, load_config({}, {"dataset": "synthetic", "train_samples": 600,
+                                                    "number_of_workers": 1}))
     progress = WorkerProgress.fresh(0, 0)
     progress.resources = {"cpu": feed([1.0, 1.0])}  # an earlier call's
-    profile = WorkerProfile.start(1000.0, progress)
+    profile = WorkerProfile.start(1000.0, progress, job_id)
     sum(i * i for i in range(200_000))  # some CPU on this thread
-    profile.finish()
+    profile.finish(store)
     cpu = progress.resources["cpu"]
     assert cpu["bursts"] >= 1 and cpu["integral"] > 0.2  # the earlier 0.2 CPU-s plus this call's
-    stored = WorkerProgress.from_record(progress.record(0.0)).resources  # its figures kept to 6 significant digits
+    assert "resources" not in progress.record(0.0)  # they do not ride with every push: a record of their own
+    stored = store.get_record(job_id, "resources:0")  # its figures kept to 6 significant digits
     assert stored.keys() == progress.resources.keys()
     for series, stats in progress.resources.items():
         assert stored[series] == pytest.approx(stats, rel=1e-5, abs=1e-12)

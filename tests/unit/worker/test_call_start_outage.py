@@ -39,7 +39,7 @@ class StartsDown:
 
 @pytest.mark.parametrize("error", [StoreUnavailable, StoreTimeout])
 @pytest.mark.parametrize("mode", ["loop", "per-iteration"])
-@pytest.mark.parametrize("method", ["add_record", "get_record", "recover_worker", "worker_record"])
+@pytest.mark.parametrize("method", ["add_record", "get_record", "recover_worker", "get_records"])
 def test_a_call_whose_first_reads_fail_waits_and_trains(mode, method, error):
     config = load_config({}, {"dataset": "synthetic", "train_samples": 300, "test_samples": 50, "hidden_sizes": [8],
                               "number_of_workers": 1, "max_epochs": 1, "target_accuracy": 1.0,

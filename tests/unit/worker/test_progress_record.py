@@ -1,10 +1,13 @@
-"""A worker's record: every field as dataclasses.asdict gives it, and a copy the worker's later steps never change."""
+"""A worker's record: every field as dataclasses.asdict gives it (but the resource stats, which have a record of their
+own, and the RNG states, packed), and a copy the worker's later steps never change."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from faasgd.worker.progress import FIELDS, WorkerProgress
+import numpy as np
+
+from faasgd.worker.progress import FIELDS, WorkerProgress, pack_rng, unpack_rng
 
 
 def _busy_progress() -> WorkerProgress:
@@ -25,7 +28,10 @@ def test_the_record_holds_every_field_as_dataclasses_asdict_gives_it():
     expected = dataclasses.asdict(progress)
     expected["staleness_hist"] = {"0": 2, "3": 1}
     expected["intervals"][-1] = [12.0, 20.0]
-    assert {name: record[name] for name in FIELDS} == expected
+    del expected["resources"]  # in their own record, resources:<worker>, not with every push
+    expected["rng_state"] = expected["epoch_rng_state"] = pack_rng(progress.rng_state)
+    assert "resources" not in record
+    assert {name: record[name] for name in FIELDS - {"resources"}} == expected
     assert record["updated_at"] == 20.0 and record["samples_per_s"] == 0.0
 
 
@@ -47,7 +53,21 @@ def test_a_record_read_back_gives_the_same_progress():
     progress = _busy_progress()
     again = WorkerProgress.from_record(progress.record(now=20.0))
     assert again.rng_state == progress.rng_state and again.staleness_hist == progress.staleness_hist
-    assert again.resources == progress.resources and again.pushes == progress.pushes
+    assert again.epoch_rng_state == progress.epoch_rng_state and again.pushes == progress.pushes
+    assert again.resources == {}  # read from their own record by whoever resumes the worker
+
+
+def test_a_packed_rng_state_draws_what_the_generator_would_have():
+    rng = np.random.default_rng(12345)
+    rng.integers(0, 10, 7)
+    rng.random(3, dtype=np.float32)  # leaves a buffered half (has_uint32 1)
+    state = rng.bit_generator.state
+    packed = pack_rng(state)
+    assert isinstance(packed, str) and len(packed) < 100 < len(str(state))
+    again = np.random.default_rng()
+    again.bit_generator.state = unpack_rng(packed)
+    assert unpack_rng(packed) == state and again.random(5).tolist() == rng.random(5).tolist()
+    assert unpack_rng(state) is state and pack_rng(None) is None  # a record written before packing reads as it was
 
 
 def test_a_record_keeps_durations_to_the_microsecond_and_timestamps_whole():
@@ -56,13 +76,11 @@ def test_a_record_keeps_durations_to_the_microsecond_and_timestamps_whole():
     progress = WorkerProgress.fresh(0, 0)
     progress.train_s, progress.loss, progress.samples = 1.026803786999153, 0.5320122777029526, 55_000
     progress.time_split = {"compute": 0.5777286559982713}
-    progress.resources = {"cpu": {"integral": 0.590810397123, "bursts": 2.0}}
     progress.started_at = 1796182805.817776
     record = progress.record(now=1796182807.8030655)
     assert record["train_s"] == 1.026804 and record["loss"] == 0.532012
     assert record["time_split"] == {"compute": 0.577729}
-    assert record["resources"] == {"cpu": {"integral": 0.59081, "bursts": 2.0}}
     assert record["started_at"] == 1796182805.817776 and record["updated_at"] == 1796182807.8030655  # whole
     assert record["samples_per_s"] == round(55_000 / 1.026803786999153, 1)
     assert progress.train_s == 1.026803786999153  # the worker's own figures are left as they are
-    assert len(json.dumps(record, separators=(",", ":"))) < 1300  # a fresh worker's record, as sent with a push
+    assert len(json.dumps(record, separators=(",", ":"))) < 950  # a fresh worker's record, as sent with a push (was 1.3 KB)
