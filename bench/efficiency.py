@@ -346,7 +346,8 @@ def measure_cost(cells: list[Cell], rounds: int, short_epochs: int, long_epochs:
             marginal, whole = per_sample(short_job, long_job)
             own = job_marginal(short_job, long_job)
             store = long_job["store_cpu_s"]
-            row = {"marginal": marginal / base_marginal, "whole": whole / base_whole, "marginal_us": marginal * 1e6,
+            fixed = long_job["cpu_s"] - marginal * long_job["samples"]  # what the samples do not explain: start, end
+            row = {"fixed_cpu_s": fixed, "marginal": marginal / base_marginal, "whole": whole / base_whole, "marginal_us": marginal * 1e6,
                    "whole_us": whole * 1e6, "plain_marginal_us": base_marginal * 1e6,
                    "job_over_kernel": None if own is None else own / marginal,
                    "store_share": None if store is None else store / long_job["cpu_s"],
@@ -355,7 +356,8 @@ def measure_cost(cells: list[Cell], rounds: int, short_epochs: int, long_epochs:
                    "short": short_job, "long": long_job}
             rows[cell.name].append(row)
             print(f"  {cell.name}: marginal {row['marginal']:.2f} x ({row['marginal_us']:.2f} against "
-                  f"{row['plain_marginal_us']:.2f} µs), whole {row['whole']:.2f} x, {long_job['cpu_s']:.2f} CPU-s, "
+                  f"{row['plain_marginal_us']:.2f} µs), whole {row['whole']:.2f} x, {long_job['cpu_s']:.2f} CPU-s "
+                  f"({fixed:.2f} fixed), "
                   f"{long_job['wall_s']:.2f} s wall, job's own marginal / kernel's "
                   f"{'-' if own is None else round(row['job_over_kernel'], 3)}", flush=True)
     return rows, plain
@@ -364,15 +366,18 @@ def measure_cost(cells: list[Cell], rounds: int, short_epochs: int, long_epochs:
 def cost_table(cells: list[Cell], rows: dict, plain: list, short_epochs: int) -> list[str]:
     marginal_us = [plain_per_sample(p, short_epochs)[0] * 1e6 for p in plain]
     whole_us = [plain_per_sample(p, short_epochs)[1] * 1e6 for p in plain]
-    lines = [f"plain process: {spread(marginal_us)} CPU-µs a sample marginal, {spread(whole_us)} whole (every pair's)",
+    fixed = [p["cpu_s"] - plain_per_sample(p, short_epochs)[0] * p["samples"] for p in plain]
+    lines = [f"plain process: {spread(marginal_us)} CPU-µs a sample marginal, {spread(whole_us)} whole (every pair's), "
+             f"{spread(fixed)} CPU-s fixed (its start and end: the long run's CPU less its samples' marginal cost)",
              "", "| configuration | CPU-µs a sample, marginal | over the plain process's (pairs) | goal | whole over "
-             "plain's | store's share (long) | job's own marginal / kernel's | bytes a push interval besides the push "
-             "(workers' sockets, long run; the server's count, marginal) |", "|---|---|---|---|---|---|---|---|"]
+             "plain's | fixed CPU-s (start and end) | store's share (long) | job's own marginal / kernel's | bytes a push interval besides the push "
+             "(workers' sockets, long run; the server's count, marginal) |", "|---|---|---|---|---|---|---|---|---|"]
     for cell in cells:
         got = rows[cell.name]
         goal = goal_of(cell)
         lines.append(f"| {cell.name} | {spread([r['marginal_us'] for r in got])} | {spread([r['marginal'] for r in got])}"
                      f" | {'-' if goal is None else f'<= {goal:.2f}'} | {spread([r['whole'] for r in got])} | "
+                     f"{spread([r['fixed_cpu_s'] for r in got])} | "
                      f"{spread([r['store_share'] for r in got])} | {spread([r['job_over_kernel'] for r in got], 3)} | "
                      f"{spread([r['besides_push'] for r in got], 0)}; {spread([r['besides_push_store'] for r in got], 0)} |")
     return lines

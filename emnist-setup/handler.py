@@ -5,13 +5,14 @@ Defaults come from the function's environment (stack.yml). POST answers 202 once
 queued (200 with the result when invocation_mode is `single`); GET answers {"state": "running" | "done" |
 "failed", ...}; GET ?job_id=J&model=npz answers the job's model file (application/octet-stream).
 POST ?job_id=J&worker=W&delivery=1 is the queue's callback at the end of a worker's call (the fan-out sets it).
+POST ?job_id=J&cancel=1 cancels a running job (its workers stop at their next check; 409 once it has ended).
 Any other method is a 405 naming the allowed ones: only POST starts work.
 """
 
 import os
 
 from faasgd.errors import MethodNotAllowed
-from faasgd.functions.emnist_setup import delivery_report, job_status, start_job
+from faasgd.functions.emnist_setup import cancel_request, delivery_report, job_status, start_job
 from faasgd.functions.http_call import job_body
 from faasgd.functions.call_limits import call_budget
 
@@ -21,6 +22,8 @@ def handle(event, context):
         status, body = job_status(event.query, os.environ)
     elif event.method == "POST" and "delivery" in event.query:  # the queue's report on a worker's call
         status, body = delivery_report(event.query, event.headers, os.environ)
+    elif event.method == "POST" and "cancel" in event.query:  # a request to stop a running job
+        status, body = cancel_request(event.query, os.environ)
     elif event.method == "POST":
         status, body = start_job(job_body(event), os.environ, event.headers.get("X-Callback-Url"), call_budget(context))
     else:

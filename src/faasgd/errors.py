@@ -106,6 +106,16 @@ class JobNotFound(FaasgdError):
         super().__init__(f"job_id: no job {job_id!r} in the store")
 
 
+class JobEnded(FaasgdError):
+    """Raised when a job that has ended is asked to do what only a running job can (be cancelled); names its state."""
+
+    http_status = 409
+
+    def __init__(self, job_id: str, state: str, action: str = "cancel"):
+        self.job_id, self.state, self.field = job_id, state, "job_id"
+        super().__init__(f"job_id: job {job_id!r} has ended ({state}): nothing to {action}")
+
+
 class NoModel(FaasgdError):
     """Raised when a job has no model to give: still training below its target (try again later), or it
     ended without one (it failed before any parameters could be kept)."""

@@ -157,6 +157,10 @@ class GatewayClient:
         return json_answer(self.invoke(SETUP_FUNCTION, method="GET", query=query, timeout_s=timeout_s),
                            SETUP_FUNCTION)
 
+    def cancel_job(self, query: dict) -> dict:
+        """POST emnist-setup's cancel of a job (`query` holds its job_id; cancel=1 is added): its status."""
+        return json_answer(self.invoke(SETUP_FUNCTION, b"", query={**query, "cancel": "1"}), SETUP_FUNCTION)
+
     def model_file(self, query: dict, timeout_s: float | None = None) -> bytes:
         """GET emnist-setup's model file of a job (`query` holds its job_id; model=npz is added): npz bytes."""
         answer = self.invoke(SETUP_FUNCTION, method="GET", query={**query, "model": "npz"}, timeout_s=timeout_s)

@@ -3,6 +3,7 @@
     from faasgd import api
     job = api.train(dataset="synthetic", train_samples=4000, hidden_sizes=[32])   # `faasgd train`, not waiting
     job.wait()                        # until it is done or failed (`faasgd status J --watch`)
+    job.cancel()                      # stop it: its workers stop at their next check (`faasgd cancel J`)
     job.result()["final_test_accuracy"]
     again = api.job(job.job_id)       # an existing job, through the gateway (store= a configured store's name)
 
@@ -18,7 +19,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from faasgd.job import model_file, result, status
+from faasgd.job import cancel_job, model_file, result, status
 from faasgd.api import hints
 from faasgd.api.local_runtime import DEFAULT_DIR, connect
 from faasgd.local import control, optional_stores
@@ -39,8 +40,10 @@ class Job:
 
     def __init__(self, job_id: str, read_status: Callable[[], dict], read_model: Callable[[], bytes],
                  not_found: Callable[[str], FaasgdError], info: Mapping[str, Any] | None = None,
-                 read_status_waiting: Callable[[float], dict] | None = None):
+                 read_status_waiting: Callable[[float], dict] | None = None,
+                 request_cancel: Callable[[], dict] | None = None):
         self.job_id, self.info = job_id, dict(info or {})
+        self._request_cancel = request_cancel
         self._read_status, self._read_model, self._not_found = read_status, read_model, not_found
         self._read_status_waiting = read_status_waiting  # a read answered when the job ends or after the seconds
 
@@ -96,6 +99,22 @@ class Job:
         final = self.wait(timeout_s).get("result")
         return final or result.missing(self.job_id, f"no result after {timeout_s:g} s")
 
+    def cancel(self, timeout_s: float = 0.0) -> dict:
+        """Cancel the job: its workers stop at their next check (within a second at the defaults), no call starts
+        training after it, and the result is `cancelled`, keeping what was measured and the last parameters as its
+        model. With `timeout_s` > 0, wait up to that long for the job to end. The status (its `cancelled` record
+        set); JobEnded (naming the state) when it has ended already, nothing changed then.
+
+            >>> job.cancel(timeout_s=30)["state"]   # doctest: +SKIP
+            'cancelled'
+        """
+        if not timeout_s >= 0:  # NaN too
+            raise ConfigError("timeout_s", f"must be a number of seconds >= 0, got {timeout_s!r}")
+        if self._request_cancel is None:
+            raise FaasgdError(f"job_id: job {self.job_id!r} was not read from a gateway or a store: cannot cancel it")
+        current = self._named(self._request_cancel, "cancel")
+        return self.wait(timeout_s) if timeout_s > 0 else current
+
     def model_bytes(self) -> bytes:
         """The job's model as npz bytes: the parameters that met the target, else its final ones.
 
@@ -126,7 +145,7 @@ def through_gateway(client: GatewayClient, query: Mapping[str, str], info: Mappi
         return client.job_status({**query, "wait": f"{seconds:.3f}"}, timeout_s=max(client.timeout_s, seconds + 10))
 
     return Job(query["job_id"], lambda: client.job_status(query), lambda: client.model_file(query), not_found, info,
-               read_status_waiting=waiting)
+               read_status_waiting=waiting, request_cancel=lambda: client.cancel_job(query))
 
 
 def in_store(store: ParameterStore, job_id: str) -> Job:
@@ -134,9 +153,13 @@ def in_store(store: ParameterStore, job_id: str) -> Job:
 
         >>> in_store(open_store("redis://127.0.0.1:6379/0"), "j0123456789abcdef").wait()  # doctest: +SKIP
     """
+    def request_cancel() -> dict:
+        cancel_job(store, job_id, by="api")
+        return status.read_status(store, job_id)
+
     return Job(job_id, lambda: status.read_status(store, job_id),
                lambda: model_file.to_npz(model_file.read_model(store, job_id)),
-               lambda verb: hints.in_store(job_id, store.url, verb))
+               lambda verb: hints.in_store(job_id, store.url, verb), request_cancel=request_cancel)
 
 
 def job(job_id: str, *, store: str | None = None, store_url: str | None = None, gateway: str | None = None,

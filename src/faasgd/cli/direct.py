@@ -38,6 +38,7 @@ def worker_process(request: orchestrate.TrainRequest, store_url: str) -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's: it cancels the job, which ends this
     store = replica_cache.store_for(store_url)
     try:
         while request is not None:
@@ -115,8 +116,11 @@ class WorkerProcesses:
 
 
 def run_job(config: TrainConfig, store: ParameterStore, job_id: str, timeout_s: float,
-            on_status: Callable[[dict], None] | None = None) -> dict:
-    """Run a created job's workers here and return its final status (its result under "result")."""
+            on_status: Callable[[dict], None] | None = None,
+            on_interrupt: Callable[[Callable[[float], dict]], dict] | None = None) -> dict:
+    """Run a created job's workers here and return its final status (its result under "result"). Ctrl-C while the
+    workers run (they ignore it themselves) calls `on_interrupt(wait)` when given, which may cancel the job and
+    `wait(seconds)` for its end with the workers still running; the workers are stopped once it returns."""
     if config.invocation_mode == "single":
         orchestrate.run_single(store, config, job_id)
         status = job.read_status(store, job_id)
@@ -126,8 +130,17 @@ def run_job(config: TrainConfig, store: ParameterStore, job_id: str, timeout_s: 
     workers = WorkerProcesses(config.store_url)
     try:
         orchestrate.launch_workers(store, config, job_id, workers.launch)
-        return wait_for_job(lambda: read_status(store, job_id, workers), timeout_s, on_status=on_status,
-                            sleep=workers.sleep)
+
+        def wait(seconds: float, watch: Callable[[dict], None] | None = None) -> dict:
+            return wait_for_job(lambda: read_status(store, job_id, workers), seconds, on_status=watch,
+                                sleep=workers.sleep)
+
+        try:
+            return wait(timeout_s, on_status)
+        except KeyboardInterrupt:
+            if on_interrupt is None:
+                raise
+            return on_interrupt(wait)  # the live progress has ended: the rest is waited for without it
     finally:
         workers.stop()
 

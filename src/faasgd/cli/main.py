@@ -33,6 +33,7 @@ ALIASES = {"number_of_workers": ["--workers"]}
 RUNTIME_COMMANDS = ("up", "down", "invoke", "scale", "logs")
 HANDLERS = {"up": ("runtime", "up"), "down": ("runtime", "down"), "invoke": ("runtime", "invoke"),
             "scale": ("runtime", "scale"), "logs": ("runtime", "logs"), "status": ("status", "run"),
+            "cancel": ("cancel", "run"),
             "train": ("train", "run"), "data": ("data", "run"), "model": ("model", "save"),
             "evaluate": ("model", "evaluate"), "results": ("results", "run"), "predict": ("predict", "run")}
 
@@ -157,6 +158,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                                                           "(default: FAASGD_TRACES_DIR)")
     add_runtime_flags(status)
 
+    cancel = sub.add_parser("cancel", help="stop a running job: its result is `cancelled`, its model the last "
+                                           "parameters")
+    cancel.add_argument("job_id", help="the job")
+    cancel.add_argument("--timeout", type=float, default=60.0,
+                        help="wait this many seconds for the job to end (0: return once the cancel is recorded)")
+    cancel.add_argument("--store", default=None, help="the function's configured store holding the job, by name")
+    cancel.add_argument("--store-url", default=None, help="with --direct: the store holding the job")
+    cancel.add_argument("--direct", action="store_true", help="write to the store directly, not through the gateway")
+    output.add_flags(cancel, "print the job's status as one JSON document on stdout")
+    add_runtime_flags(cancel)
+
     train = sub.add_parser("train", help="run a training job end to end and print its summary")
     if only not in RUNTIME_COMMANDS:
         add_config_flags(train)
@@ -165,6 +177,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     output.add_flags(train, "print the result record as the one JSON document on stdout; progress and the "
                             "summary on stderr")
     train.add_argument("--dry-run", action="store_true", help="validate and print the config; start nothing")
+    train.add_argument("--detach", action="store_true",
+                       help="start the job, print its id and return (a runtime this command starts stays up); "
+                            "follow it with `faasgd status JOB --watch`, stop it with `faasgd cancel JOB`")
     train.add_argument("--keep-up", action="store_true", help="leave a runtime this command started running (it runs the training functions only)")
     train.add_argument("--timeout", type=float, default=3600.0, help="stop watching after this many seconds")
     train.add_argument("-f", "--file", default="stack.yml",

@@ -6,7 +6,7 @@ import os
 
 from rich.table import Table
 
-from faasgd.api.jobs import in_store, through_gateway
+from faasgd.api.jobs import Job, in_store, through_gateway
 from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json
@@ -43,6 +43,19 @@ def run(args) -> int:
     return 0
 
 
+def job_handle(args) -> Job:
+    """The training job args.job_id names: in the store itself with --direct (--store-url or $STORE_URL), else
+    through the gateway (--store: the function's configured store holding it, by name)."""
+    check_job_id(args.job_id)
+    if args.store:
+        read_setting({"store": args.store}, "store")  # a name, never a location
+    if args.direct:
+        return in_store(open_store(args.store_url or read_setting(os.environ, "store_url")), args.job_id)
+    if args.store_url:
+        raise ConfigError("store_url", "only with --direct; through a gateway name the function's store with --store")
+    return through_gateway(gateway(args), {"job_id": args.job_id, **({"store": args.store} if args.store else {})})
+
+
 def read_job_status(args) -> dict:
     """The job's status: from the store itself with --direct, else through the gateway (--watch: until it ends)."""
     check_job_id(args.job_id)
@@ -51,14 +64,8 @@ def read_job_status(args) -> dict:
         read_setting({"store": args.store}, "store")  # a name, never a location
     if stacking_status.is_stacking_job(args.job_id):
         read = stacking_status.reader(args)
-    elif args.direct:
-        store_url = args.store_url or read_setting(os.environ, "store_url")
-        read = in_store(open_store(store_url), args.job_id).status
     else:
-        if args.store_url:
-            raise ConfigError("store_url", "only with --direct; through a gateway name the function's store with --store")
-        query = {"job_id": args.job_id, **({"store": args.store} if args.store else {})}
-        read = through_gateway(gateway(args), query).status
+        read = job_handle(args).status
     if not args.watch:
         return read()
     if stacking_status.is_stacking_job(args.job_id):

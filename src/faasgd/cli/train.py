@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from typing import Callable
 
-from faasgd import api
+from faasgd import api, job
 from faasgd.job import result
 from faasgd.cli import flags, forkserver
 from faasgd.cli.connect import gateway
@@ -35,6 +37,7 @@ TRAINING_FUNCTIONS = "emnist-*"  # the functions a training job calls (`faasgd u
 # A read costs ~19 ms of CPU (gateway, watchdog, emnist-setup, the store), which the workers share the cores with:
 # two a second (it was four, polling at 0.25 s for the end's sake).
 STATUS_POLL_S = 0.5
+CANCEL_WAIT_S = 60.0  # after Ctrl-C: how long the command waits for the job it cancelled to end
 
 
 def config_overrides(args) -> dict:
@@ -49,6 +52,8 @@ def run(args) -> int:
     if args.port is not None:
         control.check_options(args.port)
     overrides = config_overrides(args)
+    if args.detach and args.direct:
+        raise ConfigError("--detach", "not with --direct: this command runs the job's workers itself")
     if args.direct:  # this process is the configuration: store locations come from its flags and environment
         if overrides.get("store"):
             raise ConfigError("store", "names a function's configured store; with --direct give --store-url")
@@ -75,7 +80,7 @@ def run(args) -> int:
     try:
         return run_through_gateway(args, overrides)
     finally:
-        if found.started and not args.keep_up:
+        if found.started and not args.keep_up and not args.detach:  # a detached job goes on in the runtime
             api.stop_runtime(args.dir)
 
 
@@ -96,12 +101,33 @@ def run_through_gateway(args, body: dict) -> int:
     out = progress_console()
     out.print(f"job {job.job_id}: {info['number_of_workers']} worker(s), {info['dataset']}, mode {info['invocation_mode']}, "
               f"store {info['store']} ({info['store_url']}), gateway {client.url}", highlight=False, markup=False)
+    if args.detach:
+        out.print(f"job {job.job_id}: running; follow it with `faasgd status {job.job_id} --watch`, stop it with "
+                  f"`faasgd cancel {job.job_id}`", highlight=False, markup=False)
+        if args.json:
+            emit_json({"job_id": job.job_id, "state": "running", **info})
+        return 0
     live = LiveProgress(out)
     try:
         status = job.wait(args.timeout, on_status=live, poll_s=STATUS_POLL_S)
+    except KeyboardInterrupt:
+        live.close()
+        status = cancelled_on_interrupt(job.job_id, job.cancel, lambda: job.wait(CANCEL_WAIT_S, poll_s=STATUS_POLL_S))
     finally:
         live.close()
     return report(status, job.job_id, args)
+
+
+def cancelled_on_interrupt(job_id: str, cancel: Callable[[], object], wait: Callable[[], dict]) -> dict:
+    """Ctrl-C while `faasgd train` watches its job: the job is cancelled (said before anything else), then its end
+    awaited (up to CANCEL_WAIT_S; a second Ctrl-C stops waiting, the job cancelled all the same). The status, marked
+    `interrupted`."""
+    print(f"faasgd: Ctrl-C: cancelling job {job_id}; its workers stop at their next check (Ctrl-C again: stop "
+          f"waiting)", file=sys.stderr, flush=True)
+    cancel()
+    status = wait()
+    status["interrupted"] = True
+    return status
 
 
 def run_direct(args, config) -> int:
@@ -118,8 +144,14 @@ def run_direct(args, config) -> int:
     out.print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.invocation_mode}, "
               f"store {store.url}, target {config.target_accuracy}", highlight=False, markup=False)
     live = LiveProgress(out)
+
+    def interrupted(wait: Callable[[float], dict]) -> dict:
+        live.close()
+        return cancelled_on_interrupt(job_id, lambda: job.cancel_job(store, job_id, by="cli"),
+                                      lambda: wait(CANCEL_WAIT_S))
+
     try:
-        status = direct.run_job(config, store, job_id, args.timeout, on_status=live)
+        status = direct.run_job(config, store, job_id, args.timeout, on_status=live, on_interrupt=interrupted)
     finally:
         live.close()
     return report(status, job_id, args)
@@ -133,4 +165,6 @@ def report(status: dict, job_id: str, args) -> int:
     print_batch_note(status.get("config"))
     if args.json:
         emit_json(final)
+    if status.get("interrupted"):
+        return 130  # interrupted, as any command cut short by Ctrl-C (faasgd.cli.main)
     return 0 if final.get("state") == "done" else 1

@@ -1,6 +1,7 @@
 """emnist-setup: create a job and fan out its workers through the gateway; report a job's status; give its model.
 
 POST ?job_id=J&worker=W&delivery=1: the queue's report of a worker call's end (delivery_report).
+POST ?job_id=J[&store=NAME]&cancel=1: cancel a running job (cancel_request; 409 naming its state once it has ended).
 GET ?job_id=J[&store=NAME][&events=1][&profile=1][&wait=S]: the status (JSON; profile=1 adds each worker's
 resource series, `profiles`, profile/worker_profile.py; wait=S, up to MAX_WAIT_S seconds: a running job's
 status is answered when it ends or S seconds have passed, whichever comes first; at most MAX_WAITING_READS wait at
@@ -99,6 +100,26 @@ def delivery_report(query: Mapping[str, str], headers: Mapping[str, str], env: M
         relaunch = relaunch_through_gateway(settings, quiet=False, report=True)
         BESIDE.look_after(job_id, lambda: supervise.supervise(store, job_id, config, meta, relaunch))
     return 200, {"job_id": job_id, "noted": noted}
+
+
+CANCEL_QUERY_KEYS = ("job_id", "store", "cancel")
+
+
+def cancel_request(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[int, dict]:
+    """POST ?job_id=J[&store=NAME]&cancel=1: cancel the job (faasgd.job.cancel_job) and answer its status, its
+    `cancelled` record set; its workers stop at their next check and the last one writes the result `cancelled`
+    (watch it with GET ?job_id=J&wait=S). 404 for no such job, 409 naming the state of one that has ended; nothing
+    is written for either, nor for a query that does not check out."""
+    job_id = query.get("job_id") or ""
+    unknown = sorted(set(query) - set(CANCEL_QUERY_KEYS))
+    if unknown:
+        raise ConfigError(unknown[0], f"unknown query parameter (allowed: {', '.join(CANCEL_QUERY_KEYS)})")
+    if query.get("cancel") not in ("1", "true"):
+        raise ConfigError("cancel", f"must be 1 or true, got {str(query.get('cancel'))[:40]!r}")
+    check_job_id(job_id)
+    store = replica_cache.store_for(FunctionEnv.read(env).store_url_of(query.get("store", "")))
+    job.cancel_job(store, job_id, by="http")
+    return 200, job.read_status(store, job_id)
 
 
 def check_callback(url: str | None) -> None:

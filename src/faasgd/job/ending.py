@@ -60,6 +60,9 @@ def write_result(store: ParameterStore, job_id: str,
     calls = [e for e in store.events(job_id) if e.get("event") == "call"]  # no worker record holds these
     result = build_result(config, meta, progress, done, final, error, store.job_time(), calls, server_cpu(store),
                           shares)
+    cancelled = store.get_record(job_id, keys.CANCELLED)
+    if cancelled is not None and result["state"] == "done" and done is None:  # a failure, or the target, says more
+        result["state"] = "cancelled"  # when, and by whom: the status's `cancelled` and the event log
     store.add_record(job_id, keys.RESULT, result)
     store.append_event(job_id, {"event": "result", "state": result["state"], "at": result["finished_at"]})
     return store.get_record(job_id, keys.RESULT) or result

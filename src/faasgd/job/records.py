@@ -14,6 +14,8 @@ Record names (inside the job's key space, see faasgd.store.keys):
   result          the final result record, written once (faasgd.job.ending, its keys in faasgd.job.result)
   lost            written when the store is found to have lost the job's state (restarted empty,
                   evicted): the job is failed with that reason, never re-initialised
+  cancelled       {"at", "by"}: the job was cancelled (cancel_job; written set-if-absent). Workers stop at their next
+                  check (has_ended), as at a crossing; the result is then `cancelled`, with what was measured
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from faasgd.config import TrainConfig, config_from_record
-from faasgd.errors import FaasgdError, JobNotFound, StoreError
+from faasgd.errors import FaasgdError, JobEnded, JobNotFound, StoreError
 from faasgd.job.spec import holdout, network, network_sizes, new_job_id, update_rule
 from faasgd.store import ParameterStore, keys
 
@@ -113,8 +115,30 @@ def mark_done(store: ParameterStore, job_id: str, crossing: dict[str, Any]) -> b
 
 
 def has_ended(store: ParameterStore, job_id: str) -> bool:
-    """Whether a worker reached the target or the job ended otherwise (its result written, its state lost)."""
-    records = store.get_records(job_id, [keys.DONE, keys.RESULT, keys.LOST])
+    """Whether a worker reached the target or the job ended otherwise (its result written, its state lost, it was
+    cancelled)."""
+    records = store.get_records(job_id, [keys.DONE, keys.RESULT, keys.LOST, keys.CANCELLED])
     return any(value is not None for value in records.values())
+
+
+def cancel_job(store: ParameterStore, job_id: str, by: str = "") -> dict[str, Any]:
+    """Cancel a running job: its workers stop at their next check of has_ended (every ENDED_CHECK_EVERY_S between
+    steps, and before a call's first step), no call hands off or starts training after it, and the last worker to
+    end writes the result `cancelled` (what was measured kept, the last parameters kept as the job's model). Once is
+    enough: a second request returns the first's record. `by` says who asked (e.g. "cli", "http").
+    JobNotFound for no such job; JobEnded (naming its state) for a job that has ended, nothing written then."""
+    records = store.get_records(job_id, [keys.CONFIG, keys.RESULT, keys.LOST, keys.CANCELLED])
+    if records[keys.LOST] is not None:
+        raise JobEnded(job_id, "failed")
+    if records[keys.CONFIG] is None:
+        raise JobNotFound(job_id)
+    if records[keys.RESULT] is not None:
+        raise JobEnded(job_id, records[keys.RESULT].get("state", "ended"))
+    if records[keys.CANCELLED] is not None:
+        return records[keys.CANCELLED]
+    record = {"at": store.job_time(), "by": str(by)[:64]}
+    store.add_record(job_id, keys.CANCELLED, record)
+    store.append_event(job_id, {"event": "cancelled", "at": record["at"], "by": record["by"]})
+    return store.get_record(job_id, keys.CANCELLED) or record
 
 

@@ -32,7 +32,8 @@ def public(record: dict | None) -> dict | None:
 
 def read_status(store: ParameterStore, job_id: str) -> dict[str, Any]:
     """What anyone wants to know about a job: state, config, per-worker progress, result."""
-    records = store.get_records(job_id, [keys.CONFIG, keys.JOB, keys.RESULT, keys.DONE, keys.LOST])  # then progress
+    records = store.get_records(job_id, [keys.CONFIG, keys.JOB, keys.RESULT, keys.DONE, keys.LOST,
+                                         keys.CANCELLED])  # then progress
     if records[keys.LOST] is not None:
         return lost_status(job_id, records[keys.LOST]["error"])
     if records[keys.CONFIG] is None or records[keys.JOB] is None:
@@ -49,6 +50,7 @@ def read_status(store: ParameterStore, job_id: str) -> dict[str, Any]:
         "created_at": records[keys.JOB]["created_at"],
         "workers": [public(record) for record in progress],
         "done": records[keys.DONE],
+        "cancelled": records[keys.CANCELLED],  # {"at", "by"} once cancelled: running until its workers have stopped
         "result": result,
         "waiting": None if result else waiting(progress, [found[keys.heartbeat_name(i)] for i in workers]),
     }
@@ -83,4 +85,4 @@ def waiting(progress: list[dict | None], beats: list[dict | None]) -> dict | Non
 def lost_status(job_id: str, error: str) -> dict[str, Any]:
     """The status of a job whose state the store lost: failed, with that reason."""
     return {"job_id": job_id, "state": "failed", "config": None, "created_at": None, "workers": [], "done": None,
-            "result": missing(job_id, error), "waiting": None}
+            "cancelled": None, "result": missing(job_id, error), "waiting": None}

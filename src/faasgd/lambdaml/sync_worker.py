@@ -150,7 +150,7 @@ class SyncWorker(Liveness, StoreCalls):
         now = self.clock()
         if now - self._last_failed_check >= ENDED_CHECK_EVERY_S:
             self._last_failed_check = now
-            found = self.retry(lambda: self.store.get_records(self.job_id, [keys.RESULT, keys.LOST]))
+            found = self.retry(lambda: self.store.get_records(self.job_id, [keys.RESULT, keys.LOST, keys.CANCELLED]))
             if any(value is not None for value in found.values()):  # not `done`: peers finishing a round still
                 raise JobFailed(f"job {self.job_id} ended while worker {self.me} waited in round "
                                 f"{self.state.round_no}")

@@ -22,7 +22,8 @@ heartbeats and claims keep their own shorter expiry, capped at keep_s. How each 
 renewed, and where a store learns a job's keep_s: store/expiry.py.
 
 Names inside the job's key space (the `{name}` above), each built by a constant or function below:
-    records   config, job, done, result, lost (faasgd.job.records, faasgd.job.ending); state (a stacking job);
+    records   config, job, done, result, lost, cancelled (faasgd.job.records, faasgd.job.ending); state (a stacking
+              job);
               progress:{w} (worker w's progress and checkpoint, written with each push); heartbeat:{w};
               lease:{w}:{scope}; supervising:{w}, relaunch:{w}, undelivered:{w} (functions/supervise.py); profile:{w};
               resources:{w} (worker w's resource stats, faasgd.worker.progress);
@@ -140,6 +141,7 @@ JOB = "job"  # a training job's meta: created_at, layer sizes, parameter count, 
 DONE = "done"  # the target's crossing: the first worker to reach it and the copy it kept (faasgd.job.model_file)
 RESULT = "result"  # the final result, written once (faasgd.job.ending)
 LOST = "lost"  # the store lost the job's state: the reason the job failed
+CANCELLED = "cancelled"  # someone cancelled the job: when, and whose request (faasgd.job.records.cancel_job)
 STATE = "state"  # a stacking job's state and phase (faasgd.stacking.records)
 
 

@@ -28,7 +28,7 @@ def fake_run(monkeypatch):
     """direct.run_job as a stand-in: one running status to on_status, then the done status."""
     seen = {}
 
-    def run_job(config, store, job_id, timeout_s, on_status=None):
+    def run_job(config, store, job_id, timeout_s, on_status=None, on_interrupt=None):
         running, done = statuses(config.to_dict(), job_id)
         on_status(running)
         seen["result"] = done["result"]
