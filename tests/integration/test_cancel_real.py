@@ -117,3 +117,33 @@ def test_ctrl_c_on_faasgd_train_cancels_its_job(redis_server):
     status = job.read_status(store, job_id)
     assert status["result"]["state"] == "cancelled" and status["cancelled"]["by"] == "cli", status["result"]
     assert all(w["state"] == "finished" for w in status["workers"])  # stopped as cancelled, not killed
+
+
+def test_a_cancelled_job_resumed_reaches_its_target_with_its_samples_counted_on(redis_server):
+    overrides = {"dataset": "synthetic", "train_samples": 20_000, "hidden_sizes": [32], "number_of_workers": 2,
+                 "max_epochs": 500, "target_accuracy": 1.0, "store_url": redis_server.url, "seed": 5,
+                 "learning_rate": 0.005}  # slow enough that the cancel comes below the resumed job's target
+    store = open_store(redis_server.url)
+    old_config = load_config({}, overrides)
+    old_id = job.create_job(store, old_config)
+    runner = threading.Thread(target=lambda: direct.run_job(old_config, store, old_id, 300.0), daemon=True)
+    runner.start()
+    started(store, old_id, 6_000)
+    job.cancel_job(store, old_id)
+    runner.join(60)
+    old = job.read_status(store, old_id)["result"]
+    assert old["state"] == "cancelled"
+    last, _ = store.get_weights(old_id)
+
+    target = 0.85
+    assert old["final_validation_accuracy"] < target  # what the resumed job does is still to be done
+    config = load_config({}, {**overrides, "resume_from": old_id, "max_epochs": 100, "target_accuracy": target})
+    new_id = job.create_job(store, config)
+    first, _ = store.get_weights(new_id)
+    assert np.array_equal(first, last)  # it starts where the old job stopped
+    result = direct.run_job(config, store, new_id, 300.0)["result"]
+    assert result["state"] == "done" and result["reached_target"] and result["resumed_from"] == old_id, \
+        (old["final_validation_accuracy"], result["final_validation_accuracy"], config.target_accuracy)
+    assert result["samples_to_target"] > old["samples"]  # counted on from the old job's
+    assert result["samples_to_target"] <= old["samples"] + result["samples"]
+    assert result["time_to_target_s"] > old["wall_s"]

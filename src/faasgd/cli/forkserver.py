@@ -52,6 +52,6 @@ def start() -> BaseContext:
 
 
 def wanted(argv: list[str]) -> bool:
-    """Whether `argv` (the command's words after `faasgd`) runs workers here: `train --direct`, not a dry run or
-    its help."""
-    return argv[:1] == ["train"] and "--direct" in argv and not {"--dry-run", "-h", "--help"} & set(argv)
+    """Whether `argv` (the command's words after `faasgd`) runs workers here: `train --direct` (or `resume
+    --direct`), not a dry run or its help."""
+    return argv[:1] in (["train"], ["resume"]) and "--direct" in argv and not {"--dry-run", "-h", "--help"} & set(argv)

@@ -33,7 +33,7 @@ ALIASES = {"number_of_workers": ["--workers"]}
 RUNTIME_COMMANDS = ("up", "down", "invoke", "scale", "logs")
 HANDLERS = {"up": ("runtime", "up"), "down": ("runtime", "down"), "invoke": ("runtime", "invoke"),
             "scale": ("runtime", "scale"), "logs": ("runtime", "logs"), "status": ("status", "run"),
-            "cancel": ("cancel", "run"),
+            "cancel": ("cancel", "run"), "resume": ("train", "resume"),
             "train": ("train", "run"), "data": ("data", "run"), "model": ("model", "save"),
             "evaluate": ("model", "evaluate"), "results": ("results", "run"), "predict": ("predict", "run")}
 
@@ -77,6 +77,27 @@ def add_runtime_flags(parser: argparse.ArgumentParser, gateway: bool = True) -> 
     if gateway:
         parser.add_argument("--gateway", "-g", default=None,
                             help="gateway URL (default: $OPENFAAS_URL, else the running local runtime)")
+
+
+def add_train_flags(train: argparse.ArgumentParser, only: str | None) -> None:
+    """`faasgd train`'s flags (and `faasgd resume`'s, the same)."""
+    if only not in RUNTIME_COMMANDS:
+        add_config_flags(train)
+    train.add_argument("--direct", action="store_true",
+                       help="worker processes straight against the store, no gateway or functions")
+    output.add_flags(train, "print the result record as the one JSON document on stdout; progress and the "
+                            "summary on stderr")
+    train.add_argument("--dry-run", action="store_true", help="validate and print the config; start nothing")
+    train.add_argument("--detach", action="store_true",
+                       help="start the job, print its id and return (a runtime this command starts stays up); "
+                            "follow it with `faasgd status JOB --watch`, stop it with `faasgd cancel JOB`")
+    train.add_argument("--keep-up", action="store_true", help="leave a runtime this command started running (it runs the training functions only)")
+    train.add_argument("--timeout", type=float, default=3600.0, help="stop watching after this many seconds")
+    train.add_argument("-f", "--file", default="stack.yml",
+                       help="the stack file if this command starts the runtime (default stack.yml)")
+    train.add_argument("--port", type=int, default=None,
+                       help="the gateway's port if this command starts the runtime (default: a free one)")
+    add_runtime_flags(train)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -170,23 +191,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add_runtime_flags(cancel)
 
     train = sub.add_parser("train", help="run a training job end to end and print its summary")
-    if only not in RUNTIME_COMMANDS:
-        add_config_flags(train)
-    train.add_argument("--direct", action="store_true",
-                       help="worker processes straight against the store, no gateway or functions")
-    output.add_flags(train, "print the result record as the one JSON document on stdout; progress and the "
-                            "summary on stderr")
-    train.add_argument("--dry-run", action="store_true", help="validate and print the config; start nothing")
-    train.add_argument("--detach", action="store_true",
-                       help="start the job, print its id and return (a runtime this command starts stays up); "
-                            "follow it with `faasgd status JOB --watch`, stop it with `faasgd cancel JOB`")
-    train.add_argument("--keep-up", action="store_true", help="leave a runtime this command started running (it runs the training functions only)")
-    train.add_argument("--timeout", type=float, default=3600.0, help="stop watching after this many seconds")
-    train.add_argument("-f", "--file", default="stack.yml",
-                       help="the stack file if this command starts the runtime (default stack.yml)")
-    train.add_argument("--port", type=int, default=None,
-                       help="the gateway's port if this command starts the runtime (default: a free one)")
-    add_runtime_flags(train)
+    add_train_flags(train, only)
+    resume = sub.add_parser("resume", help="a new job from an ended job's last parameters, its configuration and "
+                                           "the flags given over it")
+    resume.add_argument("job_id", help="the ended job (cancelled, failed or done) to go on from")
+    add_train_flags(resume, only)
 
     if only in RUNTIME_COMMANDS:
         return parser

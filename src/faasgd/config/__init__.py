@@ -46,7 +46,7 @@ class TrainConfig(AlgorithmSettings, StoreSettings, InvocationSettings, Communic
 # The keys in the order records, runs.csv's columns, flags and the reference list them (here, not the groups').
 ORDER = ("dataset", "hidden_sizes", "activation", "dropout", "learning_rate", "batch_size", "global_batch_size",
          "number_of_workers", "n_fetch", "n_push", "update_rule", "communication", "push_codec", "invocation_mode",
-         "max_epochs", "target_accuracy", "eval_every_samples", "seed", "store", "store_url", "train_samples",
+         "max_epochs", "target_accuracy", "eval_every_samples", "seed", "resume_from", "store", "store_url", "train_samples",
          "test_samples", "validation_samples", "store_timeout_s", "store_topology", "local_store_url",
          "local_refresh_s", "lease_s", "start_timeout_s", "max_reinvocations", "profile_hz", "algorithm", "sync",
          "model", "cnn_arch", "n_clusters", "local_steps", "admm_rho", "round_timeout_s", "channel", "keep_s")

@@ -14,6 +14,7 @@ from faasgd.errors import ConfigError
 from faasgd.minibatch import MAX_BATCH, MAX_GLOBAL_BATCH
 from faasgd.model.activations import ACTIVATIONS
 from faasgd.model.cnn_layout import ARCHS as CNN_ARCHS
+from faasgd.store.keys import check_job_id
 from faasgd.store.expiry import DEFAULT_KEEP_S, KEEP_PER_START, MAX_KEEP_S, MIN_KEEP_S
 from faasgd.store.push_codec import parse_codec
 from faasgd.store.update_rule import RULES
@@ -53,6 +54,19 @@ HiddenSizes = Annotated[tuple[Int(1, 65536), ...], BeforeValidator(split_sizes),
 StoreUrl = Annotated[str, BeforeValidator(read_store_url)]
 Dataset = Annotated[str, BeforeValidator(check_dataset_name)]
 PushCodec = Annotated[str, BeforeValidator(lambda value: str(parse_codec(value)))]
+
+
+def read_job_id(value: Any, info: ValidationInfo) -> str:
+    """A job id, or "" for none."""
+    if value == "":
+        return value
+    try:
+        return check_job_id(value)
+    except ConfigError as error:
+        raise ConfigError(info.field_name, str(error).split(": ", 1)[1]) from None
+
+
+ResumeFrom = Annotated[str, BeforeValidator(read_job_id)]
 
 
 class DataSettings(ConfigModel):
@@ -102,6 +116,9 @@ class TrainingSettings(ConfigModel):
         "training rows"))
     seed: Int(0, 2**31 - 1) = Field(0, description="network init uses seed; worker i shuffles and drops out with "
                                                    "seed + i")
+    resume_from: ResumeFrom = Field("", description=(
+        "an ended job (cancelled, failed or done) in the same store whose last parameters this job starts from, "
+        "its samples and time to the target counted on (`faasgd resume`); \"\": from seed's initialisation"))
 
 
 class CommunicationSettings(ConfigModel):

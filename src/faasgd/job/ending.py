@@ -60,9 +60,23 @@ def write_result(store: ParameterStore, job_id: str,
     calls = [e for e in store.events(job_id) if e.get("event") == "call"]  # no worker record holds these
     result = build_result(config, meta, progress, done, final, error, store.job_time(), calls, server_cpu(store),
                           shares)
+    count_on(result, meta.get("resumed_from"))
     cancelled = store.get_record(job_id, keys.CANCELLED)
     if cancelled is not None and result["state"] == "done" and done is None:  # a failure, or the target, says more
         result["state"] = "cancelled"  # when, and by whom: the status's `cancelled` and the event log
     store.add_record(job_id, keys.RESULT, result)
     store.append_event(job_id, {"event": "result", "state": result["state"], "at": result["finished_at"]})
     return store.get_record(job_id, keys.RESULT) or result
+
+
+def count_on(result: dict, before: dict | None) -> None:
+    """A resumed job's result names the job it resumed and counts its figures to the target on from that job's
+    (faasgd.job.records.resume_point): samples, epochs and seconds to the target are the whole chain's; the totals
+    (samples, epochs, wall_s) and the costs stay this job's own."""
+    if not before:
+        return
+    result["resumed_from"] = before["job_id"]
+    for key, base in (("samples_to_target", "samples"), ("epochs_to_target", "epochs"), ("time_to_target_s", "wall_s")):
+        if result.get(key) is not None:
+            total = result[key] + before[base]
+            result[key] = int(total) if key == "samples_to_target" else float(total)

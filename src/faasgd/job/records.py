@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from faasgd.config import TrainConfig, config_from_record
-from faasgd.errors import FaasgdError, JobEnded, JobNotFound, StoreError
+from faasgd.errors import ConfigError, FaasgdError, JobEnded, JobNotFound, StoreError
 from faasgd.job.spec import holdout, network, network_sizes, new_job_id, update_rule
 from faasgd.store import ParameterStore, keys
 
@@ -43,8 +43,12 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
     store.keep(job_id, config.keep_s)  # every key below expires keep_s after its last write (store/expiry.py)
     sizes = network_sizes(config)
     net = network(config)
-    weights = net.init_params(np.random.default_rng(config.seed)) if config.model in ("mlp", "cnn") \
-        else np.zeros(net.param_count, np.float32)  # linear: zeros, as LambdaML
+    resumed = None
+    if config.resume_from:  # refused before anything of this job is written
+        weights, resumed = resume_point(store, config, list(sizes), net.param_count)
+    else:
+        weights = net.init_params(np.random.default_rng(config.seed)) if config.model in ("mlp", "cnn") \
+            else np.zeros(net.param_count, np.float32)  # linear: zeros, as LambdaML
     store.set_weights(job_id, weights, writers=config.number_of_workers, rule=update_rule(config))
     meta = {
         "job_id": job_id,
@@ -55,12 +59,40 @@ def create_job(store: ParameterStore, config: TrainConfig, job_id: str | None = 
         "train_rows": train_rows,
         "validation_rows": validation_rows,
         "server_cpu_s": server_cpu_s,
+        "resumed_from": resumed,
     }
     store.put_record(job_id, keys.JOB, meta)
     if not store.add_record(job_id, keys.CONFIG, config.to_dict()):
         raise FaasgdError(f"job_id: job {job_id!r} already exists")
     store.append_event(job_id, {"event": "created", "at": meta["created_at"]})
     return job_id
+
+
+def resume_point(store: ParameterStore, config: TrainConfig, sizes: list[int],
+                 param_count: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """Where a job resuming `config.resume_from` starts: that job's last parameters in this store, and what it had
+    done by its end, its own resumptions included (`samples`, `epochs`, `wall_s`: its result's, summed down the
+    chain), which the new job's result counts on from (faasgd.job.ending). Not carried: adagrad's accumulated
+    squares (the rule starts them at zero again) and each worker's place in its epoch (the new job's workers start
+    a pass of their own). ConfigError naming resume_from: no such job in this store, still running, or another
+    network."""
+    old_id = config.resume_from
+    found = store.get_records(old_id, [keys.CONFIG, keys.JOB, keys.RESULT, keys.LOST])
+    if found[keys.CONFIG] is None or found[keys.JOB] is None or found[keys.LOST] is not None:
+        raise ConfigError("resume_from", f"no job {old_id!r} with parameters in this store (kept keep_s after a job's "
+                                         f"last write; the store may have lost them)")
+    if found[keys.RESULT] is None:
+        raise ConfigError("resume_from", f"job {old_id!r} is still running: cancel it first (faasgd cancel {old_id})")
+    meta, old = found[keys.JOB], found[keys.RESULT]
+    if meta.get("sizes") != sizes or meta.get("param_count") != param_count:
+        raise ConfigError("resume_from", f"job {old_id!r} trains another network (layers {meta.get('sizes')}, "
+                                         f"{meta.get('param_count')} parameters; this job's {sizes}, {param_count})")
+    weights, _ = store.get_weights(old_id)
+    before = meta.get("resumed_from") or {}
+    counted = {"job_id": old_id, **{key: float(before.get(key) or 0) + float(old.get(key) or 0)
+                                    for key in ("samples", "epochs", "wall_s")}}
+    counted["samples"] = int(counted["samples"])
+    return weights[:param_count].astype(np.float32, copy=False), counted
 
 
 def server_cpu(store: ParameterStore) -> float | None:

@@ -77,7 +77,8 @@ MEASURES: tuple[str, ...] = (
 # Every key of a result record.
 RESULT_KEYS: tuple[str, ...] = (
     ("job_id", "state", "error", "warning") + MEASURES
-    + ("target_accuracy", "number_of_workers", "model_version", "finished_at", "clock", "cpu_clock")
+    + ("target_accuracy", "number_of_workers", "model_version", "finished_at", "clock", "cpu_clock",
+       "resumed_from")  # the job this one resumed (faasgd resume; ending.count_on), else null
 )
 ONE_CLASS_TOLERANCE = 0.005  # how near a class's share of the test rows a test accuracy counts as guessing it
 
@@ -242,6 +243,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "model_version": model.get("version"),
         "finished_at": now,
         "clock": meta.get("clock"),
+        "resumed_from": None,  # set by ending.count_on
     }
     result.update(cost.job_figures(progress.values(), extra_calls, result["wall_s"]))  # at the default prices
     result["warning"] = one_class_note(result["final_test_accuracy"], config.learning_rate) \

@@ -70,3 +70,22 @@ def test_the_http_form_cancels_and_answers_the_status(running):
 def test_detach_is_refused_with_direct_before_anything_starts(capsys):
     assert main(["train", "--direct", "--detach", "--dataset", "synthetic"]) == 2
     assert "--detach" in capsys.readouterr().err
+
+
+def test_resume_is_refused_naming_resume_from_and_nothing_is_written(running):
+    store, job_id, env = running
+    base = {"dataset": "synthetic", "train_samples": 600, "number_of_workers": 2, "store_url": env["store_url"]}
+    for given, says in (({"resume_from": job_id}, "still running"),
+                        ({"resume_from": "j0000000000000000"}, "no job"),):
+        with pytest.raises(ConfigError) as refused:
+            job.create_job(store, load_config({}, {**base, **given}), job_id="jnew")
+        assert refused.value.field == "resume_from" and says in str(refused.value)
+        assert store.get_record("jnew", keys.CONFIG) is None and store.get_record("jnew", keys.JOB) is None
+    store.put_record(job_id, keys.RESULT, {"state": "cancelled", "samples": 100, "epochs": 0.2, "wall_s": 1.0})
+    with pytest.raises(ConfigError) as other:
+        job.create_job(store, load_config({}, {**base, "hidden_sizes": [7], "resume_from": job_id}), job_id="jnew")
+    assert "another network" in str(other.value) and store.get_record("jnew", keys.CONFIG) is None
+    resumed = job.create_job(store, load_config({}, {**base, "resume_from": job_id}), job_id="jnew")
+    assert store.get_record(resumed, keys.JOB)["resumed_from"] == {"job_id": job_id, "samples": 100, "epochs": 0.2,
+                                                                  "wall_s": 1.0}
+    assert __import__("numpy").array_equal(store.get_weights(resumed)[0], store.get_weights(job_id)[0])
