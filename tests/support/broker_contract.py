@@ -1,4 +1,4 @@
-"""What every queue broker must do (faasgd.local.gateway.queue.Broker), as one suite of checks run
+"""What every queue broker must do (faasgd.local.gateway.queue_messages.Broker), as one suite of checks run
 over the FakeBroker in unit tests and over JetStream on a real nats-server in integration tests.
 
 Each check takes a `Harness`: `make()` a broker on the same store (a new owner), and `elapse(s)`

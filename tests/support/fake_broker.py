@@ -1,4 +1,4 @@
-"""A fake of the queue's broker (faasgd.local.gateway.queue.Broker) for in-process unit tests.
+"""A fake of the queue's broker (faasgd.local.gateway.queue_messages.Broker) for in-process unit tests.
 
 It keeps JetStream's semantics as the runtime uses them (gateway/queue_jetstream.py), in memory and
 timed by a FakeClock: a work-queue stream (a message stays until acked), one consumer that hands a
@@ -14,7 +14,7 @@ import asyncio
 import itertools
 
 from faasgd.local.broker import DEFAULT_MAX_PAYLOAD
-from faasgd.local.gateway.queue import MESSAGE_ID
+from faasgd.local.gateway.queue_messages import MESSAGE_ID
 from faasgd.local.gateway.queue_errors import QueueCallTooLarge, QueueUnavailable
 
 

@@ -53,9 +53,11 @@ from faasgd.local.gateway.directory import Directory
 from faasgd.local.gateway.limits import HeadLimits
 from faasgd.local.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from faasgd.local.gateway.metrics import Metrics
-from faasgd.local.gateway.options import Clock, GatewayOptions, RealClock, Registry
-from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, Reply, canonical, connection_tokens
-from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, Broker, CallQueue, QueueWorkers
+from faasgd.local.clock import Clock, RealClock
+from faasgd.local.gateway.options import GatewayOptions, Registry
+from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, canonical, connection_tokens
+from faasgd.local.gateway.queue import USER_AGENT, CallQueue, QueueWorkers
+from faasgd.local.gateway.queue_messages import AsyncCall, Broker, Reply
 from faasgd.local.gateway.queue_errors import QueueError
 from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, BodyRefused, OneBodyFraming, ProxiedResponse,
                                             WireHeaders, body_refused, client_gone, error, http_error, read_body,

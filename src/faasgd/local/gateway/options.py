@@ -1,10 +1,7 @@
-"""The gateway's settings, the registry it reads replicas from, and the clock it keeps time with."""
+"""The gateway's settings and the registry it reads replicas from (its clock: faasgd.local.clock)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -68,24 +65,3 @@ class Registry(Protocol):
     def deploy(self, request: FunctionDeployment, update: bool) -> None: ...
     def remove(self, name: str) -> None: ...
     def log_sources(self, name: str) -> list[tuple[str, Path]] | None: ...  # (replica, log file); None: unknown
-
-
-class Clock(Protocol):
-    """Monotonic time for deadlines, backoff and ack_wait; tests inject one they advance by hand."""
-
-    def now(self) -> float: ...
-    async def sleep(self, seconds: float) -> None: ...
-    def timeout(self, seconds: float) -> AbstractAsyncContextManager: ...  # raises TimeoutError on expiry
-
-
-class RealClock:
-    """The event loop's own time."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    def timeout(self, seconds: float) -> AbstractAsyncContextManager:
-        return asyncio.timeout(seconds)

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
 from typing import AsyncIterator, Callable
 
 import anyio
 import httpx
 
 from faasgd.local.gateway.metrics import Metrics
-from faasgd.local.gateway.options import Clock
+from faasgd.local.clock import Clock
+from faasgd.local.gateway.queue_messages import Headers, Reply
 
 HOP_BY_HOP = frozenset({"connection", "proxy-connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
                         "te", "trailer", "transfer-encoding", "upgrade"})
@@ -33,19 +33,6 @@ RETRYABLE = frozenset({502, 503, 504})  # no replica / replica died / upstream t
 # minutes); idle connections expire before a replica's own idle timeout can race a new request.
 LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=64, keepalive_expiry=5.0)
 
-Headers = list[tuple[str, str]]
-
-
-@dataclass
-class Reply:
-    """A call's whole answer, as the queue-worker reads it."""
-
-    status: int
-    headers: Headers  # the function's response headers, hop-by-hop ones and Content-Length removed
-    body: bytes
-    error: str | None = None  # set when the gateway answered because the function gave no response
-    replica: str | None = None  # base URL of the replica that answered
-    seconds: float = 0.0
 
 
 class Balancer:

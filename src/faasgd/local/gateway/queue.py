@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import time
 from collections import OrderedDict
@@ -31,9 +30,9 @@ from typing import Awaitable, Callable, Coroutine, Protocol
 
 import httpx
 
-from faasgd.local.gateway.options import Clock, RealClock
-from faasgd.local.gateway.proxy import Reply
+from faasgd.local.clock import Clock, RealClock
 from faasgd.local.gateway.queue_errors import QueueError
+from faasgd.local.gateway.queue_messages import AsyncCall, Broker, Message, Reply
 from faasgd.local.queue_rules import DeliveryPolicy, decide
 
 log = logging.getLogger(__name__)
@@ -44,61 +43,9 @@ CALLBACK_TIMEOUT_S = 30.0  # one try; callback failures are logged, never retrie
 HISTORY = 1000  # calls whose delivery records `deliveries(call_id)` keeps
 RESIZE_S = 0.5  # how often the queue-worker count (and the broker's message count) is re-read
 BROKER_RETRY_S = 1.0  # wait after the broker failed to hand out a message
-CALL_HEADER = "Faasgd-Call"  # the message header holding the call's JSON (its body is the message's data)
-MESSAGE_ID = "Nats-Msg-Id"  # the call's id: a broker stores a message once per id (JetStream's de-duplication)
 _SET_ON_CALLBACK = {"x-call-id", "x-function-status", "x-function-name", "x-duration-seconds", "user-agent",
                     "content-length", "host", "traceparent", "tracestate"}
 TRACE_HEADERS = ("traceparent", "tracestate")  # the call's W3C trace context, passed on to its callback too
-
-
-@dataclass
-class AsyncCall:
-    """One accepted /async-function request: what the broker keeps and the queue delivers."""
-
-    name: str
-    method: str
-    path: str  # suffix after /async-function/NAME, "" or "/..."
-    query: str
-    headers: list[tuple[str, str]]
-    body: bytes
-    call_id: str
-    callback_url: str | None = None
-    accepted_at: float = field(default_factory=time.time)
-
-    def to_message(self) -> tuple[dict[str, str], bytes]:
-        """Headers and data of the broker message: the body travels as the data, unencoded."""
-        meta = {"name": self.name, "method": self.method, "path": self.path, "query": self.query,
-                "headers": self.headers, "call_id": self.call_id, "callback_url": self.callback_url,
-                "accepted_at": self.accepted_at}
-        return {CALL_HEADER: json.dumps(meta), MESSAGE_ID: self.call_id}, self.body
-
-    @classmethod
-    def from_message(cls, headers: dict[str, str], data: bytes) -> AsyncCall:
-        """The call a message holds; raises ValueError or KeyError for a message that is not one."""
-        meta = json.loads(headers[CALL_HEADER])
-        return cls(meta["name"], meta["method"], meta["path"], meta["query"],
-                   [(str(k), str(v)) for k, v in meta["headers"]], data, meta["call_id"], meta["callback_url"],
-                   meta["accepted_at"])
-
-
-class Message(Protocol):
-    """One hand-out of a stored call."""
-
-    headers: dict[str, str]
-    data: bytes
-    attempt: int  # 1 for the first hand-out; redeliveries and retries count on
-
-    async def ack(self) -> None: ...  # done: remove it from the broker (confirmed before returning)
-    async def nak(self, delay_s: float) -> None: ...  # hand it out again after delay_s
-
-
-class Broker(Protocol):
-    async def open(self, ack_wait_s: float, max_attempts: int) -> None: ...
-    async def close(self) -> None: ...
-    async def publish(self, headers: dict[str, str], data: bytes) -> None: ...  # raises QueueError
-    async def next(self) -> Message | None: ...  # None: nothing came within the broker's own poll
-    async def stored(self) -> int: ...  # messages kept: queued, in flight or waiting for a retry
-    async def problem(self) -> str | None: ...  # None while it can take calls; else why not (/healthz)
 
 
 class CallQueue(Protocol):

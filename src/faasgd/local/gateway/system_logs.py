@@ -24,7 +24,8 @@ from starlette.routing import Route
 
 from faasgd.local.api import NAMESPACE
 from faasgd.local.gateway.directory import Directory
-from faasgd.local.gateway.options import Clock, GatewayOptions
+from faasgd.local.clock import Clock
+from faasgd.local.gateway.options import GatewayOptions
 from faasgd.local.gateway.responses import error
 from faasgd.local.gateway.system import namespace_problem
 from faasgd.local.logs import Entry, LogFile, parse_time, select, stamp
