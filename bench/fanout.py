@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from faasgd.local import control
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import control
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import GatewayClient
 
 ROOT = Path(__file__).resolve().parent.parent

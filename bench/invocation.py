@@ -16,8 +16,8 @@ import tempfile
 import time
 
 from faasgd.openfaas import GatewayClient as Gateway, wait_for_job
-from faasgd.local import control
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import control
+from faasgd.local.services.stores import free_port
 
 
 def percentile(values: list[float], q: float) -> float:

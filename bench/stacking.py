@@ -19,8 +19,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from faasgd.local import control
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import control
+from faasgd.local.services.stores import free_port
 from faasgd.stacking.flow import PHASES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Iterator
 
 from faasgd.errors import ConfigError
-from faasgd.local import control, credentials
+from faasgd.local.lifecycle import control, credentials
+from faasgd.local.lifecycle.state_file import load_state
 from faasgd.local.processes import ProcessRef
-from faasgd.local.queue_rules import DeliveryPolicy
-from faasgd.local.state_file import load_state
+from faasgd.local.queue.rules import DeliveryPolicy
 from faasgd.openfaas import GatewayClient
 
 DEFAULT_DIR = control.DEFAULT_DIR

@@ -19,8 +19,9 @@ from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions.settings import FunctionEnv
-from faasgd.local import control, optional_stores
-from faasgd.local.stack import load_stack
+from faasgd.local.lifecycle import control
+from faasgd.local.replicas.stack import load_stack
+from faasgd.local.services import optional_stores
 from faasgd.openfaas import SETUP_FUNCTION
 from faasgd.store import open_store, parse_store_url
 
@@ -62,7 +63,7 @@ def run(args) -> int:
     if args.gateway or os.environ.get("OPENFAAS_URL"):  # a gateway the user named (a cluster): start nothing
         return run_through_gateway(args, overrides)
     # a runtime this command starts runs the job's functions only (emnist-setup, emnist-train), not the stacking ones,
-    # and the optional store the job names (a Redis Cluster, a memcached pool, S3: faasgd.local.optional_stores); a
+    # and the optional store the job names (a Redis Cluster, a memcached pool, S3: faasgd.local.services.optional_stores); a
     # running one without it is refused before anything is sent, with the command that gives it one
     wanted = optional_stores.needed(config.store, config.channel)
     running = control.read_state(args.dir)

@@ -22,7 +22,7 @@ import time
 from faasgd.store.redis_lib import redis
 
 from faasgd.errors import ConfigError, StoreUnavailable
-from faasgd.local.stores import ServerProcess, _binary, spawn_server
+from faasgd.local.services.stores import ServerProcess, _binary, spawn_server
 from faasgd.testing.shaped_net import Node, ShapedNet
 
 PORTS = {"memcached": 11211, "redis": 6379}

@@ -18,7 +18,7 @@ def test_faasgd_up_starts_the_runtime_before_it_imports_the_gateway_client(tmp_p
     stack = tmp_path / "stack.yml"
     stack.write_text("version: 1.0\n")
     code = ("import sys, subprocess\n"
-            "from faasgd.local import control\n"
+            "from faasgd.local.lifecycle import control\n"
             "def popen(argv, **_):\n"
             "    print('httpx' in sys.modules)\n"
             "    raise SystemExit(0)\n"

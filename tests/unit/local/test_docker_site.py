@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import control, daemon, docker_cli, docker_site, docker_wall
 from faasgd.local.api import Refused
-from faasgd.local.deployments import Catalog, Code
-from faasgd.local.stack import load_stack
+from faasgd.local.lifecycle import control, daemon
+from faasgd.local.replicas.deployments import Catalog, Code
+from faasgd.local.replicas.stack import load_stack
+from faasgd.local.services import docker_cli, docker_site, docker_wall
 from support.paths import ROOT
 
 T0 = 1_700_000_000.0

@@ -12,10 +12,11 @@ from types import SimpleNamespace
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import control, daemon, queue_rules
+from faasgd.local.lifecycle import control, daemon
 from faasgd.local.processes import ProcessRef
-from faasgd.local.queue_rules import DeliveryPolicy
-from faasgd.local.stores import ServerProcess
+from faasgd.local.queue import rules
+from faasgd.local.queue.rules import DeliveryPolicy
+from faasgd.local.services.stores import ServerProcess
 from faasgd.testing import stacks
 
 T0 = 1_700_000_000.0
@@ -112,7 +113,7 @@ def test_up_hands_the_delivery_policy_to_the_daemon(table, tmp_path, monkeypatch
     with pytest.raises(Refused):
         control.up(str(stack), 7000, tmp_path / ".faasgd", delivery=policy, watchdog_choice="off")  # no version call
     parsed = daemon.parse_args(started[0][3:])
-    assert queue_rules.from_flags(parsed) == policy
+    assert rules.from_flags(parsed) == policy
 
 
 def test_up_after_a_crash_keeps_the_living_stores_and_broker_for_the_new_runtime_and_stops_the_rest(
@@ -202,8 +203,8 @@ def test_up_wait_asks_the_gateway_only_once_the_state_file_says_every_replica_is
 
 
 def test_up_reads_the_stack_once_to_check_its_filter_and_its_store_groups(monkeypatch, tmp_path):
-    from faasgd.local import stack
-    from faasgd.local.stack_groups import GroupSizes
+    from faasgd.local.replicas import stack
+    from faasgd.local.services.stack_groups import GroupSizes
     from support.paths import ROOT
 
     reads = []

@@ -1,4 +1,4 @@
-"""The stores `faasgd up --stores cluster,pool,s3` starts and gives every function (faasgd.local.optional_stores):
+"""The stores `faasgd up --stores cluster,pool,s3` starts and gives every function (faasgd.local.services.optional_stores):
 the flag's names, the `stores` entries a pod gets (the in-cluster addresses k8s/sharded/ gives, planned as a stack
 naming them is), a running runtime that lacks one refused with the exact command that gives it one, by `faasgd up`,
 by `faasgd train` before anything is sent and by faasgd.api.train. The real groups and server run in
@@ -15,8 +15,9 @@ from faasgd import api
 from faasgd.cli.main import main
 from faasgd.errors import ConfigError
 from faasgd.functions.settings import FunctionEnv
-from faasgd.local import control, daemon, optional_stores, stack_groups
-from faasgd.local.stack import FunctionSpec, load_stack
+from faasgd.local.lifecycle import control, daemon
+from faasgd.local.replicas.stack import FunctionSpec, load_stack
+from faasgd.local.services import optional_stores, stack_groups
 from faasgd.testing.stacks import GROUP_STORES
 from support.paths import ROOT
 

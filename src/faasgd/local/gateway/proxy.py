@@ -21,9 +21,9 @@ from typing import AsyncIterator, Callable
 import anyio
 import httpx
 
-from faasgd.local.gateway.metrics import Metrics
 from faasgd.local.clock import Clock
-from faasgd.local.gateway.queue_messages import Headers, Reply
+from faasgd.local.gateway.metrics import Metrics
+from faasgd.local.queue.messages import Headers, Reply
 
 HOP_BY_HOP = frozenset({"connection", "proxy-connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
                         "te", "trailer", "transfer-encoding", "upgrade"})
