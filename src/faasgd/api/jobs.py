@@ -21,8 +21,7 @@ from typing import Any, Callable
 from faasgd.job import model_file, result, status
 from faasgd.api import hints
 from faasgd.api.local_runtime import DEFAULT_DIR, connect
-from faasgd.local.lifecycle import control
-from faasgd.local.services import optional_stores
+from faasgd.local import control, optional_stores
 from faasgd.config import LOCATION_KEYS, TrainConfig, load_request, read_setting
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.openfaas import POLL_S, SETUP_FUNCTION, FunctionError, GatewayClient, json_answer, wait_for_job

@@ -19,10 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from faasgd.errors import ConfigError
-from faasgd.local.lifecycle import control, credentials
-from faasgd.local.lifecycle.state_file import load_state
-from faasgd.local.processes import ProcessRef
-from faasgd.local.queue.rules import DeliveryPolicy
+from faasgd.local import DeliveryPolicy, ProcessRef, control, credentials, load_state
 from faasgd.openfaas import GatewayClient
 
 DEFAULT_DIR = control.DEFAULT_DIR

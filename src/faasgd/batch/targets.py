@@ -13,8 +13,7 @@ import subprocess
 import sys
 
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local.lifecycle import control, credentials
-from faasgd.local.replicas.stack import CE_MAX_REPLICAS
+from faasgd.local import CE_MAX_REPLICAS, control, credentials
 from faasgd.openfaas import TRAIN_FUNCTION, GatewayClient
 
 READY_TIMEOUT_S = 300.0

@@ -9,7 +9,7 @@ gateway, else with the one `faas-cli login` saved for it. One implementation: fa
 from __future__ import annotations
 
 from faasgd.api import local_runtime
-from faasgd.local.lifecycle import control
+from faasgd.local import control
 from faasgd.openfaas import GatewayClient
 
 

@@ -23,8 +23,7 @@ from faasgd import __version__
 from faasgd.closed_stdout import quiet_when_closed
 from faasgd.cli import forkserver, output
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
-from faasgd.local.lifecycle.control import DEFAULT_DIR
-from faasgd.local.queue import rules
+from faasgd.local import DEFAULT_DIR, queue_rules
 
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_DATA = 1, 2, 3, 4
 ALIASES = {"number_of_workers": ["--workers"]}
@@ -90,7 +89,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, default=8080, help="the gateway's port (0: a free one; default 8080)")
     up.add_argument("--ack-wait", type=float, default=300.0, help="seconds before an unfinished async call is redelivered")
     up.add_argument("--queue-workers", type=int, default=None, help="default: one per call the replicas run at once (replicas x waitress_threads)")
-    rules.add_flags(up)  # --delivery ce|pro and pro's retry settings
+    queue_rules.add_flags(up)  # --delivery ce|pro and pro's retry settings
     up.add_argument("--backend", choices=("process", "docker"), default="process",
                     help="run replicas as processes (default) or as containers of their images, with a registry "
                          "on loopback for faas-cli up (needs a Docker daemon)")

@@ -8,12 +8,7 @@ from pathlib import Path
 
 from faasgd.cli import flags
 from faasgd.errors import ConfigError
-from faasgd.local.lifecycle import control
-from faasgd.local.queue import rules
-from faasgd.local.replicas.logs import split_line
-from faasgd.local.services import optional_stores
-from faasgd.local.services.secrets import GATEWAY_SECRETS
-from faasgd.local.services.stack_groups import GroupSizes
+from faasgd.local import GATEWAY_SECRETS, GroupSizes, control, optional_stores, queue_rules, split_line
 
 # `faasgd down` imports only what stopping needs: faasgd.api (and its numpy), the gateway client (httpx) and the
 # watchdog's finder are imported by the commands that use them.
@@ -23,7 +18,7 @@ FOLLOW_POLL_S = 0.3
 
 def up(args) -> int:
     control.check_options(args.port, args.ack_wait, args.queue_workers)  # bad flags generate no login
-    delivery = rules.from_flags(args)
+    delivery = queue_rules.from_flags(args)
     flags.stack_file(args.file)
     sizes = GroupSizes(getattr(args, "redis_cluster_masters", 3), getattr(args, "redis_cluster_replicas", 0),
                        getattr(args, "memcached_pool_servers", None)).check()
@@ -58,7 +53,7 @@ def up(args) -> int:
 def print_image_steps(state: dict) -> None:
     """Under --backend docker: the functions waiting for their images, and the exact lines that bring them (REGISTRY
     exported before faas-cli, so stack.yml's image names point at the runtime's registry)."""
-    from faasgd.local.lifecycle.waiting_images import next_steps
+    from faasgd.local import next_steps
 
     steps = next_steps(state)
     if not steps:
@@ -81,7 +76,7 @@ def store_lines(state: dict) -> list[str]:
 
 def watchdog_line(state: dict | None) -> str | None:
     """How the runtime runs its replicas ("replicas under of-watchdog ..." or "... bare ..."), from its state."""
-    from faasgd.local.replicas.watchdog import Watchdog
+    from faasgd.local import Watchdog
 
     found = Watchdog.from_json((state or {}).get("watchdog"))
     return found.describe() if found is not None else None

@@ -15,7 +15,7 @@ from faasgd.cli.progress import LiveProgress, console, print_batch_note, print_s
 from faasgd.cli.terminal_text import cell, visible
 from faasgd.config import read_setting
 from faasgd.errors import ConfigError
-from faasgd.local.lifecycle import control
+from faasgd.local import control
 from faasgd.openfaas import json_answer, wait_for_job
 from faasgd.store import open_store
 from faasgd.store.keys import check_job_id

@@ -19,9 +19,7 @@ from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions.settings import FunctionEnv
-from faasgd.local.lifecycle import control
-from faasgd.local.replicas.stack import load_stack
-from faasgd.local.services import optional_stores
+from faasgd.local import control, load_stack, optional_stores
 from faasgd.openfaas import SETUP_FUNCTION
 from faasgd.store import open_store, parse_store_url
 

@@ -11,4 +11,61 @@ says what it owns:
   lifecycle/  `faasgd up` / `faasgd down`, the daemon that runs it all in one process tree, its state file
 Beside them, what every room speaks: api (OpenFaaS's provider API: a FunctionDeployment, the refusals), processes
 (the one place that checks or signals a process: pid + create time) and clock (the gateway's and the queue's time).
+
+This package is the runtime's one face: the command line, the Python API, test.sh's engine and the test tooling
+(faasgd.cli, faasgd.api, faasgd.batch, faasgd.testing) import what FACE names from `faasgd.local`, never a room (an
+import contract, pyproject.toml), so a module may move between rooms without them. A name is imported when first
+asked for (`faasgd down` loads control alone, not the daemon's modules), and read from its module at each access:
+a test that patches the module is seen through the face.
 """
+
+from __future__ import annotations
+
+import importlib
+
+# name -> (module, attribute; None: the module itself)
+FACE: dict[str, tuple[str, str | None]] = {
+    # `faasgd up`, `down`, the state file, the gateway's login, the optional stores, the queue's delivery flags
+    "control": ("faasgd.local.lifecycle.control", None),
+    "credentials": ("faasgd.local.lifecycle.credentials", None),
+    "optional_stores": ("faasgd.local.services.optional_stores", None),
+    "queue_rules": ("faasgd.local.queue.rules", None),
+    "DEFAULT_DIR": ("faasgd.local.lifecycle.control", "DEFAULT_DIR"),
+    "load_state": ("faasgd.local.lifecycle.state_file", "load_state"),
+    "next_steps": ("faasgd.local.lifecycle.waiting_images", "next_steps"),
+    "not_deployed": ("faasgd.local.lifecycle.waiting_images", "not_deployed"),
+    "DeliveryPolicy": ("faasgd.local.queue.rules", "DeliveryPolicy"),
+    "ProcessRef": ("faasgd.local.processes", "ProcessRef"),
+    "GroupSizes": ("faasgd.local.services.stack_groups", "GroupSizes"),
+    "GATEWAY_SECRETS": ("faasgd.local.services.secrets", "GATEWAY_SECRETS"),
+    # the stack as faas-cli reads it, and a replica's view of it
+    "load_stack": ("faasgd.local.replicas.stack", "load_stack"),
+    "CE_MAX_REPLICAS": ("faasgd.local.replicas.stack", "CE_MAX_REPLICAS"),
+    "THREADS": ("faasgd.local.replicas.environment", "THREADS"),
+    "split_line": ("faasgd.local.replicas.logs", "split_line"),
+    "Watchdog": ("faasgd.local.replicas.watchdog", "Watchdog"),
+    # the store servers, for the test tooling and the benches (faasgd.testing)
+    "LOOPBACK": ("faasgd.local.services.stores", "LOOPBACK"),
+    "ServerProcess": ("faasgd.local.services.stores", "ServerProcess"),
+    "free_port": ("faasgd.local.services.stores", "free_port"),
+    "server_binary": ("faasgd.local.services.stores", "_binary"),
+    "spawn_server": ("faasgd.local.services.stores", "spawn_server"),
+    "start_memcached": ("faasgd.local.services.stores", "start_memcached"),
+    "start_redis": ("faasgd.local.services.stores", "start_redis"),
+    "start_server": ("faasgd.local.services.stores", "start_server"),
+}
+
+__all__ = sorted(FACE)
+
+
+def __getattr__(name: str):
+    try:
+        module, attribute = FACE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    found = importlib.import_module(module)
+    return found if attribute is None else getattr(found, attribute)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *FACE})

@@ -17,7 +17,7 @@ import time
 import psutil
 
 from faasgd.errors import FaasgdError
-from faasgd.local.services.stores import start_memcached, start_redis
+from faasgd.local import start_memcached, start_redis
 from faasgd.testing.fault_matrix import Inject, Runtime, wait_until
 
 CUT = "invoked emnist-train [502]"  # the runtime's log line for a delivery whose replica died under it

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faasgd.channels import S3Settings
-from faasgd.local.services.stores import LOOPBACK, ServerProcess, spawn_server, start_server
+from faasgd.local import LOOPBACK, ServerProcess, spawn_server, start_server
 from faasgd.testing.stacks import stack_copy
 
 ATOMIC_MOTO = "faasgd.testing.moto_atomic"  # moto's server, PUT atomic as in S3 (run with python -m)
