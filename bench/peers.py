@@ -162,10 +162,11 @@ def run_faasgd_64(epochs: int, launched: float, target: float = TARGET) -> dict:
 def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool = False, batch: int = BATCH) -> dict:
     from faasgd.openfaas import wait_for_job
     from faasgd.local.lifecycle import control
+    from faasgd.local.lifecycle.options import UpOptions
     from faasgd.local.services.stores import free_port
 
     directory = tempfile.mkdtemp(prefix="faasgd-peers-")
-    state, _ = control.up("stack.yml", free_port(), directory)  # a fresh runtime: replica peaks are this job's
+    state, _ = control.up(UpOptions("stack.yml", free_port(), directory))  # a fresh runtime: replica peaks are this job's
     try:
         gateway = control.client(state, timeout_s=60)  # logs in to /system
         body = {"number_of_workers": 2, "max_epochs": epochs, "target_accuracy": 1.0, "n_fetch": 10, "n_push": 10,

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from faasgd.local.lifecycle import control
+from faasgd.local.lifecycle.options import UpOptions
 from faasgd.local.services.stores import free_port
 from faasgd.stacking.flow import PHASES
 
@@ -66,7 +67,7 @@ def s3_runtime(directory: Path):
 
 
 def bench(stack_file: str, directory: str, transfers: list[str], args) -> None:
-    state, _ = control.up(stack_file, free_port(), directory)
+    state, _ = control.up(UpOptions(stack_file, free_port(), directory))
     try:
         gateway = control.client(state, timeout_s=600)
         run(gateway, "store", 4, True, args.store)  # warm: imports scikit-learn in each replica

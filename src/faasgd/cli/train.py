@@ -19,7 +19,7 @@ from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions.settings import FunctionEnv
-from faasgd.local import control, load_stack, optional_stores
+from faasgd.local import check_options, control, load_stack, optional_stores
 from faasgd.openfaas import SETUP_FUNCTION
 from faasgd.store import open_store, parse_store_url
 
@@ -46,7 +46,7 @@ def config_overrides(args) -> dict:
 def run(args) -> int:
     flags.seconds("--timeout", args.timeout)
     if args.port is not None:
-        control.check_options(args.port)
+        check_options(args.port)
     overrides = config_overrides(args)
     if args.direct:  # this process is the configuration: store locations come from its flags and environment
         if overrides.get("store"):

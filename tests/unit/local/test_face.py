@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import faasgd.local as local
-from faasgd.local.lifecycle import control
+from faasgd.local.lifecycle import options
 from support.paths import ROOT
 
 
@@ -32,7 +32,7 @@ def test_the_face_imports_a_room_only_when_a_name_of_it_is_asked_for():
 
 
 def test_a_patched_module_is_seen_through_the_face(monkeypatch):
-    monkeypatch.setattr(control, "DEFAULT_DIR", ".elsewhere")
+    monkeypatch.setattr(options, "DEFAULT_DIR", ".elsewhere")
     assert local.DEFAULT_DIR == ".elsewhere"
 
 

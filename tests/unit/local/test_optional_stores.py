@@ -19,6 +19,7 @@ from faasgd.local.lifecycle import control, daemon
 from faasgd.local.replicas.stack import FunctionSpec, load_stack
 from faasgd.local.services import optional_stores, stack_groups
 from faasgd.testing.stacks import GROUP_STORES
+from faasgd.local.lifecycle.options import UpOptions
 from support.paths import ROOT
 
 STORES = "redis=redis://redis.openfaas-fn:6379/0,memcached=memcached://memcached.openfaas-fn:11211"
@@ -94,7 +95,7 @@ def test_the_remedy_is_the_exact_command_keeping_what_the_runtime_has():
 def test_up_refuses_a_running_runtime_without_an_asked_store_naming_the_command(running, monkeypatch):
     monkeypatch.setattr(control, "serving", lambda state: True)
     with pytest.raises(ConfigError) as error:
-        control.up(str(ROOT / "stack.yml"), 0, str(running), stores=("pool",), watchdog_choice="off")
+        control.up(UpOptions(str(ROOT / "stack.yml"), 0, str(running), stores=("pool",), watchdog="off"))
     assert error.value.field == "--stores"
     assert f"`faasgd down --dir {running} && faasgd up --stores pool --dir {running}`" in str(error.value)
 

@@ -2,7 +2,6 @@
 state.json member by member, and stopped by `faasgd down`. Fake process table or fake starters: the real
 groups run in tests/e2e/test_up_down.py."""
 
-import argparse
 import os
 import signal
 import sys
@@ -18,6 +17,9 @@ from faasgd.local.services import stack_groups
 from faasgd.local.services.store_groups import ServerGroup, group_url
 from faasgd.local.services.stores import ServerProcess, start_memcached
 from faasgd.testing import stacks
+from faasgd.local.lifecycle.options import UpOptions
+from faasgd.local.lifecycle.runtime_state import initial_state
+from faasgd.local.lifecycle.state_file import write_state
 from support.paths import ROOT
 
 T0 = 1_700_000_000.0
@@ -123,8 +125,8 @@ def test_state_records_every_member_and_services_point_at_them(table, tmp_path):
     under_docker = daemon.service_table(7000, stores, groups, host="172.18.0.1")
     assert under_docker["memcached-pool-0.memcached-pool:11211"] == "172.18.0.1:7201"
 
-    args = argparse.Namespace(port=7000, stack=str(tmp_path / "stack.yml"))
-    daemon.write_state(tmp_path, {**daemon.initial_state(args, tmp_path, stores, services, groups), "ready": True})
+    options = UpOptions(str(tmp_path / "stack.yml"), 7000)
+    write_state(tmp_path, {**initial_state(options, tmp_path, stores, services, groups), "ready": True})
     state = control.read_state(tmp_path)
     assert state["store_groups"]["memcached-pool"] == {
         "url": "memcached://127.0.0.1:7201,127.0.0.1:7202",

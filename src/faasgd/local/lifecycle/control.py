@@ -19,24 +19,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from faasgd.checks import whole_number
 from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import processes
 from faasgd.local.lifecycle import credentials
+from faasgd.local.lifecycle.options import DEFAULT_DIR, UpOptions
 from faasgd.local.lifecycle.state_file import ENDED_FILE, STATE_FILE, TEMP_FOLDER, load_state, read_ended
 from faasgd.local.processes import ProcessRef
-from faasgd.local.queue.rules import DeliveryPolicy
 from faasgd.local.services import optional_stores
 from faasgd.local.services.stack_groups import GroupSizes, member_refs
 
 # `faasgd down` and `status` import this module: what only `up` or a container runtime needs (httpx through
 # faasgd.openfaas, the Docker client, the watchdog's finder) is imported where it is used.
 
-DEFAULT_DIR = ".faasgd"
 UP_TIMEOUT_S = 90.0
 DOWN_TIMEOUT_S = 20.0
 POLL_S = 0.02  # how often `up` looks at the state file and the gateway
-BACKENDS = ("process", "docker")  # how replicas run: host processes, or containers of their images
 
 
 def read_state(directory: str | os.PathLike = DEFAULT_DIR) -> dict | None:
@@ -57,17 +54,6 @@ def client(state: dict, timeout_s: float = 30.0):
 def login(directory: str | os.PathLike = DEFAULT_DIR) -> tuple[credentials.Login, bool]:
     """The gateway login of the runtime in `directory`, generated if absent; (login, generated now)."""
     return credentials.ensure(Path(directory).resolve() / "secrets")
-
-
-def check_options(port: int, ack_wait_s: float = 300.0, queue_workers: int | None = None,
-                  upstream_timeout_s: float = 300.0) -> None:
-    """ConfigError naming the flag when a runtime option is out of range (nothing is started)."""
-    whole_number(port, "--port", low=0, high=65535, must="an integer in [0, 65535] (0: a free port)")
-    for flag, seconds in (("--ack-wait", ack_wait_s), ("--upstream-timeout", upstream_timeout_s)):
-        if not seconds > 0:  # also refuses NaN
-            raise ConfigError(flag, f"must be > 0 seconds, got {seconds!r}")
-    if queue_workers is not None and queue_workers < 1:
-        raise ConfigError("--queue-workers", f"must be >= 1 (leave it out for one per call the replicas run at once), got {queue_workers!r}")
 
 
 def check_stack(stack: str | os.PathLike, only: str, sizes: GroupSizes, stores: tuple[str, ...] = ()) -> None:
@@ -118,39 +104,26 @@ def healthy(state: dict | None) -> bool:
     return all(f["availableReplicas"] >= f["replicas"] for f in functions)
 
 
-def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR, ack_wait_s: float = 300.0,
-       upstream_timeout_s: float = 300.0, queue_workers: int | None = None,
-       delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process",
-       watchdog_choice: str = "auto", wait: bool = False, only: str = "*",
-       groups: GroupSizes = GroupSizes(), stores: tuple[str, ...] = ()) -> tuple[dict, bool]:
+def up(options: UpOptions) -> tuple[dict, bool]:
     """Start the runtime unless it already runs; returns (state, whether this call started it).
 
     It returns once the gateway serves (`serving`): the replicas start meanwhile, and a call for a function
-    with none healthy yet waits for one. `wait` returns only once every replica is healthy (`healthy`).
-    `only` deploys the stack's functions whose names match that wildcard (`faas-cli deploy --filter`); a runtime
-    that already runs is taken as it is.
-
-    Port 0 picks a free one (state["gateway_url"] has it). The gateway's login is generated first
-    if absent (`login`). `backend` "docker" runs the replicas as containers (faasgd.local.services.docker_site)
-    and is refused at once when no Docker daemon answers. `watchdog_choice` (the process backend's): auto,
-    off or fwatchdog's path (faasgd.local.replicas.watchdog). `groups` sizes the Redis Cluster and the memcached pool
-    started when the stack names them (faasgd.local.services.stack_groups) or `stores` asks for them: any of "cluster",
-    "pool" and "s3", started and given to every function whatever the stack says (faasgd.local.services.optional_stores).
-    A runtime that runs without one of `stores` is refused with the command that gives it them.
+    with none healthy yet waits for one; with `wait`, only once every replica is healthy (`healthy`). A runtime
+    that already runs is taken as it is, but refused when it runs without one of the optional `stores` asked for,
+    with the command that gives it them. The gateway's login is generated first if absent (`login`); the
+    docker backend (faasgd.local.services.docker_site) is refused at once when no Docker daemon answers.
     """
     from faasgd.local.replicas import watchdog
     from faasgd.local.services import docker_cli
 
-    check_options(port, ack_wait_s, queue_workers, upstream_timeout_s)
-    if backend not in BACKENDS:
-        raise ConfigError("--backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if backend == "docker":
+    options.check()
+    if options.backend == "docker":
         docker_cli.daemon_version()
-    found = watchdog.find(watchdog_choice, os.environ, Path(stack))  # a bad --watchdog: a ConfigError, nothing started
-    stores = optional_stores.parse(stores)
-    shown_dir = None if directory == DEFAULT_DIR else str(directory)  # the folder as the user named it
-    directory = Path(directory).resolve()
-    ready = healthy if wait else serving
+    found = watchdog.find(options.watchdog, os.environ, Path(options.stack))  # a bad --watchdog: nothing started
+    stack, stores = options.stack, options.stores
+    shown_dir = None if options.directory == DEFAULT_DIR else str(options.directory)  # as the user named it
+    directory = Path(options.directory).resolve()
+    ready = healthy if options.wait else serving
     state = read_state(directory)
     if state is not None:
         optional_stores.refuse_missing(state, stores, "--stores", shown_dir)  # never changed under its jobs
@@ -160,20 +133,14 @@ def up(stack: str = "stack.yml", port: int = 8080, directory: str = DEFAULT_DIR,
                           f"see {directory}/logs/runtime.log or run `faasgd down`")
     if not Path(stack).is_file():
         raise FaasgdError(f"stack: no stack file {stack!r} (run from the repository root or pass -f)")
-    check_stack(stack, only, groups, stores)
-    if port and _port_taken(port):
-        raise FaasgdError(f"port: 127.0.0.1:{port} is already in use; choose another with --port (0: a free one)")
+    check_stack(stack, options.only, options.groups, stores)
+    if options.port and _port_taken(options.port):
+        raise FaasgdError(f"port: 127.0.0.1:{options.port} is already in use; choose another with --port (0: a free one)")
     _, adopt = _leftovers(directory, keep_stores=True)
     (directory / "logs").mkdir(parents=True, exist_ok=True)
     login(directory)
-    argv = [sys.executable, "-m", "faasgd.local.lifecycle.daemon", "--stack", str(Path(stack).resolve()),
-            "--dir", str(directory), "--port", str(port), "--ack-wait", str(ack_wait_s),
-            "--upstream-timeout", str(upstream_timeout_s), "--backend", backend, "--watchdog", watchdog_choice,
-            "--filter", only, "--found-watchdog", json.dumps(found.to_json()),  # its `--version` is asked once
-            *groups.to_argv(), *(["--stores", ",".join(stores)] if stores else [])]
-    if queue_workers:
-        argv += ["--queue-workers", str(queue_workers)]
-    argv += delivery.to_argv()
+    argv = [sys.executable, "-m", "faasgd.local.lifecycle.daemon", *options.to_argv(),
+            "--found-watchdog", json.dumps(found.to_json())]  # its `--version` is asked once
     if adopt:
         argv += ["--adopt", json.dumps(adopt)]
     log = directory / "logs" / "runtime.log"

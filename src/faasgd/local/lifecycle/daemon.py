@@ -18,12 +18,12 @@ sys.modules.setdefault("httpx._main", None)
 
 import argparse
 import dataclasses
+from dataclasses import dataclass
 import json
 import logging
 import os
 import signal
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -34,8 +34,9 @@ from faasgd import __version__, cpu_limit
 from faasgd.errors import FaasgdError
 from faasgd.local import processes
 from faasgd.local.lifecycle import credentials
-from faasgd.local.lifecycle.state_file import (STATE_FILE, STATE_LOCK, TEMP_FOLDER, make_folders, source_sha,
-                                               write_ended, write_state)
+from faasgd.local.lifecycle.options import UpOptions
+from faasgd.local.lifecycle.runtime_state import RuntimeState, initial_state
+from faasgd.local.lifecycle.state_file import STATE_FILE, TEMP_FOLDER, make_folders, source_sha, write_ended
 from faasgd.local.queue import rules
 from faasgd.local.replicas import environment, watchdog, zygote
 from faasgd.local.replicas.build import build_function, template_fprocess
@@ -86,13 +87,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def group_plan(args: argparse.Namespace, catalog: Catalog) -> stack_groups.GroupPlan:
-    """The store groups the functions deployed at start name (faasgd.local.services.stack_groups), sized by the flags."""
-    sizes = stack_groups.GroupSizes(args.redis_cluster_masters, args.redis_cluster_replicas,
-                                    args.memcached_pool_servers)
-    deployed = catalog.stack_deployments(time.time(), args.filter).values()
-    asked = {optional_stores.STORES_KEY: optional_stores.entries(args.stores, args.memcached_pool_servers)}
-    return stack_groups.plan([*(d.spec.environment for d in deployed), asked], sizes)
+def group_plan(options: UpOptions, catalog: Catalog) -> stack_groups.GroupPlan:
+    """The store groups the functions deployed at start name (faasgd.local.services.stack_groups), sized by the
+    options."""
+    deployed = catalog.stack_deployments(time.time(), options.only).values()
+    asked = {optional_stores.STORES_KEY: optional_stores.entries(options.stores, options.groups.pool_servers)}
+    return stack_groups.plan([*(d.spec.environment for d in deployed), asked], options.groups)
 
 
 def build_catalog(stack_path: Path, builds: Path, environ: Mapping[str, str]) -> Catalog:
@@ -177,71 +177,67 @@ def service_table(port: int, stores: dict[str, ServerProcess], groups: Mapping[s
     return dns.addresses(local, [*dns.SERVICES, *stack_groups.group_services(groups)])
 
 
-def initial_state(args: argparse.Namespace, directory: Path, stores: dict[str, ServerProcess],
-                  table: dict[str, str], groups: Mapping[str, ServerGroup] | None = None) -> dict:
-    """What state.json holds before the replicas start (`faasgd up`/`down` and the CLI read it)."""
-    return {**processes.ProcessRef.of(os.getpid()).to_json(), "version": __version__,
-            "gateway_url": f"http://127.0.0.1:{args.port}", "stack": str(Path(args.stack).resolve()),
-            "dir": str(directory), "started_at": time.time(),
-            "stores": {name: {"url": s.url, **s.ref.to_json()} for name, s in stores.items()},
-            "store_groups": stack_groups.group_entries(groups or {}), "services": table, "replicas": [],
-            optional_stores.STATE_KEY: list(getattr(args, "stores", ()))}
+@dataclass(frozen=True)
+class Started:
+    """What `run` started before the replicas and the gateway, for `serve`; `run` stops it after."""
 
-
-def replica_entries(supervisor: Supervisor) -> dict:
-    """The state file's replicas (`faasgd down` stops them by pid) and whether every function's replicas are
-    available (`faasgd up --wait` reads it rather than asking the gateway until it is so); under docker, the stack's
-    functions still waiting for their images (a deploy ends the wait: faasgd.local.lifecycle.waiting_images)."""
-    waiting = getattr(supervisor.catalog, "waiting", None)
-    waiting = None if waiting is None else {n: e for n, e in waiting.items() if n not in supervisor.deployments}
-    return {"replicas": supervisor.processes(), "available": supervisor.all_available(),
-            **({} if waiting is None else {"waiting": waiting})}
+    login: credentials.Login  # the gateway's, for /system
+    listener: socket.socket  # the gateway's port, taken first
+    found: watchdog.Watchdog  # how process replicas run: under of-watchdog, or bare
+    stores: dict[str, ServerProcess]  # redis, memcached
+    broker: ServerProcess  # nats-server
+    groups: dict[str, ServerGroup]  # a Redis Cluster, a memcached pool
+    s3: LocalS3  # started when a function asks for S3
+    site: DockerSite | None = None  # --backend docker: the network, the registry
+    forks: zygote.Keeper | None = None  # the function processes' zygote
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per proxied request is the queue's to say
-    directory = Path(args.dir).resolve()
+    options = UpOptions.from_args(args)
+    directory = Path(options.directory).resolve()
     make_folders(directory)
     try:
-        return run(args, directory)
+        return run(options, args.found_watchdog, args.adopt)
     except FaasgdError as error:  # a refusal with its reason (a disk too small for the queue, a stack's error)
         logging.getLogger("faasgd.daemon").exception("the runtime ends")
         write_ended(directory, str(error))
         return 1
 
 
-def run(args: argparse.Namespace, directory: Path) -> int:
-    """Start everything and serve until stopped (main's body once the folders exist)."""
-    args.port = args.port or free_port()
+def run(options: UpOptions, found: dict | None = None, adopted: Mapping[str, dict] | None = None) -> int:
+    """Start everything and serve until stopped (main's body once the folders exist). `found`: what `faasgd up`
+    found for the watchdog (not asked again); `adopted`: the stores and broker a crashed runtime left (control.up)."""
+    directory = Path(options.directory).resolve()
+    options = dataclasses.replace(options, port=options.port or free_port())
+    adopted = adopted or {}
     login, _ = credentials.ensure(directory / "secrets")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    catalog = build_catalog(Path(args.stack).resolve(), directory / "build", os.environ)
-    args.found_watchdog = watchdog.Watchdog.from_json(args.found_watchdog) or \
-        watchdog.find(args.watchdog, os.environ, Path(args.stack))
+    catalog = build_catalog(Path(options.stack).resolve(), directory / "build", os.environ)
+    found = watchdog.Watchdog.from_json(found) or watchdog.find(options.watchdog, os.environ, Path(options.stack))
     from faasgd.local.gateway.server import listen  # the daemon's; not needed by `faasgd down`
 
     # the gateway's port is taken first: a store, the broker or a replica picking a free port after it cannot
     # pick this one (CI saw the gateway's bind fail with "Address already in use" once)
-    listener = listen("127.0.0.1", args.port)
-    site = DockerSite(directory) if args.backend == "docker" else None
+    listener = listen("127.0.0.1", options.port)
+    site = DockerSite(directory) if options.backend == "docker" else None
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
-    s3 = LocalS3(SecretStore(directory / "secrets"), args.adopt.get("s3"), site.gateway_ip if site else LOOPBACK,
-                 every_function=optional_stores.S3 in args.stores)  # `faasgd up --stores s3`: S3 for every function
+    s3 = LocalS3(SecretStore(directory / "secrets"), adopted.get("s3"), site.gateway_ip if site else LOOPBACK,
+                 every_function=optional_stores.S3 in options.stores)  # `faasgd up --stores s3`: S3 for every function
     # the function processes fork from it (local/replicas/zygote.py); its imports run beside the rest of this start
-    forks = zygote.Keeper(directory, os.environ) \
-        if site is None and args.found_watchdog.found and zygote.wanted(os.environ) else None
+    forks = zygote.Keeper(directory, os.environ) if site is None and found.found and zygote.wanted(os.environ) else None
     # every server started from here on keeps its files in <dir>/tmp (restored at the end: tests call main in theirs)
     machine_tmp, tempfile.tempdir = tempfile.tempdir, str(directory / TEMP_FOLDER)
     try:
         password = credentials.store_password(directory / "secrets", generate=site is not None)  # docker: made if absent
-        stores, broker, groups = start_servers(directory, args.adopt, site.gateway_ip if site else None,
-                                               group_plan(args, catalog), password)
+        stores, broker, groups = start_servers(directory, adopted, site.gateway_ip if site else None,
+                                               group_plan(options, catalog), password)
         try:
-            serve(args, directory, catalog, stores, login, stop, broker, listener, s3, site, groups, forks)
+            serve(options, catalog, Started(login, listener, found, stores, broker, groups, s3, site, forks), stop)
         finally:
             stop_servers([*stores.values(), broker, *groups.values()])
             (directory / STATE_FILE).unlink(missing_ok=True)
@@ -256,77 +252,61 @@ def run(args: argparse.Namespace, directory: Path) -> int:
     return 0
 
 
-def serve(args: argparse.Namespace, directory: Path, catalog: Catalog, stores: dict[str, ServerProcess],
-          login: credentials.Login, stop: threading.Event, broker: ServerProcess,
-          listener: socket.socket, s3: LocalS3, site: DockerSite | None = None,
-          groups: Mapping[str, ServerGroup] | None = None,
-          forks: zygote.Keeper | None = None) -> None:
-    """Start the replicas and the gateway (on `listener`, the socket main took first), keep state.json current,
-    and run until `stop` is set. A replica of a function asking for S3 gets it from `s3` (faasgd.local.services.s3).
-    With a DockerSite the replicas are containers on its network, and the gateway also listens on the
-    network's gateway address."""
+def serve(options: UpOptions, catalog: Catalog, started: Started, stop: threading.Event) -> None:
+    """Start the replicas and the gateway (on the socket `run` took first), keep state.json current, and run until
+    `stop` is set. A replica of a function asking for S3 gets it from `started.s3`. With a DockerSite the replicas
+    are containers on its network, and the gateway also listens on the network's gateway address."""
     from faasgd.local.gateway import GatewayOptions, LocalGateway  # the daemon's; not needed by `faasgd down`
+    from faasgd.local.gateway.server import listen
     from faasgd.local.queue.jetstream import JetStreamBroker
 
-    groups = groups or {}
-    table = service_table(args.port, stores, groups)
-    state = initial_state(args, directory, stores, table, groups)
-
-    def record_s3(addresses: dict[str, str], entry: dict) -> None:  # written to state.json with the replica that asked
-        with STATE_LOCK:
-            table.update(addresses)
-            state["stores"]["s3"] = entry
-    s3.attach(record_s3)
-    delivery = rules.from_flags(args)
-    state.update(broker={"url": broker.url, "store_dir": broker.workdir, **broker.ref.to_json()},
-                 delivery=delivery.to_json())
+    directory, site, forks, broker = Path(options.directory).resolve(), started.site, started.forks, started.broker
+    table = service_table(options.port, started.stores, started.groups)
+    runtime = RuntimeState(directory, initial_state(options, directory, started.stores, table, started.groups), table)
+    started.s3.attach(runtime.record_s3)
+    runtime.update(broker={"url": broker.url, "store_dir": broker.workdir, **broker.ref.to_json()},
+                   delivery=options.delivery.to_json())
     if site is not None:
-        state.update(site.state())
-        table, catalog = service_table(args.port, stores, groups, site.gateway_ip), site.catalog(catalog)
+        runtime.update(**site.state())
+        runtime.table = table = service_table(options.port, started.stores, started.groups, site.gateway_ip)
+        catalog = site.catalog(catalog)
     else:  # containers run their image's own of-watchdog; processes run under this one, or bare
-        state.update(watchdog=args.found_watchdog.to_json())
+        runtime.update(watchdog=started.found.to_json())
         if forks is not None:  # `faasgd down` after a crash stops it (and so the function processes) by its identity
-            state.update(zygote=processes.ProcessRef.of(forks.popen.pid).to_json())
-        print(f"faasgd runtime: {args.found_watchdog.describe()}", flush=True)
+            runtime.update(zygote=processes.ProcessRef.of(forks.popen.pid).to_json())
+        print(f"faasgd runtime: {started.found.describe()}", flush=True)
     forked = forks is not None and zygote.wait_listening(forks.popen, forks.path)  # bound long since, normally
-    host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), args.found_watchdog,
+    host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), started.found,
                 forks.path if forked else None, cpu_limit.read_limit().usable)
-    supervisor = Supervisor(catalog.stack_deployments(time.time(), args.filter), catalog, host,
-                            spawn=optional_stores.spawner(s3.spawner(site.spawn if site is not None else start_replica),
-                                                          args.stores, args.memcached_pool_servers))
+    supervisor = Supervisor(catalog.stack_deployments(time.time(), options.only), catalog, host,
+                            spawn=optional_stores.spawner(started.s3.spawner(site.spawn if site else start_replica),
+                                                          options.stores, options.groups.pool_servers))
     if site is not None:  # the stack's functions whose images are not here yet (faasgd up and faasgd train say so)
-        state["waiting"] = dict(catalog.waiting)
-    supervisor.on_change = lambda: write_state(directory, {**state, **replica_entries(supervisor)})
-    watch = BrokerWatch(broker, on_restart=lambda new: (state.update(broker={**state["broker"], **new.ref.to_json()}),
-                                                        supervisor.on_change()))  # `faasgd down` finds the new one
+        runtime.update(waiting=dict(catalog.waiting))
+    watch = BrokerWatch(broker, on_restart=runtime.broker_restarted)
     gateway = None
     try:
-        write_state(directory, state)
+        runtime.write()
+        runtime.attach(supervisor)
         watch.start()
         if forked:  # a zygote that ends is reaped and started again; `faasgd down` after a crash finds the new one
-            def zygote_restarted(popen: subprocess.Popen) -> None:
-                with STATE_LOCK:
-                    state.update(zygote=processes.ProcessRef.of(popen.pid).to_json())
-                supervisor.on_change()
-            forks.on_restart = zygote_restarted
+            forks.on_restart = runtime.zygote_restarted
             forks.watch()
         gateway = LocalGateway(supervisor, GatewayOptions(
-            port=args.port, ack_wait_s=args.ack_wait, upstream_timeout_s=args.upstream_timeout,
-            queue_workers=args.queue_workers, version=__version__, delivery=delivery, sha=source_sha(),
-            basic_auth=login, secrets_dir=str(directory / "secrets")),
+            port=options.port, ack_wait_s=options.ack_wait_s, upstream_timeout_s=options.upstream_timeout_s,
+            queue_workers=options.queue_workers, version=__version__, delivery=options.delivery, sha=source_sha(),
+            basic_auth=started.login, secrets_dir=str(directory / "secrets")),
             broker=JetStreamBroker(broker.url))
-        from faasgd.local.gateway.server import listen
-        gateway.start(listener, (listen(site.gateway_ip, args.port),) if site is not None else ())
+        gateway.start(started.listener, (listen(site.gateway_ip, options.port),) if site is not None else ())
         # the replicas start once the gateway serves (their imports would slow its start on a small machine);
         # `up` returns at "ready", and a call for a function whose replicas are still starting waits for one
         if forks is not None:
             zygote.hurry(forks.popen)  # the replicas ask it now: off SCHED_IDLE
         supervisor.start(ready_timeout_s=None)
-        state["ready"] = True  # kept by every later rewrite (scaling, a replica replaced)
-        write_state(directory, {**state, **replica_entries(supervisor)})
-        print(f"faasgd runtime ready: gateway {state['gateway_url']}, "
-              + ", ".join(f"{name} {s.url}" for name, s in [*stores.items(), *groups.items()])
-              + f", queue {broker.url} ({delivery.mode} delivery)", flush=True)
+        runtime.ready()
+        print(f"faasgd runtime ready: gateway {runtime.state['gateway_url']}, "
+              + ", ".join(f"{name} {s.url}" for name, s in [*started.stores.items(), *started.groups.items()])
+              + f", queue {broker.url} ({options.delivery.mode} delivery)", flush=True)
         stop.wait()
     finally:
         busy = gateway.busy_replicas(STOP_SETTLE_S) if gateway is not None else None
