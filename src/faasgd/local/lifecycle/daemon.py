@@ -196,11 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per proxied request is the queue's to say
-    options = UpOptions.from_args(args)
-    directory = Path(options.directory).resolve()
+    directory = Path(args.dir).resolve()
     make_folders(directory)
     try:
-        return run(options, args.found_watchdog, args.adopt)
+        return run(UpOptions.from_args(args), args.found_watchdog, args.adopt)
     except FaasgdError as error:  # a refusal with its reason (a disk too small for the queue, a stack's error)
         logging.getLogger("faasgd.daemon").exception("the runtime ends")
         write_ended(directory, str(error))
