@@ -34,7 +34,7 @@ from faasgd import data
 from faasgd.cli import direct
 from faasgd.config import load_config
 from faasgd.functions import orchestrate
-from faasgd.local.stores import start_redis
+from faasgd.local.services.stores import start_redis
 from faasgd.store import open_store
 from faasgd.data.shard import validation_rows
 from faasgd.model import mlp

@@ -74,7 +74,7 @@ def main() -> None:
         return worker(args)
 
     from faasgd.functions import admission
-    from faasgd.local.stores import start_redis
+    from faasgd.local.services.stores import start_redis
     from faasgd.store import open_store
 
     bare = peak_rss(subprocess.run([sys.executable, "-c", BARE_NUMPY], capture_output=True, text=True,

@@ -21,7 +21,7 @@ import time
 from faasgd.cli import direct
 from faasgd.config import load_config
 from faasgd.functions import orchestrate
-from faasgd.local.stores import start_redis
+from faasgd.local.services.stores import start_redis
 from faasgd.store import open_store
 
 TARGET = 0.85

@@ -203,7 +203,7 @@ def job_figures(cpu: float, wall: float, done: subprocess.CompletedProcess, what
 def run_job(cell: Cell, epochs: int, seed: int, target: float = 1.0, extra: tuple[str, ...] = ()) -> dict:
     """`faasgd train --direct` of `cell` for `epochs` (or to `target`), with a store server of its own, in an account
     of their own; `store_cpu_s` is the server's own count over the run."""
-    from faasgd.local.stores import start_memcached, start_redis
+    from faasgd.local.services.stores import start_memcached, start_redis
 
     with CpuAccount("faasgd-efficiency") as account:
         server = (start_redis if cell.store == "redis" else start_memcached)()

@@ -238,7 +238,7 @@ def processes_cpu_s(pids: list[int]) -> float:
 def store_cpu_s(url: str, secrets: Path) -> float:
     import redis
 
-    from faasgd.local.credentials import store_password
+    from faasgd.local.lifecycle.credentials import store_password
 
     # under docker the runtime's Redis requires the functions' secret store-password
     info = redis.Redis.from_url(url, password=store_password(secrets, generate=False)).info("cpu")

@@ -70,7 +70,7 @@ def parts_of(raw: Path, rate: int) -> dict[str, float]:
 def profiled(cell, epochs: int, rate: int) -> dict:
     """A `faasgd train --direct` job of `cell` under py-spy, in a CPU account with its store server."""
     from efficiency import FAASGD, ROOT, job_figures, store_cpu_s
-    from faasgd.local.stores import start_memcached, start_redis
+    from faasgd.local.services.stores import start_memcached, start_redis
 
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     with tempfile.TemporaryDirectory() as folder, CpuAccount("faasgd-efficiency-split") as account:

@@ -28,8 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from faasgd.local import control
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import control
+from faasgd.local.lifecycle.options import UpOptions
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import GatewayClient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,7 +115,7 @@ def main() -> None:
     for workers in args.workers:  # a fresh runtime per count: the previous job's workers are not in the queue
         directory = folder / f"rt-{workers}"
         stack, only = (ROOT / "bench" / "stack.yml", "echo") if args.queue_only else (ROOT / "stack.yml", "emnist-*")
-        state, _ = control.up(str(stack), free_port(), str(directory), only=only, wait=True)
+        state, _ = control.up(UpOptions(str(stack), free_port(), str(directory), only=only, wait=True))
         try:
             gateway = control.client(state, timeout_s=600)
             if args.queue_only:

@@ -16,8 +16,9 @@ import tempfile
 import time
 
 from faasgd.openfaas import GatewayClient as Gateway, wait_for_job
-from faasgd.local import control
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import control
+from faasgd.local.lifecycle.options import UpOptions
+from faasgd.local.services.stores import free_port
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -70,7 +71,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     directory = tempfile.mkdtemp(prefix="faasgd-bench-")
-    state, _ = control.up("bench/stack.yml", free_port(), directory)
+    state, _ = control.up(UpOptions("bench/stack.yml", free_port(), directory))
     try:
         gateway = control.client(state, timeout_s=120)  # logs in to /system
         latency = sync_latency(gateway, args.calls)

@@ -39,7 +39,7 @@ import numpy as np
 
 from faasgd.lambdaml.convex import kmeans, lr
 from faasgd.data import generated
-from faasgd.local.stores import start_memcached, start_redis
+from faasgd.local.services.stores import start_memcached, start_redis
 from faasgd.testing import s3_server
 from faasgd.lambdaml.rounds import (Exchange, ExchangeConfig, RoundState, RoundStats, admm_round, admm_state, admm_z,
                            grad_avg_round, kmeans_round, model_avg_round)

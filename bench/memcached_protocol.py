@@ -1,6 +1,6 @@
 """Memcached's binary protocol against the text protocol, on faasgd's fetch and push paths.
 
-A real memcached on loopback (faasgd.local.stores) holds a parameter vector in the project's chunks
+A real memcached on loopback (faasgd.local.services.stores) holds a parameter vector in the project's chunks
 (codec.DEFAULT_CHUNK_FLOATS float32 each, with memcached_push's header); each client times
   fetch: one multi-get of every chunk (what MemcachedStore._read_weights sends), and
   push:  gets of every chunk and the worker's record, a cas of every chunk, then a cas of the
@@ -26,7 +26,7 @@ import time
 import numpy as np
 from pymemcache.client.base import Client as TextClient
 
-from faasgd.local.stores import start_memcached
+from faasgd.local.services.stores import start_memcached
 from faasgd.store import codec, keys
 from faasgd.store import memcached_push as mpush
 from faasgd.store.push import PushId

@@ -12,7 +12,7 @@ import argparse
 
 from faasgd.config import load_config
 from faasgd.cli import direct
-from faasgd.local.stores import start_memcached, start_redis
+from faasgd.local.services.stores import start_memcached, start_redis
 
 
 def run(dataset: str, epochs: int, overrides: dict) -> dict:

@@ -161,11 +161,12 @@ def run_faasgd_64(epochs: int, launched: float, target: float = TARGET) -> dict:
 
 def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool = False, batch: int = BATCH) -> dict:
     from faasgd.openfaas import wait_for_job
-    from faasgd.local import control
-    from faasgd.local.stores import free_port
+    from faasgd.local.lifecycle import control
+    from faasgd.local.lifecycle.options import UpOptions
+    from faasgd.local.services.stores import free_port
 
     directory = tempfile.mkdtemp(prefix="faasgd-peers-")
-    state, _ = control.up("stack.yml", free_port(), directory)  # a fresh runtime: replica peaks are this job's
+    state, _ = control.up(UpOptions("stack.yml", free_port(), directory))  # a fresh runtime: replica peaks are this job's
     try:
         gateway = control.client(state, timeout_s=60)  # logs in to /system
         body = {"number_of_workers": 2, "max_epochs": epochs, "target_accuracy": 1.0, "n_fetch": 10, "n_push": 10,
@@ -181,7 +182,7 @@ def run_faasgd(epochs: int, launched: float, target: float = TARGET, cnn: bool =
         reached, lower, _ = times_to_accuracy(status, result["finished_at"], ended - launched, target,
                                               CNN_LOWER if cnn else ())
         train = gateway.request("GET", "/system/function/emnist-train").json()
-        # a replica's worker runs in its function process: the zygote's child (local/zygote.py), else in its tree
+        # a replica's worker runs in its function process: the zygote's child (local/replicas/zygote.py), else in its tree
         peaks = [vm_hwm_mb(pid) for pid in train.get("function_pids", [])] or [tree_hwm_mb(p) for p in train["pids"]]
         return {"time_to_target_s": reached, "ready_s": started - launched, "samples_per_s": result["samples_per_s"],
                 "final_accuracy": result["final_test_accuracy"], "peak_rss_mb": peaks,
@@ -233,7 +234,7 @@ def run_faasgd_direct(epochs: int, launched: float, target: float = TARGET) -> d
     from faasgd.cli import direct
     from faasgd.config import load_config
     from faasgd.functions import replica_cache
-    from faasgd.local.stores import start_redis
+    from faasgd.local.services.stores import start_redis
 
     server = start_redis()
     try:

@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from faasgd import job
 from faasgd.config import load_config
-from faasgd.local.stores import start_redis
+from faasgd.local.services.stores import start_redis
 from faasgd.profile.sampler import Sampler
 from faasgd.functions.workloads import run_worker
 from faasgd.store import open_store

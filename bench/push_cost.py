@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 
 from faasgd import data, job
 from faasgd.config import load_config
-from faasgd.local.stores import start_redis
+from faasgd.local.services.stores import start_redis
 from faasgd.store import PushId, codec, open_store, redis_push
 from faasgd.worker.progress import WorkerProgress
 

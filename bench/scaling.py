@@ -30,7 +30,7 @@ from pathlib import Path
 from faasgd.batch.matrix import parse_matrix
 from faasgd.batch.runs import run_batch
 from faasgd.batch.targets import LocalTarget
-from faasgd.local.stores import free_port
+from faasgd.local.services.stores import free_port
 
 TARGET = 0.85
 

@@ -19,8 +19,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from faasgd.local import control
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import control
+from faasgd.local.lifecycle.options import UpOptions
+from faasgd.local.services.stores import free_port
 from faasgd.stacking.flow import PHASES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +67,7 @@ def s3_runtime(directory: Path):
 
 
 def bench(stack_file: str, directory: str, transfers: list[str], args) -> None:
-    state, _ = control.up(stack_file, free_port(), directory)
+    state, _ = control.up(UpOptions(stack_file, free_port(), directory))
     try:
         gateway = control.client(state, timeout_s=600)
         run(gateway, "store", 4, True, args.store)  # warm: imports scikit-learn in each replica

@@ -36,7 +36,7 @@ from pathlib import Path
 from faasgd.batch.matrix import Configuration, Matrix, parse_matrix
 from faasgd.batch.targets import LocalTarget, Target, replicas_for
 from faasgd.errors import ConfigError
-from faasgd.local.stores import free_port
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
 
 STORES = ("redis", "memcached")

@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_limits
 from faasgd import data, job, model
 from faasgd.config import load_config
 from faasgd.cli import direct
-from faasgd.local.stores import start_memcached, start_redis
+from faasgd.local.services.stores import start_memcached, start_redis
 from faasgd.store import open_store
 from faasgd.testing.cpu_watch import CLOCK as CPU_CLOCK, CpuWatch
 

@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from faasgd import job, tracing
 from faasgd.config import load_config
-from faasgd.local.stores import start_redis
+from faasgd.local.services.stores import start_redis
 from faasgd.functions.workloads import run_worker
 from faasgd.store import open_store
 from faasgd.tracing.file_exporter import FileSpanExporter

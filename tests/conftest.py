@@ -13,9 +13,9 @@ import tempfile
 
 import pytest
 
-from faasgd.local.memcached_pool import start_memcached_pool
-from faasgd.local.store_groups import ServerGroup
-from faasgd.local.stores import ServerProcess, start_memcached, start_redis
+from faasgd.local.services.memcached_pool import start_memcached_pool
+from faasgd.local.services.store_groups import ServerGroup
+from faasgd.local.services.stores import ServerProcess, start_memcached, start_redis
 from support import openfaas_bin
 
 # Every `faasgd up` of the suite runs its replicas as a checkout beside ../shared/bin does: under the real

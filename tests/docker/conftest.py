@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from faasgd.local import credentials, docker_cli
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import credentials
+from faasgd.local.services import docker_cli
+from faasgd.local.services.stores import free_port
 from faasgd.testing.fault_matrix import RUNTIME_FLAGS, Runtime
 from support.container_faults import wait_available
 from support.openfaas_bin import find, missing_reason

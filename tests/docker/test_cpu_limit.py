@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from faasgd.local import docker_cli
+from faasgd.local.services import docker_cli
 from support.container_faults import train_containers
 
 pytestmark = [pytest.mark.docker, pytest.mark.serial, pytest.mark.timeout(600)]

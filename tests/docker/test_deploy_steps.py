@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from faasgd.local import docker_cli
-from faasgd.local.stores import free_port
+from faasgd.local.services import docker_cli
+from faasgd.local.services.stores import free_port
 from faasgd.testing.fault_matrix import Runtime, faasgd
 from support.docker_ready import images_missing
 from support.paths import copy_project

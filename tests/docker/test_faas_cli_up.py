@@ -10,7 +10,7 @@ import httpx
 import psutil
 import pytest
 
-from faasgd.local import docker_cli
+from faasgd.local.services import docker_cli
 from faasgd.testing import fault_matrix, faults
 from faasgd.testing.fault_matrix import COMBOS
 

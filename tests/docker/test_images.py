@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from faasgd.local import docker_cli
+from faasgd.local.services import docker_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.serial, pytest.mark.timeout(1200)]
 SECRET_NAMES = ("store-password", "basic-auth-user", "basic-auth-password", "s3-access-key", "s3-secret-key")

@@ -1,7 +1,7 @@
 """Under `faasgd up --backend docker` the stores listen on the runtime network's gateway address; only that network
 (and the host) reach it: a container on another Docker network, or on Docker's default bridge, is refused by
 Redis, memcached and the gateway there, while one on the runtime's network is served (Redis asks it for the
-password the runtime generated, the functions' secret store-password). The wall (faasgd.local.docker_wall) is
+password the runtime generated, the functions' secret store-password). The wall (faasgd.local.services.docker_wall) is
 in the host's firewall only while the runtime runs: SIGTERM to the daemon takes it down, a killed daemon's is
 taken down by `faasgd down`, and an `up` after a crash puts up exactly one.
 
@@ -21,10 +21,10 @@ import psutil
 import pytest
 import yaml
 
-from faasgd.local import docker_cli, docker_wall
-from faasgd.local.containers import RUNTIME_LABEL
-from faasgd.local.docker_site import runtime_id
-from faasgd.local.stores import free_port
+from faasgd.local.replicas.containers import RUNTIME_LABEL
+from faasgd.local.services import docker_cli, docker_wall
+from faasgd.local.services.docker_site import runtime_id
+from faasgd.local.services.stores import free_port
 from faasgd.testing.fault_matrix import Runtime
 from support.docker_ready import images_missing
 from support.paths import copy_project

@@ -6,8 +6,8 @@ import pytest
 
 from faasgd import api
 from faasgd.errors import JobNotFound
-from faasgd.local import control
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import control
+from faasgd.local.services.stores import free_port
 from support.paths import ROOT
 
 pytestmark = pytest.mark.e2e

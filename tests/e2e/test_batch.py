@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from faasgd import results_store
-from faasgd.local.stores import free_port, start_redis
+from faasgd.local.services.stores import free_port, start_redis
 from support.paths import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -234,7 +234,7 @@ def test_cluster_target_drives_faas_cli_and_kubectl(tmp_path):
         with open(tmp_path / "out" / "runs.csv") as f:
             assert [r["state"] for r in csv.DictReader(f)] == ["done", "done"]
         if real:  # the real deploy replaced the stack's replicas with new ones
-            from faasgd.local import control
+            from faasgd.local.lifecycle import control
 
             serving = control.client(state).function_status("emnist-setup")["pids"]
             assert serving and set(serving).isdisjoint(r["pid"] for r in state["replicas"])

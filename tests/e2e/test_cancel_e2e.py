@@ -13,7 +13,7 @@ import time
 import pytest
 
 from faasgd import api
-from faasgd.local.stores import free_port
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import SETUP_FUNCTION, FunctionError, json_answer
 from support.paths import ROOT
 

@@ -20,7 +20,7 @@ import sys
 import pytest
 import yaml
 
-from faasgd.local import control
+from faasgd.local.lifecycle import control
 from support.docs import nav_pages
 from support.paths import ROOT
 

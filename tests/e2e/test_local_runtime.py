@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from faasgd.local import credentials
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import credentials
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.openfaas import wait_for_job
 from faasgd.store import open_store

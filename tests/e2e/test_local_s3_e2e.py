@@ -18,7 +18,7 @@ import pytest
 from support.hostile_runtime import faasgd, runtime_up
 from support.paths import ROOT
 
-from faasgd.local import s3
+from faasgd.local.services import s3
 from faasgd.testing.stacks import stack_copy
 
 pytestmark = pytest.mark.e2e

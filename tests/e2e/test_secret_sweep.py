@@ -19,7 +19,7 @@ import pytest
 import redis
 import yaml
 
-from faasgd.local.stores import free_port, start_redis
+from faasgd.local.services.stores import free_port, start_redis
 from support.hostile_runtime import ROOT, faasgd, runtime_up
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]

@@ -11,8 +11,8 @@ import pytest
 from support.paths import ROOT
 from support.stacking_drive import sklearn_scores
 
-from faasgd.local import credentials
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import credentials
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.stacking import flow
 from faasgd.stacking.config import load_stacking

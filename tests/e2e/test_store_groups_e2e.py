@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from faasgd.local.stores import free_port
+from faasgd.local.services.stores import free_port
 from faasgd.testing import stacks
 from support.paths import ROOT
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from faasgd.local import credentials
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import credentials
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import GatewayClient, wait_for_job
 from faasgd.tracing import tree
 from support.paths import ROOT

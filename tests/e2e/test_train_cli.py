@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from faasgd.local.stores import free_port
+from faasgd.local.services.stores import free_port
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.e2e

@@ -17,8 +17,8 @@ import time
 import psutil
 import pytest
 
-from faasgd.local import credentials
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import credentials
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.testing import stacks
 from support.closed_pipe import run_into_a_closed_pipe

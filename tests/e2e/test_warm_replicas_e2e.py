@@ -18,7 +18,7 @@ from support.paths import ROOT
 from faasgd.config import load_config
 from faasgd.functions import admission
 from faasgd.functions.replica_renewal import RENEWALS_ENV, RENEWED_AT_ENV
-from faasgd.local import pods
+from faasgd.local.replicas import pods
 from faasgd.openfaas import wait_for_job
 from faasgd.testing import stacks
 
@@ -50,7 +50,7 @@ def runtime(tmp_path_factory):
 
 def function_process(runtime) -> psutil.Process:
     """emnist-train's `python index.py`: forked by the runtime's zygote, or the replica itself, or its watchdog's
-    child (local/pods.py)."""
+    child (local/replicas/pods.py)."""
     entry = next(r for r in runtime.state["replicas"] if r["name"].startswith("emnist-train-"))
     return pods.function_process(runtime.dir, entry["name"], entry["pid"])
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from faasgd.local import credentials, pods
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import credentials
+from faasgd.local.replicas import pods
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import GatewayClient, wait_for_job
 from support import openfaas_bin
 from support.paths import ROOT

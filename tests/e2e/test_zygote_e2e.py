@@ -1,4 +1,4 @@
-"""Replicas under of-watchdog whose function processes fork from the runtime's zygote (local/zygote.py), end to
+"""Replicas under of-watchdog whose function processes fork from the runtime's zygote (local/replicas/zygote.py), end to
 end through `faasgd up`: each function process is the zygote's child, named for its replica, listed by the gateway;
 a job runs; a scaled-down replica takes its function process along; a killed zygote takes every function process
 with it, the daemon reaps it and starts another, and the replicas come back, still serving jobs, a new one forked
@@ -14,7 +14,7 @@ import time
 import psutil
 import pytest
 
-from faasgd.local import pods
+from faasgd.local.replicas import pods
 from faasgd.openfaas import wait_for_job
 from support import openfaas_bin
 from support.hostile_runtime import runtime_up

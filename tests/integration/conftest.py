@@ -33,9 +33,9 @@ def callbacks():
 
 @pytest.fixture(scope="session")
 def redis_cluster():
-    """A Redis Cluster of 3 masters with a replica each on loopback (faasgd.local.redis_cluster), stopped at the end
+    """A Redis Cluster of 3 masters with a replica each on loopback (faasgd.local.services.redis_cluster), stopped at the end
     of the session. Shared: a test that kills a node starts a cluster of its own."""
-    from faasgd.local.redis_cluster import start_redis_cluster
+    from faasgd.local.services.redis_cluster import start_redis_cluster
 
     group = start_redis_cluster(masters=3, replicas=1)
     yield group

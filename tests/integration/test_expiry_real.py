@@ -13,7 +13,7 @@ from faasgd.errors import JobNotFound, StateLost
 from faasgd.functions import replica_cache
 from faasgd.functions.orchestrate import train_call
 from faasgd.functions.train_request import TrainRequest
-from faasgd.local.stores import start_memcached, start_redis
+from faasgd.local.services.stores import start_memcached, start_redis
 from faasgd.store import keys, open_store
 from support.expiry_keys import MEMCACHED_KINDS, missing_kinds, ttls_of, write_every_kind
 from support.waits import wait_until

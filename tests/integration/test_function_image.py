@@ -1,7 +1,7 @@
 """The function image's Python, built for real without docker: the core alone, as the Dockerfile installs it.
 
 The build folders are laid out by the real `faas-cli build --shrinkwrap` when it is found (else as
-faas-cli does, by faasgd.local.build). Then:
+faas-cli does, by faasgd.local.replicas.build). Then:
   * a fresh venv (no system site-packages) gets what the image gets: the template's requirements.txt,
     the function's requirements.txt and the core shipped by `configuration.copy` (pyproject.toml +
     src, installed with no extras). None of the other wings' libraries is importable there, and
@@ -26,7 +26,7 @@ import pytest
 
 from faasgd.config import load_config
 from faasgd.functions import orchestrate
-from faasgd.local.stores import free_port
+from faasgd.local.services.stores import free_port
 from faasgd.store import open_store
 from support.function_image import FUNCTIONS, build_image, run
 from support.paths import ROOT
@@ -50,7 +50,7 @@ def test_the_core_installs_without_any_other_wings_library(image):
     probe = ("import importlib.util, faasgd.functions.emnist_setup, faasgd.functions.emnist_train\n"
              f"print([m for m in {OTHER_WINGS!r} if importlib.util.find_spec(m)])")
     assert run([python, "-c", probe]).stdout.strip() == "[]"
-    for wing in ("faasgd.local.stack", "faasgd.cli.progress", "faasgd.batch.matrix"):  # shipped, not runnable
+    for wing in ("faasgd.local.replicas.stack", "faasgd.cli.progress", "faasgd.batch.matrix"):  # shipped, not runnable
         assert subprocess.run([python, "-c", f"import {wing}"], capture_output=True).returncode != 0
 
 

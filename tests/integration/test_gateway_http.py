@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from faasgd.local.broker import start_nats
 from faasgd.local.gateway import GatewayOptions, LocalGateway
-from faasgd.local.gateway.queue_jetstream import JetStreamBroker
-from faasgd.local.stores import free_port
+from faasgd.local.queue.jetstream import JetStreamBroker
+from faasgd.local.services.broker import start_nats
+from faasgd.local.services.stores import free_port
 from support.asgi_server import serve
 from support.fake_replicas import CallbackRecorder, FakeRegistry, FakeReplica
 from support.waits import wait_until

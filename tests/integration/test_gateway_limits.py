@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from faasgd.local.broker import start_nats
 from faasgd.local.gateway import GatewayOptions, LocalGateway
-from faasgd.local.gateway.limits import MAX_HEADER_BYTES, MAX_HEADERS, MAX_URL_BYTES
-from faasgd.local.gateway.queue_jetstream import JetStreamBroker
+from faasgd.local.gateway.limits import MAX_HEADERS, MAX_HEADER_BYTES, MAX_URL_BYTES
+from faasgd.local.queue.jetstream import JetStreamBroker
+from faasgd.local.services.broker import start_nats
 from support.fake_replicas import FakeRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

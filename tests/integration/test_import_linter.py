@@ -49,7 +49,7 @@ STACKING_FUNCTIONS = "Stacking's functions load neither Downpour nor LambdaML, n
     ("downpour/worker.py", "from faasgd.cli import progress", ["Wing 1"]),
     ("store/base.py", "import flask", ["Wing 1"]),
     ("functions/emnist_setup.py", "import matplotlib", ["Wing 1"]),
-    ("local/replicas.py", "from faasgd.downpour import worker", ["Wing 2"]),
+    ("local/replicas/supervisor.py", "from faasgd.downpour import worker", ["Wing 2"]),
     # stacking's function imports faasgd.stacking: a stacking module importing Downpour reaches it too
     ("stacking/flow.py", "from faasgd.downpour import worker", ["Workloads never import each other", STACKING_FUNCTIONS]),
     ("lambdaml/rounds/exchange.py", "from faasgd.stacking import records", ["Workloads never import each other"]),

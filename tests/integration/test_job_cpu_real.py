@@ -51,7 +51,7 @@ def run_direct(store: str, epochs: int) -> tuple[dict, float]:
     its worker processes and store server)."""
     from faasgd.cli import direct
     from faasgd.config import load_config
-    from faasgd.local.stores import start_memcached, start_redis
+    from faasgd.local.services.stores import start_memcached, start_redis
 
     forkserver_pid = ready_forkserver()
     with cpu_account.CpuAccount("faasgd-job-cpu") as account:

@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-from faasgd.local import control, processes
-from faasgd.local.daemon import STATE_FILE
+from faasgd.local import processes
+from faasgd.local.lifecycle import control
+from faasgd.local.lifecycle.daemon import STATE_FILE
 from faasgd.local.processes import ProcessRef
-from faasgd.local.stores import start_memcached, start_redis
+from faasgd.local.services.stores import start_memcached, start_redis
 
 pytestmark = pytest.mark.integration
 IGNORES_TERM = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
@@ -102,7 +103,7 @@ def test_store_server_starts_with_its_identity_and_stops(start):
 def test_the_stores_are_killed_at_once_and_the_broker_terminated(tmp_path):
     """memcached and redis keep nothing past their exit and act on SIGTERM only at their next clock tick
     (memcached's once a second): they are killed; nats-server keeps JetStream files and gets SIGTERM."""
-    from faasgd.local.broker import start_nats
+    from faasgd.local.services.broker import start_nats
 
     redis, memcached, nats = start_redis(), start_memcached(), start_nats(tmp_path / "jetstream")
     time.sleep(1.2)  # past memcached's first clock ticks, where a SIGTERM would wait for the next one

@@ -24,8 +24,8 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.errors import FaasgdError, StateLost, StoreError, StoreTimeout
 from faasgd.functions.workloads import run_worker
-from faasgd.local.memcached_pool import start_memcached_pool
-from faasgd.local.stores import start_memcached
+from faasgd.local.services.memcached_pool import start_memcached_pool
+from faasgd.local.services.stores import start_memcached
 from faasgd.store import PushId, keys, memcached_push, open_store
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.errors import StoreUnavailable
 from faasgd.functions.workloads import run_worker
-from faasgd.local.stores import free_port
+from faasgd.local.services.stores import free_port
 from faasgd.store import keys, memcached_push, meter, open_store
 from faasgd.store.memcached_pool import CHUNKS_PER_SERVER, PoolClient, ServerFailed
 

@@ -12,7 +12,7 @@ import pytest
 
 from faasgd import job
 from faasgd.config import load_config
-from faasgd.local.stores import start_memcached, start_redis
+from faasgd.local.services.stores import start_memcached, start_redis
 from faasgd.profile import MEASURES
 from faasgd.functions.workloads import run_worker
 from faasgd.store import meter, open_store

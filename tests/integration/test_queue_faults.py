@@ -15,10 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from faasgd.local.broker import DEFAULT_STORE_BYTES, MIN_STORE_BYTES, QueueDiskTooSmall, start_nats, store_limit
-from faasgd.local.broker_watch import BrokerWatch
 from faasgd.local.gateway import GatewayOptions, LocalGateway
-from faasgd.local.gateway.queue_jetstream import PUBLISH_S, JetStreamBroker
+from faasgd.local.queue.jetstream import JetStreamBroker, PUBLISH_S
+from faasgd.local.services.broker import (DEFAULT_STORE_BYTES, MIN_STORE_BYTES, QueueDiskTooSmall, start_nats,
+                                          store_limit)
+from faasgd.local.services.broker_watch import BrokerWatch
 from support.fake_replicas import FakeRegistry
 from support.small_disk import small_disk as disk_of
 from support.waits import wait_until

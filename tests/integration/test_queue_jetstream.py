@@ -14,10 +14,10 @@ import httpx
 import nats as nats_client
 import pytest
 
-from faasgd.local.broker import DEFAULT_MAX_PAYLOAD, start_nats
 from faasgd.local.gateway import GatewayOptions, LocalGateway
-from faasgd.local.gateway.queue_jetstream import STREAM, JetStreamBroker
-from faasgd.local.queue_rules import DeliveryPolicy
+from faasgd.local.queue.jetstream import JetStreamBroker, STREAM
+from faasgd.local.queue.rules import DeliveryPolicy
+from faasgd.local.services.broker import DEFAULT_MAX_PAYLOAD, start_nats
 from support.broker_contract import CHECKS
 from support.fake_replicas import FakeRegistry
 from support.waits import wait_until

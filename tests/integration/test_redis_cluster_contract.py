@@ -15,7 +15,7 @@ import redis
 from support import store_contract as contract
 from support.expiry_keys import KINDS, MEMCACHED_KINDS, missing_kinds, redis_ttls, write_every_kind
 from faasgd.errors import ConfigError, JobNotFound, StoreUnavailable
-from faasgd.local.redis_cluster import start_redis_cluster
+from faasgd.local.services.redis_cluster import start_redis_cluster
 from faasgd.store import UpdateRule, keys, memcached_push, meter, open_store
 from faasgd.store.redis_cluster_store import CHUNKS_PER_MASTER
 

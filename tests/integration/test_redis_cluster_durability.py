@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from faasgd.errors import StoreUnavailable
-from faasgd.local.redis_cluster import start_redis_cluster
+from faasgd.local.services.redis_cluster import start_redis_cluster
 from faasgd.store import PushId, keys, memcached_push, open_store
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ import redis
 from faasgd.config import load_config
 from faasgd.errors import StoreUnavailable
 from faasgd.job.status import read_status
-from faasgd.local.redis_cluster import start_redis_cluster
+from faasgd.local.services.redis_cluster import start_redis_cluster
 from faasgd.store import keys, memcached_push, open_store
 from support.push_recording import RecordingStore, run_two_workers
 

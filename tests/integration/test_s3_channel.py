@@ -19,7 +19,7 @@ import pytest
 from support import blob_contract as contract
 from faasgd.channels import S3Settings, S3Space, open_s3, parse_s3_url
 from faasgd.errors import ConfigError, StateLost, StoreError, StoreTimeout, StoreUnavailable
-from faasgd.local.stores import LOOPBACK, free_port
+from faasgd.local.services.stores import LOOPBACK, free_port
 from faasgd.store import open_store
 from faasgd.testing.s3_server import boto_client, make_bucket, settings_for, start_s3
 

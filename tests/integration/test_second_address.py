@@ -9,11 +9,11 @@ import socket
 import httpx
 import pytest
 
-from faasgd.local.broker import start_nats
 from faasgd.local.gateway import GatewayOptions, LocalGateway
-from faasgd.local.gateway.queue_jetstream import JetStreamBroker
 from faasgd.local.gateway.server import listen
-from faasgd.local.stores import start_memcached, start_redis
+from faasgd.local.queue.jetstream import JetStreamBroker
+from faasgd.local.services.broker import start_nats
+from faasgd.local.services.stores import start_memcached, start_redis
 from support.fake_replicas import FakeRegistry
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

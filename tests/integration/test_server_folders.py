@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from faasgd.local.stores import start_memcached
+from faasgd.local.services.stores import start_memcached
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from faasgd.data import load_shard
 from faasgd.functions import orchestrate
 from faasgd.errors import StoreTimeout
 from faasgd.functions.train_request import TrainRequest
-from faasgd.local.stores import free_port, start_memcached, start_redis
+from faasgd.local.services.stores import free_port, start_memcached, start_redis
 from faasgd.functions.workloads import run_loop_call
 from faasgd.store import open_store
 

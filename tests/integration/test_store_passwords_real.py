@@ -1,5 +1,5 @@
 """The stores' passwords stay out of process lists: a real redis-server and memcached started with one
-(faasgd.local.stores) hold it in a 0600 file, never in /proc/<pid>/cmdline or environ, and refuse clients
+(faasgd.local.services.stores) hold it in a 0600 file, never in /proc/<pid>/cmdline or environ, and refuse clients
 that do not give it while serving those that do. So does the config k8s/redis.yaml's init container writes."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import yaml
 from support.paths import ROOT
 
 from faasgd.errors import ConfigError
-from faasgd.local.stores import MEMCACHED_USER, free_port, start_memcached, start_redis
+from faasgd.local.services.stores import MEMCACHED_USER, free_port, start_memcached, start_redis
 from faasgd.store import PASSWORD_SECRET, read_password
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -9,7 +9,7 @@ import pytest
 
 from support import store_contract as contract
 from faasgd.errors import StoreUnavailable
-from faasgd.local.stores import free_port, start_memcached, start_redis
+from faasgd.local.services.stores import free_port, start_memcached, start_redis
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration

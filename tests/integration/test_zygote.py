@@ -1,4 +1,4 @@
-"""The runtime's zygote (local/zygote.py) and netns.py `enter` handing it the function: a real zygote process, a real
+"""The runtime's zygote (local/replicas/zygote.py) and netns.py `enter` handing it the function: a real zygote process, a real
 `enter` (as the watchdog runs it), a small script as the function."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from faasgd.local import zygote
-from faasgd.local.watchdog import LAUNCHER
+from faasgd.local.replicas import zygote
+from faasgd.local.replicas.watchdog import LAUNCHER
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0, reason="`enter` joins a network namespace: root")]
@@ -181,7 +181,7 @@ def test_no_zygote_when_switched_off():
 
 
 def test_enter_reads_the_names_the_runtime_sets():  # netns.py runs on the standard library alone: its own copies
-    from faasgd.local import netns
+    from faasgd.local.replicas import netns
 
     assert (netns.ZYGOTE_ENV, netns.PID_FILE_ENV) == (zygote.ENV, zygote.PID_FILE_ENV)
 
@@ -208,7 +208,7 @@ def test_enter_whose_watchdog_died_before_it_looked_runs_nothing(tmp_path, forks
     """`serve` names the watchdog's pid; an `enter` whose parent is another (the watchdog killed between its fork
     and the first look: it was re-parented) exits at once, where it used to take its new parent for its watchdog
     and run the function on as an orphan (seen once after a `faasgd down` during the replicas' start)."""
-    from faasgd.local import netns
+    from faasgd.local.replicas import netns
 
     _, path = forks
     build = tmp_path / "build" / "fn"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from faasgd.local import credentials
+from faasgd.local.lifecycle import credentials
 from faasgd.openfaas import GatewayClient
 from support.openfaas_bin import find, missing_reason
 from support.paths import ROOT, copy_project

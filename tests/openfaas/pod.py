@@ -28,10 +28,10 @@ import yaml
 from faasgd import job
 from faasgd.config import load_config
 from faasgd.functions import orchestrate, supervise
-from faasgd.local.broker import start_nats
 from faasgd.local.gateway import GatewayOptions, LocalGateway
-from faasgd.local.gateway.queue_jetstream import JetStreamBroker
-from faasgd.local.stores import start_redis
+from faasgd.local.queue.jetstream import JetStreamBroker
+from faasgd.local.services.broker import start_nats
+from faasgd.local.services.stores import start_redis
 from faasgd.openfaas import GatewayClient, wait_for_job
 from faasgd.store import open_store
 

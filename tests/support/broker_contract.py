@@ -1,4 +1,4 @@
-"""What every queue broker must do (faasgd.local.gateway.queue.Broker), as one suite of checks run
+"""What every queue broker must do (faasgd.local.queue.messages.Broker), as one suite of checks run
 over the FakeBroker in unit tests and over JetStream on a real nats-server in integration tests.
 
 Each check takes a `Harness`: `make()` a broker on the same store (a new owner), and `elapse(s)`
@@ -12,7 +12,7 @@ from typing import Awaitable, Callable, Protocol
 
 import pytest
 
-from faasgd.local.gateway.queue_errors import QueueError
+from faasgd.local.queue.errors import QueueError
 
 HEADERS = {"Faasgd-Call": '{"call_id": "c1"}'}
 NOTHING_S = 0.3  # how long "no further hand-out" is watched for

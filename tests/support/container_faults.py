@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from faasgd.local import docker_cli
+from faasgd.local.services import docker_cli
 from faasgd.testing.fault_matrix import Runtime, wait_until
 from faasgd.testing.faults import CUT
 

@@ -37,7 +37,7 @@ def unavailable_reason(reason_file: Path = REASON_FILE) -> str | None:
 
 def images_missing(images) -> str | None:
     """Why a test needing a Docker daemon and these local images cannot run, in one line; None when it can."""
-    from faasgd.local import docker_cli
+    from faasgd.local.services import docker_cli
 
     try:
         docker_cli.daemon_version(timeout=5)

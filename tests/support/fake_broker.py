@@ -1,6 +1,6 @@
-"""A fake of the queue's broker (faasgd.local.gateway.queue.Broker) for in-process unit tests.
+"""A fake of the queue's broker (faasgd.local.queue.messages.Broker) for in-process unit tests.
 
-It keeps JetStream's semantics as the runtime uses them (gateway/queue_jetstream.py), in memory and
+It keeps JetStream's semantics as the runtime uses them (queue/jetstream.py), in memory and
 timed by a FakeClock: a work-queue stream (a message stays until acked), one consumer that hands a
 message out again after ack_wait or after a nak's delay (at most max_attempts hand-outs), and an
 `open` that replaces the consumer (what is unacked is handed out again at once, counts from 1), and one
@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from faasgd.local.broker import DEFAULT_MAX_PAYLOAD
-from faasgd.local.gateway.queue import MESSAGE_ID
-from faasgd.local.gateway.queue_errors import QueueCallTooLarge, QueueUnavailable
+from faasgd.local.queue.errors import QueueCallTooLarge, QueueUnavailable
+from faasgd.local.queue.messages import MESSAGE_ID
+from faasgd.local.services.broker import DEFAULT_MAX_PAYLOAD
 
 
 class FakeMessage:

@@ -2,7 +2,7 @@
 
 - `StepClock` for synchronous code that takes `clock` and `sleep` (retries, leases, polls, TTLs):
   calling it reads the time; `sleep(s)` records the wait and moves the time on at once.
-- `FakeClock` for the gateway (faasgd.local.gateway.options.Clock): `sleep` and `timeout` register
+- `FakeClock` for the gateway (faasgd.local.clock.Clock): `sleep` and `timeout` register
   timers; `advance` fires the ones due; `sleeping(seconds)` waits until some task is waiting on a
   timer of exactly that length, so a test knows when to advance.
 """

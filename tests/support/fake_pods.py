@@ -12,12 +12,12 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from faasgd.local.deployments import Catalog, Code, Deployment
-from faasgd.local.pods import Host
 from faasgd.local.processes import ProcessRef
-from faasgd.local.replicas import Supervisor
-from faasgd.local.secrets import SecretStore
-from faasgd.local.stack import load_stack
+from faasgd.local.replicas.deployments import Catalog, Code, Deployment
+from faasgd.local.replicas.pods import Host
+from faasgd.local.replicas.stack import load_stack
+from faasgd.local.replicas.supervisor import Supervisor
+from faasgd.local.services.secrets import SecretStore
 from support.fake_replicas import FakeReplica
 from support.local_gateway import gateway_in_process
 from support.paths import ROOT

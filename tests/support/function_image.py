@@ -1,7 +1,7 @@
 """The function image's Python environment, built without docker, as the template's Dockerfile builds it.
 
 `build_image(tmp, functions, extras)` lays out build/<fn>/ with the real `faas-cli build --shrinkwrap` when it
-is found (else as faas-cli does, by faasgd.local.build), then applies the Dockerfile's steps for `functions` to
+is found (else as faas-cli does, by faasgd.local.replicas.build), then applies the Dockerfile's steps for `functions` to
 a fresh venv (no system site-packages): the template's requirements.txt, each function's requirements.txt, and
 the core shipped by `configuration.copy` (moved out of function/ and installed with `extras`, the Dockerfile's
 FAASGD_EXTRAS; none by default). Used by the integration tier (the core alone; the stacking functions' venv)
@@ -39,8 +39,8 @@ def shrinkwrap(tmp: pathlib.Path) -> pathlib.Path:
         run([faas_cli, "build", "--shrinkwrap", "-f", "stack.yml"], cwd=project,
             env={"HOME": str(tmp), "PATH": os.environ["PATH"]})
     else:  # the same layout by our reader of faas-cli's rules
-        from faasgd.local.build import build_function
-        from faasgd.local.stack import load_stack
+        from faasgd.local.replicas.build import build_function
+        from faasgd.local.replicas.stack import load_stack
 
         for spec in load_stack(project / "stack.yml", {}).values():
             target = build_function(spec, project / "template", project / "build")

@@ -20,8 +20,9 @@ import redis
 from pymemcache.client.base import Client as Memcached
 from support.paths import ROOT
 
-from faasgd.local import credentials, pods
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import credentials
+from faasgd.local.replicas import pods
+from faasgd.local.services.stores import free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.testing import stacks
 
@@ -49,7 +50,7 @@ class Runtime:
         return next(r["port"] for r in self.state["replicas"] if r["name"].startswith(function + "-"))
 
     def pids(self) -> set[int]:
-        """The runtime's processes: the daemon, broker, stores and replicas, and (under the zygote: local/zygote.py)
+        """The runtime's processes: the daemon, broker, stores and replicas, and (under the zygote: local/replicas/zygote.py)
         the zygote and the function processes it forked, which are no replica's descendants."""
         state = self.state
         return {state["pid"], state["broker"]["pid"], *(s["pid"] for s in state["stores"].values()),

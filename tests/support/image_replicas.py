@@ -2,7 +2,7 @@
 
 A replica is `python index.py` in build/<fn>/ under the Python of the image's venv (support.function_image),
 with the environment a pod of it gets: the Dockerfile's ENV, then stack.yml's environment for the function
-with the cluster's Service addresses pointed at local processes (faasgd.local.services), then what a replica
+with the cluster's Service addresses pointed at local processes (faasgd.local.services.dns), then what a replica
 sets itself (upstream_url, HOSTNAME, its secrets folder). Its process also logs every module it imports
 (PYTHONPROFILEIMPORTTIME: the interpreter writes one line on stderr per module the first time it is loaded,
 in any thread, lazily loaded ones included), so a test can ask what the process loaded.
@@ -23,13 +23,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from faasgd.local import services
-from faasgd.local.broker import start_nats
-from faasgd.local.dockerfile import image_env
 from faasgd.local.gateway import GatewayOptions, LocalGateway
-from faasgd.local.gateway.queue_jetstream import JetStreamBroker
-from faasgd.local.stack import load_stack
-from faasgd.local.stores import free_port
+from faasgd.local.queue.jetstream import JetStreamBroker
+from faasgd.local.replicas.dockerfile import image_env
+from faasgd.local.replicas.stack import load_stack
+from faasgd.local.services import dns
+from faasgd.local.services.broker import start_nats
+from faasgd.local.services.stores import free_port
 from support.fake_replicas import FakeRegistry
 from support.paths import ROOT
 
@@ -80,8 +80,8 @@ def pod_env(python: str, build: pathlib.Path, name: str, local: dict[str, str], 
     basics = {"PATH": f"{pathlib.Path(python).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home),
               "LANG": "C.UTF-8", "TMPDIR": str(home)}
     stack = load_stack(ROOT / "stack.yml", {})[name].environment  # ${VAR:-} substituted as faas-cli does
-    table = services.addresses(local)
-    return {**basics, **image_env(build / name / "Dockerfile", basics), **services.rewrite(stack, table)}
+    table = dns.addresses(local)
+    return {**basics, **image_env(build / name / "Dockerfile", basics), **dns.rewrite(stack, table)}
 
 
 def start_replica(python: str, build: pathlib.Path, name: str, local: dict[str, str],

@@ -26,7 +26,7 @@ from typing import Mapping
 import yaml
 
 from faasgd.errors import ConfigError
-from faasgd.local import stack as local_stack
+from faasgd.local.replicas import stack as local_stack
 from faasgd.tracing import setup as tracing_setup
 
 PROVIDER_NAME = "openfaas"
@@ -74,7 +74,7 @@ _GoStringLoader.yaml_implicit_resolvers = {
 
 
 def envsubst(text: str, env: Mapping[str, str]) -> str:
-    """drone/envsubst as faas-cli runs it: the runtime's own implementation (faasgd.local.stack)."""
+    """drone/envsubst as faas-cli runs it: the runtime's own implementation (faasgd.local.replicas.stack)."""
     try:
         return local_stack.envsubst(text, env)
     except ConfigError as exc:

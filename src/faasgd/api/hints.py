@@ -27,7 +27,7 @@ def not_deployed(error: FunctionError, client: GatewayClient, function: str,
     """A 404 for `function` from the local runtime of `directory` that waits for its image (faasgd.local.
     waiting_images): the error saying so; None for any other error or gateway."""
     from faasgd.local import control
-    from faasgd.local.waiting_images import not_deployed as why
+    from faasgd.local import not_deployed as why
 
     if error.http_status != 404 or directory is None:
         return None

@@ -19,10 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from faasgd.errors import ConfigError
-from faasgd.local import control, credentials
-from faasgd.local.processes import ProcessRef
-from faasgd.local.queue_rules import DeliveryPolicy
-from faasgd.local.state_file import load_state
+from faasgd.local import ProcessRef, UpOptions, control, credentials, load_state
 from faasgd.openfaas import GatewayClient
 
 DEFAULT_DIR = control.DEFAULT_DIR
@@ -52,14 +49,13 @@ class Runtime:
         return control.client(self.state, timeout_s)
 
 
-def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFAULT_DIR, *,
-                  ack_wait_s: float = 300.0, queue_workers: int | None = None,
-                  delivery: DeliveryPolicy = DeliveryPolicy(), backend: str = "process",
-                  watchdog: str = "auto", wait: bool = False, only: str = "*",
-                  stores: tuple[str, ...] | str = ()) -> Runtime:
+def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFAULT_DIR,
+                  **settings) -> Runtime:
     """Start the local runtime (stores, queue, gateway, replicas) unless it already runs: `faasgd up`.
 
-    `port` 0 picks a free port (the default here; the CLI's is 8080). Run from the repository root or
+    `settings` are the other fields of faasgd.local.UpOptions (ack_wait_s, upstream_timeout_s, queue_workers,
+    delivery, backend, watchdog, wait, only, groups, stores); an unknown one is a ConfigError. `port` 0 picks a free
+    port (the default here; the CLI's is 8080). Run from the repository root or
     pass `stack=` the path of stack.yml. `backend="docker"` runs each replica as a container of its
     function's image, beside a registry on loopback (`faasgd up --backend docker`). `watchdog` (the process
     backend's): "auto" (replicas under the real of-watchdog when found), "off" (bare `python index.py`), or
@@ -76,8 +72,10 @@ def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFA
     if not Path(stack).is_file():
         raise ConfigError("stack", f"no stack file {stack!r} (run from the repository root, or pass --file / "
                                    f"Python: stack='path/to/stack.yml')")
-    state, started = control.up(stack, port, directory, ack_wait_s, queue_workers=queue_workers, delivery=delivery,
-                                backend=backend, watchdog_choice=watchdog, wait=wait, only=only, stores=stores)
+    known = UpOptions.__dataclass_fields__
+    for name in settings.keys() - known:
+        raise ConfigError(name, f"is not a runtime setting; they are {', '.join(known)}")
+    state, started = control.up(UpOptions(stack, port, directory, **settings))
     if started:
         _STARTED_HERE[Path(directory).resolve()] = ProcessRef.from_json(state)
     return Runtime(state["gateway_url"], str(Path(directory).resolve()), started, state)

@@ -13,8 +13,7 @@ import subprocess
 import sys
 
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import control, credentials
-from faasgd.local.stack import CE_MAX_REPLICAS
+from faasgd.local import CE_MAX_REPLICAS, UpOptions, control, credentials
 from faasgd.openfaas import TRAIN_FUNCTION, GatewayClient
 
 READY_TIMEOUT_S = 300.0
@@ -62,7 +61,7 @@ class LocalTarget(Target):
         self.started = False
 
     def start(self) -> None:
-        self.state, self.started = control.up(self.stack, self.port, self.directory)
+        self.state, self.started = control.up(UpOptions(self.stack, self.port, self.directory))
         self.gateway = control.client(self.state, timeout_s=60)  # logs in to /system
 
     def stop(self) -> None:

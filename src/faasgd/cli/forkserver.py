@@ -34,7 +34,7 @@ def start() -> BaseContext:
     import multiprocessing
     import multiprocessing.forkserver
 
-    from faasgd.local.environment import THREADS
+    from faasgd.local import THREADS
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(WORKER_MODULES)

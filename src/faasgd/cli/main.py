@@ -12,7 +12,7 @@ import sys
 
 # httpx's command-line client (httpx._main: click, pygments; ~0.03 s of every command that talks to a gateway) is
 # never run by `faasgd`; httpx imports it inside `try: ... except ImportError`, and None in sys.modules makes that
-# import fail at once (as the runtime's daemon and the replicas do: local/daemon.py)
+# import fail at once (as the runtime's daemon and the replicas do: local/lifecycle/daemon.py)
 sys.modules.setdefault("httpx._main", None)
 
 import argparse
@@ -23,8 +23,7 @@ from faasgd import __version__
 from faasgd.closed_stdout import quiet_when_closed
 from faasgd.cli import forkserver, output
 from faasgd.errors import ConfigError, DataError, FaasgdError, StoreError
-from faasgd.local import queue_rules
-from faasgd.local.control import DEFAULT_DIR
+from faasgd.local import DEFAULT_DIR, queue_rules
 
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_DATA = 1, 2, 3, 4
 ALIASES = {"number_of_workers": ["--workers"]}

@@ -8,10 +8,7 @@ from pathlib import Path
 
 from faasgd.cli import flags
 from faasgd.errors import ConfigError
-from faasgd.local import control, optional_stores, queue_rules
-from faasgd.local.logs import split_line
-from faasgd.local.secrets import GATEWAY_SECRETS
-from faasgd.local.stack_groups import GroupSizes
+from faasgd.local import GATEWAY_SECRETS, GroupSizes, UpOptions, control, queue_rules, split_line
 
 # `faasgd down` imports only what stopping needs: faasgd.api (and its numpy), the gateway client (httpx) and the
 # watchdog's finder are imported by the commands that use them.
@@ -20,19 +17,16 @@ FOLLOW_POLL_S = 0.3
 
 
 def up(args) -> int:
-    control.check_options(args.port, args.ack_wait, args.queue_workers)  # bad flags generate no login
-    delivery = queue_rules.from_flags(args)
-    flags.stack_file(args.file)
     sizes = GroupSizes(getattr(args, "redis_cluster_masters", 3), getattr(args, "redis_cluster_replicas", 0),
-                       getattr(args, "memcached_pool_servers", None)).check()
-    stores = optional_stores.parse(getattr(args, "stores", None))
-    control.check_stack(args.file, getattr(args, "filter", "*"), sizes, stores)  # before the login too
+                       getattr(args, "memcached_pool_servers", None))
+    options = UpOptions(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
+                        delivery=queue_rules.from_flags(args), backend=getattr(args, "backend", "process"),
+                        watchdog=args.watchdog, wait=getattr(args, "wait", False), only=getattr(args, "filter", "*"),
+                        groups=sizes, stores=getattr(args, "stores", None)).check()  # bad flags generate no login
+    flags.stack_file(args.file)
+    control.check_stack(args.file, options.only, sizes, options.stores)  # before the login too
     (user, password), generated = control.login(args.dir)
-    state, started = control.up(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
-                                delivery=delivery, backend=getattr(args, "backend", "process"),
-                                watchdog_choice=args.watchdog, wait=getattr(args, "wait", False),
-                                only=getattr(args, "filter", "*"), groups=sizes,
-                                stores=stores)  # faasgd.api.start_runtime
+    state, started = control.up(options)  # as faasgd.api.start_runtime
     print(("started" if started else "already running") + f": gateway {state['gateway_url']}")
     if "broker" in state:
         print(f"  {'queue':<10} {state['broker']['url']}  (pid {state['broker']['pid']}, "
@@ -56,7 +50,7 @@ def up(args) -> int:
 def print_image_steps(state: dict) -> None:
     """Under --backend docker: the functions waiting for their images, and the exact lines that bring them (REGISTRY
     exported before faas-cli, so stack.yml's image names point at the runtime's registry)."""
-    from faasgd.local.waiting_images import next_steps
+    from faasgd.local import next_steps
 
     steps = next_steps(state)
     if not steps:
@@ -79,7 +73,7 @@ def store_lines(state: dict) -> list[str]:
 
 def watchdog_line(state: dict | None) -> str | None:
     """How the runtime runs its replicas ("replicas under of-watchdog ..." or "... bare ..."), from its state."""
-    from faasgd.local.watchdog import Watchdog
+    from faasgd.local import Watchdog
 
     found = Watchdog.from_json((state or {}).get("watchdog"))
     return found.describe() if found is not None else None

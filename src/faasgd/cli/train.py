@@ -22,8 +22,7 @@ from faasgd.api.jobs import in_store, through_gateway
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request, read_setting
 from faasgd.errors import ConfigError
 from faasgd.functions.settings import FunctionEnv
-from faasgd.local import control, optional_stores
-from faasgd.local.stack import load_stack
+from faasgd.local import check_options, control, load_stack, optional_stores
 from faasgd.openfaas import SETUP_FUNCTION
 from faasgd.store import open_store, parse_store_url
 from faasgd.store.keys import check_job_id
@@ -76,7 +75,7 @@ def resume(args) -> int:
 def run_with(args, overrides: dict) -> int:
     flags.seconds("--timeout", args.timeout)
     if args.port is not None:
-        control.check_options(args.port)
+        check_options(args.port)
     if args.detach and args.direct:
         raise ConfigError("--detach", "not with --direct: this command runs the job's workers itself")
     if args.direct:  # this process is the configuration: store locations come from its flags and environment
@@ -92,7 +91,7 @@ def run_with(args, overrides: dict) -> int:
     if args.gateway or os.environ.get("OPENFAAS_URL"):  # a gateway the user named (a cluster): start nothing
         return run_through_gateway(args, overrides)
     # a runtime this command starts runs the job's functions only (emnist-setup, emnist-train), not the stacking ones,
-    # and the optional store the job names (a Redis Cluster, a memcached pool, S3: faasgd.local.optional_stores); a
+    # and the optional store the job names (a Redis Cluster, a memcached pool, S3: faasgd.local.services.optional_stores); a
     # running one without it is refused before anything is sent, with the command that gives it one
     wanted = optional_stores.needed(config.store, config.channel)
     running = control.read_state(args.dir)

@@ -18,7 +18,7 @@ exit with an error ends the watchdog too ("Forked function has terminated"), so 
 container (a restart counted, CrashLoopBackOff's delay when it repeats, the pod out of its endpoints meanwhile
 and calls routed to it lost); an exit 0 leaves the watchdog up with no function behind it, answering every call
 500; and removing the readiness lock (`/tmp/.lock`) only takes the pod out of the routing without replacing
-the process. exec keeps what the watchdog, the kubelet and the local runtime (local/replicas.py) see: the same
+the process. exec keeps what the watchdog, the kubelet and the local runtime (local/replicas/supervisor.py) see: the same
 pid, alive, with its readiness lock. The listening socket goes to the new interpreter as fd 3 (LISTEN_FDS=1, as
 bootstrap.py hands it over at start), so it never closes: calls that come meanwhile wait in its backlog until
 the new interpreter has imported its handler, as at a cold start, and none is refused or lost. exec also starts

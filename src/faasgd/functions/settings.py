@@ -73,5 +73,5 @@ def named_stores(text: str) -> dict[str, str]:
     return stores
 
 
-OPTIONAL_STORES = ("cluster", "pool")  # the local runtime's stores on demand (faasgd.local.optional_stores)
+OPTIONAL_STORES = ("cluster", "pool")  # the local runtime's stores on demand (faasgd.local.services.optional_stores)
 _ENTRY_START = re.compile(r",(?=\s*[A-Za-z0-9_-]*\s*=)")  # a comma followed by `name=`: the next entry

@@ -5,7 +5,7 @@ What is measured, every 1/`hz` seconds (config `profile_hz`, default 10):
   downpour/comm.py) over the period, in cores. Per thread (Linux `pthread_getcpuclockid`), not per process,
   because a replica runs several workers' calls at once (`waitress_threads`): process CPU would charge
   each worker with all of them. A BLAS thread pool is not counted: the local runtime runs replicas with
-  one BLAS thread (local/environment.py); set OPENBLAS_NUM_THREADS=1 on a cluster too;
+  one BLAS thread (local/replicas/environment.py); set OPENBLAS_NUM_THREADS=1 on a cluster too;
 - rss: the process's resident memory (MB, /proc/self/statm). Memory cannot be told apart per thread:
   workers sharing a replica share it;
 - tx / rx: bytes the worker's threads sent to and received from the stores over the period, counted at

@@ -13,5 +13,5 @@ faasgd without putting tests/ on sys.path.
 No module of faasgd imports this package (an import-linter contract in pyproject.toml). Its dependencies
 (moto, boto3, psutil, PyYAML) come with the `dev` extra, not with the core. One module is also a program the
 local runtime runs: `faasgd up` starts `python -m faasgd.testing.moto_atomic` as the S3 server of a function
-asking for S3 (faasgd.local.s3; moto for it comes with the extra `local`).
+asking for S3 (faasgd.local.services.s3; moto for it comes with the extra `local`).
 """

@@ -26,8 +26,7 @@ from typing import Callable
 
 from faasgd.data import validation_rows
 from faasgd.errors import FaasgdError
-from faasgd.local import credentials
-from faasgd.local.stores import free_port
+from faasgd.local import credentials, free_port
 from faasgd.openfaas import GatewayClient
 from faasgd.store import open_store
 from faasgd.testing import stacks

@@ -17,7 +17,7 @@ import time
 import psutil
 
 from faasgd.errors import FaasgdError
-from faasgd.local.stores import start_memcached, start_redis
+from faasgd.local import start_memcached, start_redis
 from faasgd.testing.fault_matrix import Inject, Runtime, wait_until
 
 CUT = "invoked emnist-train [502]"  # the runtime's log line for a delivery whose replica died under it
@@ -133,7 +133,7 @@ def restart_store_empty(runtime: Runtime, queries: list[dict]) -> str:
 def cap_memory(runtime: Runtime, queries: list[dict]) -> str:
     """Cap every emnist-train replica's address space near its current size: its next big allocation fails.
     Each process of the replica is capped (under of-watchdog the function is the watchdog's child, or the zygote's:
-    local/zygote.py), as a container's memory limit covers all of its processes."""
+    local/replicas/zygote.py), as a container's memory limit covers all of its processes."""
     functions = runtime.gateway.request("GET", "/system/function/emnist-train").json().get("function_pids", [])
     processes = [p for pid in runtime.replica_pids() for p in [psutil.Process(pid), *psutil.Process(pid).children(True)]]
     for process in processes + [psutil.Process(pid) for pid in functions]:

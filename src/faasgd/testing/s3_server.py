@@ -5,7 +5,7 @@
     make_bucket(server, creds, "b")           a bucket, with boto3 directly (the code under test never creates any)
     server.stop()                             terminates and reaps it (idempotent)
 
-The process is started and waited for as faasgd.local.stores starts redis-server and memcached (spawn_server,
+The process is started and waited for as faasgd.local.services.stores starts redis-server and memcached (spawn_server,
 start_server: a fresh port on a clash, a deadline on readiness). moto keeps everything in memory: a restarted
 server has no buckets. Without enable_auth, moto accepts any keys.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faasgd.channels import S3Settings
-from faasgd.local.stores import LOOPBACK, ServerProcess, spawn_server, start_server
+from faasgd.local import LOOPBACK, ServerProcess, spawn_server, start_server
 from faasgd.testing.stacks import stack_copy
 
 ATOMIC_MOTO = "faasgd.testing.moto_atomic"  # moto's server, PUT atomic as in S3 (run with python -m)

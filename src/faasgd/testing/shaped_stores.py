@@ -22,7 +22,7 @@ import time
 from faasgd.store.redis_lib import redis
 
 from faasgd.errors import ConfigError, StoreUnavailable
-from faasgd.local.stores import ServerProcess, _binary, spawn_server
+from faasgd.local import ServerProcess, server_binary, spawn_server
 from faasgd.testing.shaped_net import Node, ShapedNet
 
 PORTS = {"memcached": 11211, "redis": 6379}
@@ -36,11 +36,11 @@ def start_in(net: ShapedNet, node: Node, kind: str, cluster: bool = False) -> Se
         raise ConfigError("kind", f"must be one of {', '.join(PORTS)}, not {kind!r}")
     port, tmp = PORTS[kind], tempfile.TemporaryDirectory(prefix=f"faasgd-shaped-{kind}-")
     if kind == "memcached":
-        argv = [_binary("memcached", "memcached"), "-l", node.address, "-p", str(port), "-U", "0", "-I", "2m",
+        argv = [server_binary("memcached", "memcached"), "-l", node.address, "-p", str(port), "-U", "0", "-I", "2m",
                 "-m", "256", "-u", "root"]
         url = f"memcached://{node.address}:{port}"
     else:
-        argv = [_binary("redis-server", "redis-server"), "--port", str(port), "--bind", node.address,
+        argv = [server_binary("redis-server", "redis-server"), "--port", str(port), "--bind", node.address,
                 "--protected-mode", "no", "--save", "", "--appendonly", "no", "--dir", tmp.name, "--daemonize", "no"]
         if cluster:
             argv += ["--cluster-enabled", "yes", "--cluster-config-file", f"{tmp.name}/nodes.conf"]

@@ -10,7 +10,7 @@ import pytest
 
 from faasgd import api
 from faasgd.api import local_runtime
-from faasgd.local import control
+from faasgd.local.lifecycle import control
 
 ME = {"pid": os.getpid(), "create_time": psutil.Process().create_time()}  # a live process playing the daemon
 

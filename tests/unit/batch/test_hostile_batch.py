@@ -78,7 +78,7 @@ def batch(monkeypatch, tmp_path):
     def forbidden(*args, **kwargs):
         raise AssertionError("a refused batch started something")
 
-    for target in ("faasgd.local.control.up", "faasgd.local.control.down", "faasgd.batch.__main__.run_batch"):
+    for target in ("faasgd.local.lifecycle.control.up", "faasgd.local.lifecycle.control.down", "faasgd.batch.__main__.run_batch"):
         monkeypatch.setattr(target, forbidden)
     monkeypatch.delenv("OPENFAAS_URL", raising=False)
     monkeypatch.chdir(tmp_path)

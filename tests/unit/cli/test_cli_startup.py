@@ -18,12 +18,13 @@ def test_faasgd_up_starts_the_runtime_before_it_imports_the_gateway_client(tmp_p
     stack = tmp_path / "stack.yml"
     stack.write_text("version: 1.0\n")
     code = ("import sys, subprocess\n"
-            "from faasgd.local import control\n"
+            "from faasgd.local.lifecycle import control\n"
+            "from faasgd.local.lifecycle.options import UpOptions\n"
             "def popen(argv, **_):\n"
             "    print('httpx' in sys.modules)\n"
             "    raise SystemExit(0)\n"
             "control.subprocess.Popen = popen\n"
-            f"control.up({str(stack)!r}, 0, {str(tmp_path / '.faasgd')!r}, watchdog_choice='off')\n")
+            f"control.up(UpOptions({str(stack)!r}, 0, {str(tmp_path / '.faasgd')!r}, watchdog='off'))\n")
     seen = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert seen == "False", "faasgd up imported httpx before it started the runtime"
 

@@ -94,7 +94,7 @@ def nothing_starts(monkeypatch, tmp_path):
     def forbidden(*args, **kwargs):
         raise AssertionError("a refused command started, stopped, connected or downloaded something")
 
-    for target in ("faasgd.local.control.up", "faasgd.local.control.down", "faasgd.local.control.login",
+    for target in ("faasgd.local.lifecycle.control.up", "faasgd.local.lifecycle.control.down", "faasgd.local.lifecycle.control.login",
                    "faasgd.cli.connect.gateway", "faasgd.cli.train.gateway", "faasgd.cli.status.gateway",
                    "faasgd.api.local_runtime.connect", "faasgd.api.jobs.connect",
                    "faasgd.cli.train.open_store", "faasgd.cli.status.open_store", "faasgd.cli.download.held",

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from faasgd.cli.runtime import watchdog_line
 from faasgd.cli.status import local_watchdog_line
 from faasgd.local.processes import ProcessRef
-from faasgd.local.watchdog import Watchdog
+from faasgd.local.replicas.watchdog import Watchdog
 
 URL = "http://127.0.0.1:31112"
 

@@ -13,7 +13,7 @@ from faasgd.cli.progress import LiveProgress, print_summary
 from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.functions import supervise
-from faasgd.local.deployments import calls_per_replica
+from faasgd.local.replicas.deployments import calls_per_replica
 from faasgd.functions.workloads import run_loop_call
 from faasgd.worker.call_clock import CallClock
 from faasgd.worker.progress import WorkerProgress

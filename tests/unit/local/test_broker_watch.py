@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from faasgd.local import broker, broker_watch
-from faasgd.local.broker import DEFAULT_STORE_BYTES, MIN_STORE_BYTES, QueueDiskTooSmall, store_limit
-from faasgd.local.broker_watch import BrokerWatch
+from faasgd.local.services import broker, broker_watch
+from faasgd.local.services.broker import DEFAULT_STORE_BYTES, MIN_STORE_BYTES, QueueDiskTooSmall, store_limit
+from faasgd.local.services.broker_watch import BrokerWatch
 
 Usage = namedtuple("Usage", "total used free")
 

@@ -9,17 +9,18 @@ from pathlib import Path
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import containers, docker_cli, services
-from faasgd.local.containers import Network, resource_flags, run_argv
-from faasgd.local.quantities import cpu_cores, memory_bytes
-from faasgd.local.deployments import Code, Deployment
-from faasgd.local.pods import Host
-from faasgd.local.secrets import SecretStore
-from faasgd.local.stack import load_stack
+from faasgd.local.replicas import containers
+from faasgd.local.replicas.containers import Network, resource_flags, run_argv
+from faasgd.local.replicas.deployments import Code, Deployment
+from faasgd.local.replicas.pods import Host
+from faasgd.local.replicas.quantities import cpu_cores, memory_bytes
+from faasgd.local.replicas.stack import load_stack
+from faasgd.local.services import dns, docker_cli
+from faasgd.local.services.secrets import SecretStore
 from support.paths import ROOT
 
 NETWORK = Network("faasgd-abc", "172.30.0.1", "abc")
-TABLE = services.addresses({"gateway": "172.30.0.1:9000", "redis": "172.30.0.1:6400", "memcached": "172.30.0.1:6500"})
+TABLE = dns.addresses({"gateway": "172.30.0.1:9000", "redis": "172.30.0.1:6400", "memcached": "172.30.0.1:6500"})
 
 
 def deployment(**changes) -> Deployment:

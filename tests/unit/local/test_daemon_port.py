@@ -7,9 +7,9 @@ import tempfile
 
 import pytest
 
-from faasgd.local import daemon
-from faasgd.local.deployments import Catalog
-from faasgd.local.stores import free_port
+from faasgd.local.lifecycle import daemon
+from faasgd.local.replicas.deployments import Catalog
+from faasgd.local.services.stores import free_port
 
 
 def test_the_gateway_port_is_taken_before_the_stores_start_and_released_after(tmp_path, monkeypatch):

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import control, daemon, docker_cli, docker_site, docker_wall
 from faasgd.local.api import Refused
-from faasgd.local.deployments import Catalog, Code
-from faasgd.local.stack import load_stack
+from faasgd.local.lifecycle import control, daemon
+from faasgd.local.replicas.deployments import Catalog, Code
+from faasgd.local.replicas.stack import load_stack
+from faasgd.local.services import docker_cli, docker_site, docker_wall
+from faasgd.local.lifecycle.options import UpOptions
 from support.paths import ROOT
 
 T0 = 1_700_000_000.0
@@ -34,13 +36,13 @@ def test_up_with_the_docker_backend_is_refused_at_once_when_no_daemon_answers(mo
     monkeypatch.setattr(docker_cli, "docker", no_daemon)
     monkeypatch.setattr(control.subprocess, "Popen", lambda *a, **k: pytest.fail("a daemon was started"))
     with pytest.raises(docker_cli.DockerError, match="backend docker: no Docker daemon answers"):
-        control.up(a_stack(tmp_path), 0, tmp_path / ".faasgd", backend="docker")
+        control.up(UpOptions(a_stack(tmp_path), 0, tmp_path / ".faasgd", backend="docker"))
     assert not (tmp_path / ".faasgd" / daemon.STATE_FILE).exists()
 
 
 def test_an_unknown_backend_names_the_flag(tmp_path):
     with pytest.raises(ConfigError, match="--backend"):
-        control.up(a_stack(tmp_path), 0, tmp_path / ".faasgd", backend="podman")
+        control.up(UpOptions(a_stack(tmp_path), 0, tmp_path / ".faasgd", backend="podman"))
 
 
 def test_the_backend_reaches_the_daemons_command_line(monkeypatch, tmp_path):
@@ -53,7 +55,7 @@ def test_the_backend_reaches_the_daemons_command_line(monkeypatch, tmp_path):
     monkeypatch.setattr(docker_cli, "docker", lambda *a, **k: "20.10.24")
     monkeypatch.setattr(control.subprocess, "Popen", popen)
     with pytest.raises(RuntimeError):
-        control.up(a_stack(tmp_path), 0, tmp_path / ".faasgd", backend="docker", watchdog_choice="off")  # no version call
+        control.up(UpOptions(a_stack(tmp_path), 0, tmp_path / ".faasgd", backend="docker", watchdog="off"))  # no version call
     assert daemon.parse_args(started[0][3:]).backend == "docker"
     assert daemon.parse_args(["--stack", "s", "--dir", "d"]).backend == "process"  # the default
 

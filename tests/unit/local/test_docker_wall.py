@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from faasgd.local import credentials, docker_wall
+from faasgd.local.lifecycle import credentials
+from faasgd.local.services import docker_wall
 
 
 class FakeIptables:

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from faasgd.local.broker import DEFAULT_MAX_PAYLOAD
+from faasgd.local.services.broker import DEFAULT_MAX_PAYLOAD
 from support.broker_contract import CHECKS
 from support.fake_broker import FakeBroker
 from support.fake_clock import FakeClock

@@ -2,7 +2,7 @@
 
 import socket
 
-from faasgd.local import stores
+from faasgd.local.services import stores
 
 
 def test_a_free_port_is_outside_the_ephemeral_range_and_bindable():

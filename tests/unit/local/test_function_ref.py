@@ -1,6 +1,6 @@
-"""A replica's function process, as its pid file names it (local/pods.py function_ref, written by netns.py `enter`
+"""A replica's function process, as its pid file names it (local/replicas/pods.py function_ref, written by netns.py `enter`
 under the zygote): a pid is taken for it only while its start matches; and the zygote's check that a requester
-still waits (local/zygote_server.py gone)."""
+still waits (local/replicas/zygote_server.py gone)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 import selectors
 import socket
 
-from faasgd.local import pods, zygote, zygote_server
-from faasgd.local.netns import start_ticks
+from faasgd.local.replicas import pods, zygote, zygote_server
+from faasgd.local.replicas.netns import start_ticks
 
 
 def test_the_pid_file_names_a_process_only_while_its_start_matches(tmp_path):

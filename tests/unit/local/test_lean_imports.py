@@ -13,7 +13,7 @@ from support.paths import ROOT
 
 INDEX = ROOT / "template" / "python3-http-faasgd" / "index.py"
 LOADS = {
-    "daemon": "import faasgd.local.daemon",
+    "daemon": "import faasgd.local.lifecycle.daemon",
     "replica shim": ("import importlib.util\n"
                      f"spec = importlib.util.spec_from_file_location('index', {str(INDEX)!r})\n"
                      "spec.loader.exec_module(importlib.util.module_from_spec(spec))"),
@@ -32,7 +32,7 @@ def test_starting_loads_no_http_command_line_client_and_httpx_still_works(what):
 
 def test_the_daemon_ends_with_its_code_and_output_flushed_but_no_teardown():
     code = ("import atexit, logging, sys\n"
-            "from faasgd.local.daemon import exit_at_once\n"
+            "from faasgd.local.lifecycle.daemon import exit_at_once\n"
             "atexit.register(print, 'teardown')\n"
             "logging.basicConfig(stream=sys.stderr)\n"
             "logging.getLogger('x').warning('logged')\n"

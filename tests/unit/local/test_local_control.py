@@ -3,7 +3,6 @@
 In-process against a fake process table (tests/support/fake_processes.py): no process is started or signalled.
 """
 
-import argparse
 import json
 import os
 import signal
@@ -12,11 +11,15 @@ from types import SimpleNamespace
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import control, daemon, queue_rules
+from faasgd.local.lifecycle import control, daemon
 from faasgd.local.processes import ProcessRef
-from faasgd.local.queue_rules import DeliveryPolicy
-from faasgd.local.stores import ServerProcess
+from faasgd.local.queue import rules
+from faasgd.local.queue.rules import DeliveryPolicy
+from faasgd.local.services.stores import ServerProcess
 from faasgd.testing import stacks
+from faasgd.local.lifecycle.options import UpOptions, check_options
+from faasgd.local.lifecycle.runtime_state import initial_state
+from faasgd.local.lifecycle.state_file import write_state
 
 T0 = 1_700_000_000.0
 
@@ -34,9 +37,9 @@ def test_the_daemons_state_reads_back_with_every_identity(table, tmp_path):
     table.add(os.getpid(), T0)  # the daemon is the process calling initial_state
     stores = {"redis": fake_store("redis", 7001, ProcessRef(501, T0 + 1)),
               "memcached": fake_store("memcached", 7002, ProcessRef(502, T0 + 2))}
-    args = argparse.Namespace(port=7000, stack=str(tmp_path / "stack.yml"))
+    options = UpOptions(str(tmp_path / "stack.yml"), 7000)
     table_of_services = daemon.service_table(7000, stores)
-    daemon.write_state(tmp_path, {**daemon.initial_state(args, tmp_path, stores, table_of_services), "ready": True})
+    write_state(tmp_path, {**initial_state(options, tmp_path, stores, table_of_services), "ready": True})
 
     state = control.read_state(tmp_path)
     assert state["gateway_url"] == "http://127.0.0.1:7000" and state["ready"] is True
@@ -110,9 +113,9 @@ def test_up_hands_the_delivery_policy_to_the_daemon(table, tmp_path, monkeypatch
     stack.write_text("version: 1.0\n")
     policy = DeliveryPolicy("pro", max_attempts=3, max_inflight=2)
     with pytest.raises(Refused):
-        control.up(str(stack), 7000, tmp_path / ".faasgd", delivery=policy, watchdog_choice="off")  # no version call
+        control.up(UpOptions(str(stack), 7000, tmp_path / ".faasgd", delivery=policy, watchdog="off"))  # no version call
     parsed = daemon.parse_args(started[0][3:])
-    assert queue_rules.from_flags(parsed) == policy
+    assert rules.from_flags(parsed) == policy
 
 
 def test_up_after_a_crash_keeps_the_living_stores_and_broker_for_the_new_runtime_and_stops_the_rest(
@@ -141,7 +144,7 @@ def test_up_after_a_crash_keeps_the_living_stores_and_broker_for_the_new_runtime
     stack = tmp_path / "stack.yml"
     stack.write_text("version: 1.0\n")
     with pytest.raises(Refused):
-        control.up(str(stack), 7000, directory)
+        control.up(UpOptions(str(stack), 7000, directory))
     adopted = daemon.parse_args(started[0][3:]).adopt
     assert adopted == {"redis": entries["redis"], "nats": nats}
     assert redis.signals == [] and broker.signals == [] and reused.signals == []
@@ -164,9 +167,9 @@ def test_bad_runtime_flags_are_one_line_naming_the_flag_and_start_nothing(tmp_pa
 
 def test_check_options_accepts_port_0_and_the_limits():
     for port in (0, 1, 65535):
-        control.check_options(port, 0.5, 1)
+        check_options(port, 0.5, 1)
     with pytest.raises(ConfigError, match="^--upstream-timeout: "):
-        control.check_options(8080, upstream_timeout_s=float("nan"))
+        check_options(8080, upstream_timeout_s=float("nan"))
 
 
 def test_train_starts_its_own_runtime_on_a_free_port_unless_told(monkeypatch, tmp_path):
@@ -174,8 +177,8 @@ def test_train_starts_its_own_runtime_on_a_free_port_unless_told(monkeypatch, tm
 
     asked = []
 
-    def up(stack, port, directory, *rest, **options):
-        asked.append(port)
+    def up(options):
+        asked.append(options.port)
         raise control.FaasgdError("stop here")
 
     monkeypatch.setattr(control, "up", up)
@@ -202,8 +205,8 @@ def test_up_wait_asks_the_gateway_only_once_the_state_file_says_every_replica_is
 
 
 def test_up_reads_the_stack_once_to_check_its_filter_and_its_store_groups(monkeypatch, tmp_path):
-    from faasgd.local import stack
-    from faasgd.local.stack_groups import GroupSizes
+    from faasgd.local.replicas import stack
+    from faasgd.local.services.stack_groups import GroupSizes
     from support.paths import ROOT
 
     reads = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import stat
 
-from faasgd.local import credentials
+from faasgd.local.lifecycle import credentials
 
 
 def test_ensure_generates_a_strong_login_once_with_private_files(tmp_path):

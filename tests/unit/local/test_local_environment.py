@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import environment
-from faasgd.local.dockerfile import env_pairs, image_env
-from faasgd.local.stack import load_stack
+from faasgd.local.replicas import environment
+from faasgd.local.replicas.dockerfile import env_pairs, image_env
+from faasgd.local.replicas.stack import load_stack
 from support.paths import ROOT
 
 SHELL = {"PATH": "/usr/bin:/bin", "HOME": "/home/me", "LANG": "C.UTF-8", "store_url": "redis://elsewhere:1/0",
@@ -98,7 +98,7 @@ def test_the_replica_sets_the_blas_variables_unless_the_image_or_the_function_na
 
 
 def test_a_process_replica_with_a_cpu_limit_docker_would_refuse_runs_one_thread_and_says_why(tmp_path):
-    from faasgd.local.pods import replica_threads
+    from faasgd.local.replicas.pods import replica_threads
 
     log = tmp_path / "f-1.log"
     assert replica_threads({"cpu": "2"}, 2, log) == 2 and not log.exists()

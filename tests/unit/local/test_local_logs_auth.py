@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from faasgd.local.logs import LogFile, split_line, stamp, write_line
+from faasgd.local.replicas.logs import LogFile, split_line, stamp, write_line
 from support.fake_pods import LOGIN, system_gateway
 from support.local_gateway import within
 

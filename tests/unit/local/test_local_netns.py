@@ -1,4 +1,4 @@
-"""faasgd.local.netns, run as a replica runs it: each command in a network namespace of its own, served on its
+"""faasgd.local.replicas.netns, run as a replica runs it: each command in a network namespace of its own, served on its
 host port through the forwarder, so two of them both hold port 8081 (of-watchdog's fixed metrics port).
 Real processes on loopback; needs root (the runtime falls back to bare replicas without it)."""
 
@@ -13,8 +13,8 @@ import httpx
 import psutil
 import pytest
 
-from faasgd.local.stores import free_port
-from faasgd.local.watchdog import LAUNCHER
+from faasgd.local.replicas.watchdog import LAUNCHER
+from faasgd.local.services.stores import free_port
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace per replica needs root")
 

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from faasgd.local.queue_rules import Chaos, DeliveryPolicy
+from faasgd.local.queue.rules import Chaos, DeliveryPolicy
 from support.fake_replicas import FakeRegistry, FakeReplica
 from support.local_gateway import gateway_in_process, within
 

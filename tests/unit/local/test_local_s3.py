@@ -1,4 +1,4 @@
-"""faasgd.local.s3 without a server: which functions ask for S3, what their pods get, and that the runtime starts
+"""faasgd.local.services.s3 without a server: which functions ask for S3, what their pods get, and that the runtime starts
 one server, makes each bucket once, creates only the missing key secrets and publishes the Service address."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from faasgd.local import environment, s3, services
-from faasgd.local.deployments import Code, Deployment
-from faasgd.local.secrets import SecretStore
-from faasgd.local.stack import FunctionSpec
+from faasgd.local.replicas import environment
+from faasgd.local.replicas.deployments import Code, Deployment
+from faasgd.local.replicas.stack import FunctionSpec
+from faasgd.local.services import dns, s3
+from faasgd.local.services.secrets import SecretStore
 
 
 def spec(env: dict[str, str], secrets: tuple[str, ...] = ("store-password",), name: str = "emnist-train"):
@@ -54,9 +55,9 @@ def test_what_a_function_sets_itself_is_kept():
 
 
 def test_the_service_address_becomes_the_servers_loopback_address_in_every_dns_form():
-    table = services.addresses({"s3": "127.0.0.1:7009"}, [s3.SERVICE])
+    table = dns.addresses({"s3": "127.0.0.1:7009"}, [s3.SERVICE])
     for host in ("minio", "minio.openfaas-fn", "minio.openfaas-fn.svc.cluster.local"):
-        assert services.rewrite({"e": f"http://{host}:9000"}, table) == {"e": "http://127.0.0.1:7009"}
+        assert dns.rewrite({"e": f"http://{host}:9000"}, table) == {"e": "http://127.0.0.1:7009"}
 
 
 def test_only_the_missing_key_secrets_are_created_and_kept_private(tmp_path):
@@ -97,7 +98,7 @@ def local(tmp_path, monkeypatch):
     monkeypatch.setattr(s3, "start_s3_server", start)
     monkeypatch.setattr(s3, "make_bucket", lambda endpoint, bucket: buckets.append((endpoint, bucket)))
     runtime = s3.LocalS3(SecretStore(tmp_path / "secrets"))
-    table = services.addresses({"gateway": "127.0.0.1:7000", "redis": "127.0.0.1:7001", "memcached": "127.0.0.1:7002"})
+    table = dns.addresses({"gateway": "127.0.0.1:7000", "redis": "127.0.0.1:7001", "memcached": "127.0.0.1:7002"})
 
     def record(addresses, entry):
         table.update(addresses)

@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from faasgd.local.api import Refused
-from faasgd.local.secrets import SecretStore
+from faasgd.local.services.secrets import SecretStore
 from support.fake_pods import system_gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]

@@ -5,19 +5,19 @@ import re
 import pytest
 import yaml
 
-from faasgd.local import services
-from faasgd.local.stack import load_stack
+from faasgd.local.replicas.stack import load_stack
+from faasgd.local.services import dns
 from faasgd.testing import stacks
 from support.paths import ROOT
 
 LOCAL = {"gateway": "127.0.0.1:7000", "redis": "127.0.0.1:7001", "memcached": "127.0.0.1:7002"}
 GROUPS = {"redis-cluster": "127.0.0.1:7100", **{f"memcached-pool/{i}": f"127.0.0.1:{7200 + i}" for i in range(3)}}
-TABLE = services.addresses({**LOCAL, **GROUPS}, [*services.SERVICES, *services.group_services(True, 3)])
+TABLE = dns.addresses({**LOCAL, **GROUPS}, [*dns.SERVICES, *dns.group_services(True, 3)])
 CLUSTER_HOST = re.compile(r"[a-z0-9-]+\.openfaas(?:-fn)?(?:\.svc)?(?:\.cluster\.local)?:[0-9]+")
 
 
 def rewrite_one(value):
-    return services.rewrite({"x": value}, TABLE)["x"]
+    return dns.rewrite({"x": value}, TABLE)["x"]
 
 
 def kubernetes_services():
@@ -31,14 +31,14 @@ def kubernetes_services():
 @pytest.mark.parametrize("stack", ["stack.yml", "bench/stack.yml"])
 def test_every_cluster_address_in_a_stack_is_rewritten(stack):
     for spec in load_stack(ROOT / stack, env={}).values():
-        rewritten = services.rewrite(spec.environment, TABLE)
+        rewritten = dns.rewrite(spec.environment, TABLE)
         assert rewritten.keys() == spec.environment.keys()
         leftover = {k: v for k, v in rewritten.items() if CLUSTER_HOST.search(v)}
         assert not leftover, f"{stack}: {spec.name} names cluster addresses no local process plays: {leftover}"
 
 
 def test_the_repository_stack_points_at_the_local_gateway_and_stores():
-    env = services.rewrite(load_stack(ROOT / "stack.yml", env={})["emnist-train"].environment, TABLE)
+    env = dns.rewrite(load_stack(ROOT / "stack.yml", env={})["emnist-train"].environment, TABLE)
     assert env["store_url"] == "redis://127.0.0.1:7001/0"
     assert env["local_store_url"] == "memcached://127.0.0.1:7002"
     assert env["gateway_url"] == "http://127.0.0.1:7000"
@@ -46,15 +46,15 @@ def test_the_repository_stack_points_at_the_local_gateway_and_stores():
 
 
 def test_the_table_plays_every_service_of_k8s():
-    played = [*services.SERVICES, *services.group_services(True, 3)]
+    played = [*dns.SERVICES, *dns.group_services(True, 3)]
     table = {(s.name, s.namespace, s.port) for s in played}
-    found = set(kubernetes_services()) - {(services.POOL, services.FUNCTION_NAMESPACE, services.POOL_PORT)}
+    found = set(kubernetes_services()) - {(dns.POOL, dns.FUNCTION_NAMESPACE, dns.POOL_PORT)}
     assert found and found <= table  # the pool's headless Service is only its pods' DNS domain: they are played
 
 
 def test_the_stack_with_its_opt_in_line_names_the_cluster_and_each_pool_member(tmp_path):
     stack = stacks.stack_copy(ROOT, tmp_path, edit=stacks.with_store_groups)
-    env = services.rewrite(load_stack(stack, env={})["emnist-setup"].environment, TABLE)
+    env = dns.rewrite(load_stack(stack, env={})["emnist-setup"].environment, TABLE)
     stores = dict(part.split("=", 1) for part in env["stores"].split(",") if "=" in part)
     assert stores["cluster"] == "redis-cluster://127.0.0.1:7100"
     assert env["stores"].endswith("pool=memcached://127.0.0.1:7200,127.0.0.1:7201,127.0.0.1:7202")
@@ -70,7 +70,7 @@ def test_the_stack_with_its_opt_in_line_names_the_cluster_and_each_pool_member(t
       "memcached://memcached-pool.openfaas-fn:11211", "redis://redis.openfaas-fn:6379/0"], (False, 0)),
 ])
 def test_a_stack_names_a_group_by_its_address_with_the_port(values, named):
-    assert services.named_groups(values) == named
+    assert dns.named_groups(values) == named
 
 
 def test_each_pool_member_is_played_by_its_own_server():
@@ -108,9 +108,9 @@ def test_other_addresses_are_left_alone(value):
 
 
 def test_keys_are_never_rewritten():
-    assert services.rewrite({"redis:6379": "x"}, TABLE) == {"redis:6379": "x"}
+    assert dns.rewrite({"redis:6379": "x"}, TABLE) == {"redis:6379": "x"}
 
 
 def test_a_service_nothing_plays_locally_is_an_error():
     with pytest.raises(KeyError, match="memcached"):
-        services.addresses({"gateway": "127.0.0.1:1", "redis": "127.0.0.1:2"})
+        dns.addresses({"gateway": "127.0.0.1:1", "redis": "127.0.0.1:2"})

@@ -3,8 +3,8 @@
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local.build import build_function
-from faasgd.local.stack import envsubst, load_stack
+from faasgd.local.replicas.build import build_function
+from faasgd.local.replicas.stack import envsubst, load_stack
 from support.paths import ROOT
 
 

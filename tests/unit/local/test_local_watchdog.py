@@ -1,5 +1,5 @@
-"""Which way replicas run (faasgd.local.watchdog): finding fwatchdog, its version, the environment and argv a
-replica gets under it, its stop grace, and a replica's health under it and bare (faasgd.local.pods). Fake
+"""Which way replicas run (faasgd.local.replicas.watchdog): finding fwatchdog, its version, the environment and argv a
+replica gets under it, its stop grace, and a replica's health under it and bare (faasgd.local.replicas.pods). Fake
 fwatchdog scripts in tmp_path; the health checks talk to small HTTP servers on loopback."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import environment, watchdog
-from faasgd.local.pods import FAILURE_THRESHOLD, Replica, readiness
 from faasgd.local.processes import ProcessRef
-from faasgd.local.stack import load_stack
-from faasgd.local.watchdog import Watchdog, find
+from faasgd.local.replicas import environment, watchdog
+from faasgd.local.replicas.pods import FAILURE_THRESHOLD, Replica, readiness
+from faasgd.local.replicas.stack import load_stack
+from faasgd.local.replicas.watchdog import Watchdog, find
 from support.paths import ROOT
 
 PRINTS_VERSION = "#!/bin/sh\necho \"2026/11/26 11:16:53 Version: {v}\tSHA: 01c65eda\" >&2\n"

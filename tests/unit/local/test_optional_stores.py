@@ -1,4 +1,4 @@
-"""The stores `faasgd up --stores cluster,pool,s3` starts and gives every function (faasgd.local.optional_stores):
+"""The stores `faasgd up --stores cluster,pool,s3` starts and gives every function (faasgd.local.services.optional_stores):
 the flag's names, the `stores` entries a pod gets (the in-cluster addresses k8s/sharded/ gives, planned as a stack
 naming them is), a running runtime that lacks one refused with the exact command that gives it one, by `faasgd up`,
 by `faasgd train` before anything is sent and by faasgd.api.train. The real groups and server run in
@@ -15,9 +15,11 @@ from faasgd import api
 from faasgd.cli.main import main
 from faasgd.errors import ConfigError
 from faasgd.functions.settings import FunctionEnv
-from faasgd.local import control, daemon, optional_stores, stack_groups
-from faasgd.local.stack import FunctionSpec, load_stack
+from faasgd.local.lifecycle import control, daemon
+from faasgd.local.replicas.stack import FunctionSpec, load_stack
+from faasgd.local.services import optional_stores, stack_groups
 from faasgd.testing.stacks import GROUP_STORES
+from faasgd.local.lifecycle.options import UpOptions
 from support.paths import ROOT
 
 STORES = "redis=redis://redis.openfaas-fn:6379/0,memcached=memcached://memcached.openfaas-fn:11211"
@@ -93,7 +95,7 @@ def test_the_remedy_is_the_exact_command_keeping_what_the_runtime_has():
 def test_up_refuses_a_running_runtime_without_an_asked_store_naming_the_command(running, monkeypatch):
     monkeypatch.setattr(control, "serving", lambda state: True)
     with pytest.raises(ConfigError) as error:
-        control.up(str(ROOT / "stack.yml"), 0, str(running), stores=("pool",), watchdog_choice="off")
+        control.up(UpOptions(str(ROOT / "stack.yml"), 0, str(running), stores=("pool",), watchdog="off"))
     assert error.value.field == "--stores"
     assert f"`faasgd down --dir {running} && faasgd up --stores pool --dir {running}`" in str(error.value)
 

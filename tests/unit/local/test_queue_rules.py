@@ -1,4 +1,4 @@
-"""The delivery rules of `ce` and `pro` as a table (faasgd.local.queue_rules), the policy's
+"""The delivery rules of `ce` and `pro` as a table (faasgd.local.queue.rules), the policy's
 defaults and validation, and the flags that carry it from `faasgd up` to the daemon."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local.queue_rules import Chaos, RETRY_CODES, DeliveryPolicy, Outcome, add_flags, backoff, decide, from_flags
+from faasgd.local.queue.rules import Chaos, DeliveryPolicy, Outcome, RETRY_CODES, add_flags, backoff, decide, from_flags
 
 CE, PRO = DeliveryPolicy(), DeliveryPolicy("pro")
 

@@ -1,10 +1,10 @@
-"""faasgd.local.resp: the few RESP2 replies starting a Redis Cluster needs, read from bytes as a server sends them."""
+"""faasgd.local.services.resp: the few RESP2 replies starting a Redis Cluster needs, read from bytes as a server sends them."""
 
 import io
 
 import pytest
 
-from faasgd.local import resp
+from faasgd.local.services import resp
 
 
 def read(data: bytes):

@@ -2,7 +2,6 @@
 state.json member by member, and stopped by `faasgd down`. Fake process table or fake starters: the real
 groups run in tests/e2e/test_up_down.py."""
 
-import argparse
 import os
 import signal
 import sys
@@ -11,12 +10,16 @@ import types
 import pytest
 
 from faasgd.errors import ConfigError
-from faasgd.local import control, daemon, stack_groups
+from faasgd.local.lifecycle import control, daemon
 from faasgd.local.processes import ProcessRef
-from faasgd.local.stack import load_stack
-from faasgd.local.store_groups import ServerGroup, group_url
-from faasgd.local.stores import ServerProcess, start_memcached
+from faasgd.local.replicas.stack import load_stack
+from faasgd.local.services import stack_groups
+from faasgd.local.services.store_groups import ServerGroup, group_url
+from faasgd.local.services.stores import ServerProcess, start_memcached
 from faasgd.testing import stacks
+from faasgd.local.lifecycle.options import UpOptions
+from faasgd.local.lifecycle.runtime_state import initial_state
+from faasgd.local.lifecycle.state_file import write_state
 from support.paths import ROOT
 
 T0 = 1_700_000_000.0
@@ -81,7 +84,7 @@ def test_under_docker_the_groups_bind_the_bridge_address(monkeypatch):
         started.append(kwargs)
         return fake_group("redis", "redis-cluster", [7101], 601)
 
-    monkeypatch.setitem(sys.modules, "faasgd.local.redis_cluster",
+    monkeypatch.setitem(sys.modules, "faasgd.local.services.redis_cluster",
                         types.SimpleNamespace(start_redis_cluster=start_redis_cluster))
     start = stack_groups.starters(stack_groups.GroupPlan(cluster_masters=2), also_bind="172.18.0.1")
     assert set(start) == {"redis-cluster"}
@@ -94,7 +97,7 @@ def test_under_docker_the_groups_bind_the_bridge_address(monkeypatch):
 def test_a_real_cluster_started_with_a_second_address_announces_it_and_serves_there():
     from redis.cluster import RedisCluster
 
-    from faasgd.local.redis_cluster import start_redis_cluster
+    from faasgd.local.services.redis_cluster import start_redis_cluster
 
     group = start_redis_cluster(masters=2, also_bind="127.0.0.2")
     try:
@@ -122,8 +125,8 @@ def test_state_records_every_member_and_services_point_at_them(table, tmp_path):
     under_docker = daemon.service_table(7000, stores, groups, host="172.18.0.1")
     assert under_docker["memcached-pool-0.memcached-pool:11211"] == "172.18.0.1:7201"
 
-    args = argparse.Namespace(port=7000, stack=str(tmp_path / "stack.yml"))
-    daemon.write_state(tmp_path, {**daemon.initial_state(args, tmp_path, stores, services, groups), "ready": True})
+    options = UpOptions(str(tmp_path / "stack.yml"), 7000)
+    write_state(tmp_path, {**initial_state(options, tmp_path, stores, services, groups), "ready": True})
     state = control.read_state(tmp_path)
     assert state["store_groups"]["memcached-pool"] == {
         "url": "memcached://127.0.0.1:7201,127.0.0.1:7202",
@@ -152,7 +155,7 @@ def test_start_servers_starts_the_planned_groups_with_the_other_servers(tmp_path
         members = [start_memcached(memory_mb=16) for _ in range(servers)]
         return ServerGroup("memcached-pool", group_url("memcached", members), members)
 
-    monkeypatch.setitem(sys.modules, "faasgd.local.memcached_pool",
+    monkeypatch.setitem(sys.modules, "faasgd.local.services.memcached_pool",
                         types.SimpleNamespace(start_memcached_pool=start_memcached_pool))
     monkeypatch.setattr(daemon, "start_nats", lambda folder: start_memcached(memory_mb=16))  # any real server
     monkeypatch.setattr(daemon, "jetstream_answers", lambda port: True)
@@ -170,7 +173,7 @@ def test_a_group_that_fails_to_start_stops_the_others(tmp_path, monkeypatch):
     def start_redis_cluster(**_):
         raise ConfigError("redis-cluster", "no slots")
 
-    monkeypatch.setitem(sys.modules, "faasgd.local.redis_cluster",
+    monkeypatch.setitem(sys.modules, "faasgd.local.services.redis_cluster",
                         types.SimpleNamespace(start_redis_cluster=start_redis_cluster))
     started = []
     real = daemon.start_memcached

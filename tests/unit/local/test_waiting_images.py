@@ -11,7 +11,7 @@ import pytest
 
 from faasgd.api import hints, jobs
 from faasgd.cli import runtime as cli_runtime
-from faasgd.local import waiting_images
+from faasgd.local.lifecycle import waiting_images
 from faasgd.local.processes import ProcessRef
 from faasgd.openfaas import FunctionError, GatewayClient
 

@@ -47,22 +47,24 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from faasgd.local.clock import Clock, RealClock
 from faasgd.local.gateway import scrape
 from faasgd.local.gateway.auth import RequireBasicAuth
 from faasgd.local.gateway.directory import Directory
 from faasgd.local.gateway.limits import HeadLimits
 from faasgd.local.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from faasgd.local.gateway.metrics import Metrics
-from faasgd.local.gateway.options import Clock, GatewayOptions, RealClock, Registry
-from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, Reply, canonical, connection_tokens
-from faasgd.local.gateway.queue import USER_AGENT, AsyncCall, Broker, CallQueue, QueueWorkers
-from faasgd.local.gateway.queue_errors import QueueError
-from faasgd.local.gateway.responses import (SERVER, AnswerWhenCutOff, BodyRefused, OneBodyFraming, ProxiedResponse,
+from faasgd.local.gateway.options import GatewayOptions, Registry
+from faasgd.local.gateway.proxy import HOP_BY_HOP, LIMITS, Proxy, canonical, connection_tokens
+from faasgd.local.gateway.responses import (AnswerWhenCutOff, BodyRefused, OneBodyFraming, ProxiedResponse, SERVER,
                                             WireHeaders, body_refused, client_gone, error, http_error, read_body,
                                             server_error, too_large)
 from faasgd.local.gateway.system import FunctionsApi
 from faasgd.local.gateway.system_logs import LogsApi
 from faasgd.local.gateway.system_secrets import SecretsApi
+from faasgd.local.queue.errors import QueueError
+from faasgd.local.queue.messages import AsyncCall, Broker, Reply
+from faasgd.local.queue.workers import CallQueue, QueueWorkers, USER_AGENT
 
 INVOKE_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 RETRY_AFTER_S = 5  # what a 503 from the queue asks the client to wait (the broker's watch restarts it within ~2 s)
@@ -74,7 +76,7 @@ def create_app(registry: Registry, options: GatewayOptions = GatewayOptions(),
                transport: httpx.AsyncBaseTransport | None = None, clock: Clock | None = None, *,
                broker: Broker) -> Starlette:
     """The gateway over `registry`; replicas and callbacks are reached through `transport` (default: TCP),
-    async calls are kept by `broker` (gateway/queue_jetstream.py in the runtime).
+    async calls are kept by `broker` (queue/jetstream.py in the runtime).
 
     `app.state.queue` is its CallQueue, `app.state.metrics` its Metrics. The queue-workers run
     between the app's lifespan startup and shutdown.

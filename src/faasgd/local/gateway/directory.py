@@ -17,7 +17,8 @@ from pathlib import Path
 from anyio import to_thread
 
 from faasgd.local.api import NAMESPACE, FunctionDeployment
-from faasgd.local.gateway.options import Clock, RealClock, Registry
+from faasgd.local.clock import Clock, RealClock
+from faasgd.local.gateway.options import Registry
 
 POLL_S = 0.02  # how often a waiting call looks for a replica that has become healthy
 

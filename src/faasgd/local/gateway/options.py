@@ -1,10 +1,7 @@
-"""The gateway's settings, the registry it reads replicas from, and the clock it keeps time with."""
+"""The gateway's settings and the registry it reads replicas from (its clock: faasgd.local.clock)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -12,7 +9,7 @@ from typing import Protocol
 from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
 from faasgd.local.api import FunctionDeployment
-from faasgd.local.queue_rules import DeliveryPolicy
+from faasgd.local.queue.rules import DeliveryPolicy
 
 
 @dataclass(frozen=True)
@@ -22,7 +19,7 @@ class GatewayOptions:
     upstream_timeout_s: float = 300.0  # a call taking longer -> 504 (the whole call, body included)
     ack_wait_s: float = 300.0  # an async delivery not finished after this is delivered again
     queue_workers: int | None = None  # None: one per call the replicas run at once (registry.call_slots(), re-read every 0.5 s)
-    delivery: DeliveryPolicy = DeliveryPolicy()  # async calls: ce (no retries) or pro (retries), queue_rules.py
+    delivery: DeliveryPolicy = DeliveryPolicy()  # async calls: ce (no retries) or pro (retries), queue/rules.py
     version: str = "0.1.0"  # in X-Served-By and /system/info
     sha: str = "unknown"  # /system/info's version.sha (the OpenAPI spec requires one): the source's git commit
     # /system/* asks for this (user, password) with HTTP basic auth, as OpenFaaS's basic_auth=true does;
@@ -46,7 +43,7 @@ class GatewayOptions:
             if not getattr(self, name) > 0:
                 raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}")
         if not isinstance(self.delivery, DeliveryPolicy):
-            raise ConfigError("delivery", f"must be a DeliveryPolicy (queue_rules.py), got {self.delivery!r}")
+            raise ConfigError("delivery", f"must be a DeliveryPolicy (queue/rules.py), got {self.delivery!r}")
         if self.queue_workers is not None and self.queue_workers < 1:
             raise ConfigError("queue_workers", f"must be None (one per call the replicas run at once) or >= 1, got {self.queue_workers!r}")
         if self.basic_auth is not None and not (len(self.basic_auth) == 2 and all(self.basic_auth)):
@@ -56,7 +53,7 @@ class GatewayOptions:
 
 
 class Registry(Protocol):
-    """What the gateway needs of the replica supervisor (faasgd.local.replicas.Supervisor). deploy,
+    """What the gateway needs of the replica supervisor (faasgd.local.replicas.supervisor.Supervisor). deploy,
     remove and scale raise faasgd.local.api.Refused carrying the status to answer."""
 
     def function_names(self) -> list[str]: ...
@@ -68,24 +65,3 @@ class Registry(Protocol):
     def deploy(self, request: FunctionDeployment, update: bool) -> None: ...
     def remove(self, name: str) -> None: ...
     def log_sources(self, name: str) -> list[tuple[str, Path]] | None: ...  # (replica, log file); None: unknown
-
-
-class Clock(Protocol):
-    """Monotonic time for deadlines, backoff and ack_wait; tests inject one they advance by hand."""
-
-    def now(self) -> float: ...
-    async def sleep(self, seconds: float) -> None: ...
-    def timeout(self, seconds: float) -> AbstractAsyncContextManager: ...  # raises TimeoutError on expiry
-
-
-class RealClock:
-    """The event loop's own time."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    def timeout(self, seconds: float) -> AbstractAsyncContextManager:
-        return asyncio.timeout(seconds)

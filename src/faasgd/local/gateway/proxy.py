@@ -22,8 +22,9 @@ from typing import AsyncIterator, Callable
 import anyio
 import httpx
 
+from faasgd.local.clock import Clock
 from faasgd.local.gateway.metrics import Metrics
-from faasgd.local.gateway.options import Clock
+from faasgd.local.queue.messages import Headers, Reply
 
 HOP_BY_HOP = frozenset({"connection", "proxy-connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
                         "te", "trailer", "transfer-encoding", "upgrade"})
@@ -33,19 +34,6 @@ RETRYABLE = frozenset({502, 503, 504})  # no replica / replica died / upstream t
 # minutes); idle connections expire before a replica's own idle timeout can race a new request.
 LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=64, keepalive_expiry=5.0)
 
-Headers = list[tuple[str, str]]
-
-
-@dataclass
-class Reply:
-    """A call's whole answer, as the queue-worker reads it."""
-
-    status: int
-    headers: Headers  # the function's response headers, hop-by-hop ones and Content-Length removed
-    body: bytes
-    error: str | None = None  # set when the gateway answered because the function gave no response
-    replica: str | None = None  # base URL of the replica that answered
-    seconds: float = 0.0
 
 
 class Balancer:
@@ -72,17 +60,28 @@ class Balancer:
         return set(dict(self._in_flight))
 
 
+@dataclass(frozen=True)
+class Upstream:
+    """A replica's response still streaming back, read within the call's upstream deadline on `clock`."""
+
+    response: httpx.Response
+    deadline: float
+    clock: Clock
+
+
 class Forwarded:
-    """One call's answer as it streams back: the replica's response, or the gateway's own JSON error.
+    """One call's answer as it streams back: the replica's response (`upstream`), or the gateway's own JSON error
+    (`body`).
 
     `close()` must follow (it frees the replica, closes the connection and counts the call).
     """
 
-    def __init__(self, status: int, headers: Headers, *, body: bytes = b"", response: httpx.Response | None = None,
-                 replica: str | None = None, error: str | None = None, deadline: float = 0.0,
-                 clock: Clock | None = None, on_close: Callable[[int], float] | None = None):
+    def __init__(self, status: int, headers: Headers, *, body: bytes = b"", upstream: Upstream | None = None,
+                 replica: str | None = None, error: str | None = None,
+                 on_close: Callable[[int], float] | None = None):
         self.status, self.headers, self.replica, self.error = status, headers, replica, error
-        self._body, self._response, self._deadline, self._clock = body, response, deadline, clock
+        self._body, self._upstream = body, upstream
+        self._response = upstream.response if upstream is not None else None
         self._on_close, self.seconds = on_close, None
 
     async def chunks(self) -> AsyncIterator[bytes]:
@@ -90,9 +89,9 @@ class Forwarded:
         if self._response is None:
             yield self._body
             return
-        stream = self._response.aiter_raw()
+        stream, clock = self._response.aiter_raw(), self._upstream.clock
         while True:
-            async with self._clock.timeout(max(0.0, self._deadline - self._clock.now())):
+            async with clock.timeout(max(0.0, self._upstream.deadline - clock.now())):
                 chunk = await anext(stream, None)
             if chunk is None:
                 return
@@ -141,8 +140,8 @@ class Proxy:
         except BaseException:
             self.balancer.release(url)
             raise
-        return Forwarded(response.status_code, response_headers(response), response=response, replica=url,
-                         deadline=began + self.timeout_s, clock=self.clock,
+        return Forwarded(response.status_code, response_headers(response), replica=url,
+                         upstream=Upstream(response, began + self.timeout_s, self.clock),
                          on_close=lambda status: self._count(function, status, began, url))
 
     async def call(self, function: str, urls: list[str], method: str, path: str, query: str, headers: Headers,

@@ -18,8 +18,9 @@ from faasgd.errors import FaasgdError
 from faasgd.local.gateway.app import create_app
 from faasgd.local.gateway.limits import MAX_HEAD_BYTES, MAX_URL_BYTES
 from faasgd.local.gateway.options import GatewayOptions, Registry
-from faasgd.local.gateway.queue import Broker, CallQueue
 from faasgd.local.processes import backoff
+from faasgd.local.queue.messages import Broker
+from faasgd.local.queue.workers import CallQueue
 
 log = logging.getLogger(__name__)
 

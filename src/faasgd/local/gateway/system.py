@@ -5,7 +5,7 @@ and /system/namespaces, answered as OpenFaaS CE (the faas gateway in front of fa
   (404 if absent).
 * POST /system/functions creates, PUT updates (404 if absent: faas-cli then POSTs), DELETE removes
   (body {"functionName"}; 404 if absent): 202 with an empty body, as CE. A deployment's image must
-  be one the runtime builds (faasgd.local.deployments); other refusals carry CE's status.
+  be one the runtime builds (faasgd.local.replicas.deployments); other refusals carry CE's status.
 * POST /system/scale-function/NAME: the count clamped (faasgd.local.api.clamp_replicas), 202.
   Departure: the answer has a JSON body {"serviceName", "replicas"} telling the count set (CE's
   is empty), so a caller learns of a clamp.

@@ -23,11 +23,12 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from faasgd.local.api import NAMESPACE
+from faasgd.local.clock import Clock
 from faasgd.local.gateway.directory import Directory
-from faasgd.local.gateway.options import Clock, GatewayOptions
+from faasgd.local.gateway.options import GatewayOptions
 from faasgd.local.gateway.responses import error
 from faasgd.local.gateway.system import namespace_problem
-from faasgd.local.logs import Entry, LogFile, parse_time, select, stamp
+from faasgd.local.replicas.logs import Entry, LogFile, parse_time, select, stamp
 
 DEFAULT_SINCE = timedelta(minutes=5)  # faas-netes pkg/k8s/logs.go defaultLogSince
 FOLLOW_POLL_S = 0.25

@@ -1,5 +1,5 @@
 """The gateway's /system/secrets, answered as faas-netes' SecretsHandler answers, over the runtime's
-secret files (faasgd.local.secrets).
+secret files (faasgd.local.services.secrets).
 
 GET lists [{"name", "namespace"}] (values are never returned); POST creates (409 if it exists), PUT
 replaces (404 if absent), DELETE removes (404 if absent): 202 with an empty body. A body is
@@ -22,7 +22,7 @@ from starlette.routing import Route
 from faasgd.local.api import NAMESPACE, Refused, read_json
 from faasgd.local.gateway.responses import error, read_body, too_large
 from faasgd.local.gateway.system import namespace_problem
-from faasgd.local.secrets import MAX_VALUE_BYTES, SecretStore, check_name
+from faasgd.local.services.secrets import MAX_VALUE_BYTES, SecretStore, check_name
 
 SECRET_FIELDS = ("name", "namespace", "value", "rawValue")
 MAX_SECRET_BODY_BYTES = 4 * MAX_VALUE_BYTES  # faas-cli --from-file sends the value twice, once as base64
