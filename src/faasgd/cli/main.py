@@ -171,6 +171,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                        help="the stack file if this command starts the runtime (default stack.yml)")
     train.add_argument("--port", type=int, default=None,
                        help="the gateway's port if this command starts the runtime (default: a free one)")
+    train.add_argument("--mllog", default=None, metavar="FILE",
+                       help="write the job as an MLPerf Training-format log (:::MLLOG lines) to FILE when it ends; "
+                            "faasgd's benchmark is not one of MLPerf's (extra track; docs/how-to/tracking.md)")
     add_runtime_flags(train)
 
     if only in RUNTIME_COMMANDS:

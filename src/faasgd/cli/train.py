@@ -44,8 +44,35 @@ def config_overrides(args) -> dict:
     return {**renamed, **given}
 
 
+def trackers(args) -> list:
+    """The trackers the flags ask for (faasgd.tracking, imported only then), checked before anything starts."""
+    if not args.mllog:
+        return []
+    try:
+        from faasgd import tracking
+    except ImportError as error:  # pragma: no cover - the extra missing
+        raise ConfigError("--mllog", f"needs the extra track (pip install 'faasgd[track]'): {error}") from None
+    return tracking.sinks(mllog=args.mllog)
+
+
+def feeding(trackers: list, read_events, live):
+    """The status callback: the live progress, then the trackers' feed (None: no tracker)."""
+    if not trackers:
+        return live, None
+    from faasgd.tracking import Feed
+
+    feed = Feed(trackers, read_events)
+
+    def seen(status: dict) -> None:
+        live(status)
+        feed(status)
+
+    return seen, feed
+
+
 def run(args) -> int:
     flags.seconds("--timeout", args.timeout)
+    args.trackers = trackers(args)
     if args.port is not None:
         control.check_options(args.port)
     overrides = config_overrides(args)
@@ -97,11 +124,12 @@ def run_through_gateway(args, body: dict) -> int:
     out.print(f"job {job.job_id}: {info['number_of_workers']} worker(s), {info['dataset']}, mode {info['invocation_mode']}, "
               f"store {info['store']} ({info['store_url']}), gateway {client.url}", highlight=False, markup=False)
     live = LiveProgress(out)
+    on_status, feed = feeding(getattr(args, "trackers", []), job.events, live)
     try:
-        status = job.wait(args.timeout, on_status=live, poll_s=STATUS_POLL_S)
+        status = job.wait(args.timeout, on_status=on_status, poll_s=STATUS_POLL_S)
     finally:
         live.close()
-    return report(status, job.job_id, args)
+    return report(status, job.job_id, args, feed)
 
 
 def run_direct(args, config) -> int:
@@ -118,19 +146,22 @@ def run_direct(args, config) -> int:
     out.print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.invocation_mode}, "
               f"store {store.url}, target {config.target_accuracy}", highlight=False, markup=False)
     live = LiveProgress(out)
+    on_status, feed = feeding(getattr(args, "trackers", []), lambda start: store.events(job_id, start), live)
     try:
-        status = direct.run_job(config, store, job_id, args.timeout, on_status=live)
+        status = direct.run_job(config, store, job_id, args.timeout, on_status=on_status)
     finally:
         live.close()
-    return report(status, job_id, args)
+    return report(status, job_id, args, feed)
 
 
-def report(status: dict, job_id: str, args) -> int:
-    """Print the summary (on stderr with --json, then the result as the one JSON document on stdout; cli/output.py);
-    0 when the job is done."""
+def report(status: dict, job_id: str, args, feed=None) -> int:
+    """Print the summary (on stderr with --json, then the result as the one JSON document on stdout; cli/output.py),
+    hand the job's end to its trackers (`feed`, faasgd.tracking); 0 when the job is done."""
     final = status.get("result") or result.missing(job_id, f"no result after --timeout {args.timeout:g} s")
     print_summary(final, status.get("workers"))
     print_batch_note(status.get("config"))
+    if feed is not None:
+        feed.finish(status, final)
     if args.json:
         emit_json(final)
     return 0 if final.get("state") == "done" else 1

@@ -1,0 +1,112 @@
+"""Hands a job's evaluations to its trackers as they happen, and its end once it has one.
+
+    feed = Feed(sinks(metrics_lines=True), job.events)   # read_events(start): the job's events from `start` on
+    status = job.wait(on_status=feed)                      # each status read brings the new events' points
+    feed.finish(status, status["result"])                  # the whole run: every sink writes what it keeps
+
+A sink takes each point as the feed sees it (`point`, live: metric lines print then) and the whole run at the end
+(`finish`: the MLPerf log and the TensorBoard files are written from it, on the job's own clock, so a log reads the
+same whenever it was written). `follow` does the above for an api.Job.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, TextIO
+
+from faasgd.errors import ConfigError
+from faasgd.job import result as results
+from faasgd.tracking.timeline import Point, points, run_start, train_rows
+
+
+@dataclass(frozen=True)
+class Run:
+    """A job at its end, as the trackers record it."""
+
+    job_id: str
+    config: dict[str, Any]  # the job's resolved configuration (its status' `config`)
+    result: dict[str, Any]  # its result record (job/result.py RESULT_KEYS)
+    created_at: float | None  # when the job was created (the store's clock)
+    run_start: float | None  # the first worker call's entry: where time_to_target_s starts
+    crossing: dict[str, Any] | None  # the record of where it met its target (status `done`), or None
+    train_rows: int  # rows of the training set (its workers' shards)
+    points: list[Point] = field(default_factory=list)  # every evaluation, in time order
+    workers: list[dict | None] = field(default_factory=list)  # each worker's final record
+
+
+class Sink(Protocol):
+    """A tracker: sees each evaluation as it is read, then the finished run."""
+
+    def point(self, point: Point) -> None: ...
+
+    def finish(self, run: Run) -> None: ...
+
+
+class Feed:
+    """An on_status callback that reads the job's new events at each status read and hands their points on."""
+
+    def __init__(self, trackers: list[Sink], read_events: Callable[[int], list[dict]]):
+        self.trackers, self.read_events = list(trackers), read_events
+        self.events: list[dict] = []
+
+    def __call__(self, status: dict) -> None:
+        if not status.get("workers"):  # not created yet, or the store unreachable for this read
+            return
+        new = self.read_events(len(self.events))
+        self.events.extend(new)
+        for found in points(new, train_rows(status)):
+            for tracker in self.trackers:
+                tracker.point(found)
+
+    def finish(self, status: dict, final: dict) -> Run:
+        """The job's end: the events not seen yet, then the run to every sink."""
+        self(status)
+        rows = train_rows(status)
+        run = Run(job_id=final.get("job_id") or status.get("job_id"), config=status.get("config") or {},
+                  result=final, created_at=status.get("created_at"), run_start=run_start(status),
+                  crossing=status.get("done"), train_rows=rows, points=points(self.events, rows),
+                  workers=list(status.get("workers") or ()))
+        for tracker in self.trackers:
+            tracker.finish(run)
+        return run
+
+
+def sinks(*, mllog: str | None = None, tensorboard: str | None = None, metrics_lines: bool = False,
+          stream: TextIO | None = None) -> list[Sink]:
+    """The trackers asked for; each imports its tool's library only here (the extra `track`). A file's folder must
+    exist (ConfigError naming the flag), checked before any job starts."""
+    if mllog:
+        in_folder("--mllog", mllog)
+    found: list[Sink] = []
+    if metrics_lines:
+        from faasgd.tracking.metric_lines import MetricLines
+        found.append(MetricLines(stream))
+    if mllog:
+        from faasgd.tracking.mllog import MLLog
+        found.append(MLLog(mllog))
+    if tensorboard:
+        from faasgd.tracking.tensorboard import TensorBoard
+        found.append(TensorBoard(tensorboard))
+    return found
+
+
+def in_folder(flag: str, path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or os.path.isdir(path):
+        raise ConfigError(flag, f"must be a file in an existing folder, got {path[:200]!r}")
+
+
+def follow(job, trackers: list[Sink], timeout_s: float = 3600.0,
+           on_status: Callable[[dict], None] | None = None) -> dict:
+    """Wait for an api.Job with `trackers` fed as it runs; its final status (its result under "result")."""
+    feed = Feed(trackers, job.events)
+
+    def seen(status: dict) -> None:
+        feed(status)
+        if on_status is not None:
+            on_status(status)
+
+    status = job.wait(timeout_s, on_status=seen)
+    feed.finish(status, status.get("result") or results.missing(job.job_id, f"no result after {timeout_s:g} s"))
+    return status

@@ -1,0 +1,61 @@
+"""`faasgd train --direct` with the trackers against a real redis-server, each file read back with its tool's reader."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from faasgd import api, tracking
+
+pytestmark = pytest.mark.e2e
+
+TINY = ["--dataset", "synthetic", "--train-samples", "2000", "--test-samples", "500", "--hidden-sizes", "32",
+        "--workers", "2"]
+
+
+def faasgd(*args, timeout=120):
+    environment = {k: v for k, v in os.environ.items() if k.lower() != "store_url"}
+    return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=environment)
+
+
+def mllog_lines(path):
+    return [json.loads(line.removeprefix(":::MLLOG ")) for line in path.read_text().splitlines()]
+
+
+def test_train_mllog_passes_the_compliance_checker_with_our_rules(redis_server, tmp_path):
+    pytest.importorskip("mlperf_logging")
+    from faasgd.tracking import mllog
+
+    path = tmp_path / "job.mllog"
+    run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--mllog", str(path), "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert mllog.check(str(path))
+    logged = mllog_lines(path)
+    evals = [line for line in logged if line["key"] == "eval_accuracy"]
+    assert len(evals) >= 3 and all(0 <= line["value"] <= 1 for line in evals)
+    start, stop = (next(line for line in logged if line["key"] == key) for key in ("run_start", "run_stop"))
+    assert stop["metadata"]["status"] == ("success" if result["reached_target"] else "aborted")
+    if result["reached_target"]:  # the log's score is the job's time to target (to the millisecond)
+        assert abs((stop["time_ms"] - start["time_ms"]) / 1000 - result["time_to_target_s"]) <= 0.002
+        assert stop["metadata"]["samples_count"] == result["samples_to_target"]
+    assert all(line["metadata"].get("job_id") == result["job_id"] for line in (start, stop))
+
+
+def test_a_finished_job_is_tracked_from_python_through_the_api(redis_server, tmp_path):
+    pytest.importorskip("mlperf_logging")
+    from faasgd.tracking import mllog
+
+    run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--json")
+    assert run.returncode == 0, run.stderr
+    job = api.job(json.loads(run.stdout)["job_id"], store_url=redis_server.url)
+    status = tracking.follow(job, tracking.sinks(mllog=str(tmp_path / "again.mllog")), timeout_s=30)
+    assert status["state"] == "done" and mllog.check(str(tmp_path / "again.mllog"))
+
+
+def test_a_tracker_file_in_no_folder_is_refused_before_anything_starts(redis_server, tmp_path):
+    run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--mllog", str(tmp_path / "no" / "x"))
+    assert run.returncode == 2 and "--mllog" in run.stderr
