@@ -7,7 +7,6 @@ Each line must exit 0.
 
 from __future__ import annotations
 
-import re
 import shlex
 import subprocess
 import sys
@@ -19,12 +18,18 @@ from support.paths import ROOT
 pytestmark = pytest.mark.e2e
 PAGE = ROOT / "docs" / "how-to" / "tracking.md"
 DOCUMENTED_STORE = "redis://127.0.0.1:6379/0"
-_BLOCK = re.compile(r"^```(?:bash|console)?\n(.*?)^```", re.M | re.S)
+SHELL = ("", "bash", "console", "sh")  # a fenced block in one of these languages holds command lines
 
 
 def lines() -> list[str]:
-    return [line.strip() for block in _BLOCK.findall(PAGE.read_text()) for line in block.splitlines()
-            if line.strip().startswith(("faasgd ", "python "))]
+    """The `faasgd` and `python` lines of the page's shell blocks, in order."""
+    found, language = [], None
+    for line in PAGE.read_text().splitlines():
+        if line.startswith("```"):
+            language = line[3:].strip() if language is None else None
+        elif language in SHELL and line.strip().startswith(("faasgd ", "python ")):
+            found.append(line.strip())
+    return found
 
 
 def argv(line: str, store_url: str) -> list[str]:
@@ -35,7 +40,7 @@ def argv(line: str, store_url: str) -> list[str]:
 
 def test_the_page_has_lines_for_every_tracker():
     text = " ".join(lines())
-    assert "--mllog" in text and "compliance_checker" in text
+    assert "--mllog" in text and "compliance_checker" in text and "--metrics-lines" in text
 
 
 def test_each_documented_line_runs_as_typed(redis_server, tmp_path):

@@ -2,12 +2,16 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from faasgd import api, tracking
+from faasgd.store import open_store
+
+KATIB_FILTER = re.compile(r"([\w|-]+)\s*=\s*((-?\d+)(\.\d+)?)")  # Katib's default StdOut filter
 
 pytestmark = pytest.mark.e2e
 
@@ -25,14 +29,18 @@ def mllog_lines(path):
     return [json.loads(line.removeprefix(":::MLLOG ")) for line in path.read_text().splitlines()]
 
 
-def test_train_mllog_passes_the_compliance_checker_with_our_rules(redis_server, tmp_path):
+def job_of(stdout):
+    return re.search(r"^job (j[0-9a-f]+):", stdout, re.M).group(1)
+
+
+def test_train_mllog_passes_the_compliance_checker_and_metric_lines_are_katibs(redis_server, tmp_path):
     pytest.importorskip("mlperf_logging")
     from faasgd.tracking import mllog
 
     path = tmp_path / "job.mllog"
-    run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--mllog", str(path), "--json")
+    run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--mllog", str(path), "--metrics-lines")
     assert run.returncode == 0, run.stderr
-    result = json.loads(run.stdout)
+    result = open_store(redis_server.url).get_record(job_of(run.stdout), "result")
     assert mllog.check(str(path))
     logged = mllog_lines(path)
     evals = [line for line in logged if line["key"] == "eval_accuracy"]
@@ -43,6 +51,18 @@ def test_train_mllog_passes_the_compliance_checker_with_our_rules(redis_server, 
         assert abs((stop["time_ms"] - start["time_ms"]) / 1000 - result["time_to_target_s"]) <= 0.002
         assert stop["metadata"]["samples_count"] == result["samples_to_target"]
     assert all(line["metadata"].get("job_id") == result["job_id"] for line in (start, stop))
+    # Katib's default filter over the stdout lines that begin with a timestamp (tests/unit/tracking: its parser)
+    read = [{m.group(1): float(m.group(2)) for m in KATIB_FILTER.finditer(line)}
+            for line in run.stdout.splitlines() if re.match(r"\d{4}-\d\d-\d\dT", line)]
+    assert sum("validation_accuracy" in figures for figures in read) >= 3
+    assert read[-1]["samples"] == result["samples"] and read[-1]["reached_target"] == result["reached_target"]
+    if result["reached_target"]:
+        assert read[-1]["time_to_target_s"] == pytest.approx(result["time_to_target_s"])
+
+
+def test_metric_lines_leave_stdout_to_json(redis_server):
+    run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--metrics-lines", "--json")
+    assert run.returncode == 2 and "--metrics-lines" in run.stderr
 
 
 def test_a_finished_job_is_tracked_from_python_through_the_api(redis_server, tmp_path):

@@ -46,13 +46,16 @@ def config_overrides(args) -> dict:
 
 def trackers(args) -> list:
     """The trackers the flags ask for (faasgd.tracking, imported only then), checked before anything starts."""
-    if not args.mllog:
+    if args.metrics_lines and args.json:
+        raise ConfigError("--metrics-lines", "prints on stdout, where --json keeps the result alone: give one of them")
+    if not (args.mllog or args.metrics_lines):
         return []
+    from faasgd import tracking
+
     try:
-        from faasgd import tracking
-    except ImportError as error:  # pragma: no cover - the extra missing
+        return tracking.sinks(mllog=args.mllog, metrics_lines=args.metrics_lines)
+    except ImportError as error:  # the extra missing
         raise ConfigError("--mllog", f"needs the extra track (pip install 'faasgd[track]'): {error}") from None
-    return tracking.sinks(mllog=args.mllog)
 
 
 def feeding(trackers: list, read_events, live):

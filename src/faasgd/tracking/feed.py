@@ -20,6 +20,13 @@ from faasgd.job import result as results
 from faasgd.tracking.timeline import Point, points, run_start, train_rows
 
 
+# The figures of a finished job the trackers report (job/result.py names them): at the target, the model's, the
+# totals, what it cost
+FINAL = ("time_to_target_s", "samples_to_target", "epochs_to_target", "reached_target", "final_validation_accuracy",
+         "final_test_accuracy", "samples", "epochs", "wall_s", "samples_per_s", "cpu_s", "store_cpu_s",
+         "cpu_s_per_sample", "billed_s", "cost_usd")
+
+
 @dataclass(frozen=True)
 class Run:
     """A job at its end, as the trackers record it."""
@@ -33,6 +40,10 @@ class Run:
     train_rows: int  # rows of the training set (its workers' shards)
     points: list[Point] = field(default_factory=list)  # every evaluation, in time order
     workers: list[dict | None] = field(default_factory=list)  # each worker's final record
+
+    def final(self) -> dict[str, float]:
+        """FINAL's figures the result knows, as numbers (reached_target: 1 or 0)."""
+        return {name: float(self.result[name]) for name in FINAL if self.result.get(name) is not None}
 
 
 class Sink(Protocol):
@@ -49,15 +60,17 @@ class Feed:
     def __init__(self, trackers: list[Sink], read_events: Callable[[int], list[dict]]):
         self.trackers, self.read_events = list(trackers), read_events
         self.events: list[dict] = []
+        self.seen: set[tuple] = set()  # the points handed on: (at, worker_id, kind)
 
     def __call__(self, status: dict) -> None:
         if not status.get("workers"):  # not created yet, or the store unreachable for this read
             return
-        new = self.read_events(len(self.events))
-        self.events.extend(new)
-        for found in points(new, train_rows(status)):
-            for tracker in self.trackers:
-                tracker.point(found)
+        self.events.extend(self.read_events(len(self.events)))
+        for found in points(self.events, train_rows(status)):
+            if (found.at, found.worker_id, found.kind) not in self.seen:
+                self.seen.add((found.at, found.worker_id, found.kind))
+                for tracker in self.trackers:
+                    tracker.point(found)
 
     def finish(self, status: dict, final: dict) -> Run:
         """The job's end: the events not seen yet, then the run to every sink."""

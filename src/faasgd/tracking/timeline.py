@@ -4,8 +4,9 @@ Two kinds of event evaluate the job's parameters (the store's event list, faasgd
 - `check`: Downpour's stop rule between epoch ends (downpour/stop_rule.py) names `samples`, the samples in the
   parameters it checked;
 - `epoch`: an evaluated epoch end (one worker a round, every worker at its last; worker/curve_rows.py). It names
-  the epoch, not the samples: a point takes `epoch x rows of the training set` (every worker's shard passed that
-  many times), an estimate within a minibatch per worker of the truth.
+  the worker's epoch, not the job's samples: workers run at their own pace, so the point takes the most samples a
+  check has seen by then (a lower bound), and with no check before it (synchronous algorithms, whose workers move
+  in step) `epoch x rows of the training set`.
 Epoch events that carry no accuracy (another worker of the round evaluated) are no point.
 """
 
@@ -32,17 +33,18 @@ class Point:
 
 def points(events: Iterable[dict], train_rows: int) -> list[Point]:
     """The evaluations among `events`, in time order; `train_rows`: the rows of the training set (epoch points)."""
-    found = []
-    for event in events:
-        kind, accuracy = event.get("event"), event.get("accuracy")
-        if kind not in EVALUATIONS or accuracy is None:
+    found, checked = [], 0
+    for event in sorted((e for e in events if e.get("event") in EVALUATIONS), key=lambda e: float(e["at"])):
+        if event["event"] == "check":
+            checked = max(checked, int(event["samples"]))
+        if event.get("accuracy") is None:
             continue
-        epoch = event.get("epoch") if kind == "epoch" else None
-        samples = int(event["samples"]) if kind == "check" else int(epoch) * train_rows
-        found.append(Point(at=float(event["at"]), samples=samples, accuracy=float(accuracy),
+        epoch = event.get("epoch") if event["event"] == "epoch" else None
+        samples = int(event["samples"]) if epoch is None else checked or int(epoch) * train_rows
+        found.append(Point(at=float(event["at"]), samples=samples, accuracy=float(event["accuracy"]),
                            test_accuracy=event.get("test_accuracy"), worker_id=int(event.get("worker_id", 0)),
-                           kind=kind, epoch=epoch))
-    return sorted(found, key=lambda p: (p.at, p.samples))
+                           kind=event["event"], epoch=epoch))
+    return found
 
 
 def train_rows(status: dict) -> int:

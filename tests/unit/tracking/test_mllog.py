@@ -50,7 +50,7 @@ def test_evaluations_up_to_the_crossing_are_logged_with_their_samples(tmp_path):
     mllog.write(run_of(), str(path))
     evals = [(line["value"], line["metadata"]["samples_count"]) for line in lines(path)
              if line["key"] == "eval_accuracy"]
-    assert evals == [(0.5, 640), (0.7, 1800), (0.8, 1750), (0.9, 2000)]  # the epoch end: 1 x 1800 rows
+    assert evals == [(0.5, 640), (0.7, 640), (0.8, 1750), (0.9, 2000)]  # the epoch end: the checks' samples so far
 
 
 def test_a_run_short_of_its_target_stops_aborted_at_its_result(tmp_path):
