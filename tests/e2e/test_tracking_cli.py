@@ -10,6 +10,7 @@ import pytest
 
 from faasgd import api, tracking
 from faasgd.store import open_store
+from support.tensorboard_events import scalars
 
 KATIB_FILTER = re.compile(r"([\w|-]+)\s*=\s*((-?\d+)(\.\d+)?)")  # Katib's default StdOut filter
 
@@ -33,12 +34,14 @@ def job_of(stdout):
     return re.search(r"^job (j[0-9a-f]+):", stdout, re.M).group(1)
 
 
-def test_train_mllog_passes_the_compliance_checker_and_metric_lines_are_katibs(redis_server, tmp_path):
+def test_one_job_with_every_tracker_each_read_back_by_its_tool(redis_server, tmp_path):
     pytest.importorskip("mlperf_logging")
+    pytest.importorskip("tensorboardX")
     from faasgd.tracking import mllog
 
-    path = tmp_path / "job.mllog"
-    run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--mllog", str(path), "--metrics-lines")
+    path, board = tmp_path / "job.mllog", tmp_path / "board"
+    run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--mllog", str(path), "--metrics-lines",
+                 "--tensorboard", str(board))
     assert run.returncode == 0, run.stderr
     result = open_store(redis_server.url).get_record(job_of(run.stdout), "result")
     assert mllog.check(str(path))
@@ -58,6 +61,13 @@ def test_train_mllog_passes_the_compliance_checker_and_metric_lines_are_katibs(r
     assert read[-1]["samples"] == result["samples"] and read[-1]["reached_target"] == result["reached_target"]
     if result["reached_target"]:
         assert read[-1]["time_to_target_s"] == pytest.approx(result["time_to_target_s"])
+    # TensorBoard's reader: the job's curve with samples as its step, one run per worker
+    curves = scalars(board / result["job_id"])
+    assert len(curves["validation_accuracy"]) >= 3
+    assert curves["final/samples"][0][1] == result["samples"]
+    workers = sorted(p.name for p in (board / result["job_id"]).glob("worker-*"))
+    assert workers == ["worker-0", "worker-1"]
+    assert sum(scalars(board / result["job_id"] / w)["worker/samples"][0][1] for w in workers) == result["samples"]
 
 
 def test_metric_lines_leave_stdout_to_json(redis_server):
@@ -79,3 +89,5 @@ def test_a_finished_job_is_tracked_from_python_through_the_api(redis_server, tmp
 def test_a_tracker_file_in_no_folder_is_refused_before_anything_starts(redis_server, tmp_path):
     run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--mllog", str(tmp_path / "no" / "x"))
     assert run.returncode == 2 and "--mllog" in run.stderr
+    run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--tensorboard", str(tmp_path / "a" / "b"))
+    assert run.returncode == 2 and "--tensorboard" in run.stderr

@@ -174,6 +174,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     train.add_argument("--mllog", default=None, metavar="FILE",
                        help="write the job as an MLPerf Training-format log (:::MLLOG lines) to FILE when it ends; "
                             "faasgd's benchmark is not one of MLPerf's (extra track; docs/how-to/tracking.md)")
+    train.add_argument("--tensorboard", default=None, metavar="DIR",
+                       help="write the job's TensorBoard event files under DIR/<job_id> when it ends: its curves and "
+                            "one run per worker (extra track; docs/how-to/tracking.md)")
     train.add_argument("--metrics-lines", action="store_true",
                        help="print name=value lines on stdout as the job's evaluations are read, and its final "
                             "figures at its end, for Katib's StdOut metrics collector (not with --json)")

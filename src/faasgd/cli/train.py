@@ -48,14 +48,15 @@ def trackers(args) -> list:
     """The trackers the flags ask for (faasgd.tracking, imported only then), checked before anything starts."""
     if args.metrics_lines and args.json:
         raise ConfigError("--metrics-lines", "prints on stdout, where --json keeps the result alone: give one of them")
-    if not (args.mllog or args.metrics_lines):
+    if not (args.mllog or args.metrics_lines or args.tensorboard):
         return []
     from faasgd import tracking
 
     try:
-        return tracking.sinks(mllog=args.mllog, metrics_lines=args.metrics_lines)
+        return tracking.sinks(mllog=args.mllog, tensorboard=args.tensorboard, metrics_lines=args.metrics_lines)
     except ImportError as error:  # the extra missing
-        raise ConfigError("--mllog", f"needs the extra track (pip install 'faasgd[track]'): {error}") from None
+        flag = "--mllog" if "mlperf" in str(error) else "--tensorboard"
+        raise ConfigError(flag, f"needs the extra track (pip install 'faasgd[track]'): {error}") from None
 
 
 def feeding(trackers: list, read_events, live):

@@ -91,6 +91,8 @@ def sinks(*, mllog: str | None = None, tensorboard: str | None = None, metrics_l
     exist (ConfigError naming the flag), checked before any job starts."""
     if mllog:
         in_folder("--mllog", mllog)
+    if tensorboard:
+        folder_to_be("--tensorboard", tensorboard)
     found: list[Sink] = []
     if metrics_lines:
         from faasgd.tracking.metric_lines import MetricLines
@@ -108,6 +110,13 @@ def in_folder(flag: str, path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder) or os.path.isdir(path):
         raise ConfigError(flag, f"must be a file in an existing folder, got {path[:200]!r}")
+
+
+def folder_to_be(flag: str, path: str) -> None:
+    """A folder, or one to make in an existing folder."""
+    folder = os.path.abspath(path)
+    if not (os.path.isdir(folder) or (not os.path.exists(folder) and os.path.isdir(os.path.dirname(folder)))):
+        raise ConfigError(flag, f"must be a folder, or one to make in an existing folder, got {path[:200]!r}")
 
 
 def follow(job, trackers: list[Sink], timeout_s: float = 3600.0,
