@@ -40,7 +40,8 @@ def argv(line: str, store_url: str) -> list[str]:
 
 def test_the_page_has_lines_for_every_tracker():
     text = " ".join(lines())
-    assert all(flag in text for flag in ("--mllog", "compliance_checker", "--metrics-lines", "--tensorboard"))
+    assert all(flag in text for flag in ("--mllog", "compliance_checker", "--metrics-lines", "--tensorboard",
+                                         "--mlflow"))
 
 
 def test_each_documented_line_runs_as_typed(redis_server, tmp_path):

@@ -177,6 +177,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     train.add_argument("--tensorboard", default=None, metavar="DIR",
                        help="write the job's TensorBoard event files under DIR/<job_id> when it ends: its curves and "
                             "one run per worker (extra track; docs/how-to/tracking.md)")
+    train.add_argument("--mlflow", nargs="?", const="", default=None, metavar="URI",
+                       help="log the job as one MLflow run at URI (a tracking server, or sqlite:///FILE) when it ends; "
+                            "without URI, MLFLOW_TRACKING_URI (extra track; docs/how-to/tracking.md)")
     train.add_argument("--metrics-lines", action="store_true",
                        help="print name=value lines on stdout as the job's evaluations are read, and its final "
                             "figures at its end, for Katib's StdOut metrics collector (not with --json)")

@@ -1,5 +1,5 @@
 """A job's figures in the tools researchers already use: an MLPerf-format log (`:::MLLOG` lines), Katib's metric
-lines, TensorBoard event files. Each tool's library is an extra (`track`), imported only by the sink that writes
+lines, TensorBoard event files, an MLflow run. Each tool's library is an extra (`track`), imported only by the sink that writes
 for it: the core, the function image and the runtime never load them (the import rules in pyproject.toml).
 
     from faasgd import api, tracking
@@ -11,6 +11,7 @@ for it: the core, the function image and the runtime never load them (the import
     mllog.py         the MLPerf Training log format through mlperf-logging; mllog_rules.yaml checks it
     metric_lines.py  `name=value` lines on stdout as evaluations happen (Katib's StdOut collector)
     tensorboard.py   event files: the job's curves and one run per worker (tensorboardX)
+    mlflow_run.py    one MLflow run per job: its configuration, curves, final figures and result record
 """
 
 from faasgd.tracking.feed import Feed, Run, Sink, follow, sinks

@@ -86,7 +86,7 @@ class Feed:
 
 
 def sinks(*, mllog: str | None = None, tensorboard: str | None = None, metrics_lines: bool = False,
-          stream: TextIO | None = None) -> list[Sink]:
+          mlflow: str | None = None, stream: TextIO | None = None) -> list[Sink]:
     """The trackers asked for; each imports its tool's library only here (the extra `track`). A file's folder must
     exist (ConfigError naming the flag), checked before any job starts."""
     if mllog:
@@ -103,6 +103,9 @@ def sinks(*, mllog: str | None = None, tensorboard: str | None = None, metrics_l
     if tensorboard:
         from faasgd.tracking.tensorboard import TensorBoard
         found.append(TensorBoard(tensorboard))
+    if mlflow:
+        from faasgd.tracking.mlflow_run import MLflow
+        found.append(MLflow(mlflow))
     return found
 
 
