@@ -1,5 +1,7 @@
-"""`faasgd train --direct` with the trackers against a real redis-server, each file read back with its tool's reader."""
+"""`faasgd train --direct` with the trackers against a real redis-server, each file read back with its tool's reader:
+one job with --mllog, --metrics-lines, --tensorboard and --mlflow sqlite:///F at once."""
 
+import importlib.util
 import json
 import os
 import re
@@ -20,10 +22,10 @@ TINY = ["--dataset", "synthetic", "--train-samples", "2000", "--test-samples", "
         "--workers", "2"]
 
 
-def faasgd(*args, timeout=120):
+def faasgd(*args, timeout=300, cwd=None):
     environment = {k: v for k, v in os.environ.items() if k.lower() != "store_url"}
     return subprocess.run([sys.executable, "-m", "faasgd.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=environment)
+                          timeout=timeout, env=environment, cwd=cwd)
 
 
 def mllog_lines(path):
@@ -39,9 +41,9 @@ def test_one_job_with_every_tracker_each_read_back_by_its_tool(redis_server, tmp
     pytest.importorskip("tensorboardX")
     from faasgd.tracking import mllog
 
-    path, board = tmp_path / "job.mllog", tmp_path / "board"
+    path, board, runs = tmp_path / "job.mllog", tmp_path / "board", f"sqlite:///{tmp_path / 'mlflow.db'}"
     run = faasgd("train", "--direct", "--store-url", redis_server.url, *TINY, "--mllog", str(path), "--metrics-lines",
-                 "--tensorboard", str(board))
+                 "--tensorboard", str(board), "--mlflow", runs, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     result = open_store(redis_server.url).get_record(job_of(run.stdout), "result")
     assert mllog.check(str(path))
@@ -68,6 +70,15 @@ def test_one_job_with_every_tracker_each_read_back_by_its_tool(redis_server, tmp
     workers = sorted(p.name for p in (board / result["job_id"]).glob("worker-*"))
     assert workers == ["worker-0", "worker-1"]
     assert sum(scalars(board / result["job_id"] / w)["worker/samples"][0][1] for w in workers) == result["samples"]
+    # MLflow's client: one run, the configuration as params, the accuracy curve
+    if importlib.util.find_spec("mlflow"):
+        from mlflow import MlflowClient
+
+        client = MlflowClient(tracking_uri=runs)
+        logged = client.search_runs([client.get_experiment_by_name("faasgd").experiment_id])
+        assert [r.data.tags["job_id"] for r in logged] == [result["job_id"]]
+        assert logged[0].data.params["number_of_workers"] == "2"
+        assert len(client.get_metric_history(logged[0].info.run_id, "validation_accuracy")) >= 3
 
 
 def test_metric_lines_leave_stdout_to_json(redis_server):
