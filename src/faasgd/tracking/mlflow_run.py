@@ -7,7 +7,7 @@ names another), is named after the job and holds:
     metrics    validation_accuracy, test_accuracy at every evaluation (step: samples, timestamp: the job's clock),
                worker_<i>_validation_accuracy for the evaluations each worker made; the final figures
                (feed.FINAL: time and samples to target, CPU seconds, cost, ...) at the last step
-    tags       job_id, store, mode (invocation_mode), algorithm, state
+    tags       job_id, store, mode (invocation_mode), algorithm, state, commit (of the faasgd source, from a checkout)
     artifacts  result.json: the job's result record
 Start and end times are the job's creation and its result; the run ends FINISHED when the job is done, else FAILED.
 """
@@ -15,8 +15,10 @@ Start and end times are the job's creation and its result; the run ends FINISHED
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import subprocess
 import sys
 
 from mlflow import MlflowClient
@@ -41,8 +43,20 @@ def params_of(config: dict) -> list[Param]:
 def tags_of(run: Run) -> dict[str, str]:
     config = run.config
     store = config.get("store") or str(config.get("store_url") or "").split(":", 1)[0]
-    return {"job_id": run.job_id, "store": store, "mode": str(config.get("invocation_mode")),
+    tags = {"job_id": run.job_id, "store": store, "mode": str(config.get("invocation_mode")),
             "algorithm": str(config.get("algorithm")), "state": str(run.result.get("state"))}
+    return {**tags, "commit": commit()} if commit() else tags
+
+
+@functools.cache
+def commit() -> str:
+    """The git commit of the faasgd source this process runs, when it runs from a checkout ("" otherwise)."""
+    try:
+        done = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def metrics_of(run: Run) -> list[Metric]:
