@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 
 from mlperf_logging.mllog import constants as keys
 from mlperf_logging.mllog.mllog import MLLogger
@@ -25,6 +26,8 @@ from faasgd.tracking.feed import Run
 from faasgd.tracking.timeline import Point
 
 RULES = os.path.join(os.path.dirname(__file__), "mllog_rules.yaml")  # the compliance checker's rules (--config)
+# a line's `file` metadata is the writing module's path from here (faasgd/tracking/mllog.py), not this machine's
+SOURCE_ROOT = re.escape(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # a pattern
 ORG = "faasgd"
 DIVISION = "open"  # the format's field; this is no submission (see the module's docstring)
 STATUS = "research"
@@ -66,7 +69,7 @@ def write(run: Run, path: str) -> None:
     handler = logging.FileHandler(path, mode="w", encoding="utf-8")
     logger.addHandler(handler)
     try:
-        log_run(MLLogger(logger=logger, default_stack_offset=1), run)
+        log_run(MLLogger(logger=logger, default_stack_offset=1, root_dir=SOURCE_ROOT), run)
     finally:
         handler.close()
 

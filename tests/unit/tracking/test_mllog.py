@@ -43,6 +43,7 @@ def test_a_run_that_met_its_target_passes_the_checker_and_its_score_is_the_time_
     assert logged["global_batch_size"]["value"] == 64 and logged["opt_base_learning_rate"]["value"] == 0.1
     assert logged["train_samples"]["value"] == 1800 and logged["eval_samples"]["value"] == 200
     assert logged["submission_benchmark"]["value"] == "faasgd-synthetic"  # never an MLPerf benchmark's name
+    assert logged["run_start"]["metadata"]["file"] == "faasgd/tracking/mllog.py"  # no path of this machine
 
 
 def test_evaluations_up_to_the_crossing_are_logged_with_their_samples(tmp_path):
