@@ -13,6 +13,7 @@ pytestmark = pytest.mark.e2e
 mlflow = pytest.importorskip("mlflow")
 
 from faasgd import api  # noqa: E402
+from faasgd.job import model_file  # noqa: E402
 from support.mlflow_server import mlflow_server  # noqa: E402
 
 TINY = ["--dataset", "synthetic", "--train-samples", "2000", "--test-samples", "500", "--hidden-sizes", "32",
@@ -56,6 +57,8 @@ def test_one_run_per_job_on_a_tracking_server(redis_server, tmp_path):
         assert logged.info.status == "FINISHED" and logged.info.end_time == round(result["finished_at"] * 1000)
         folder = client.download_artifacts(logged.info.run_id, "result.json", str(tmp_path))
         assert json.loads(open(folder).read()) == result
+        model = model_file.from_npz(client.download_artifacts(logged.info.run_id, "model.npz", str(tmp_path)))
+        assert (model.job_id, model.version) == (result["job_id"], result["model_version"])  # `faasgd model`'s file
 
 
 def test_mlflow_tracking_uri_names_a_sqlite_backend(redis_server, tmp_path):

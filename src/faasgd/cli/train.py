@@ -11,7 +11,7 @@ import json
 import os
 
 from faasgd import api
-from faasgd.job import result
+from faasgd.job import model_file, result
 from faasgd.cli import flags, forkserver
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json, progress_console
@@ -63,13 +63,13 @@ def trackers(args) -> list:
         raise ConfigError(flag, f"needs the extra track (pip install 'faasgd[track]'): {error}") from None
 
 
-def feeding(trackers: list, read_events, live):
+def feeding(trackers: list, read_events, read_model, live):
     """The status callback: the live progress, then the trackers' feed (None: no tracker)."""
     if not trackers:
         return live, None
     from faasgd.tracking import Feed
 
-    feed = Feed(trackers, read_events)
+    feed = Feed(trackers, read_events, read_model)
 
     def seen(status: dict) -> None:
         live(status)
@@ -132,7 +132,7 @@ def run_through_gateway(args, body: dict) -> int:
     out.print(f"job {job.job_id}: {info['number_of_workers']} worker(s), {info['dataset']}, mode {info['invocation_mode']}, "
               f"store {info['store']} ({info['store_url']}), gateway {client.url}", highlight=False, markup=False)
     live = LiveProgress(out)
-    on_status, feed = feeding(getattr(args, "trackers", []), job.events, live)
+    on_status, feed = feeding(getattr(args, "trackers", []), job.events, job.model_bytes, live)
     try:
         status = job.wait(args.timeout, on_status=on_status, poll_s=STATUS_POLL_S)
     finally:
@@ -154,7 +154,8 @@ def run_direct(args, config) -> int:
     out.print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.invocation_mode}, "
               f"store {store.url}, target {config.target_accuracy}", highlight=False, markup=False)
     live = LiveProgress(out)
-    on_status, feed = feeding(getattr(args, "trackers", []), lambda start: store.events(job_id, start), live)
+    on_status, feed = feeding(getattr(args, "trackers", []), lambda start: store.events(job_id, start),
+                              lambda: model_file.to_npz(model_file.read_model(store, job_id)), live)
     try:
         status = direct.run_job(config, store, job_id, args.timeout, on_status=on_status)
     finally:

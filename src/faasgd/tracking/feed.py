@@ -40,6 +40,7 @@ class Run:
     train_rows: int  # rows of the training set (its workers' shards)
     points: list[Point] = field(default_factory=list)  # every evaluation, in time order
     workers: list[dict | None] = field(default_factory=list)  # each worker's final record
+    read_model: Callable[[], bytes] | None = None  # the job's model file (npz bytes, job/model_file.py), if it can be read
 
     def final(self) -> dict[str, float]:
         """FINAL's figures the result knows, as numbers (reached_target: 1 or 0)."""
@@ -57,8 +58,9 @@ class Sink(Protocol):
 class Feed:
     """An on_status callback that reads the job's new events at each status read and hands their points on."""
 
-    def __init__(self, trackers: list[Sink], read_events: Callable[[int], list[dict]]):
-        self.trackers, self.read_events = list(trackers), read_events
+    def __init__(self, trackers: list[Sink], read_events: Callable[[int], list[dict]],
+                 read_model: Callable[[], bytes] | None = None):
+        self.trackers, self.read_events, self.read_model = list(trackers), read_events, read_model
         self.events: list[dict] = []
         self.seen: set[tuple] = set()  # the points handed on: (at, worker_id, kind)
 
@@ -79,7 +81,7 @@ class Feed:
         run = Run(job_id=final.get("job_id") or status.get("job_id"), config=status.get("config") or {},
                   result=final, created_at=status.get("created_at"), run_start=run_start(status),
                   crossing=status.get("done"), train_rows=rows, points=points(self.events, rows),
-                  workers=list(status.get("workers") or ()))
+                  workers=list(status.get("workers") or ()), read_model=self.read_model)
         for tracker in self.trackers:
             tracker.finish(run)
         return run
@@ -125,7 +127,7 @@ def folder_to_be(flag: str, path: str) -> None:
 def follow(job, trackers: list[Sink], timeout_s: float = 3600.0,
            on_status: Callable[[dict], None] | None = None) -> dict:
     """Wait for an api.Job with `trackers` fed as it runs; its final status (its result under "result")."""
-    feed = Feed(trackers, job.events)
+    feed = Feed(trackers, job.events, job.model_bytes)
 
     def seen(status: dict) -> None:
         feed(status)

@@ -8,7 +8,7 @@ names another), is named after the job and holds:
                worker_<i>_validation_accuracy for the evaluations each worker made; the final figures
                (feed.FINAL: time and samples to target, CPU seconds, cost, ...) at the last step
     tags       job_id, store, mode (invocation_mode), algorithm, state, commit (of the faasgd source, from a checkout)
-    artifacts  result.json: the job's result record
+    artifacts  result.json: the job's result record; model.npz: its model file (`faasgd model`'s), when it has one
 Start and end times are the job's creation and its result; the run ends FINISHED when the job is done, else FAILED.
 """
 
@@ -20,10 +20,12 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
+from faasgd.errors import FaasgdError
 from faasgd.tracking.feed import Run
 from faasgd.tracking.timeline import Point
 
@@ -93,9 +95,26 @@ def log(run: Run, uri: str, experiment: str | None = None) -> str:
         client.log_batch(run_id, metrics=metrics[i:i + BATCH])
     client.log_batch(run_id, tags=[RunTag("mlflow.source.name", "faasgd train")])
     client.log_text(run_id, json.dumps(run.result, indent=2, sort_keys=True), "result.json")
+    model = read_model(run)
+    if model is not None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.npz")
+            with open(path, "wb") as out:
+                out.write(model)
+            client.log_artifact(run_id, path)
     client.set_terminated(run_id, status="FINISHED" if run.result.get("state") == "done" else "FAILED",
                           end_time=ms(run.result.get("finished_at")))
     return run_id
+
+
+def read_model(run: Run) -> bytes | None:
+    """The job's model file, or None when it has none to read (a job that failed before any parameters)."""
+    if run.read_model is None:
+        return None
+    try:
+        return run.read_model()
+    except FaasgdError:
+        return None
 
 
 class MLflow:
