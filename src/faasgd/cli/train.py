@@ -44,11 +44,14 @@ def config_overrides(args) -> dict:
     return {**renamed, **given}
 
 
+TRACKER_LIBRARIES = (("mlperf_logging", "--mllog"), ("tensorboard", "--tensorboard"), ("mlflow", "--mlflow"))
+
+
 def trackers(args) -> list:
     """The trackers the flags ask for (faasgd.tracking, imported only then), checked before anything starts."""
     if args.metrics_lines and args.json:
         raise ConfigError("--metrics-lines", "prints on stdout, where --json keeps the result alone: give one of them")
-    mlflow = args.mlflow or os.environ.get("MLFLOW_TRACKING_URI") if args.mlflow is not None else None
+    mlflow = (args.mlflow or os.environ.get("MLFLOW_TRACKING_URI")) if args.mlflow is not None else None
     if args.mlflow is not None and not mlflow:
         raise ConfigError("--mlflow", "needs a tracking URI: give one, or set MLFLOW_TRACKING_URI")
     if not (args.mllog or args.metrics_lines or args.tensorboard or mlflow):
@@ -59,7 +62,7 @@ def trackers(args) -> list:
         return tracking.sinks(mllog=args.mllog, tensorboard=args.tensorboard, metrics_lines=args.metrics_lines,
                               mlflow=mlflow)
     except ImportError as error:  # the extra missing
-        flag = {"mlperf": "--mllog", "tensorboard": "--tensorboard"}.get(str(error.name).split("_")[0], "--mlflow")
+        flag = next((flag for library, flag in TRACKER_LIBRARIES if str(error.name).startswith(library)), "--mlflow")
         raise ConfigError(flag, f"needs the extra track (pip install 'faasgd[track]'): {error}") from None
 
 
