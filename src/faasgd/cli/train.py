@@ -172,8 +172,8 @@ def report(status: dict, job_id: str, args, feed=None) -> int:
     final = status.get("result") or result.missing(job_id, f"no result after --timeout {args.timeout:g} s")
     print_summary(final, status.get("workers"))
     print_batch_note(status.get("config"))
-    if feed is not None:
-        feed.finish(status, final)
     if args.json:
         emit_json(final)
+    if feed is not None:  # after the result is out: a tracker's failure (TrackerFailed, exit 1) loses none of it
+        feed.finish(status, final)
     return 0 if final.get("state") == "done" else 1

@@ -5,8 +5,9 @@
     feed.finish(status, status["result"])                  # the whole run: every sink writes what it keeps
 
 A sink takes each point as the feed sees it (`point`, live: metric lines print then) and the whole run at the end
-(`finish`: the MLPerf log and the TensorBoard files are written from it, on the job's own clock, so a log reads the
-same whenever it was written). `follow` does the above for an api.Job.
+(`finish`: the MLPerf log, the TensorBoard files and the MLflow run are written from it, on the job's own clock, so
+they read the same whenever they were written). A tracker that fails does not stop the others: TrackerFailed names
+each after all have tried. `follow` does the above for an api.Job.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, TextIO
 
-from faasgd.errors import ConfigError
+from faasgd.errors import ConfigError, TrackerFailed
 from faasgd.job import result as results
 from faasgd.tracking.timeline import Point, points, run_start, train_rows
 
@@ -82,8 +83,14 @@ class Feed:
                   result=final, created_at=status.get("created_at"), run_start=run_start(status),
                   crossing=status.get("done"), train_rows=rows, points=points(self.events, rows),
                   workers=list(status.get("workers") or ()), read_model=self.read_model)
-        for tracker in self.trackers:
-            tracker.finish(run)
+        failed = []
+        for tracker in self.trackers:  # each records the run whatever another's failure
+            try:
+                tracker.finish(run)
+            except Exception as error:  # a tool's own errors (a server gone, a full disk): named, not typed here
+                failed.append(f"{type(tracker).__name__}: {type(error).__name__}: {error}")
+        if failed:
+            raise TrackerFailed(f"job {run.job_id} ran; its trackers failed: " + "; ".join(failed))
         return run
 
 

@@ -4,6 +4,9 @@ import io
 import re
 from datetime import datetime
 
+import pytest
+
+from faasgd.errors import TrackerFailed
 from faasgd.tracking.feed import Feed, Run
 from faasgd.tracking.metric_lines import MetricLines, number
 from faasgd.tracking.timeline import Point
@@ -49,3 +52,19 @@ def test_a_run_reports_the_figures_its_result_knows():
     run = Run(job_id="j", config={}, result={"samples": 10, "reached_target": False, "cpu_s": None}, created_at=None,
               run_start=None, crossing=None, train_rows=0, points=[Point(1.0, 1, 0.5, None, 0, "check", None)])
     assert run.final() == {"samples": 10.0, "reached_target": 0.0}
+
+
+def test_a_failing_tracker_leaves_the_others_their_run_and_is_named():
+    class Broken:
+        def point(self, point):
+            pass
+
+        def finish(self, run):
+            raise OSError("disk full")
+
+    out = io.StringIO()
+    feed = Feed([Broken(), MetricLines(out)], lambda start: [])
+    with pytest.raises(TrackerFailed) as error:
+        feed.finish({"workers": [{"shard_size": 10}]}, {"job_id": "j1", "samples": 10, "finished_at": 1.0})
+    assert "Broken: OSError: disk full" in str(error.value) and "j1" in str(error.value)
+    assert katib_reads(out.getvalue()) == [{"samples": 10}]
