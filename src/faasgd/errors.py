@@ -135,3 +135,8 @@ class GatewayError(FaasgdError):
     def __init__(self, url: str, detail: str):
         self.url = url
         super().__init__(f"gateway: {url} ({detail})")
+
+
+class TrackerFailed(FaasgdError):
+    """Raised when a tracker (faasgd.tracking: an MLPerf-format log, TensorBoard files, an MLflow run) could not
+    record a job; the job itself and its result are unaffected. Names each tracker and what went wrong."""

@@ -41,9 +41,11 @@ class Job:
     def __init__(self, job_id: str, read_status: Callable[[], dict], read_model: Callable[[], bytes],
                  not_found: Callable[[str], FaasgdError], info: Mapping[str, Any] | None = None,
                  read_status_waiting: Callable[[float], dict] | None = None,
-                 request_cancel: Callable[[], dict] | None = None):
+                 request_cancel: Callable[[], dict] | None = None,
+                 read_events: Callable[[int], list[dict]] | None = None):
         self.job_id, self.info = job_id, dict(info or {})
         self._request_cancel = request_cancel
+        self._read_events = read_events  # the job's events from an index on (the trackers' feed)
         self._read_status, self._read_model, self._not_found = read_status, read_model, not_found
         self._read_status_waiting = read_status_waiting  # a read answered when the job ends or after the seconds
 
@@ -115,6 +117,16 @@ class Job:
         current = self._named(self._request_cancel, "cancel")
         return self.wait(timeout_s) if timeout_s > 0 else current
 
+    def events(self, start: int = 0) -> list[dict]:
+        """The job's events from the `start`-th on (created, fanned-out, epoch ends, checks, result), in order.
+
+            >>> [e["event"] for e in job.events()][:2]   # doctest: +SKIP
+            ['created', 'call']
+        """
+        if self._read_events is None:
+            return []
+        return self._named(lambda: self._read_events(start), "status")
+
     def model_bytes(self) -> bytes:
         """The job's model as npz bytes: the parameters that met the target, else its final ones.
 
@@ -144,8 +156,11 @@ def through_gateway(client: GatewayClient, query: Mapping[str, str], info: Mappi
     def waiting(seconds: float) -> dict:  # the answer may come `seconds` late: the client's timeout leaves room
         return client.job_status({**query, "wait": f"{seconds:.3f}"}, timeout_s=max(client.timeout_s, seconds + 10))
 
+    def events(start: int) -> list[dict]:  # emnist-setup answers them all with the status (`events=1`)
+        return (client.job_status({**query, "events": "1"}).get("events") or [])[start:]
+
     return Job(query["job_id"], lambda: client.job_status(query), lambda: client.model_file(query), not_found, info,
-               read_status_waiting=waiting, request_cancel=lambda: client.cancel_job(query))
+               read_status_waiting=waiting, request_cancel=lambda: client.cancel_job(query), read_events=events)
 
 
 def in_store(store: ParameterStore, job_id: str) -> Job:
@@ -159,7 +174,8 @@ def in_store(store: ParameterStore, job_id: str) -> Job:
 
     return Job(job_id, lambda: status.read_status(store, job_id),
                lambda: model_file.to_npz(model_file.read_model(store, job_id)),
-               lambda verb: hints.in_store(job_id, store.url, verb), request_cancel=request_cancel)
+               lambda verb: hints.in_store(job_id, store.url, verb), request_cancel=request_cancel,
+               read_events=lambda start: store.events(job_id, start))
 
 
 def job(job_id: str, *, store: str | None = None, store_url: str | None = None, gateway: str | None = None,

@@ -96,6 +96,18 @@ def add_train_flags(train: argparse.ArgumentParser, only: str | None) -> None:
                        help="the stack file if this command starts the runtime (default stack.yml)")
     train.add_argument("--port", type=int, default=None,
                        help="the gateway's port if this command starts the runtime (default: a free one)")
+    train.add_argument("--mllog", default=None, metavar="FILE",
+                       help="write the job as an MLPerf Training-format log (:::MLLOG lines) to FILE when it ends; "
+                            "faasgd's benchmark is not one of MLPerf's (extra track; docs/how-to/tracking.md)")
+    train.add_argument("--tensorboard", default=None, metavar="DIR",
+                       help="write the job's TensorBoard event files under DIR/<job_id> when it ends: its curves and "
+                            "one run per worker (extra track; docs/how-to/tracking.md)")
+    train.add_argument("--mlflow", nargs="?", const="", default=None, metavar="URI",
+                       help="log the job as one MLflow run at URI (a tracking server, or sqlite:///FILE) when it ends; "
+                            "without URI, MLFLOW_TRACKING_URI (extra track; docs/how-to/tracking.md)")
+    train.add_argument("--metrics-lines", action="store_true",
+                       help="print name=value lines on stdout as the job's evaluations are read, and its final "
+                            "figures at its end, for Katib's StdOut metrics collector (not with --json)")
     add_runtime_flags(train)
 
 

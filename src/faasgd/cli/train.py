@@ -13,7 +13,7 @@ import sys
 from typing import Callable
 
 from faasgd import api, job
-from faasgd.job import result
+from faasgd.job import model_file, result
 from faasgd.cli import flags, forkserver
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json, progress_console
@@ -48,6 +48,43 @@ def config_overrides(args) -> dict:
     return {**renamed, **given}
 
 
+TRACKER_LIBRARIES = (("mlperf_logging", "--mllog"), ("tensorboard", "--tensorboard"), ("mlflow", "--mlflow"))
+
+
+def trackers(args) -> list:
+    """The trackers the flags ask for (faasgd.tracking, imported only then), checked before anything starts."""
+    if args.metrics_lines and args.json:
+        raise ConfigError("--metrics-lines", "prints on stdout, where --json keeps the result alone: give one of them")
+    mlflow = (args.mlflow or os.environ.get("MLFLOW_TRACKING_URI")) if args.mlflow is not None else None
+    if args.mlflow is not None and not mlflow:
+        raise ConfigError("--mlflow", "needs a tracking URI: give one, or set MLFLOW_TRACKING_URI")
+    if not (args.mllog or args.metrics_lines or args.tensorboard or mlflow):
+        return []
+    from faasgd import tracking
+
+    try:
+        return tracking.sinks(mllog=args.mllog, tensorboard=args.tensorboard, metrics_lines=args.metrics_lines,
+                              mlflow=mlflow)
+    except ImportError as error:  # the extra missing
+        flag = next((flag for library, flag in TRACKER_LIBRARIES if str(error.name).startswith(library)), "--mlflow")
+        raise ConfigError(flag, f"needs the extra track (pip install 'faasgd[track]'): {error}") from None
+
+
+def feeding(trackers: list, read_events, read_model, live):
+    """The status callback: the live progress, then the trackers' feed (None: no tracker)."""
+    if not trackers:
+        return live, None
+    from faasgd.tracking import Feed
+
+    feed = Feed(trackers, read_events, read_model)
+
+    def seen(status: dict) -> None:
+        live(status)
+        feed(status)
+
+    return seen, feed
+
+
 def run(args) -> int:
     return run_with(args, config_overrides(args))
 
@@ -74,10 +111,14 @@ def resume(args) -> int:
 
 def run_with(args, overrides: dict) -> int:
     flags.seconds("--timeout", args.timeout)
+    args.trackers = trackers(args)
     if args.port is not None:
         check_options(args.port)
     if args.detach and args.direct:
         raise ConfigError("--detach", "not with --direct: this command runs the job's workers itself")
+    if args.detach and args.trackers:
+        raise ConfigError("--detach", "not with --mllog, --tensorboard, --mlflow or --metrics-lines: they follow the "
+                                      "job to its end (from Python: faasgd.tracking.follow)")
     if args.direct:  # this process is the configuration: store locations come from its flags and environment
         if overrides.get("store"):
             raise ConfigError("store", "names a function's configured store; with --direct give --store-url")
@@ -132,14 +173,15 @@ def run_through_gateway(args, body: dict) -> int:
             emit_json({"job_id": job.job_id, "state": "running", **info})
         return 0
     live = LiveProgress(out)
+    on_status, feed = feeding(getattr(args, "trackers", []), job.events, job.model_bytes, live)
     try:
-        status = job.wait(args.timeout, on_status=live, poll_s=STATUS_POLL_S)
+        status = job.wait(args.timeout, on_status=on_status, poll_s=STATUS_POLL_S)
     except KeyboardInterrupt:
         live.close()
         status = cancelled_on_interrupt(job.job_id, job.cancel, lambda: job.wait(CANCEL_WAIT_S, poll_s=STATUS_POLL_S))
     finally:
         live.close()
-    return report(status, job.job_id, args)
+    return report(status, job.job_id, args, feed)
 
 
 def cancelled_on_interrupt(job_id: str, cancel: Callable[[], object], wait: Callable[[], dict]) -> dict:
@@ -168,6 +210,8 @@ def run_direct(args, config) -> int:
     out.print(f"job {job_id}: {config.number_of_workers} worker(s), {config.dataset}, mode {config.invocation_mode}, "
               f"store {store.url}, target {config.target_accuracy}", highlight=False, markup=False)
     live = LiveProgress(out)
+    on_status, feed = feeding(getattr(args, "trackers", []), lambda start: store.events(job_id, start),
+                              lambda: model_file.to_npz(model_file.read_model(store, job_id)), live)
 
     def interrupted(wait: Callable[[float], dict]) -> dict:
         live.close()
@@ -175,20 +219,22 @@ def run_direct(args, config) -> int:
                                       lambda: wait(CANCEL_WAIT_S))
 
     try:
-        status = direct.run_job(config, store, job_id, args.timeout, on_status=live, on_interrupt=interrupted)
+        status = direct.run_job(config, store, job_id, args.timeout, on_status=on_status, on_interrupt=interrupted)
     finally:
         live.close()
-    return report(status, job_id, args)
+    return report(status, job_id, args, feed)
 
 
-def report(status: dict, job_id: str, args) -> int:
-    """Print the summary (on stderr with --json, then the result as the one JSON document on stdout; cli/output.py);
-    0 when the job is done."""
+def report(status: dict, job_id: str, args, feed=None) -> int:
+    """Print the summary (on stderr with --json, then the result as the one JSON document on stdout; cli/output.py),
+    hand the job's end to its trackers (`feed`, faasgd.tracking); 0 when the job is done."""
     final = status.get("result") or result.missing(job_id, f"no result after --timeout {args.timeout:g} s")
     print_summary(final, status.get("workers"))
     print_batch_note(status.get("config"))
     if args.json:
         emit_json(final)
+    if feed is not None:  # after the result is out: a tracker's failure (TrackerFailed, exit 1) loses none of it
+        feed.finish(status, final)
     if status.get("interrupted"):
         return 130  # interrupted, as any command cut short by Ctrl-C (faasgd.cli.main)
     return 0 if final.get("state") == "done" else 1

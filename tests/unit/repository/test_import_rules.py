@@ -6,7 +6,7 @@ import tomllib
 from support.paths import ROOT
 
 PACKAGE = ROOT / "src" / "faasgd"
-WINGS = {"local", "cli", "batch", "api"}
+WINGS = {"local", "cli", "batch", "api", "tracking"}
 TESTING = "testing"  # the shipped test tooling: bound by a contract of its own, not a layer of the product
 WORKLOADS = {"faasgd.downpour", "faasgd.lambdaml", "faasgd.stacking"}
 FUNCTIONS = PACKAGE / "functions"
@@ -75,3 +75,10 @@ def test_no_module_of_the_product_is_allowed_to_import_the_test_tooling():
     assert testing["type"] == "forbidden" and testing["forbidden_modules"] == [f"faasgd.{TESTING}"]
     assert set(testing["source_modules"]) == core_modules() | {f"faasgd.{wing}" for wing in WINGS}
     assert (PACKAGE / TESTING / "__init__.py").is_file()
+
+
+def test_only_the_trackers_import_their_tools_libraries():
+    tracking = contracts()["Only faasgd.tracking imports the trackers' libraries (the extra `track`)"]
+    assert set(tracking["source_modules"]) == core_modules() | {f"faasgd.{w}" for w in WINGS - {"tracking"}}
+    assert set(tracking["forbidden_modules"]) <= set(contracts()["Wing 1"]["forbidden_modules"])
+    assert "faasgd.tracking" in contracts()["Wing 1"]["forbidden_modules"]
