@@ -4,7 +4,7 @@ runtime, followed by faasgd.tracking (its events read through emnist-setup's sta
 import pytest
 
 from faasgd import api, tracking
-from faasgd.local.stores import free_port
+from faasgd.local.services.stores import free_port
 from support.paths import ROOT
 from support.tensorboard_events import scalars
 

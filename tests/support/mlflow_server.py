@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from faasgd.local.stores import free_port
+from faasgd.local.services.stores import free_port
 from support.waits import wait_until
 
 
