@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from support.comm_drive import DeferredStoreThread, Driven, config_for, new_job, replay, same_steps
 
 
@@ -92,7 +93,7 @@ def test_one_coalescing_worker_on_a_slow_store_still_trains_plain_sgd():
 
     config = config_for(n_fetch=1, n_push=1, communication="coalesce", max_epochs=2)
     inner, job_id, _ = new_job(config)
-    final = run_worker(config, SlowPushes(inner, 0.005), job_id, 0)
+    final = run_worker(Call(config, SlowPushes(inner, 0.005), job_id, 0))
     weights, version = inner.get_weights(job_id)
     assert final["state"] == "finished" and version == final["pushes"] < final["step"] / 2
     np.testing.assert_allclose(weights, plain_sgd(config, final["epoch"]), atol=2e-5)

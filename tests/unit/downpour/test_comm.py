@@ -28,7 +28,8 @@ from faasgd.errors import ConfigError, StoreUnavailable
 from faasgd.downpour import comm
 from faasgd.downpour.worker import DownpourWorker, load_worker
 from faasgd.functions.workloads import run_worker
-from faasgd.worker.budget import UNLIMITED, Superseded
+from faasgd.worker.invocation import Call
+from faasgd.worker.budget import Superseded
 from faasgd.worker.invocation import resume, start, train
 from faasgd.store import open_store
 
@@ -153,12 +154,12 @@ def test_a_killed_background_worker_resumed_from_its_record_trains_exactly_the_m
     plain = open_store(config.store_url.replace("comm", "plain"))
     plain_job = job.create_job(plain, config)
     expected = rows_log(monkeypatch)
-    run_worker(config, plain, plain_job, 0)
+    run_worker(Call(config, plain, plain_job, 0))
 
     store, job_id, init = new_job(config)
     trained = rows_log(monkeypatch, kill_at=39)  # right after the push of step 39 was handed over
-    progress = resume(store, job_id, config, 0, "call-a")
-    trainer = start(config, store, job_id, progress, data.load_shard, UNLIMITED, None, load_worker)
+    call = Call(config, store, job_id, 0, "call-a")
+    trainer = start(call, resume(call), load_worker)
     if in_flight == "lost":
         trainer.comms.close()
         trainer.comms = DeferredStoreThread()  # its push in flight never reaches the store
@@ -168,7 +169,7 @@ def test_a_killed_background_worker_resumed_from_its_record_trains_exactly_the_m
     record = store.worker_record(job_id, 0)
     assert record["step"] == record["pushed_steps"] == (39 if in_flight == "landed" else 36)
     resumed = rows_log(monkeypatch)
-    final = run_worker(config, store, job_id, 0, "call-b")
+    final = run_worker(Call(config, store, job_id, 0, "call-b"))
     assert trained[:record["step"]] + resumed == expected  # the same minibatches, each applied once
     weights, version = store.get_weights(job_id)
     assert version == final["pushes"] == len(store.applied)
@@ -252,7 +253,7 @@ def plain_downpour(config, epochs):
 def test_blocking_mode_reproduces_the_blocking_schedule_bit_for_bit(n_fetch, n_push):
     config = config_for(n_fetch=n_fetch, n_push=n_push, communication="blocking")
     store, job_id, _ = new_job(config)
-    final = run_worker(config, store, job_id, 0)
+    final = run_worker(Call(config, store, job_id, 0))
     np.testing.assert_array_equal(store.get_weights(job_id)[0], plain_downpour(config, final["epoch"]))
     assert final["comm_wait_s"] > 0.0
 
@@ -305,9 +306,9 @@ def test_each_call_ends_its_communication_thread(monkeypatch):
     monkeypatch.setattr(invocation, "start", lambda *a, **k: trainers.append(real_start(*a, **k)) or trainers[-1])
     config = config_for(invocation_mode="per-iteration", max_epochs=3)
     store, job_id, _ = new_job(config)
-    answer = run_iteration(config, store, job_id, 0, 0, "call-0", data.load_shard)
+    answer = run_iteration(Call(config, store, job_id, 0, "call-0", iteration=0, loader=data.load_shard))
     assert answer["next_iteration"] == 1  # one epoch trained, the worker goes on in the next call
-    run_worker(config, store, job_id, 0, "call-1")
+    run_worker(Call(config, store, job_id, 0, "call-1"))
     threads = [thread for t in trainers for thread in t.comms._pool._threads]
     assert len(trainers) == 2 and threads  # each trained in the background
     assert not any(thread.is_alive() for thread in threads)  # ended with its call, though its trainer lives on

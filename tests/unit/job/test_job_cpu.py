@@ -11,6 +11,7 @@ from faasgd import job
 from faasgd.config import TrainConfig, load_config
 from faasgd.errors import StoreUnavailable
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.job.result import MEASURES, RESULT_KEYS, build_result
 from faasgd.store import keys, open_store
 
@@ -68,7 +69,7 @@ def run_job(name: str, readings: list, **overrides) -> tuple[dict, dict]:
     store = open_store(config.store_url)
     CountingStore(store, readings)
     job_id = job.create_job(store, config)
-    threads = [threading.Thread(target=run_worker, args=(config, store, job_id, i)) for i in range(2)]
+    threads = [threading.Thread(target=run_worker, args=(Call(config, store, job_id, i),)) for i in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
