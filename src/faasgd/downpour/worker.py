@@ -35,6 +35,7 @@ from faasgd.downpour.exchange import ParameterExchange
 from faasgd.downpour.schedule import schedule_for
 from faasgd.downpour.stop_rule import StopRule, stop_rule_period
 from faasgd.job import model_file
+from faasgd.model.mlp import GradOut
 from faasgd.store import ParameterStore, keys, push_codec
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import Liveness
@@ -68,6 +69,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         self.residual = np.zeros(size, np.float32) if self.codec.compresses else None
         self.residual_kept = True  # the stored record names the residual as it is now (or zeros before any push)
         self.grad = np.empty(size, np.float32)
+        self.step_out = GradOut(self.grad, -config.learning_rate)  # a step's gradient comes out as the update itself
         # the shard stays as stored (raw uint8 pixels: a quarter of float32's memory); a minibatch is
         # gathered into `batch_raw` and scaled into `batch_x` (float32 in [0, 1]) as it is trained
         self.batch_raw = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)
@@ -153,8 +155,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
     def step(self, x: np.ndarray, y: np.ndarray) -> float:
         """One minibatch step on the local copy: the gradient comes out times -learning_rate, the update itself."""
         started = time.perf_counter()
-        loss, update = self.net.loss_and_grads(self.weights, x, y, self.rng, grad_out=self.grad,
-                                               scale=-self.config.learning_rate)
+        loss, update = self.net.loss_and_grads(self.weights, x, y, self.rng, self.step_out)
         self.weights += update
         self.progress.spend("compute", time.perf_counter() - started)
         if self.unpushed_steps == 0:  # the oldest step of the next push: computed from these parameters

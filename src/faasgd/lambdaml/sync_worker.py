@@ -45,6 +45,7 @@ from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
 from faasgd.lambdaml.rounds import grad_avg_round, model_avg_round
+from faasgd.lambdaml.convex.admm import AdmmSettings
 from faasgd.lambdaml.rounds.convex_rounds import admm_round, kmeans_round
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import ENDED_CHECK_EVERY_S, Liveness
@@ -77,12 +78,12 @@ class SyncWorker(Liveness, StoreCalls):
     """One worker's synchronous training over its shard; `progress` holds what must survive it."""
 
     def __init__(self, config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
-                 sizes: tuple[int, ...], shard: data.Shard, validation: data.Shard, test: data.Shard, space,
-                 budget: CallBudget = UNLIMITED):
+                 rows: data.WorkerRows, space, budget: CallBudget = UNLIMITED):
         store = store.authoritative()  # a node-local cache only serves Downpour's fetches: rounds read no weights
         self.config, self.store, self.job_id, self.progress = config, store, job_id, progress
-        self.sizes, self.shard, self.validation, self.test, self.budget = sizes, shard, validation, test, budget
-        self.eval_scratch = model_file.eval_scratch(test)  # evaluation rows scaled a chunk at a time, into one buffer
+        self.sizes, self.budget = job.network_sizes(config), budget
+        shard, self.shard, self.validation, self.test = rows.train, rows.train, rows.validation, rows.test
+        self.eval_scratch = model_file.eval_scratch(rows.test)  # evaluation rows scaled a chunk at a time, into one buffer
         self.workers, self.me = config.number_of_workers, progress.worker_id
         self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
             pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s,
@@ -99,7 +100,7 @@ class SyncWorker(Liveness, StoreCalls):
         self.length = self.net.param_count  # the job's weights (kmeans: its nearest-centroid linear form)
         self.state_length = {"admm": 3 * self.length}.get(config.algorithm, self.length)
         if config.model == "kmeans":
-            self.state_length = sizes[0] * sizes[1]  # the centroids, (k, d) flat
+            self.state_length = self.sizes[0] * self.sizes[1]  # the centroids, (k, d) flat
         self.comms = NoComms()
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = progress.rng_state  # kept as is: rounds draw from (seed, worker, epoch)
@@ -209,8 +210,8 @@ class SyncWorker(Liveness, StoreCalls):
         minibatch, weighted by the shard's share of the rows (N n_i / n), from the state [z | u_i | x_i]."""
         cfg, r = self.config, self.state.round_no
         weight = self.workers * len(self.shard.y) / self.shard.total
-        return admm_round(self.state, self.minibatch(r), self.convex, self.exchange, rho=cfg.admm_rho,
-                          local_steps=cfg.local_steps, lr=cfg.learning_rate, weight=weight)
+        return admm_round(self.state, self.minibatch(r), self.convex, self.exchange,
+                          AdmmSettings(cfg.admm_rho, cfg.local_steps, cfg.learning_rate), weight)
 
     def global_params(self) -> np.ndarray:
         """The job's model: the parameters (admm: z); kmeans: nearest-centroid assignment as a linear model,
@@ -316,7 +317,7 @@ def load_sync_worker(config: TrainConfig, store: ParameterStore, job_id: str, pr
     after = {"after": config.train_samples} if data.is_tabular(config.dataset) else {}  # generated test rows follow
     test = loader(config.dataset, "test", 0, 1, config.test_samples, scaled=True, **after)
     progress.shard_size = len(shard.y)
-    return SyncWorker(config, store, job_id, progress, job.network_sizes(config), shard, validation, test,
+    return SyncWorker(config, store, job_id, progress, data.WorkerRows(shard, validation, test),
                       space if space is not None else channel_space(config, store), budget)
 
 

@@ -239,7 +239,7 @@ def plain_downpour(config, epochs):
                 weights, base = (weights - base) + glob, glob.copy()
             rows = order[first:first + config.batch_size]
             _, update = model.loss_and_grads(weights, sizes, shard.x[rows], shard.y[rows], config.activation,
-                                             config.dropout, rng, scale=-config.learning_rate)
+                                             config.dropout, rng, model.GradOut(np.empty_like(weights), -config.learning_rate))
             weights, step = weights + update, step + 1
             if step % config.n_push == 0:
                 glob, base = push(weights, base, glob)
