@@ -20,7 +20,8 @@ from typing import Any
 
 from rich.table import Table
 
-from faasgd import api, cost, results_store
+from faasgd import api, cost
+from faasgd.api import results_store
 from faasgd.api.runs import DEFAULT_MEASURES, database_path
 from faasgd.api.runs import compare_runs as compare  # noqa: F401  the comparison's rows (faasgd.api.runs)
 from faasgd.cli.progress import console
