@@ -126,7 +126,7 @@ class ParameterExchange:
         pushed_now = op.own_steps - progress.pushed_steps  # minibatches this push carried
         progress.pushes, progress.pushed_steps = op.seq, op.own_steps
         if push.steps is not None:
-            self.note_check(push.version, push.steps, pushed_now)
+            self.stop_rule.note_check(push.version, push.steps, pushed_now, self.fetched)
         if self.residual is not None:  # the stored record names no residual now (kept at the call's end)
             progress.residual, self.residual_kept = "", False
         progress.conflicts += push.conflicts  # ours alone: the push reports what it saw

@@ -33,7 +33,7 @@ from faasgd.downpour import comm
 from faasgd.downpour import residual as feedback
 from faasgd.downpour.exchange import ParameterExchange
 from faasgd.downpour.schedule import schedule_for
-from faasgd.downpour.stop_rule import StopRule, stop_rule_period
+from faasgd.downpour.stop_rule import StopRule
 from faasgd.job import model_file
 from faasgd.model.mlp import GradOut
 from faasgd.store import ParameterStore, keys, push_codec
@@ -46,7 +46,7 @@ from faasgd.worker.curve_rows import evaluates_test_rows
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
 
-class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
+class DownpourWorker(ParameterExchange, Liveness, StoreCalls):
     """One worker's training over its shard; `progress` holds everything that must survive it."""
 
     def __init__(self, config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
@@ -95,9 +95,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         self.eval_s = 0.0  # seconds the last evaluation took
         self._last_push_at: float | None = None
         self.on_heartbeat: Callable[[], None] | None = None  # also called at each heartbeat (lease, supervision)
-        self.check_every = stop_rule_period(config, shard.total)  # samples of all workers between stop-rule checks
-        self.check: tuple[int, int, np.ndarray] | None = None  # (version, samples, parameters) a push asks to check
-        self.crossed = False  # this worker found the target mid-epoch: it stops at its next fetch point
+        self.stop_rule = StopRule(config, shard.total)  # the checks between epoch ends, and whether we crossed
 
     def check_budget(self, upcoming_s: float) -> None:
         """HandOff when the budget says stop, once the push in flight has landed (its record is the checkpoint)."""
@@ -196,7 +194,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         started = time.perf_counter()
         for index in range(progress.epoch_step, -(-len(order) // batch)):
             if progress.step % cfg.n_fetch == 0:
-                if self.crossed or self.job_ended():  # unpushed steps are dropped: the job's model is final
+                if self.stop_rule.crossed or self.job_ended():  # unpushed steps are dropped: the job's model is final
                     self.sync()
                     progress.train_s += time.perf_counter() - started
                     return False
@@ -210,7 +208,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
             if progress.step % cfg.n_push == 0 or self.push_due:
                 progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
                 self.push(due=True)
-                self.check_target()
+                self.stop_rule.check_target(self)
                 self.check_budget(self.period_s + self.eval_s)
         progress.train_s += time.perf_counter() - started
         self.push()
@@ -230,7 +228,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         parameters on the validation and test rows (the curves); at its last epoch at the target keep exactly them
         as the job's model and mark the job done (job/model_file.py); save the record. True when training should stop."""
         self.sync()
-        self.check_target()  # the epoch's last push may have passed a period: its parameters, as any push's
+        self.stop_rule.check_target(self)  # the epoch's last push may have passed a period: its parameters, as any push's
         self.fetch(wait=True)  # nothing is pending after the epoch's last push: these are the global parameters
         version = self.base_version
         # Every worker's record is written with each of its pushes, so their samples, read right after the
@@ -272,7 +270,7 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
                                                         lambda: test_accuracy, crossing))  # a last epoch's: evaluated
         self.save()
         self.heartbeat(force=True)
-        return last or self.crossed
+        return last or self.stop_rule.crossed
 
 
 def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
