@@ -90,7 +90,7 @@ def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied
             d.push()
     for d in driven:
         d.push()
-        d.trainer.sync()
+        d.trainer.exchange.sync()
     weights, version = store.get_weights(job_id)
     records = [d.trainer.progress for d in driven]
     assert version == sum(p.pushes for p in records) == len(store.applied)
@@ -111,7 +111,7 @@ def test_a_background_worker_steps_on_the_result_taken_in_plus_its_own_later_ste
     t.fetch()
     d.steps(2)
     d.push()  # handed over; training goes on from the local copy
-    assert t.comms.busy and not t.pending.any()
+    assert t.comms.busy and not t.exchange.pending.any()
     t.fetch()  # the push in flight serves as this fetch
     d.steps(1)
     assert t.progress.pushes == 0  # not taken in yet: the steps ran on the local copy
@@ -119,9 +119,9 @@ def test_a_background_worker_steps_on_the_result_taken_in_plus_its_own_later_ste
     d.push()  # the first push lands here and is taken in: its weights + the steps after the hand-over
     pushed_result = init + d.pushed[0]
     assert t.progress.pushes == 1
-    np.testing.assert_array_equal(t.fetched, pushed_result)
-    np.testing.assert_array_equal(t.weights, pushed_result + d.pushed[1])
-    t.sync()
+    np.testing.assert_array_equal(t.exchange.fetched, pushed_result)
+    np.testing.assert_array_equal(t.exchange.weights, pushed_result + d.pushed[1])
+    t.exchange.sync()
     np.testing.assert_array_equal(store.get_weights(job_id)[0], pushed_result + d.pushed[1])
 
 
@@ -162,7 +162,7 @@ def test_a_killed_background_worker_resumed_from_its_record_trains_exactly_the_m
     trainer = start(call, resume(call), load_worker)
     if in_flight == "lost":
         trainer.comms.close()
-        trainer.comms = DeferredStoreThread()  # its push in flight never reaches the store
+        trainer.exchange.comms = DeferredStoreThread()  # its push in flight never reaches the store
     with pytest.raises(Killed):
         train(trainer)
     trainer.comms.close()  # "landed": the push already sent completes
@@ -187,7 +187,7 @@ def test_a_superseded_background_push_is_raised_in_the_training_thread_at_the_ne
     store.put_record(job_id, "progress:0", {"pushes": 5, "owner": "another-call", "state": "running"})
     d.push()  # returns: the push runs in the background
     with pytest.raises(Superseded):
-        d.trainer.sync()
+        d.trainer.exchange.sync()
     d.trainer.comms.close()
 
 
@@ -212,7 +212,7 @@ def test_retries_in_the_background_thread_are_counted(monkeypatch):
 
     monkeypatch.setattr(store.inner, "push_update", flaky)
     d.push()
-    d.trainer.sync()
+    d.trainer.exchange.sync()
     assert d.trainer.progress.retries == 2 and d.trainer.progress.pushes == 1
     assert all(name.startswith("faasgd-comm") for name in failures["threads"])
     d.trainer.comms.close()
@@ -276,7 +276,7 @@ def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push
     b.steps(2)
     a_pushes(2)  # B is now 2 of A's pushes (6 steps) stale
     b.push()
-    tb.sync()
+    tb.exchange.sync()
     assert tb.progress.last_staleness == 6  # counted from B's oldest step: 6, not 2 pushes, not 0
 
     tb.fetch()  # B's push result serves: it holds A's 6 steps
@@ -287,12 +287,12 @@ def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push
     tb.comms.run()  # the fetch reads 9 of A's steps; B takes it in at its next push
     a_pushes(1)
     b.push()
-    tb.sync()
+    tb.exchange.sync()
     assert tb.progress.last_staleness == 12 - 6
 
     b.steps(1)  # computed from the fetch taken in (9 of A's steps)
     b.push()
-    tb.sync()
+    tb.exchange.sync()
     assert tb.progress.last_staleness == 12 - 9
     assert tb.progress.staleness_hist == {6: 2, 3: 1}
     assert a.trainer.progress.staleness_hist == {2: 1, 0: 3}  # B's 2 steps landed between A's 2nd and 3rd push

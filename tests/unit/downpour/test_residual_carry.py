@@ -137,9 +137,9 @@ def test_a_handed_off_worker_loses_no_mass_bit_for_bit_across_three_calls(monkey
         trainer = load_worker(config, store, job_id, progress)
         for push in range(4):
             update = dyadic(length, seed=10 * call + push)
-            trainer.base[:], trainer.weights[:] = 0.0, update  # the steps not pushed yet: weights - base
-            trainer.unpushed_steps, progress.step = 1, progress.step + 1
-            trainer.push()
+            trainer.exchange.base[:], trainer.exchange.weights[:] = 0.0, update  # the steps not pushed yet: weights - base
+            trainer.exchange.unpushed_steps, progress.step = 1, progress.step + 1
+            trainer.exchange.push()
             total += update
             assert store.worker_record(job_id, 0)["residual"] == ""  # a push during the call names none
         trainer.end_call()

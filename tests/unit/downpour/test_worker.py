@@ -252,7 +252,7 @@ def test_a_check_leaves_the_budget_room_for_an_epoch_ends_evaluation_of_both_cur
     monkeypatch.setattr(trainer, "clock", lambda: now[0])
     monkeypatch.setattr(trainer, "evaluate", evaluate)
     assert trainer.eval_s == 0.0
-    trainer.stop_rule.check = (1, 40, trainer.weights.copy())
+    trainer.stop_rule.check = (1, 40, trainer.exchange.weights.copy())
     trainer.stop_rule.check_target(trainer)
     validation, test = len(trainer.validation.y), len(trainer.test.y)
     assert trainer.eval_s == pytest.approx(0.2 * (validation + test) / validation)
