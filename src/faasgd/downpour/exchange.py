@@ -101,7 +101,7 @@ class ParameterExchange:
         record["residual"] = name
         if not worker.retry(lambda: feedback.keep(store, job_id, progress.worker_id, name, data, record)):
             raise Superseded(f"worker {progress.worker_id}: another invocation wrote a newer record")
-        progress.residual, self.residual_kept = name, True
+        progress.downpour.residual, self.residual_kept = name, True
 
     def fetch(self, wait: bool = False) -> None:
         """Read the global parameters; the local copy becomes global + unpushed updates (when taken in).
@@ -113,7 +113,7 @@ class ParameterExchange:
         fetch is taken in at the next synchronisation point; the first of an invocation, and one with
         `wait`, at once.
         """
-        self.worker.progress.fetches += 1
+        self.worker.progress.downpour.fetches += 1
         if not wait and self.schedule.serves_fetch(self):  # coalesce: an operation in flight serves it
             return
         if self.pushed_snapshot:
@@ -123,7 +123,7 @@ class ParameterExchange:
                 self._merge(self.last_push_version, self.known_others)
         else:
             self.sync()
-            own = self.worker.progress.pushed_steps
+            own = self.worker.progress.downpour.pushed_steps
             self._submit(comm.Op(comm.FETCH, merge=True, own_steps=own),
                          lambda: self.worker.store.fetch(self.worker.job_id, out=self.fetched))
         if wait or not self.fetched_once:
@@ -156,7 +156,7 @@ class ParameterExchange:
         def call():
             return self.worker.store.push_update(self.worker.job_id, delta, out=self.fetched, push_id=push_id, record=record)
         if self.residual is not None:  # once applied, the blob an earlier record named is deleted
-            pushed, previous = call, progress.residual
+            pushed, previous = call, progress.downpour.residual
             call = lambda: feedback.push_then_drop(self.worker.store, self.worker.job_id, pushed, previous)  # noqa: E731
         self._submit(comm.Op(comm.PUSH, merge=merge, own_steps=progress.step, seq=seq, base_others=self.base_others,
                              payload_bytes=push_codec.payload_bytes(delta)), call)
@@ -174,11 +174,11 @@ class ParameterExchange:
         try:
             outcome = self.comms.collect()
         finally:
-            self.worker.progress.comm_wait_s += self.comms.take_wait()
+            self.worker.progress.downpour.comm_wait_s += self.comms.take_wait()
         if op.kind == comm.PUSH:
             self._pushed(op, outcome)
         else:
-            self.worker.progress.fetch_bytes += self.fetched.nbytes
+            self.worker.progress.downpour.fetch_bytes += self.fetched.nbytes
             if op.merge:
                 others = None if outcome.steps is None else outcome.steps - op.own_steps
                 self._merge(outcome.version, others)
@@ -203,18 +203,18 @@ class ParameterExchange:
         progress = self.worker.progress
         if not push.applied:
             raise Superseded(f"worker {progress.worker_id}: push {op.seq} was applied by another invocation")
-        pushed_now = op.own_steps - progress.pushed_steps  # minibatches this push carried
-        progress.pushes, progress.pushed_steps = op.seq, op.own_steps
+        pushed_now = op.own_steps - progress.downpour.pushed_steps  # minibatches this push carried
+        progress.pushes, progress.downpour.pushed_steps = op.seq, op.own_steps
         if push.steps is not None:
             self.worker.stop_rule.note_check(push.version, push.steps, pushed_now, self.fetched)
         if self.residual is not None:  # the stored record names no residual now (kept at the call's end)
-            progress.residual, self.residual_kept = "", False
-        progress.conflicts += push.conflicts  # ours alone: the push reports what it saw
-        progress.push_bytes += op.payload_bytes  # the update handed over (push_codec); the weights come back with it
-        progress.fetch_bytes += self.fetched.nbytes
+            progress.downpour.residual, self.residual_kept = "", False
+        progress.downpour.conflicts += push.conflicts  # ours alone: the push reports what it saw
+        progress.downpour.push_bytes += op.payload_bytes  # the update handed over (push_codec); the weights come back with it
+        progress.downpour.fetch_bytes += self.fetched.nbytes
         if push.steps is not None:  # staleness: other workers' steps applied since our oldest step's parameters
             self.known_others = push.steps - op.own_steps
-            progress.record_staleness(self.known_others - op.base_others)
+            progress.downpour.record_staleness(self.known_others - op.base_others)
         self.last_push_version = push.version
         now = self.worker.clock()
         if self.last_push_at is not None:

@@ -233,7 +233,7 @@ class DownpourWorker(Liveness, StoreCalls):
         log.info("job %s worker %d: epoch %d, validation accuracy %s, loss %.4f, %d pushes, %d conflicts",
                  self.job_id, progress.worker_id, progress.epoch,
                  "(another worker's round)" if accuracy is None else f"{accuracy:.4f}", progress.loss,
-                 progress.pushes, progress.conflicts)
+                 progress.pushes, progress.downpour.conflicts)
         # the stop rule is the period's checks (check_target), the same for 1 and W workers; an epoch's end decides
         # only at the worker's last epoch (always evaluated), so a job never ends at its target unclaimed
         reached = last and accuracy >= self.config.target_accuracy
@@ -267,10 +267,10 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progres
     trainer = DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test, budget)
     trainer.validation = validation  # the stop rule's rows
     exchange = trainer.exchange
-    if exchange.residual is not None and progress.residual:  # what the last call held back at its clean end
-        trainer.retry(lambda: feedback.load(store, job_id, progress.worker_id, progress.residual, exchange.residual))
+    if exchange.residual is not None and progress.downpour.residual:  # what the last call held back at its clean end
+        trainer.retry(lambda: feedback.load(store, job_id, progress.worker_id, progress.downpour.residual, exchange.residual))
     elif exchange.residual is not None and progress.pushes:  # the call that pushed last died mid-call: from zeros
-        progress.residual_resets += 1
+        progress.downpour.residual_resets += 1
         exchange.residual_kept = False
         log.warning("job %s worker %d: no residual kept after push %d (its call ended uncleanly): starting from zeros",
                     job_id, progress.worker_id, progress.pushes)

@@ -109,11 +109,11 @@ class SyncWorker(Liveness, StoreCalls):
         self._last_push_at: float | None = None  # the last round's end (has_pushed: no hand-off before one)
         self._last_failed_check = -math.inf
         self._orders: dict[int, np.ndarray] = {}
-        self.state = RoundState(self.load_state(), progress.rounds)
+        self.state = RoundState(self.load_state(), progress.lambdaml.rounds)
 
     def load_state(self) -> np.ndarray:
-        """The state after `progress.rounds` rounds: the job's initial weights at 0, else this worker's checkpoint."""
-        rounds = self.progress.rounds
+        """The state after `progress.lambdaml.rounds` rounds: the job's initial weights at 0, else this worker's checkpoint."""
+        rounds = self.progress.lambdaml.rounds
         if rounds == 0:
             params, _ = self.retry(lambda: self.store.get_weights(self.job_id))
             params = np.asarray(params, np.float32)
@@ -136,7 +136,7 @@ class SyncWorker(Liveness, StoreCalls):
 
     def save(self) -> None:
         """Write the record; Superseded if the store holds a newer one (another call is further on)."""
-        self.progress.rounds = self.progress.pushes = self.state.round_no
+        self.progress.lambdaml.rounds = self.progress.pushes = self.state.round_no
         record = self.progress.record()
         if not self.retry(lambda: self.store.update_worker(self.job_id, self.me, record)):
             raise Superseded(f"worker {self.me}: another invocation wrote a newer record")
@@ -254,9 +254,9 @@ class SyncWorker(Liveness, StoreCalls):
 
     def add_stats(self, stats: RoundStats) -> None:
         p = self.progress
-        p.round_bytes_written += stats.bytes_written
-        p.round_bytes_read += stats.bytes_read
-        p.barrier_wait_s += stats.wait_s
+        p.lambdaml.round_bytes_written += stats.bytes_written
+        p.lambdaml.round_bytes_read += stats.bytes_read
+        p.lambdaml.barrier_wait_s += stats.wait_s
 
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
         shard = rows if rows is not None else self.validation
@@ -273,7 +273,7 @@ class SyncWorker(Liveness, StoreCalls):
         steps = max(1, progress.epoch_step)
         progress.epoch, progress.epoch_step = progress.epoch + 1, 0
         progress.loss, progress.epoch_loss_sum = progress.epoch_loss_sum / steps, 0.0
-        progress.params_digest = hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()
+        progress.lambdaml.params_digest = hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()
         started = self.clock()
         progress.accuracy, progress.accuracy_epoch = self.evaluate(params), progress.epoch  # every epoch end here
         # every worker holds the same parameters here: one a round evaluates the test rows (worker/curve_rows.py)

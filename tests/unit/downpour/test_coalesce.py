@@ -46,7 +46,7 @@ def test_coalesced_pushes_keep_the_exact_sum_and_hand_over_every_step(workers, s
         own = [delta for push_id, delta in (store.applied[v] for v in sorted(store.applied)) if push_id.worker == w]
         assert len(own) == len(d.pushed) and all(np.array_equal(a, b) for a, b in zip(own, d.pushed))
         assert all(same_steps(a, b) for a, b in zip(d.pushed, d.stepped))
-        assert d.trainer.progress.pushed_steps == d.trainer.progress.step
+        assert d.trainer.progress.downpour.pushed_steps == d.trainer.progress.step
     assert store.fetch(job_id).steps == steps
 
 

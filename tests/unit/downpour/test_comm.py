@@ -99,7 +99,7 @@ def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied
         own = [delta for push_id, delta in (store.applied[v] for v in sorted(store.applied)) if push_id.worker == w]
         assert len(own) == len(d.pushed) and all(np.array_equal(a, b) for a, b in zip(own, d.pushed))
         assert all(same_steps(a, b) for a, b in zip(d.pushed, d.stepped))
-        assert d.trainer.progress.pushed_steps == d.trainer.progress.step
+        assert d.trainer.progress.downpour.pushed_steps == d.trainer.progress.step
     assert store.fetch(job_id).steps == sum(p.step for p in records)
 
 
@@ -277,7 +277,7 @@ def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push
     a_pushes(2)  # B is now 2 of A's pushes (6 steps) stale
     b.push()
     tb.exchange.sync()
-    assert tb.progress.last_staleness == 6  # counted from B's oldest step: 6, not 2 pushes, not 0
+    assert tb.progress.downpour.last_staleness == 6  # counted from B's oldest step: 6, not 2 pushes, not 0
 
     tb.fetch()  # B's push result serves: it holds A's 6 steps
     b.steps(1)  # the oldest step of B's next push: computed from parameters with 6 of A's steps
@@ -288,14 +288,14 @@ def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push
     a_pushes(1)
     b.push()
     tb.exchange.sync()
-    assert tb.progress.last_staleness == 12 - 6
+    assert tb.progress.downpour.last_staleness == 12 - 6
 
     b.steps(1)  # computed from the fetch taken in (9 of A's steps)
     b.push()
     tb.exchange.sync()
-    assert tb.progress.last_staleness == 12 - 9
-    assert tb.progress.staleness_hist == {6: 2, 3: 1}
-    assert a.trainer.progress.staleness_hist == {2: 1, 0: 3}  # B's 2 steps landed between A's 2nd and 3rd push
+    assert tb.progress.downpour.last_staleness == 12 - 9
+    assert tb.progress.downpour.staleness_hist == {6: 2, 3: 1}
+    assert a.trainer.progress.downpour.staleness_hist == {2: 1, 0: 3}  # B's 2 steps landed between A's 2nd and 3rd push
 
 
 def test_each_call_ends_its_communication_thread(monkeypatch):
