@@ -62,7 +62,7 @@ def trajectory(train, validation, batch: int, lr: float, seed: int, every: int, 
         order = rng.permutation(n)
         for start in range(0, n - batch + 1, batch):
             rows = order[start:start + batch]
-            mlp.loss_and_grads(weights, SIZES, train.x[rows], train.y[rows], grad_out=grad)
+            mlp.loss_and_grads(weights, SIZES, train.x[rows], train.y[rows], out=mlp.GradOut(grad))
             weights -= np.float32(lr) * grad
             samples += batch
             if samples >= next_check:

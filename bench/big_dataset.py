@@ -47,12 +47,13 @@ def worker(args: argparse.Namespace) -> None:
     from threadpoolctl import threadpool_limits
 
     from faasgd.functions.workloads import run_worker
+    from faasgd.worker.invocation import Call
     from faasgd.store import open_store
 
     threadpool_limits(1)
     config = build_config(args, args.store_url)
     started = time.perf_counter()
-    record = run_worker(config, open_store(args.store_url), args.job_id, args.worker)
+    record = run_worker(Call(config, open_store(args.store_url), args.job_id, args.worker))
     print(json.dumps({"worker": args.worker, "peak_rss": peak_rss(), "wall_s": time.perf_counter() - started,
                       "train_s": record["train_s"], "samples": record["samples"]}))
 

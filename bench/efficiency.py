@@ -89,7 +89,7 @@ def run_plain(epochs: int, target: float = 1.0) -> dict:
             order = rng.permutation(len(train.y))
             for first in range(0, len(order), PLAIN_BATCH):
                 rows = order[first:first + PLAIN_BATCH]
-                model.loss_and_grads(weights, sizes, train.x[rows], train.y[rows], "tanh", 0.0, rng, grad_out=grad)
+                model.loss_and_grads(weights, sizes, train.x[rows], train.y[rows], "tanh", 0.0, rng, model.GradOut(grad))
                 weights -= np.float32(LEARNING_RATE) * grad
                 seen += len(rows)
                 if seen >= next_check:  # the stop rule's check

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from faasgd.lambdaml.convex import kmeans, lr
+from faasgd.lambdaml.convex.admm import AdmmSettings
 from faasgd.data import generated
 from faasgd.local.services.stores import start_memcached, start_redis
 from faasgd.testing import s3_server
@@ -178,7 +179,7 @@ def stepper(task: Task, algorithm: str, shard, exchange: Exchange, X, n_workers:
             (lambda s: s.params)
     if algorithm == "admm":
         weight = n_workers * Xs.shape[0] / X.shape[0]
-        return (lambda s: admm_round(s, shard, lr, exchange, l2=task.l2, weight=weight, **task.admm)), \
+        return (lambda s: admm_round(s, shard, lr, exchange, AdmmSettings(l2=task.l2, **task.admm), weight)), \
             admm_state(X.shape[1]), admm_z
     rows, batch = Xs.shape[0], min(task.batch, Xs.shape[0])
 

@@ -69,7 +69,7 @@ def run_numpy(epochs: int, launched: float, target: float = TARGET) -> dict:
             order = rng.permutation(len(train.y))
             for first in range(0, len(order), BATCH):
                 rows = order[first:first + BATCH]
-                model.loss_and_grads(weights, sizes, train.x[rows], train.y[rows], "tanh", 0.0, rng, grad_out=grad)
+                model.loss_and_grads(weights, sizes, train.x[rows], train.y[rows], "tanh", 0.0, rng, model.GradOut(grad))
                 weights -= np.float32(LEARNING_RATE) * grad
             train_s += time.monotonic() - epoch_start
             accuracy = model.accuracy(weights, sizes, test.x, test.y)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 
-from faasgd import results_store
+from faasgd.api import results_store
 from faasgd.cli.predictor import TARGETS, round_spread, transfer_curve, validate
 
 COUNTS = (0, 1, 3, 5, 10)

@@ -23,6 +23,7 @@ from faasgd.config import load_config
 from faasgd.local.services.stores import start_redis
 from faasgd.profile.sampler import Sampler
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 
 
@@ -31,7 +32,7 @@ def samples_per_s(url: str, dataset: str, epochs: int, hz: float) -> float:
                               "target_accuracy": 1.0, "store_url": url, "profile_hz": hz})
     store = open_store(url)
     job_id = job.create_job(store, config)
-    record = run_worker(config, store, job_id, 0)
+    record = run_worker(Call(config, store, job_id, 0))
     store.close()
     return record["samples_per_s"]
 

@@ -18,6 +18,7 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.local.services.stores import start_redis
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 
 
@@ -36,7 +37,7 @@ def main() -> None:
         profile = cProfile.Profile()
         with threadpool_limits(1):
             profile.enable()
-            final = run_worker(config, store, job_id, 0)
+            final = run_worker(Call(config, store, job_id, 0))
             profile.disable()
         print(f"{final['samples']:,} samples, {final['samples_per_s']:,.0f} samples/s in training epochs, "
               f"{final['pushes']} pushes, {final['fetches']} fetches")

@@ -27,6 +27,7 @@ from threadpoolctl import threadpool_limits
 
 from faasgd import data, job
 from faasgd.config import load_config
+from faasgd.model import GradOut
 from faasgd.local.services.stores import start_redis
 from faasgd.store import PushId, codec, open_store, redis_push
 from faasgd.worker.progress import WorkerProgress
@@ -95,7 +96,7 @@ def measure(store_url: str, mode: str, steps: int, period: int, dataset: str = "
             np.take(shard.x, order[first:first + batch], axis=0, out=raw)
             np.divide(raw, np.float32(255), out=x)
             gathered = time.perf_counter()
-            net.loss_and_grads(weights, x, shard.y[order[first:first + batch]], rng, grad_out=grad)
+            net.loss_and_grads(weights, x, shard.y[order[first:first + batch]], rng, GradOut(grad))
             weights -= np.float32(config.learning_rate) * grad
             batches_s, steps_s = batches_s + gathered - started, steps_s + time.perf_counter() - gathered
             if mode != "none" and (step + 1) % period == 0:

@@ -60,7 +60,7 @@ def single_process(dataset: str, steps: int, threads: int) -> float:
         for step in range(steps):
             first = (step * batch) % (len(order) - batch)
             rows = order[first:first + batch]
-            model.loss_and_grads(weights, sizes, shard.x[rows], shard.y[rows], "tanh", 0.0, rng, grad_out=grad)
+            model.loss_and_grads(weights, sizes, shard.x[rows], shard.y[rows], "tanh", 0.0, rng, model.GradOut(grad))
             weights -= np.float32(0.1) * grad
         elapsed = time.perf_counter() - started
     return steps * batch / elapsed

@@ -24,6 +24,7 @@ from faasgd import job, tracing
 from faasgd.config import load_config
 from faasgd.local.services.stores import start_redis
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 from faasgd.tracing.file_exporter import FileSpanExporter
 
@@ -38,9 +39,9 @@ def one_run(url: str, epochs: int, period: int, traced: bool, provider: TracerPr
     spans_before = len(provider._active_span_processor._span_processors[0].span_exporter.lines)
     if traced:
         with provider.get_tracer("faasgd").start_as_current_span("train"):
-            record = run_worker(config, tracing.traced_store(store), job_id, 0)
+            record = run_worker(Call(config, tracing.traced_store(store), job_id, 0))
     else:
-        record = run_worker(config, store, job_id, 0)
+        record = run_worker(Call(config, store, job_id, 0))
     spans = len(provider._active_span_processor._span_processors[0].span_exporter.lines) - spans_before
     return record["samples_per_s"], spans
 

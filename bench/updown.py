@@ -94,7 +94,7 @@ def run_numpy() -> dict:
             order = rng.permutation(len(y))
             for first in range(0, len(order), BATCH):
                 rows = order[first:first + BATCH]
-                model.loss_and_grads(weights, sizes, x[rows], y[rows], "tanh", 0.0, rng, grad_out=grad)
+                model.loss_and_grads(weights, sizes, x[rows], y[rows], "tanh", 0.0, rng, model.GradOut(grad))
                 weights -= np.float32(LEARNING_RATE) * grad
                 seen += len(rows)
                 if seen % period < len(rows) or first + BATCH >= len(order):

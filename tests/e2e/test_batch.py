@@ -12,7 +12,7 @@ import pandas
 import pytest
 import yaml
 
-from faasgd import results_store
+from faasgd.api import results_store
 from faasgd.local.services.stores import free_port, start_redis
 from support.paths import ROOT
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from support.rounds_drive import exchanges, in_threads, memory_url, new_job, values
-from faasgd.lambdaml.convex import kmeans, lr
+from faasgd.lambdaml.convex import admm, kmeans, lr
 from faasgd.data.generated import blobs, rcv1_like
 from faasgd.lambdaml.rounds import RoundState, admm_round, admm_state, kmeans_round
 
@@ -20,7 +20,7 @@ def run(url, pattern, algorithm, shards, start, rounds=3):
         state = start
         for _ in range(rounds):
             if algorithm == "admm":
-                state = admm_round(state, shards[w], lr, ex[w], rho=0.1, local_steps=3, lr=1.0, l2=1e-3).state
+                state = admm_round(state, shards[w], lr, ex[w], admm.AdmmSettings(0.1, 3, 1.0, 1e-3)).state
             else:
                 state = kmeans_round(state, shards[w], ex[w]).state
         return state.params

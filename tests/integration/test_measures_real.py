@@ -16,6 +16,7 @@ from faasgd.cli.main import main
 from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.functions.workloads import run_iteration, run_loop_call, run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration
@@ -30,7 +31,7 @@ def run_job(url, **overrides):
     config = load_config({}, values)
     store = open_store(url, timeout_s=2.0)
     job_id = job.create_job(store, config)
-    threads = [threading.Thread(target=run_worker, args=(config, open_store(url, timeout_s=2.0), job_id, i))
+    threads = [threading.Thread(target=run_worker, args=(Call(config, open_store(url, timeout_s=2.0), job_id, i),))
                for i in range(config.number_of_workers)]
     started = time.perf_counter()
     for t in threads:
@@ -68,12 +69,11 @@ def run_mode(url, mode):
     job_id = job.create_job(store, config)
     for worker in range(config.number_of_workers):
         if mode == "loop":
-            run_loop_call(config, store, job_id, worker, f"call-{worker}", load_shard)
+            run_loop_call(Call(config, store, job_id, worker, f"call-{worker}", loader=load_shard))
             continue
         iteration = 0
         while iteration is not None:
-            iteration = run_iteration(config, store, job_id, worker, iteration, f"call-{worker}-{iteration}",
-                                      load_shard)["next_iteration"]
+            iteration = run_iteration(Call(config, store, job_id, worker, f"call-{worker}-{iteration}", iteration=iteration, loader=load_shard))["next_iteration"]
     return job.read_status(store, job_id)["result"]
 
 
@@ -95,9 +95,9 @@ def test_a_duplicate_delivery_trains_nothing_and_is_counted_and_billed(store_ser
                               "store_url": store_server.url, "invocation_mode": "per-iteration"})
     store = open_store(store_server.url, timeout_s=2.0)
     job_id = job.create_job(store, config)
-    first = run_iteration(config, store, job_id, 0, 0, "call-0", load_shard)
-    again = run_iteration(config, store, job_id, 0, 0, "call-0-redelivered", load_shard)  # the queue delivers twice
-    last = run_iteration(config, store, job_id, 0, 1, "call-1", load_shard)
+    first = run_iteration(Call(config, store, job_id, 0, "call-0", iteration=0, loader=load_shard))
+    again = run_iteration(Call(config, store, job_id, 0, "call-0-redelivered", iteration=0, loader=load_shard))  # the queue delivers twice
+    last = run_iteration(Call(config, store, job_id, 0, "call-1", iteration=1, loader=load_shard))
     assert first["next_iteration"] == 1 and again["duplicate"] and last["state"] == "finished"
     final = job.read_status(store, job_id)["result"]
     assert final["samples"] == 2 * 1080  # two epochs, not three

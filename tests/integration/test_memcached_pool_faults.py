@@ -24,6 +24,7 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.errors import FaasgdError, StateLost, StoreError, StoreTimeout
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.local.services.memcached_pool import start_memcached_pool
 from faasgd.local.services.stores import start_memcached
 from faasgd.store import PushId, keys, memcached_push, open_store
@@ -190,7 +191,7 @@ def start_job(url: str, epochs: int, store_timeout_s: float, socket_timeout_s: f
 
     def work(worker: int) -> None:
         try:
-            run_worker(config, open_store(url, timeout_s=socket_timeout_s), job_id, worker)
+            run_worker(Call(config, open_store(url, timeout_s=socket_timeout_s), job_id, worker))
         except Exception as error:
             raised.append(error)
 

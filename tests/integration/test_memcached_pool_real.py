@@ -18,6 +18,7 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.errors import StoreUnavailable
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.local.services.stores import free_port
 from faasgd.store import keys, memcached_push, meter, open_store
 from faasgd.store.memcached_pool import CHUNKS_PER_SERVER, PoolClient, ServerFailed
@@ -31,7 +32,7 @@ def run_job(url: str, **overrides):
                               "store_url": url, "store_timeout_s": 5.0, **overrides})
     store = open_store(url, timeout_s=2.0)
     job_id = job.create_job(store, config)
-    threads = [threading.Thread(target=run_worker, args=(config, open_store(url, timeout_s=2.0), job_id, i))
+    threads = [threading.Thread(target=run_worker, args=(Call(config, open_store(url, timeout_s=2.0), job_id, i),))
                for i in range(config.number_of_workers)]
     for t in threads:
         t.start()

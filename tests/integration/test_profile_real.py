@@ -15,6 +15,7 @@ from faasgd.config import load_config
 from faasgd.local.services.stores import start_memcached, start_redis
 from faasgd.profile import MEASURES
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import meter, open_store
 from faasgd.store.keys import profile_name
 from faasgd.store.url import parse_store_url
@@ -106,7 +107,7 @@ def test_a_jobs_result_and_records_carry_its_workers_profiles(kind, request):
                               "target_accuracy": 1.0, "store_url": url, "profile_hz": 50})
     store = open_store(url, timeout_s=2.0)
     job_id = job.create_job(store, config)
-    threads = [threading.Thread(target=run_worker, args=(config, open_store(url, timeout_s=2.0), job_id, i))
+    threads = [threading.Thread(target=run_worker, args=(Call(config, open_store(url, timeout_s=2.0), job_id, i),))
                for i in range(2)]
     for t in threads:
         t.start()

@@ -11,6 +11,7 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.functions.workloads import run_loop_call, run_worker
+from faasgd.worker.invocation import Call
 from faasgd.worker.budget import CallBudget
 from faasgd.store import open_store
 
@@ -34,7 +35,7 @@ def residual_of(store, job_id, length):
 @pytest.mark.parametrize("server", ["redis_server", "memcached_server"])
 def test_a_handed_off_topk_worker_on_a_real_store_ends_as_one_uninterrupted_run(server, request):
     config, memory, memory_job = start(f"memory://res{uuid.uuid4().hex[:8]}")
-    run_worker(config, memory, memory_job, 0)
+    run_worker(Call(config, memory, memory_job, 0))
     expected = memory.get_weights(memory_job)[0]
     _, expected_residual = residual_of(memory, memory_job, expected.size)
     assert np.count_nonzero(expected_residual) > 0  # something is held back at the end: the check is not vacuous
@@ -43,7 +44,7 @@ def test_a_handed_off_topk_worker_on_a_real_store_ends_as_one_uninterrupted_run(
     calls, done = 0, False
     while not done:  # each call hands off after 10 more pushes; the next one resumes from the record
         budget = CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 10 * (calls + 1))
-        answer = run_loop_call(config, store, job_id, 0, f"call-{calls}", load_shard, budget, lambda i: None)
+        answer = run_loop_call(Call(config, store, job_id, 0, f"call-{calls}", loader=load_shard, budget=budget, chain=lambda i: None))
         calls, done = calls + 1, answer["next_iteration"] is None
     record = store.worker_record(job_id, 0)
     assert calls >= 3 and record["state"] == "finished" and record["residual_resets"] == 0

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from faasgd import results_store
+from faasgd.api import results_store
 
 pytestmark = pytest.mark.integration
 

@@ -23,6 +23,7 @@ from faasgd.errors import StoreTimeout
 from faasgd.functions.train_request import TrainRequest
 from faasgd.local.services.stores import free_port, start_memcached, start_redis
 from faasgd.functions.workloads import run_loop_call
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 
 pytestmark = pytest.mark.integration
@@ -126,7 +127,7 @@ def test_a_lease_taken_whose_reply_was_lost_is_the_calls_own_on_a_real_store(ser
     store.add_record = add_then_lose_the_reply
     config = job.read_job(store, job_id)[0]
     began = time.monotonic()
-    answer = run_loop_call(config, store, job_id, 0, "", load_shard)  # no call id: a POST without X-Call-Id
+    answer = run_loop_call(Call(config, store, job_id, 0, "", loader=load_shard))  # no call id: a POST without X-Call-Id
     assert lost == [True]  # the set-if-absent was applied on the server
     assert answer["state"] == "finished" and not answer["duplicate"], answer
     assert time.monotonic() - began < config.lease_s  # not waited out

@@ -7,6 +7,7 @@ import pytest
 
 from faasgd import job
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 from support import rule_oracle
 
@@ -20,7 +21,7 @@ def test_one_worker_under_each_rule_equals_the_single_process_oracle(request, ki
     config = rule_oracle.small_config(server.url, rule)
     with open_store(config.store_url, timeout_s=2.0) as store:
         job_id = job.create_job(store, config)
-        final = run_worker(config, store, job_id, 0)
+        final = run_worker(Call(config, store, job_id, 0))
         weights, version = store.get_weights(job_id)
     assert final["state"] == "finished" and final["epoch"] == config.max_epochs
     steps_per_epoch = -(-job.holdout(config)[0] // config.batch_size)  # the rows left after the validation rows

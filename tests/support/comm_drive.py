@@ -114,9 +114,9 @@ class Driven:
         progress.owner = f"call-{worker_id}"
         self.trainer = load_worker(config, store, job_id, progress)
         if comms is not None:
-            self.trainer.comms = comms
+            self.trainer.exchange.comms = comms
             if not comms.background:  # an inline store thread: the blocking schedule takes each operation in at once
-                self.trainer.schedule = Blocking()
+                self.trainer.exchange.schedule = Blocking()
         self.order = self.trainer.epoch_order()
         self.grads, self.pushed, self.stepped = [], [], []  # own steps' updates since the last hand-over; updates
         # handed over; the steps each held, summed
@@ -134,13 +134,13 @@ class Driven:
         it handed over, exactly (its local weights less the parameters they were built on), and `stepped` the same
         steps' updates summed in float32: the two agree up to the rounding of that subtraction and of taking
         parameters in, a few float32 ulps of the weights (`same_steps`), far below one step's update."""
-        self.trainer.push(due=due)
-        if self.trainer.unpushed_steps == 0 and self.grads:  # handed over (not put off)
+        self.trainer.exchange.push(due=due)
+        if self.trainer.exchange.unpushed_steps == 0 and self.grads:  # handed over (not put off)
             summed = np.zeros_like(self.grads[0])
             for grad in self.grads:  # in order
                 summed += grad
             self.stepped.append(summed)
-            self.pushed.append(self.trainer.sending.copy())
+            self.pushed.append(self.trainer.exchange.sending.copy())
             self.grads = []
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from faasgd import job
 from faasgd.errors import StoreTimeout, StoreUnavailable
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 
 
 class RecordingStore:
@@ -55,7 +56,7 @@ def run_two_workers(config, store, during=None, timeout_s: float = 180) -> tuple
     finals = [None, None]
 
     def work(worker_id):
-        finals[worker_id] = run_worker(config, store, job_id, worker_id, f"call-{uuid.uuid4().hex[:6]}")
+        finals[worker_id] = run_worker(Call(config, store, job_id, worker_id, f"call-{uuid.uuid4().hex[:6]}"))
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(2)]
     for t in threads:

@@ -60,7 +60,8 @@ def one_worker(config, epochs: int) -> np.ndarray:
         for first in range(0, len(order), config.batch_size):
             rows = order[first:first + config.batch_size]
             _, update = model.loss_and_grads(local, sizes, shard.x[rows], shard.y[rows], config.activation,
-                                             config.dropout, rng, scale=-config.learning_rate)  # -lr g, as workers
+                                             config.dropout, rng,
+                                             model.GradOut(np.empty_like(local), -config.learning_rate))  # -lr g
             local, u_sum, step, unpushed = local + update, u_sum + update, step + 1, unpushed + 1
             if step % config.n_push == 0:
                 apply(u_sum)

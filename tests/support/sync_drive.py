@@ -6,6 +6,7 @@ from faasgd import data, job
 from faasgd.config import load_config
 from faasgd.lambdaml.sync_worker import load_sync_worker
 from faasgd.worker import invocation
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 
 
@@ -44,11 +45,10 @@ def train_job(config, mode="loop"):
 
     def worker(w):
         if mode == "loop":
-            invocation.run_worker(config, store, job_id, w, make=load_sync_worker)
+            invocation.run_worker(Call(config, store, job_id, w), make=load_sync_worker)
             return
         for iteration in range(config.max_epochs):
-            answer = invocation.run_iteration(config, store, job_id, w, iteration, f"call-{w}-{iteration}",
-                                              data.load_shard, make=load_sync_worker)
+            answer = invocation.run_iteration(Call(config, store, job_id, w, f"call-{w}-{iteration}", iteration=iteration, loader=data.load_shard), make=load_sync_worker)
             if answer["next_iteration"] is None:
                 break
 
@@ -94,17 +94,16 @@ class KillingSpace:
 def train_with_worker_1_killed(config):
     """Create the job; worker 0 trains to its stop rule; worker 1's first call dies mid-round (the test arms
     killing_first_space), then a second call re-invokes it, resuming from its record. The store and the job."""
-    from faasgd.worker.budget import UNLIMITED
 
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
 
     def worker(w):
         if w == 0:
-            invocation.run_worker(config, store, job_id, 0, make=load_sync_worker)
+            invocation.run_worker(Call(config, store, job_id, 0), make=load_sync_worker)
             return
-        progress = invocation.resume(store, job_id, config, 1, "first")
-        trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, None, load_sync_worker)
+        call = Call(config, store, job_id, 1, "first")
+        trainer = invocation.start(call, invocation.resume(call), load_sync_worker)
         try:
             invocation.train(trainer)
         except Killed:
@@ -112,7 +111,7 @@ def train_with_worker_1_killed(config):
         else:
             raise AssertionError("worker 1 was not killed")
         assert 0 < store.worker_record(job_id, 1)["rounds"]  # it had checkpointed rounds before it died
-        invocation.run_worker(config, store, job_id, 1, "second", make=load_sync_worker)  # re-invoked: resumes from its record
+        invocation.run_worker(Call(config, store, job_id, 1, "second"), make=load_sync_worker)  # re-invoked: resumes from its record
 
     in_threads(worker, 2)
     return store, job_id

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from faasgd import cost, results_store
+from faasgd import cost
+from faasgd.api import results_store
 from faasgd.api.jobs import Job
 from faasgd.errors import ConfigError
 from faasgd.job.result import MEASURES

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy
 
-from faasgd import __version__, results_store
+from faasgd import __version__
+from faasgd.api import results_store
 from faasgd.batch.matrix import DEFAULT_MAX_RUNS, Matrix, parse_matrix_text, read_matrix_text
 from faasgd.batch.bounds import MAX_RUNS, max_runs
 from faasgd.batch.outputs import make_folder, output_folder, write_matrix_copy, write_outputs

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Callable
 
-from faasgd import results_store
+from faasgd.api import results_store
 from faasgd.batch.redact import Redactor
 from faasgd.job.result import MEASURES
 from faasgd.stacking import flow

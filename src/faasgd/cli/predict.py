@@ -25,7 +25,7 @@ import sys
 
 from rich.table import Table
 
-from faasgd import results_store
+from faasgd.api import results_store
 from faasgd.cli import predict_range
 from faasgd.cli.predictor import LEVEL, TARGETS, Predictor, round_spread, transfer_curve, validate
 from faasgd.cli.progress import console

@@ -1,4 +1,4 @@
-"""`faasgd results`: the runs of every test.sh batch, from the results database (faasgd.results_store).
+"""`faasgd results`: the runs of every test.sh batch, from the results database (faasgd.api.results_store).
 
     faasgd results [--db PATH] list                                   the batches: id, name, runs, when
     faasgd results [--db PATH] runs [--batch ID ...] [--where KEY=VALUE ...] [--price KEY=USD ...] [--json]
@@ -20,7 +20,8 @@ from typing import Any
 
 from rich.table import Table
 
-from faasgd import api, cost, results_store
+from faasgd import api, cost
+from faasgd.api import results_store
 from faasgd.api.runs import DEFAULT_MEASURES, database_path
 from faasgd.api.runs import compare_runs as compare  # noqa: F401  the comparison's rows (faasgd.api.runs)
 from faasgd.cli.progress import console

@@ -33,6 +33,16 @@ class Shard:
     stop: int  # one past the last row of this shard in the split's file
 
 
+@dataclass(frozen=True)
+class WorkerRows:
+    """What a worker reads: its shard of the training rows, the held-out validation rows (the stop rule's) and the
+    test rows (reported only, never a stop rule)."""
+
+    train: Shard
+    validation: Shard
+    test: Shard
+
+
 def shard_range(total: int, worker_id: int, number_of_workers: int) -> tuple[int, int]:
     """Return worker `worker_id`'s rows [floor(i*n/N), floor((i+1)*n/N)) of `total` rows split N ways."""
     check_workers(worker_id, number_of_workers)
@@ -65,7 +75,6 @@ def load_shard(
     worker_id: int = 0,
     number_of_workers: int = 1,
     limit: int = 0,
-    data_dir: str | None = None,
     scaled: bool = True,
     holdout: int = 0,
     after: int = 0,
@@ -77,7 +86,8 @@ def load_shard(
     shard, not with the data set. `scaled=False` keeps the raw uint8 pixels (a quarter of the memory;
     see `scale_rows`), which suits data only evaluated in chunks, like a worker's test set. A tabular data set
     (data/tabular.py) gives its float32 rows (dense or CSR) whatever `scaled`; `after` is the job's train_samples
-    (a generated set's test rows follow its training rows).
+    (a generated set's test rows follow its training rows). Files are read from the data directory
+    (fashion.fashion_dir: $FAASGD_DATA_DIR, else the default).
     """
     check_dataset(dataset)
     if split not in PARTS:
@@ -88,7 +98,7 @@ def load_shard(
     whole_number(holdout, "holdout", low=0, must="a number of rows >= 0")
     file_split = "test" if split == "test" else "train"
     check_split(file_split)
-    rows = count_rows(dataset, file_split, limit, data_dir)
+    rows = count_rows(dataset, file_split, limit)
     held = holdout if file_split == "train" else 0
     if held > rows:
         raise ConfigError("validation_samples", f"cannot hold out {held} of the {rows} training rows of {dataset}")
@@ -110,7 +120,7 @@ def load_shard(
     x = np.empty((stop - start, input_dim), dtype=np.float32 if scaled else np.uint8)
     y = np.empty(stop - start, dtype=np.int64)
     filled = 0
-    for images, labels in iter_rows(dataset, file_split, start, stop, data_dir):  # one chunk in memory at a time
+    for images, labels in iter_rows(dataset, file_split, start, stop):  # one chunk in memory at a time
         rows = len(labels)
         pixels = images.reshape(rows, input_dim)
         if scaled:

@@ -1,7 +1,8 @@
 """Downpour's communication modes (config `communication`) as schedules, chosen once per worker.
 
-A schedule decides, at the points where the modes differ, what the worker (worker.py) does; the worker keeps
-the state (`push_due`, `fetch_wanted`, the operation in flight `op`; Scheduled says what a schedule uses):
+A schedule decides, at the points where the modes differ, what the worker's exchange (exchange.py) does; the
+exchange keeps the state (`push_due`, `fetch_wanted`, the operation in flight `op`; Scheduled says what a schedule
+uses):
 - blocking: every store operation runs inline and is taken in at once (the worker waits for each round trip);
 - background: operations run on the store thread while the worker trains on, taken in at the next
   synchronisation point (comm.py);
@@ -20,7 +21,7 @@ from faasgd.errors import ConfigError
 
 
 class Scheduled(Protocol):
-    """What a schedule reads and sets of the worker it serves (DownpourWorker)."""
+    """What a schedule reads and sets of the exchange it serves (ParameterExchange)."""
 
     comms: comm.StoreThread  # the worker's store operations, one in flight at most
     op: comm.Op | None  # the operation submitted and not yet taken in

@@ -32,10 +32,10 @@ from faasgd.config import TrainConfig
 from faasgd.downpour import comm
 from faasgd.downpour import residual as feedback
 from faasgd.downpour.exchange import ParameterExchange
-from faasgd.downpour.schedule import schedule_for
-from faasgd.downpour.stop_rule import StopRule, stop_rule_period
+from faasgd.downpour.stop_rule import StopRule
 from faasgd.job import model_file
-from faasgd.store import ParameterStore, keys, push_codec
+from faasgd.model.mlp import GradOut
+from faasgd.store import ParameterStore
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import Liveness
 from faasgd.worker.progress import WorkerProgress
@@ -45,8 +45,9 @@ from faasgd.worker.curve_rows import evaluates_test_rows
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
 
 
-class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
-    """One worker's training over its shard; `progress` holds everything that must survive it."""
+class DownpourWorker(Liveness, StoreCalls):
+    """One worker's training over its shard; `progress` holds everything that must survive it. It holds its
+    exchange with the store (exchange.py: the local copy, fetches and pushes) and its stop rule (stop_rule.py)."""
 
     def __init__(self, config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
                  sizes: tuple[int, ...], shard: data.Shard, test: data.Shard, budget: CallBudget = UNLIMITED):
@@ -54,48 +55,38 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         self.sizes, self.shard, self.test, self.budget = sizes, shard, test, budget
         self.net = job.network(config)  # the MLP or the cnn (faasgd.model.network)
         size = self.net.param_count
-        # The local copy is the global parameters it was built on plus the steps not yet handed to a push: `weights`
-        # and `base`, whose difference is that update (`pending`), taken only at a push and when new parameters are
-        # taken in, so a step adds its update to one buffer, not two (exchange.py)
-        self.weights = np.zeros(size, np.float32)  # local copy: global + own unpushed steps (none before a fetch)
-        self.base = np.zeros(size, np.float32)  # what the local copy is built on: weights - base is not pushed yet
-        self.fetched = np.empty(size, np.float32)  # last global parameters read (or written by our push)
-        self.sending = np.zeros(size, np.float32)  # the update a push in flight sends
-        self.codec = push_codec.parse_codec(config.push_codec)  # how pushes travel (f32, f16, topk:F)
-        # error feedback: what compressed pushes left out, sent with later ones (kept with the checkpoint at a
-        # clean end of the call: downpour/residual.py; load_worker reads it back). As in deep gradient compression it
-        # is not in the local copy: a fetch makes that global + pending again
-        self.residual = np.zeros(size, np.float32) if self.codec.compresses else None
-        self.residual_kept = True  # the stored record names the residual as it is now (or zeros before any push)
         self.grad = np.empty(size, np.float32)
+        self.step_out = GradOut(self.grad, -config.learning_rate)  # a step's gradient comes out as the update itself
         # the shard stays as stored (raw uint8 pixels: a quarter of float32's memory); a minibatch is
         # gathered into `batch_raw` and scaled into `batch_x` (float32 in [0, 1]) as it is trained
         self.batch_raw = np.empty((config.batch_size, shard.x.shape[1]), shard.x.dtype)
         self.batch_x = np.empty((config.batch_size, shard.x.shape[1]), np.float32)
         self.batch_y = np.empty(config.batch_size, shard.y.dtype)
         self.eval_scratch = model_file.eval_scratch(test)  # evaluation rows scaled a chunk at a time, into one buffer
-        self.base_version = 0  # global version of the parameters our weights are built on (the last taken in)
-        self.last_push_version = 0  # global version right after our last push
-        self.unpushed_steps = 0
-        self.pushed_snapshot = False  # our last push (in flight, or its result in `fetched`) and no step since
-        self.schedule = schedule_for(config.communication)  # blocking, background or coalesce (schedule.py)
-        self.comms = comm.StoreThread(self.schedule.background)
-        self.push_due = False  # coalesce: a push point passed while an operation was in flight
-        self.fetch_wanted = False  # coalesce: a fetch point left to the put-off push's result
-        self.op: comm.Op | None = None  # the store operation submitted and not yet taken in (sync)
-        self.fetched_once = False  # the first fetch of an invocation waits for its result
-        # other workers' steps (comm.py) in: the parameters our weights are built on; the newest
-        # parameters whose steps we know (our last push's); those our oldest pending step was computed from
-        self.snap_others = self.known_others = self.base_others = 0
+        self.stop_rule = StopRule(config, shard.total)  # the checks between epoch ends, and whether we crossed
+        self.exchange = ParameterExchange(config, size, self)  # fetches and pushes, the local copy, the versions
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = progress.rng_state
-        self.period_s = 0.0  # seconds between pushes, smoothed: what the budget must leave room for
         self.eval_s = 0.0  # seconds the last evaluation took
-        self._last_push_at: float | None = None
         self.on_heartbeat: Callable[[], None] | None = None  # also called at each heartbeat (lease, supervision)
-        self.check_every = stop_rule_period(config, shard.total)  # samples of all workers between stop-rule checks
-        self.check: tuple[int, int, np.ndarray] | None = None  # (version, samples, parameters) a push asks to check
-        self.crossed = False  # this worker found the target mid-epoch: it stops at its next fetch point
+
+    # -- what a call sees of the exchange (worker/protocol.py) -------------------------------------
+    @property
+    def comms(self) -> comm.StoreThread:
+        return self.exchange.comms
+
+    @property
+    def period_s(self) -> float:
+        """Seconds between pushes, smoothed: what the budget must leave room for."""
+        return self.exchange.period_s
+
+    @property
+    def has_pushed(self) -> bool:
+        """A push of this call has landed: from then on it may hand off."""
+        return self.exchange.last_push_at is not None
+
+    def fetch(self, wait: bool = False) -> None:
+        self.exchange.fetch(wait)
 
     def check_budget(self, upcoming_s: float) -> None:
         """HandOff when the budget says stop, once the push in flight has landed (its record is the checkpoint)."""
@@ -108,26 +99,16 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         """The call ends cleanly here (a hand-off, an epoch's end in per-iteration mode, the stop rule, the job's
         end): keep the residual with the checkpoint (downpour/residual.py), once its last push has landed.
         Superseded if the store refuses the record (another invocation is further on)."""
-        self.sync()
-        if self.residual is None or self.residual_kept:
-            return
-        progress = self.progress
-        name = keys.residual_name(progress.worker_id, progress.pushes, progress.owner)
-        data = feedback.to_bytes(self.residual)
-        record = self.snapshot()
-        record["residual"] = name
-        if not self.retry(lambda: feedback.keep(self.store, self.job_id, progress.worker_id, name, data, record)):
-            raise Superseded(f"worker {progress.worker_id}: another invocation wrote a newer record")
-        progress.residual, self.residual_kept = name, True
+        self.exchange.keep_residual()  # syncs first
 
     def settle(self) -> None:
         """Take in an operation still in flight as the worker ends (after a failure: its error only logged)."""
         try:
-            self.sync()
+            self.exchange.sync()
         except Exception as error:  # the failure being recorded is the one that counts
             log.warning("job %s worker %d: store operation in flight failed: %s", self.job_id,
                         self.progress.worker_id, error)
-        self.comms.close()
+        self.exchange.comms.close()
 
     def snapshot(self, pushes: int | None = None) -> dict:
         """The worker's record as of now (the RNG state after the last step), with `pushes` if given."""
@@ -139,28 +120,20 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
 
     def save(self) -> None:
         """Write the record between pushes (an epoch's end, the end); Superseded if the store has newer."""
-        self.sync()
+        self.exchange.sync()
         record = self.snapshot()
         if not self.retry(lambda: self.store.update_worker(self.job_id, self.progress.worker_id, record)):
             raise Superseded(f"worker {self.progress.worker_id}: another invocation wrote a newer record")
 
     # -- training --------------------------------------------------------------------------
-    @property
-    def pending(self) -> np.ndarray:
-        """The update not yet handed to a push (a new array): the local weights less what they are built on."""
-        return self.weights - self.base
-
     def step(self, x: np.ndarray, y: np.ndarray) -> float:
         """One minibatch step on the local copy: the gradient comes out times -learning_rate, the update itself."""
         started = time.perf_counter()
-        loss, update = self.net.loss_and_grads(self.weights, x, y, self.rng, grad_out=self.grad,
-                                               scale=-self.config.learning_rate)
-        self.weights += update
+        exchange = self.exchange
+        loss, update = self.net.loss_and_grads(exchange.weights, x, y, self.rng, self.step_out)
+        exchange.weights += update
         self.progress.spend("compute", time.perf_counter() - started)
-        if self.unpushed_steps == 0:  # the oldest step of the next push: computed from these parameters
-            self.base_others = self.snap_others
-        self.unpushed_steps += 1
-        self.pushed_snapshot = False
+        exchange.stepped()
         return float(loss)
 
     def minibatch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -190,29 +163,29 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
 
     def run_epoch(self) -> bool:
         """The rest of the current epoch; False if the job ended meanwhile. HandOff at a push when the budget says."""
-        cfg, progress, batch = self.config, self.progress, self.config.batch_size
+        cfg, progress, batch, exchange = self.config, self.progress, self.config.batch_size, self.exchange
         order = self.epoch_order()
         started = time.perf_counter()
         for index in range(progress.epoch_step, -(-len(order) // batch)):
             if progress.step % cfg.n_fetch == 0:
-                if self.crossed or self.job_ended():  # unpushed steps are dropped: the job's model is final
-                    self.sync()
+                if self.stop_rule.crossed or self.job_ended():  # unpushed steps are dropped: the job's model is final
+                    exchange.sync()
                     progress.train_s += time.perf_counter() - started
                     return False
-                self.fetch()
+                exchange.fetch()
                 self.heartbeat()
             rows = order[index * batch:(index + 1) * batch]
             x, y = self.minibatch(rows)
-            self.schedule.before_step(self)
+            exchange.schedule.before_step(exchange)
             progress.epoch_loss_sum += self.step(x, y)
             progress.step, progress.samples, progress.epoch_step = progress.step + 1, progress.samples + len(rows), index + 1
-            if progress.step % cfg.n_push == 0 or self.push_due:
+            if progress.step % cfg.n_push == 0 or exchange.push_due:
                 progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
-                self.push(due=True)
-                self.check_target()
-                self.check_budget(self.period_s + self.eval_s)
+                exchange.push(due=True)
+                self.stop_rule.check_target(self)
+                self.check_budget(exchange.period_s + self.eval_s)
         progress.train_s += time.perf_counter() - started
-        self.push()
+        exchange.push()
         return True
 
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
@@ -228,10 +201,11 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         """Close the epoch: at this worker's round of epoch ends (and at its last epoch) evaluate the global
         parameters on the validation and test rows (the curves); at its last epoch at the target keep exactly them
         as the job's model and mark the job done (job/model_file.py); save the record. True when training should stop."""
-        self.sync()
-        self.check_target()  # the epoch's last push may have passed a period: its parameters, as any push's
-        self.fetch(wait=True)  # nothing is pending after the epoch's last push: these are the global parameters
-        version = self.base_version
+        exchange = self.exchange
+        exchange.sync()
+        self.stop_rule.check_target(self)  # the epoch's last push may have passed a period: its parameters, as any push's
+        exchange.fetch(wait=True)  # nothing is pending after the epoch's last push: these are the global parameters
+        version, weights = exchange.base_version, exchange.weights
         # Every worker's record is written with each of its pushes, so their samples, read right after the
         # fetch, count the samples of every push in these parameters (and of any push landing in between).
         records = self.retry(lambda: job.read_progress(self.store, self.job_id, self.config.number_of_workers))
@@ -248,8 +222,8 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         accuracy = test_accuracy = None
         if evaluates_test_rows(progress.epoch, progress.worker_id, self.config.number_of_workers, last):
             started = self.clock()
-            accuracy = self.evaluate(self.weights)
-            test_accuracy = self.evaluate(self.weights, self.test)
+            accuracy = self.evaluate(weights)
+            test_accuracy = self.evaluate(weights, self.test)
             progress.accuracy, progress.accuracy_epoch = accuracy, progress.epoch
             self.eval_s = self.clock() - started  # kept from the last that evaluated (the budget's room for one)
         now = progress.now()  # on the job's timeline (worker/call_clock.py)
@@ -259,19 +233,19 @@ class DownpourWorker(ParameterExchange, StopRule, Liveness, StoreCalls):
         log.info("job %s worker %d: epoch %d, validation accuracy %s, loss %.4f, %d pushes, %d conflicts",
                  self.job_id, progress.worker_id, progress.epoch,
                  "(another worker's round)" if accuracy is None else f"{accuracy:.4f}", progress.loss,
-                 progress.pushes, progress.conflicts)
+                 progress.pushes, progress.downpour.conflicts)
         # the stop rule is the period's checks (check_target), the same for 1 and W workers; an epoch's end decides
         # only at the worker's last epoch (always evaluated), so a job never ends at its target unclaimed
         reached = last and accuracy >= self.config.target_accuracy
         if reached:
-            weights, crossing = self.weights.copy(), {
+            kept, crossing = weights.copy(), {
                 "validation_accuracy": accuracy, "at": now, "samples": samples,
                 "epochs": samples / self.shard.total, "version": version}
-            self.retry(lambda: model_file.keep_crossing(self.store, self.job_id, progress.worker_id, weights,
+            self.retry(lambda: model_file.keep_crossing(self.store, self.job_id, progress.worker_id, kept,
                                                         lambda: test_accuracy, crossing))  # a last epoch's: evaluated
         self.save()
         self.heartbeat(force=True)
-        return last or self.crossed
+        return last or self.stop_rule.crossed
 
 
 def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
@@ -292,11 +266,12 @@ def load_worker(config: TrainConfig, store: ParameterStore, job_id: str, progres
     progress.spend("load", time.perf_counter() - started)
     trainer = DownpourWorker(config, store, job_id, progress, job.network_sizes(config), shard, test, budget)
     trainer.validation = validation  # the stop rule's rows
-    if trainer.residual is not None and progress.residual:  # what the last call held back at its clean end
-        trainer.retry(lambda: feedback.load(store, job_id, progress.worker_id, progress.residual, trainer.residual))
-    elif trainer.residual is not None and progress.pushes:  # the call that pushed last died mid-call: from zeros
-        progress.residual_resets += 1
-        trainer.residual_kept = False
+    exchange = trainer.exchange
+    if exchange.residual is not None and progress.downpour.residual:  # what the last call held back at its clean end
+        trainer.retry(lambda: feedback.load(store, job_id, progress.worker_id, progress.downpour.residual, exchange.residual))
+    elif exchange.residual is not None and progress.pushes:  # the call that pushed last died mid-call: from zeros
+        progress.downpour.residual_resets += 1
+        exchange.residual_kept = False
         log.warning("job %s worker %d: no residual kept after push %d (its call ended uncleanly): starting from zeros",
                     job_id, progress.worker_id, progress.pushes)
     return trainer

@@ -27,6 +27,7 @@ from faasgd.functions.workloads import run_iteration, run_loop_call, run_worker
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff
 from faasgd.worker.call_clock import CallClock
+from faasgd.worker.invocation import Call
 from faasgd.store import ParameterStore, keys
 
 log = logging.getLogger("faasgd.orchestrate")
@@ -115,13 +116,12 @@ def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relau
     worker_store = tracing.traced_store(replica_cache.training_store(config, store))  # a span per round trip
     then = None if relaunch is None else (lambda iteration: relaunch(request.next(iteration)))
     peers = None if relaunch is None else looking_after(store, request, config, meta, relaunch)
+    per_iteration = config.invocation_mode == "per-iteration"
+    call = Call(config, worker_store, request.job_id, request.worker_id, call_id,
+                iteration=request.iteration if per_iteration else 0, loader=replica_cache.load_shard, budget=budget,
+                chain=then, on_heartbeat=peers, clock=clock)
     with replica_cache.training_call() as ended:
-        if config.invocation_mode == "per-iteration":
-            answer = run_iteration(config, worker_store, request.job_id, request.worker_id, request.iteration,
-                                   call_id, replica_cache.load_shard, budget, then, peers, clock)
-        else:
-            answer = run_loop_call(config, worker_store, request.job_id, request.worker_id, call_id,
-                                   replica_cache.load_shard, budget, then, peers, clock)
+        answer = run_iteration(call) if per_iteration else run_loop_call(call)
         ended["worker"] = answer.get("state") in job.WORKER_ENDED_STATES  # its data is not needed here any more
         return answer
 
@@ -149,8 +149,8 @@ def run_single(store: ParameterStore, config: TrainConfig, job_id: str, budget: 
     deadline, SIGTERM) hands the worker to `relaunch` (emnist-train resumes it) and answers at once."""
     try:
         with replica_cache.training_call() as ended:
-            run_worker(config, replica_cache.training_store(config, store), job_id, 0,
-                       loader=replica_cache.load_shard, budget=budget, clock=clock)
+            run_worker(Call(config, replica_cache.training_store(config, store), job_id, 0,
+                            loader=replica_cache.load_shard, budget=budget, clock=clock or CallClock.begin()))
             ended["worker"] = True
     except HandOff as stop:
         if relaunch is None:

@@ -8,12 +8,11 @@ this module, so a stacking function loads neither workload.
 
 from __future__ import annotations
 
-from typing import Any
-
 from faasgd.config import TrainConfig
 from faasgd.downpour.worker import load_worker
 from faasgd.lambdaml.sync_worker import load_sync_worker
 from faasgd.worker import invocation
+from faasgd.worker.invocation import Call
 from faasgd.worker.protocol import WorkerLoader
 
 LOADERS: dict[str, WorkerLoader] = {"downpour": load_worker}  # every other algorithm: LambdaML's rounds
@@ -24,16 +23,16 @@ def loader_for(config: TrainConfig) -> WorkerLoader:
     return LOADERS.get(config.algorithm, load_sync_worker)
 
 
-def run_worker(config: TrainConfig, *args: Any, **kwargs: Any) -> dict:
-    """invocation.run_worker with the job's trainer (same arguments but `make`)."""
-    return invocation.run_worker(config, *args, make=loader_for(config), **kwargs)
+def run_worker(call: Call) -> dict:
+    """invocation.run_worker with the job's trainer."""
+    return invocation.run_worker(call, make=loader_for(call.config))
 
 
-def run_loop_call(config: TrainConfig, *args: Any, **kwargs: Any) -> dict:
-    """invocation.run_loop_call with the job's trainer (same arguments but `make`)."""
-    return invocation.run_loop_call(config, *args, make=loader_for(config), **kwargs)
+def run_loop_call(call: Call) -> dict:
+    """invocation.run_loop_call with the job's trainer."""
+    return invocation.run_loop_call(call, make=loader_for(call.config))
 
 
-def run_iteration(config: TrainConfig, *args: Any, **kwargs: Any) -> dict:
-    """invocation.run_iteration with the job's trainer (same arguments but `make`)."""
-    return invocation.run_iteration(config, *args, make=loader_for(config), **kwargs)
+def run_iteration(call: Call) -> dict:
+    """invocation.run_iteration with the job's trainer."""
+    return invocation.run_iteration(call, make=loader_for(call.config))

@@ -16,7 +16,7 @@ from faasgd.config import TrainConfig
 from faasgd.errors import StoreError
 from faasgd.job import model_file
 from faasgd.job.records import WORKER_ENDED_STATES, read_job, read_progress, server_cpu
-from faasgd.job.result import build_result
+from faasgd.job.result import Outcome, build_result
 from faasgd.store import ParameterStore, keys
 
 
@@ -58,8 +58,8 @@ def write_result(store: ParameterStore, job_id: str,
         except StoreError:
             pass
     calls = [e for e in store.events(job_id) if e.get("event") == "call"]  # no worker record holds these
-    result = build_result(config, meta, progress, done, final, error, store.job_time(), calls, server_cpu(store),
-                          shares)
+    result = build_result(config, meta, progress, done, Outcome(final, error, store.job_time(), calls, server_cpu(store),
+                                                                shares))
     count_on(result, meta.get("resumed_from"))
     cancelled = store.get_record(job_id, keys.CANCELLED)
     if cancelled is not None and result["state"] == "done" and done is None:  # a failure, or the target, says more

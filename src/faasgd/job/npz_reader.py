@@ -14,6 +14,10 @@ A file from outside may be a FIFO, a device, a text file, a bare .npy or a zip b
     network's parameter count (`expected_params(sizes, arch)`) before a byte of it is inflated.
 A member whose deflated stream holds more than its directory entry declares stops at the declared size
 (zipfile's reader), and then fails its CRC: refused too.
+
+The one safe-npz reader: the members of any npz faasgd reads from outside go through `read_header` and
+`read_member` (a stacking object's too: `read_npz`, which faasgd.stacking.safe_format uses with its own rules and
+errors), so no archive is inflated past what its directory and headers declare and no object array is read.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Callable
 
 import numpy as np
 
-from faasgd.errors import ConfigError
+from faasgd.errors import ConfigError, FaasgdError
 
 MAX_PARAMS = 1 << 26  # floats in `params` (256 MiB): four buffers of more could not train in a 1 GiB function
 MAX_LAYERS = 64  # widths in `sizes`
@@ -43,6 +47,10 @@ KINDS = {stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a character device", stat.S_ISB
 
 def refuse(message: str) -> ConfigError:
     return ConfigError("model", message)
+
+
+def not_model(detail: str) -> ConfigError:
+    return refuse(f"not a faasgd model file: {detail}")
 
 
 def read_file(path: str) -> bytes:
@@ -122,28 +130,47 @@ def check_directory(archive: zipfile.ZipFile, fields: set[str]) -> dict[str, zip
     return members
 
 
-def read_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[tuple[int, ...], np.dtype]:
+Refuse = Callable[[str], FaasgdError]  # the error a refused archive raises, given what is wrong
+
+
+def read_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo,
+                refused: Refuse = refuse) -> tuple[tuple[int, ...], np.dtype]:
     """A member's declared shape and dtype, from its .npy header alone."""
     with archive.open(info) as f:
         version = np.lib.format.read_magic(f)
         reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
         shape, _, dtype = reader(f, max_header_size=HEADER_BYTES)
     if dtype.hasobject:
-        raise refuse(f"not a faasgd model file: field {info.filename.removesuffix('.npy')} holds pickled objects "
-                     f"(dtype {dtype})")
+        raise refused(f"field {info.filename.removesuffix('.npy')} holds pickled objects (dtype {dtype})")
     return tuple(int(n) for n in shape), dtype
 
 
-def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> np.ndarray:
+def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, refused: Refuse = refuse) -> np.ndarray:
     """A member's array, after its header declares at most `limit` items within the member's size."""
     field = info.filename.removesuffix(".npy")
-    shape, dtype = read_header(archive, info)
+    shape, dtype = read_header(archive, info, refused)
     items = math.prod(shape)
     if items > limit or items * dtype.itemsize > info.file_size:
-        raise refuse(f"field {field} declares shape {shape} of {dtype}: more than the file holds or a model "
-                     f"file's {field} can be ({limit:,} items)")
+        raise refused(f"field {field} declares shape {shape} of {dtype}: more than the file holds or its "
+                      f"{field} can be ({limit:,} items)")
     with archive.open(info) as f:
         return np.lib.format.read_array(f, allow_pickle=False, max_header_size=HEADER_BYTES)
+
+
+def read_npz(raw: bytes, refused: Refuse, check: Callable[[list[zipfile.ZipInfo]], None],
+             limit: int) -> dict[str, np.ndarray]:
+    """Every member's array of the npz `raw` by name, each read as read_member reads it (no more than `limit` items);
+    `check` refuses the archive from its directory before any member is read (names, methods, sizes)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            members = archive.infolist()
+            check(members)
+            return {info.filename.removesuffix(".npy"): read_member(archive, info, limit, refused) for info in members}
+    except FaasgdError:
+        raise
+    except (ValueError, OSError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile,
+            zipfile.LargeZipFile) as error:
+        raise refused(f"unreadable npz: {type(error).__name__}: {str(error)[:200]}") from None
 
 
 def read_arrays(source: bytes | str, fields: set[str],
@@ -158,7 +185,7 @@ def read_arrays(source: bytes | str, fields: set[str],
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:
             members = check_directory(archive, fields)
-            arrays = {field: read_member(archive, info, MAX_LAYERS if field == "sizes" else MAX_TEXT_CHARS)
+            arrays = {field: read_member(archive, info, MAX_LAYERS if field == "sizes" else MAX_TEXT_CHARS, not_model)
                       for field, info in members.items() if field != "params"}
             if "params" in members and "sizes" not in arrays:
                 raise refuse("not a faasgd model file: fields sizes missing")
@@ -167,7 +194,7 @@ def read_arrays(source: bytes | str, fields: set[str],
                 if expected > MAX_PARAMS:
                     raise refuse(f"its sizes make a network of {expected:,} parameters, more than a model file can "
                                  f"hold ({MAX_PARAMS:,})")
-                arrays["params"] = read_member(archive, members["params"], expected)
+                arrays["params"] = read_member(archive, members["params"], expected, not_model)
     except ConfigError:
         raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, NotImplementedError) as error:

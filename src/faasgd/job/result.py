@@ -35,6 +35,7 @@ parameters below the target, writing this result).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -177,18 +178,25 @@ def cpu_figures(records: list[dict], samples: int, created_cpu_s: float | None,
             "cpu_s_per_sample": (workers + (store or 0.0)) / samples if samples else None, "cpu_clock": clock or None}
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What the job's end adds to its records (build_result): how it ended and what was read then."""
+
+    final: dict | None = None  # without a crossing: the final parameters' {"validation", "test", "version"}, evaluated
+    error: str | None = None  # the job failed with this (else a worker's error, if any)
+    now: float | None = None  # on the job's timeline (None: this host's time.time)
+    extra_calls: Sequence[dict] = ()  # calls no worker record holds (the set-up call, duplicates: "call" events)
+    server_cpu_s: float | None = None  # the store servers' CPU count now (None: unknown)
+    shares: Sequence[float] = ()  # each class's share of the test rows (class_shares; (): unknown)
+
+
 def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, dict | None], done: dict | None,
-                 final: dict | None, error: str | None = None, now: float | None = None,
-                 extra_calls: Sequence[dict] = (), server_cpu_s: float | None = None,
-                 shares: Sequence[float] = ()) -> dict[str, Any]:
+                 outcome: Outcome = Outcome()) -> dict[str, Any]:
     """The job's result record from every worker's final progress (state "failed" when any error).
 
-    `done`: the crossing record, whose model is the job's; else `final` {"validation", "test", "version"}: the
-    final parameters, evaluated (None when they could not be). `now`: on the job's timeline. `extra_calls`: the
-    calls no worker record holds (the set-up call, duplicate deliveries: their "call" events). `server_cpu_s`: the
-    store servers' CPU count now (None: unknown). `shares`: each class's share of the test rows (class_shares; ():
-    unknown)."""
-    now = time.time() if now is None else now
+    `done`: the crossing record, whose model is the job's; else `outcome.final`, the final parameters' figures."""
+    final, error, shares = outcome.final, outcome.error, outcome.shares
+    now = time.time() if outcome.now is None else outcome.now
     records = [r for r in progress.values() if r]
     errors = [r["error"] for r in records if r.get("error")]
     missing = [i for i, r in progress.items() if not r or r.get("state") not in WORKER_ENDED_STATES]
@@ -236,7 +244,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
                                       for r in records) / max(1, len(records)),
         "barrier_wait_s": sum(float(r.get("barrier_wait_s") or 0.0) for r in records),
         **time_split(records),
-        **cpu_figures(records, samples, meta.get("server_cpu_s"), server_cpu_s),
+        **cpu_figures(records, samples, meta.get("server_cpu_s"), outcome.server_cpu_s),
         **profile.job_figures(progress.values()),
         "target_accuracy": config.target_accuracy,
         "number_of_workers": config.number_of_workers,
@@ -245,7 +253,7 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "clock": meta.get("clock"),
         "resumed_from": None,  # set by ending.count_on
     }
-    result.update(cost.job_figures(progress.values(), extra_calls, result["wall_s"]))  # at the default prices
+    result.update(cost.job_figures(progress.values(), outcome.extra_calls, result["wall_s"]))  # at the default prices
     result["warning"] = one_class_note(result["final_test_accuracy"], config.learning_rate) \
         if result["guesses_one_class"] and not error else None
     return {key: result[key] for key in RESULT_KEYS}

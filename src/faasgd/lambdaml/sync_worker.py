@@ -45,6 +45,7 @@ from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
 from faasgd.lambdaml.rounds import grad_avg_round, model_avg_round
+from faasgd.lambdaml.convex.admm import AdmmSettings
 from faasgd.lambdaml.rounds.convex_rounds import admm_round, kmeans_round
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import ENDED_CHECK_EVERY_S, Liveness
@@ -77,12 +78,12 @@ class SyncWorker(Liveness, StoreCalls):
     """One worker's synchronous training over its shard; `progress` holds what must survive it."""
 
     def __init__(self, config: TrainConfig, store: ParameterStore, job_id: str, progress: WorkerProgress,
-                 sizes: tuple[int, ...], shard: data.Shard, validation: data.Shard, test: data.Shard, space,
-                 budget: CallBudget = UNLIMITED):
+                 rows: data.WorkerRows, space, budget: CallBudget = UNLIMITED):
         store = store.authoritative()  # a node-local cache only serves Downpour's fetches: rounds read no weights
         self.config, self.store, self.job_id, self.progress = config, store, job_id, progress
-        self.sizes, self.shard, self.validation, self.test, self.budget = sizes, shard, validation, test, budget
-        self.eval_scratch = model_file.eval_scratch(test)  # evaluation rows scaled a chunk at a time, into one buffer
+        self.sizes, self.budget = job.network_sizes(config), budget
+        shard, self.shard, self.validation, self.test = rows.train, rows.train, rows.validation, rows.test
+        self.eval_scratch = model_file.eval_scratch(rows.test)  # evaluation rows scaled a chunk at a time, into one buffer
         self.workers, self.me = config.number_of_workers, progress.worker_id
         self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
             pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s,
@@ -99,7 +100,7 @@ class SyncWorker(Liveness, StoreCalls):
         self.length = self.net.param_count  # the job's weights (kmeans: its nearest-centroid linear form)
         self.state_length = {"admm": 3 * self.length}.get(config.algorithm, self.length)
         if config.model == "kmeans":
-            self.state_length = sizes[0] * sizes[1]  # the centroids, (k, d) flat
+            self.state_length = self.sizes[0] * self.sizes[1]  # the centroids, (k, d) flat
         self.comms = NoComms()
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = progress.rng_state  # kept as is: rounds draw from (seed, worker, epoch)
@@ -108,11 +109,11 @@ class SyncWorker(Liveness, StoreCalls):
         self._last_push_at: float | None = None  # the last round's end (has_pushed: no hand-off before one)
         self._last_failed_check = -math.inf
         self._orders: dict[int, np.ndarray] = {}
-        self.state = RoundState(self.load_state(), progress.rounds)
+        self.state = RoundState(self.load_state(), progress.lambdaml.rounds)
 
     def load_state(self) -> np.ndarray:
-        """The state after `progress.rounds` rounds: the job's initial weights at 0, else this worker's checkpoint."""
-        rounds = self.progress.rounds
+        """The state after `progress.lambdaml.rounds` rounds: the job's initial weights at 0, else this worker's checkpoint."""
+        rounds = self.progress.lambdaml.rounds
         if rounds == 0:
             params, _ = self.retry(lambda: self.store.get_weights(self.job_id))
             params = np.asarray(params, np.float32)
@@ -135,7 +136,7 @@ class SyncWorker(Liveness, StoreCalls):
 
     def save(self) -> None:
         """Write the record; Superseded if the store holds a newer one (another call is further on)."""
-        self.progress.rounds = self.progress.pushes = self.state.round_no
+        self.progress.lambdaml.rounds = self.progress.pushes = self.state.round_no
         record = self.progress.record()
         if not self.retry(lambda: self.store.update_worker(self.job_id, self.me, record)):
             raise Superseded(f"worker {self.me}: another invocation wrote a newer record")
@@ -209,8 +210,8 @@ class SyncWorker(Liveness, StoreCalls):
         minibatch, weighted by the shard's share of the rows (N n_i / n), from the state [z | u_i | x_i]."""
         cfg, r = self.config, self.state.round_no
         weight = self.workers * len(self.shard.y) / self.shard.total
-        return admm_round(self.state, self.minibatch(r), self.convex, self.exchange, rho=cfg.admm_rho,
-                          local_steps=cfg.local_steps, lr=cfg.learning_rate, weight=weight)
+        return admm_round(self.state, self.minibatch(r), self.convex, self.exchange,
+                          AdmmSettings(cfg.admm_rho, cfg.local_steps, cfg.learning_rate), weight)
 
     def global_params(self) -> np.ndarray:
         """The job's model: the parameters (admm: z); kmeans: nearest-centroid assignment as a linear model,
@@ -253,9 +254,9 @@ class SyncWorker(Liveness, StoreCalls):
 
     def add_stats(self, stats: RoundStats) -> None:
         p = self.progress
-        p.round_bytes_written += stats.bytes_written
-        p.round_bytes_read += stats.bytes_read
-        p.barrier_wait_s += stats.wait_s
+        p.lambdaml.round_bytes_written += stats.bytes_written
+        p.lambdaml.round_bytes_read += stats.bytes_read
+        p.lambdaml.barrier_wait_s += stats.wait_s
 
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
         shard = rows if rows is not None else self.validation
@@ -272,7 +273,7 @@ class SyncWorker(Liveness, StoreCalls):
         steps = max(1, progress.epoch_step)
         progress.epoch, progress.epoch_step = progress.epoch + 1, 0
         progress.loss, progress.epoch_loss_sum = progress.epoch_loss_sum / steps, 0.0
-        progress.params_digest = hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()
+        progress.lambdaml.params_digest = hashlib.sha256(params.astype("<f4").tobytes()).hexdigest()
         started = self.clock()
         progress.accuracy, progress.accuracy_epoch = self.evaluate(params), progress.epoch  # every epoch end here
         # every worker holds the same parameters here: one a round evaluates the test rows (worker/curve_rows.py)
@@ -316,7 +317,7 @@ def load_sync_worker(config: TrainConfig, store: ParameterStore, job_id: str, pr
     after = {"after": config.train_samples} if data.is_tabular(config.dataset) else {}  # generated test rows follow
     test = loader(config.dataset, "test", 0, 1, config.test_samples, scaled=True, **after)
     progress.shard_size = len(shard.y)
-    return SyncWorker(config, store, job_id, progress, job.network_sizes(config), shard, validation, test,
+    return SyncWorker(config, store, job_id, progress, data.WorkerRows(shard, validation, test),
                       space if space is not None else channel_space(config, store), budget)
 
 

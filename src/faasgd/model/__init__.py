@@ -5,13 +5,14 @@ from faasgd.model.activations import ACTIVATIONS
 from faasgd.model.cnn import CNN
 from faasgd.model.cnn_layout import ARCHS
 from faasgd.model.layout import layer_sizes, param_count, unflatten
-from faasgd.model.mlp import accuracy, forward, init_params, loss_and_grads
+from faasgd.model.mlp import GradOut, accuracy, forward, init_params, loss_and_grads
 from faasgd.model.network import MLP, Network
 
 __all__ = [
     "ACTIVATIONS",
     "ARCHS",
     "CNN",
+    "GradOut",
     "MLP",
     "Network",
     "accuracy",

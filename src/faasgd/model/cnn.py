@@ -40,13 +40,13 @@ class CNN:
     def init_params(self, rng: np.random.Generator, dtype=np.float32) -> np.ndarray:
         return cnn_layout.init_params(self.shapes, rng, dtype)
 
-    def loss_and_grads(self, flat, x, y, rng=None, grad_out=None, scale=1.0):
-        """(mean softmax cross-entropy, its gradient times `scale` as a flat buffer like `flat`, in `grad_out` if
-        given). `rng` is unused: the cnn has no dropout (config refuses it)."""
+    def loss_and_grads(self, flat, x, y, rng=None, out=None):
+        """(mean softmax cross-entropy, its gradient as a flat buffer like `flat`; in `out.buffer`, times
+        `out.scale`, when `out` (a GradOut) is given). `rng` is unused: the cnn has no dropout (config refuses it)."""
         keras = _keras()
-        grad = np.empty_like(flat) if grad_out is None else grad_out
+        grad, scale = (np.empty_like(flat), 1.0) if out is None else (out.buffer, out.scale)
         if grad.shape != flat.shape or grad.dtype != flat.dtype:
-            raise ConfigError("grad_out", f"must be {flat.dtype} {flat.shape} like the parameters, got "
+            raise ConfigError("out", f"must be {flat.dtype} {flat.shape} like the parameters, got "
                                           f"{grad.dtype} {grad.shape}")
         loss = keras.loss_and_grads(self._compiled(keras, flat), flat, self.images(x, flat.dtype), y, grad)
         if scale != 1.0:

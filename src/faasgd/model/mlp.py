@@ -6,6 +6,7 @@ checks): computations follow the dtype of the parameter buffer.
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,6 +44,15 @@ def forward(flat: np.ndarray, sizes: Sequence[int], x: np.ndarray, activation: s
     return logits
 
 
+@dataclass(frozen=True)
+class GradOut:
+    """Where loss_and_grads writes the gradient, and the factor it comes out times. A worker that steps in place
+    builds one once: its gradient buffer and -learning_rate (the gradient then comes out as the step itself)."""
+
+    buffer: np.ndarray  # like the parameters: their shape and dtype
+    scale: float = 1.0
+
+
 def loss_and_grads(
     flat: np.ndarray,
     sizes: Sequence[int],
@@ -51,21 +61,20 @@ def loss_and_grads(
     activation: str = "tanh",
     dropout: float = 0.0,
     rng: np.random.Generator | None = None,
-    grad_out: np.ndarray | None = None,
-    scale: float = 1.0,
+    out: GradOut | None = None,
 ) -> tuple[float, np.ndarray]:
     """Return (mean softmax cross-entropy over the batch, its gradient as a flat buffer like `flat`).
 
     Hidden activations get inverted dropout (drop probability `dropout`, kept units scaled by
     1/(1 - dropout)); the backward pass reuses the forward pass's masks. `rng` draws the masks and is
-    required when dropout > 0. The gradient is written into `grad_out` when given. With `scale` it is the
-    gradient times `scale` (a worker's -learning_rate: the step itself): the output error is scaled before the
-    backward pass, which is linear in it, so no pass over the parameters is spent on it.
+    required when dropout > 0. With `out` the gradient is written into `out.buffer`, times `out.scale`
+    (a worker's -learning_rate: the step itself): the output error is scaled before the backward pass,
+    which is linear in it, so no pass over the parameters is spent on it.
     """
     check_activation(activation)
     check_dropout(dropout, rng)
     layers = unflatten(flat, sizes)
-    grad = grad_buffer(flat, sizes, grad_out)
+    grad, scale = (np.empty_like(flat), 1.0) if out is None else (grad_buffer(flat, sizes, out.buffer), out.scale)
     x = as_inputs(x, sizes, flat.dtype)
     y = as_labels(y, x.shape[0], sizes[-1])
 
@@ -156,14 +165,12 @@ def check_dropout(dropout: float, rng: np.random.Generator | None) -> None:
         raise ConfigError("rng", "a numpy Generator is required when dropout > 0")
 
 
-def grad_buffer(flat: np.ndarray, sizes: Sequence[int], grad_out: np.ndarray | None) -> np.ndarray:
-    """Return `grad_out` after checking it matches `flat`, or a new buffer like `flat`."""
-    if grad_out is None:
-        return np.empty_like(flat)
-    check_flat(grad_out, sizes, "grad_out")
-    if grad_out.dtype != flat.dtype:
-        raise ConfigError("grad_out", f"must have the parameters' dtype {flat.dtype}, got {grad_out.dtype}")
-    return grad_out
+def grad_buffer(flat: np.ndarray, sizes: Sequence[int], buffer: np.ndarray) -> np.ndarray:
+    """Return the gradient's `buffer` (GradOut.buffer) after checking it matches `flat`."""
+    check_flat(buffer, sizes, "out")
+    if buffer.dtype != flat.dtype:
+        raise ConfigError("out", f"must have the parameters' dtype {flat.dtype}, got {buffer.dtype}")
+    return buffer
 
 
 def as_inputs(x: np.ndarray, sizes: Sequence[int], dtype: np.dtype) -> np.ndarray:

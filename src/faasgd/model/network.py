@@ -28,8 +28,8 @@ class Network(Protocol):
     def init_params(self, rng: np.random.Generator) -> np.ndarray: ...
 
     def loss_and_grads(self, flat: np.ndarray, x: np.ndarray, y: np.ndarray, rng: np.random.Generator | None = None,
-                       grad_out: np.ndarray | None = None, scale: float = 1.0) -> tuple[float, np.ndarray]:
-        """(loss, the gradient times `scale`, in `grad_out` when given)."""
+                       out: mlp.GradOut | None = None) -> tuple[float, np.ndarray]:
+        """(loss, the gradient; in `out.buffer`, times `out.scale`, when `out` is given)."""
 
     def accuracy(self, flat: np.ndarray, x: np.ndarray, y: np.ndarray) -> float: ...
 
@@ -50,9 +50,8 @@ class MLP:
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
         return mlp.init_params(self.sizes, rng, self.activation)
 
-    def loss_and_grads(self, flat, x, y, rng=None, grad_out=None, scale=1.0):
-        return mlp.loss_and_grads(flat, self.sizes, x, y, self.activation, self.dropout, rng, grad_out=grad_out,
-                                  scale=scale)
+    def loss_and_grads(self, flat, x, y, rng=None, out=None):
+        return mlp.loss_and_grads(flat, self.sizes, x, y, self.activation, self.dropout, rng, out)
 
     def logits(self, flat: np.ndarray, x: np.ndarray) -> np.ndarray:
         return mlp.forward(flat, self.sizes, x, self.activation)

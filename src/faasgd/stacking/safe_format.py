@@ -4,7 +4,8 @@ A store anyone on the network could write must not be able to run code in a func
 back is ever unpickled, and nothing is trusted before it is checked:
   1. the archive: bytes starting as a zip of stored (uncompressed: no zip bombs) `.npy` members only, their
      total size bounded; a pickle ("\\x80" first) or anything else is refused before numpy sees it;
-  2. the arrays: numpy reads them with allow_pickle=False (object arrays refused); each name must be one the
+  2. the arrays: faasgd.job.npz_reader reads them (each .npy header before its data, object arrays refused, never
+     more items than the member holds, allow_pickle=False); each name must be one the
      object's kind has, with its exact dtype (little-endian float32/float64/int64, or a short unicode tag)
      and a shape that fits the job (n_features, its rows, trainers_num), values finite;
   3. the model: a forest's children must come after their parent (a walk always ends) and split on a
@@ -25,6 +26,7 @@ from typing import Mapping
 import numpy as np
 
 from faasgd.errors import FaasgdError
+from faasgd.job import npz_reader
 from faasgd.stacking.predictors import Forest, Linear, Logistic, Neighbors, Predictor
 
 FORMAT = "faasgd-stacking/1"
@@ -73,19 +75,12 @@ def loads(raw: bytes, kind: str, what: str) -> dict[str, np.ndarray]:
         raise UnsafeObject(what, "it is a pickle")
     if raw[:4] != b"PK\x03\x04":
         raise UnsafeObject(what, f"not an npz archive (starts {bytes(raw[:8])!r})")
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            members = archive.infolist()
+    def check(members: list[zipfile.ZipInfo]) -> None:
         if any(m.compress_type != zipfile.ZIP_STORED or not m.filename.endswith(".npy") for m in members):
             raise UnsafeObject(what, "members must be uncompressed .npy arrays")
         if sum(m.file_size for m in members) > MAX_OBJECT_BYTES:
             raise UnsafeObject(what, f"members larger than {MAX_OBJECT_BYTES} bytes")
-        with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in npz.files}
-    except UnsafeObject:
-        raise
-    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zipfile.LargeZipFile) as error:
-        raise UnsafeObject(what, f"unreadable npz: {type(error).__name__}: {str(error)[:200]}") from None
+    arrays = npz_reader.read_npz(raw, lambda detail: UnsafeObject(what, detail), check, MAX_OBJECT_BYTES)
     for tag, want in (("format", FORMAT), ("object", kind)):
         found = arrays.pop(tag, None)
         if found is None or found.dtype.kind != "U" or found.shape != () or str(found) != want:

@@ -6,6 +6,11 @@ the last pushed step, where in the epoch that step was (and the RNG state the ep
 from), and the invocation that owns the worker (`owner`). `pushes` is the number of its pushes the
 store has applied. Status answers show `public(record)`: everything but the RNG states.
 
+The progress keeps what concerns one kind of worker or one question in its own part: `downpour` (PushCounts:
+fetches, conflicts, staleness, bytes, the residual), `lambdaml` (RoundCounts: rounds and what they cost) and
+`billing` (CallBilling: billed time and CPU). The record is flat all the same: `record` writes every part's fields
+beside the others, under the names records have always had (NAMES), and `from_record` puts them back in their parts.
+
 What rides with every push is kept small (a worker's bytes a push interval besides the push itself,
 docs/explanation/performance.md): the RNG states packed in one string each (`pack_rng`), durations to the
 microsecond, and no resource profile: `resources` (about a third of the record) goes to its own record
@@ -31,8 +36,55 @@ from faasgd.call_cpu import joined
 
 
 @dataclass
+class PushCounts:
+    """Downpour's exchange with the store, as this worker saw it (downpour/exchange.py)."""
+
+    fetches: int = 0
+    conflicts: int = 0  # races this worker's own pushes lost (each push returns its count)
+    staleness_hist: dict[int, int] = field(default_factory=dict)  # push staleness in steps (downpour/comm.py) -> count
+    last_staleness: int | None = None
+    comm_wait_s: float = 0.0  # seconds the worker waited on fetches and pushes (all of them when blocking)
+    push_bytes: int = 0  # bytes of the updates its applied pushes handed over, as encoded (config push_codec)
+    fetch_bytes: int = 0  # bytes of parameters its fetches and pushes brought back (float32, 4 per parameter)
+    pushed_steps: int = 0  # minibatches in this worker's applied pushes (the store sums them: steps the weights hold)
+    residual: str = ""  # blob of the error-feedback residual right after push `pushes` (downpour/residual.py); "": zeros
+    residual_resets: int = 0  # calls resumed from zeros: the call before died mid-call, its residual dropped
+
+    def record_staleness(self, lag: int) -> None:
+        lag = max(0, int(lag))
+        self.last_staleness = lag
+        self.staleness_hist[lag] = self.staleness_hist.get(lag, 0) + 1
+
+
+@dataclass
+class RoundCounts:
+    """LambdaML's synchronous rounds (lambdaml/sync_worker.py): rounds done (the checkpoint) and what they cost."""
+
+    rounds: int = 0  # rounds completed: the next round to run; its state is the checkpoint blob of this round
+    round_bytes_written: int = 0  # object bytes this worker wrote in its rounds (RoundStats.bytes_written)
+    round_bytes_read: int = 0  # object bytes it read in them
+    barrier_wait_s: float = 0.0  # seconds it waited at the rounds' barriers (RoundStats.wait_s)
+    params_digest: str = ""  # sha256 of the global parameters at its last epoch end (the same on every worker)
+
+
+@dataclass
+class CallBilling:
+    """What its calls are billed for (worker/call_clock.py) and cost in CPU (call_cpu.py): each call from its entry
+    to its last record (billed on time.monotonic)."""
+
+    billed_s: float = 0.0  # seconds of all its calls (the running one up to this record)
+    billed_gb_s: float = 0.0  # the same, each call's seconds times its memory limit in GB
+    memory_mb: float | None = None  # the memory limit its latest call was billed at
+    cold_starts: int = 0  # its calls that were the first call their replica process served
+    clock_error_s: float = 0.0  # its stamps are right within this either way: its calls' largest CallClock.error_s
+    cpu_s: float = 0.0  # CPU-seconds of all its calls (the running one up to this record)
+    cpu_clock: str = ""  # what they were counted on: process, threads, or mixed (its calls differed); "" before any
+
+
+@dataclass
 class WorkerProgress:
-    """Everything about one worker that outlives a minibatch (and, in per-iteration mode, an invocation)."""
+    """Everything about one worker that outlives a minibatch (and, in per-iteration mode, an invocation). Its
+    record is flat: the fields of `downpour`, `lambdaml` and `billing` sit beside the others (record, from_record)."""
 
     worker_id: int
     rng_state: dict[str, Any]  # numpy bit-generator state of default_rng(seed + worker_id)
@@ -44,22 +96,12 @@ class WorkerProgress:
     loss: float | None = None  # mean training loss of the last epoch
     accuracy: float | None = None  # validation accuracy of the global parameters at the last epoch end it evaluated
     accuracy_epoch: int = 0  # that epoch (Downpour: one worker a round of epoch ends evaluates, worker/curve_rows.py)
-    pushes: int = 0
-    fetches: int = 0
-    conflicts: int = 0  # races this worker's own pushes lost (each push returns its count)
+    pushes: int = 0  # its checkpoints the store applied: Downpour's pushes, LambdaML's rounds
     retries: int = 0  # store calls retried after an outage
-    staleness_hist: dict[int, int] = field(default_factory=dict)  # push staleness in steps (downpour/comm.py) -> count
-    last_staleness: int | None = None
     train_s: float = 0.0  # seconds spent in training epochs (excludes loading and evaluation)
-    comm_wait_s: float = 0.0  # seconds the worker waited on fetches and pushes (all of them when blocking)
     # seconds its calls spent, by what (perf_counter, summed over calls; job/result.py SPLIT): what is not in it nor comm_wait_s
     # of the intervals' wall time is the rest (records, submitting operations, the loop itself, start-up)
     time_split: dict[str, float] = field(default_factory=dict)
-    push_bytes: int = 0  # bytes of the updates its applied pushes handed over, as encoded (config push_codec)
-    fetch_bytes: int = 0  # bytes of parameters its fetches and pushes brought back (float32, 4 per parameter)
-    pushed_steps: int = 0  # minibatches in this worker's applied pushes (the store sums them: steps the weights hold)
-    residual: str = ""  # blob of the error-feedback residual right after push `pushes` (downpour/residual.py); "": zeros
-    residual_resets: int = 0  # calls resumed from zeros: the call before died mid-call, its residual dropped
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None
@@ -71,21 +113,9 @@ class WorkerProgress:
     invocations: int = 0  # calls that trained this worker (more than one: resumed, handed off or re-invoked)
     intervals: list[list[float]] = field(default_factory=list)  # [start, end] of each call's training (end: its last record)
     resources: dict[str, Any] = field(default_factory=dict)  # resource stats of its calls so far (profile/worker_profile.py)
-    # synchronous algorithms (lambdaml/sync_worker.py): rounds done (the checkpoint) and what they cost this worker
-    rounds: int = 0  # rounds completed: the next round to run; its state is the checkpoint blob of this round
-    round_bytes_written: int = 0  # object bytes this worker wrote in its rounds (RoundStats.bytes_written)
-    round_bytes_read: int = 0  # object bytes it read in them
-    barrier_wait_s: float = 0.0  # seconds it waited at the rounds' barriers (RoundStats.wait_s)
-    params_digest: str = ""  # sha256 of the global parameters at its last epoch end (the same on every worker)
-    # what its calls are billed for (worker/call_clock.py): each call from its entry to its last record, on time.monotonic
-    billed_s: float = 0.0  # seconds of all its calls (the running one up to this record)
-    billed_gb_s: float = 0.0  # the same, each call's seconds times its memory limit in GB
-    memory_mb: float | None = None  # the memory limit its latest call was billed at
-    cold_starts: int = 0  # its calls that were the first call their replica process served
-    clock_error_s: float = 0.0  # its stamps are right within this either way: its calls' largest CallClock.error_s
-    # what its calls cost in CPU (call_cpu.py): each call from its entry to its last record
-    cpu_s: float = 0.0  # CPU-seconds of all its calls (the running one up to this record)
-    cpu_clock: str = ""  # what they were counted on: process, threads, or mixed (its calls differed); "" before any
+    downpour: PushCounts = field(default_factory=PushCounts)
+    lambdaml: RoundCounts = field(default_factory=RoundCounts)
+    billing: CallBilling = field(default_factory=CallBilling)
 
     def spend(self, kind: str, seconds: float) -> None:
         """Add `seconds` to `time_split[kind]` (one of faasgd.job.result.SPLIT)."""
@@ -108,9 +138,10 @@ class WorkerProgress:
         self._call = clock
         start = clock.started_at()
         self.intervals.append([start, start])
-        self.cold_starts += int(clock.cold)
-        self.memory_mb = clock.memory_mb
-        self.clock_error_s = max(self.clock_error_s, clock.error_s)
+        billing = self.billing
+        billing.cold_starts += int(clock.cold)
+        billing.memory_mb = clock.memory_mb
+        billing.clock_error_s = max(billing.clock_error_s, clock.error_s)
         if self.started_at is None:
             self.started_at = start
 
@@ -119,26 +150,22 @@ class WorkerProgress:
         call = getattr(self, "_call", None)
         return call.now() if call is not None else time.time()
 
-    def record_staleness(self, lag: int) -> None:
-        lag = max(0, int(lag))
-        self.last_staleness = lag
-        self.staleness_hist[lag] = self.staleness_hist.get(lag, 0) + 1
-
     def record(self, now: float | None = None) -> dict[str, Any]:
         """The worker's record as stored: every field, plus samples/s and when it was written (`now`: on the job's
         timeline, the running call's clock by default); the running call billed and its CPU counted up to now."""
         now = self.now() if now is None else now
-        out = {name: copied(getattr(self, name)) for name in SENT}  # as dataclasses.asdict, at a fifth of its time
+        out = {name: copied(getattr(self if group is None else getattr(self, group), name))  # as dataclasses.asdict,
+               for name, group in SENT_PLACES}  # flat, at a fifth of its time
         out["rng_state"] = pack_rng(self.rng_state)
         out["epoch_rng_state"] = pack_rng(self.epoch_rng_state)
         call = getattr(self, "_call", None)
         if call is not None:
             billed = call.billed()
-            out["billed_s"] = self.billed_s + billed["billed_s"]
-            out["billed_gb_s"] = self.billed_gb_s + billed["billed_gb_s"]
+            out["billed_s"] = self.billing.billed_s + billed["billed_s"]
+            out["billed_gb_s"] = self.billing.billed_gb_s + billed["billed_gb_s"]
             cpu_s, cpu_clock = call.cpu.used()
-            out["cpu_s"], out["cpu_clock"] = self.cpu_s + cpu_s, joined(self.cpu_clock, cpu_clock)
-        out["staleness_hist"] = {str(k): v for k, v in self.staleness_hist.items()}
+            out["cpu_s"], out["cpu_clock"] = self.billing.cpu_s + cpu_s, joined(self.billing.cpu_clock, cpu_clock)
+        out["staleness_hist"] = {str(k): v for k, v in self.downpour.staleness_hist.items()}
         if self.intervals:  # the running call's training lasts until this record, as far as anyone knows
             out["intervals"][-1] = [self.intervals[-1][0], max(self.intervals[-1][0], now)]
         out["samples_per_s"] = self.samples / self.train_s if self.train_s > 0 else 0.0
@@ -153,7 +180,9 @@ class WorkerProgress:
             if name in values:
                 values[name] = unpack_rng(values[name])
         values["staleness_hist"] = {int(k): int(v) for k, v in values.get("staleness_hist", {}).items()}
-        return cls(**values)
+        groups = {group: kind(**{name: values.pop(name) for name in GROUP_FIELDS[group] if name in values})
+                  for group, kind in GROUPS.items()}
+        return cls(**values, **groups)
 
 
 # A record travels with every push: its durations are kept to the microsecond (their clocks' resolution at best: sums
@@ -205,6 +234,16 @@ def copied(value: Any) -> Any:
     return value
 
 
-NAMES = tuple(f.name for f in dataclasses.fields(WorkerProgress))  # the progress's fields, in declaration order
+GROUPS = {"downpour": PushCounts, "lambdaml": RoundCounts, "billing": CallBilling}  # the record holds their fields flat
+GROUP_FIELDS = {group: tuple(f.name for f in dataclasses.fields(kind)) for group, kind in GROUPS.items()}
+PLACES = {name: group for group, names in GROUP_FIELDS.items() for name in names}  # a group's field -> the group
+# the progress's fields, flat, in the order its records have always held them
+NAMES = ("worker_id", "rng_state", "state", "epoch", "step", "samples", "shard_size", "loss", "accuracy", "accuracy_epoch",
+         "pushes", "fetches", "conflicts", "retries", "staleness_hist", "last_staleness", "train_s", "comm_wait_s",
+         "time_split", "push_bytes", "fetch_bytes", "pushed_steps", "residual", "residual_resets", "started_at",
+         "finished_at", "error", "replicas", "owner", "epoch_step", "epoch_rng_state", "epoch_loss_sum", "invocations",
+         "intervals", "resources", "rounds", "round_bytes_written", "round_bytes_read", "barrier_wait_s",
+         "params_digest", "billed_s", "billed_gb_s", "memory_mb", "cold_starts", "clock_error_s", "cpu_s", "cpu_clock")
 FIELDS = set(NAMES)
 SENT = tuple(name for name in NAMES if name != "resources")  # the record's: resources have a record of their own
+SENT_PLACES = tuple((name, PLACES.get(name)) for name in SENT)  # (field, its group or None)

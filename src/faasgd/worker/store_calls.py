@@ -1,7 +1,7 @@
 """A worker's store round trips, whatever its kind: each retried across an outage, each retry counted.
 
 StoreCalls is a mixin of both trainers (faasgd.downpour's and faasgd.lambdaml's), which provide config and
-progress and set `_last_push_at` at each checkpoint (a push landed, a round ended).
+progress; the synchronous one sets `_last_push_at` at each round's end (Downpour's worker reads its exchange's instead).
 """
 
 from __future__ import annotations

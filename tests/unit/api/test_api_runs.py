@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from faasgd import api, results_store
+from faasgd import api
+from faasgd.api import results_store
 from faasgd.api import local_runtime
 from faasgd.errors import ConfigError
 from faasgd.job.result import MEASURES

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from support.stacking_drive import SMALL, in_process
 
-from faasgd import results_store
+from faasgd.api import results_store
 from faasgd.batch.__main__ import main
 from faasgd.batch.matrix import MatrixError, parse_matrix, parse_matrix_text
 from faasgd.batch.outputs import write_outputs

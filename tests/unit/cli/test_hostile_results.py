@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from faasgd import results_store
+from faasgd.api import results_store
 from faasgd.cli.main import main
 from faasgd.cli.terminal_text import visible
 

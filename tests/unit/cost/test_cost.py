@@ -7,7 +7,7 @@ import pytest
 from faasgd import cost
 from faasgd.config import TrainConfig
 from faasgd.errors import ConfigError
-from faasgd.job.result import MEASURES, RESULT_KEYS, build_result
+from faasgd.job.result import MEASURES, RESULT_KEYS, Outcome, build_result
 
 
 def worker(invocations, billed_s, memory_mb, cold, **more):
@@ -103,14 +103,14 @@ def test_the_result_has_every_cost_key_at_the_default_prices():
     config = TrainConfig(number_of_workers=2, target_accuracy=0.9)
     progress = {i: {**r, "samples": 100, "intervals": [[1000.0, 1010.0 - i]]} for i, r in WORKERS.items()}
     meta = {"job_id": "j", "created_at": 1000.0, "train_rows": 200}
-    result = build_result(config, meta, progress, None, None, now=1020.0, extra_calls=EXTRA)
+    result = build_result(config, meta, progress, None, Outcome(now=1020.0, extra_calls=EXTRA))
     assert set(cost.MEASURES) <= set(MEASURES) and set(cost.MEASURES) <= set(RESULT_KEYS)
     prices = cost.Prices()
     assert result["requests"] == 6 and result["billed_gb_s"] == pytest.approx(7.25) and result["cold_starts"] == 3
     assert result["cost_faas_usd"] == pytest.approx(7.25 * prices.gb_s + 6 * prices.request)
     assert result["cost_store_usd"] == pytest.approx(prices.store_hour * result["wall_s"] / 3600)
     assert result["wall_s"] == pytest.approx(10.0)
-    without = build_result(config, meta, progress, None, None, now=1020.0)  # no extra calls: the workers' alone
+    without = build_result(config, meta, progress, None, Outcome(now=1020.0))  # no extra calls: the workers' alone
     assert without["requests"] == 4 and without["duplicate_calls"] == 0
 
 

@@ -9,7 +9,7 @@ import emnist
 import numpy as np
 import pytest
 
-from faasgd.data import DATASETS, dataset_info, load_shard, shard_range
+from faasgd.data import DATASETS, dataset_info, fashion, load_shard, shard_range
 from faasgd.data.idx import count_idx, load_idx
 from faasgd.errors import ConfigError, DataError, DataMissing
 
@@ -142,9 +142,9 @@ def test_fashion_reads_plain_files_and_data_dir_beats_env(tmp_path, fashion_dir)
     plain = tmp_path / "plain"
     plain.mkdir()
     written = write_fashion(plain, n_train=9, n_test=4, compress=False, seed=7)
-    shard = load_shard("fashion-mnist", "test", data_dir=str(plain))
-    assert shard.total == 4
-    np.testing.assert_array_equal(shard.y, written["test"][1])
+    assert fashion.count_rows("test", data_dir=str(plain)) == 4  # the environment names fashion_dir's files
+    (_, labels), = fashion.iter_split_rows("test", 0, 4, data_dir=str(plain))
+    np.testing.assert_array_equal(labels, written["test"][1])
 
 
 def test_fashion_missing_dir_says_how_to_get_the_data(tmp_path, monkeypatch):
@@ -181,14 +181,14 @@ def test_memory_grows_with_the_shard_not_the_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(not os.path.isdir(REAL_FASHION), reason="dataset-fashion-mnist is not installed")
-def test_real_fashion_mnist_files():
+def test_real_fashion_mnist_files(monkeypatch):
+    monkeypatch.setenv("FAASGD_DATA_DIR", REAL_FASHION)
     for split, total in (("train", 60000), ("test", 10000)):
-        shard = load_shard("fashion-mnist", split, worker_id=0, number_of_workers=total // 100,
-                           data_dir=REAL_FASHION)
+        shard = load_shard("fashion-mnist", split, worker_id=0, number_of_workers=total // 100)
         assert (shard.total, shard.x.shape) == (total, (100, 784))
         assert 0.0 <= shard.x.min() and shard.x.max() <= 1.0 and shard.x.max() > 0.9
         assert set(np.unique(shard.y)) <= set(range(10))
-    half = load_shard("fashion-mnist", "train", 1, 2, limit=600, data_dir=REAL_FASHION)
+    half = load_shard("fashion-mnist", "train", 1, 2, limit=600)
     assert (half.total, half.start, half.stop, len(half.y)) == (600, 300, 600, 300)
 
 

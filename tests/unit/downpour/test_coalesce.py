@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from support.comm_drive import DeferredStoreThread, Driven, config_for, new_job, replay, same_steps
 
 
@@ -34,7 +35,7 @@ def test_coalesced_pushes_keep_the_exact_sum_and_hand_over_every_step(workers, s
         d.push(due=True)
     for d in driven:
         d.push()  # a drain: never put off
-        d.trainer.sync()
+        d.trainer.exchange.sync()
     weights, version = store.get_weights(job_id)
     progress = [d.trainer.progress for d in driven]
     steps = sum(p.step for p in progress)
@@ -45,7 +46,7 @@ def test_coalesced_pushes_keep_the_exact_sum_and_hand_over_every_step(workers, s
         own = [delta for push_id, delta in (store.applied[v] for v in sorted(store.applied)) if push_id.worker == w]
         assert len(own) == len(d.pushed) and all(np.array_equal(a, b) for a, b in zip(own, d.pushed))
         assert all(same_steps(a, b) for a, b in zip(d.pushed, d.stepped))
-        assert d.trainer.progress.pushed_steps == d.trainer.progress.step
+        assert d.trainer.progress.downpour.pushed_steps == d.trainer.progress.step
     assert store.fetch(job_id).steps == steps
 
 
@@ -58,19 +59,19 @@ def test_a_fetch_point_while_a_push_is_put_off_is_served_by_that_push():
     d.steps(1)
     d.push(due=True)  # submitted, in flight
     t.fetch()  # served by the push in flight: no second operation
-    assert t.op.kind == "push" and t.op.merge
+    assert t.exchange.op.kind == "push" and t.exchange.op.merge
     d.steps(1)
     d.push(due=True)  # put off: the first push has not reached the store
-    assert t.push_due and t.unpushed_steps == 1 and len(d.pushed) == 1
+    assert t.exchange.push_due and t.exchange.unpushed_steps == 1 and len(d.pushed) == 1
     t.comms.run()  # the first push lands (not yet taken in)
     t.fetch()  # a push is due: it will serve this fetch point; nothing is submitted now
-    assert not t.comms.waiting and t.fetch_wanted
+    assert not t.comms.waiting and t.exchange.fetch_wanted
     d.steps(1)
     d.push(due=True)  # the put-off push goes with both steps; its result will be taken in
-    assert t.progress.pushes == 1 and t.comms.waiting and t.op.merge and len(d.pushed) == 2
-    t.sync()
+    assert t.progress.pushes == 1 and t.comms.waiting and t.exchange.op.merge and len(d.pushed) == 2
+    t.exchange.sync()
     assert t.progress.pushes == 2 and store.get_weights(job_id)[1] == 2
-    np.testing.assert_array_equal(t.weights, replay(config, init, store.applied))
+    np.testing.assert_array_equal(t.exchange.weights, replay(config, init, store.applied))
 
 
 class SlowPushes:
@@ -92,7 +93,7 @@ def test_one_coalescing_worker_on_a_slow_store_still_trains_plain_sgd():
 
     config = config_for(n_fetch=1, n_push=1, communication="coalesce", max_epochs=2)
     inner, job_id, _ = new_job(config)
-    final = run_worker(config, SlowPushes(inner, 0.005), job_id, 0)
+    final = run_worker(Call(config, SlowPushes(inner, 0.005), job_id, 0))
     weights, version = inner.get_weights(job_id)
     assert final["state"] == "finished" and version == final["pushes"] < final["step"] / 2
     np.testing.assert_allclose(weights, plain_sgd(config, final["epoch"]), atol=2e-5)
@@ -106,14 +107,14 @@ def test_a_landed_result_is_taken_in_before_the_next_step():
         d.trainer.fetch()
     b.steps(2)
     b.push()
-    b.trainer.sync()  # the store holds b's two steps
+    b.trainer.exchange.sync()  # the store holds b's two steps
     t = a.trainer
     a.steps(1)
     t.fetch()  # submitted; a steps on meanwhile
-    t.take_in_landed()
+    t.exchange.take_in_landed()
     assert t.comms.waiting  # still in flight: nothing taken in, no waiting
     a.steps(1)
     t.comms.run()  # lands: read b's steps
-    t.take_in_landed()
-    assert t.op is None
-    np.testing.assert_array_equal(t.weights, init + b.pushed[0] + t.pending)  # global + a's own two steps
+    t.exchange.take_in_landed()
+    assert t.exchange.op is None
+    np.testing.assert_array_equal(t.exchange.weights, init + b.pushed[0] + t.exchange.pending)  # global + a's own two steps

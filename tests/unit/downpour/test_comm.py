@@ -28,7 +28,8 @@ from faasgd.errors import ConfigError, StoreUnavailable
 from faasgd.downpour import comm
 from faasgd.downpour.worker import DownpourWorker, load_worker
 from faasgd.functions.workloads import run_worker
-from faasgd.worker.budget import UNLIMITED, Superseded
+from faasgd.worker.invocation import Call
+from faasgd.worker.budget import Superseded
 from faasgd.worker.invocation import resume, start, train
 from faasgd.store import open_store
 
@@ -89,7 +90,7 @@ def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied
             d.push()
     for d in driven:
         d.push()
-        d.trainer.sync()
+        d.trainer.exchange.sync()
     weights, version = store.get_weights(job_id)
     records = [d.trainer.progress for d in driven]
     assert version == sum(p.pushes for p in records) == len(store.applied)
@@ -98,7 +99,7 @@ def test_background_keeps_version_the_sum_of_pushes_and_params_init_plus_applied
         own = [delta for push_id, delta in (store.applied[v] for v in sorted(store.applied)) if push_id.worker == w]
         assert len(own) == len(d.pushed) and all(np.array_equal(a, b) for a, b in zip(own, d.pushed))
         assert all(same_steps(a, b) for a, b in zip(d.pushed, d.stepped))
-        assert d.trainer.progress.pushed_steps == d.trainer.progress.step
+        assert d.trainer.progress.downpour.pushed_steps == d.trainer.progress.step
     assert store.fetch(job_id).steps == sum(p.step for p in records)
 
 
@@ -110,7 +111,7 @@ def test_a_background_worker_steps_on_the_result_taken_in_plus_its_own_later_ste
     t.fetch()
     d.steps(2)
     d.push()  # handed over; training goes on from the local copy
-    assert t.comms.busy and not t.pending.any()
+    assert t.comms.busy and not t.exchange.pending.any()
     t.fetch()  # the push in flight serves as this fetch
     d.steps(1)
     assert t.progress.pushes == 0  # not taken in yet: the steps ran on the local copy
@@ -118,9 +119,9 @@ def test_a_background_worker_steps_on_the_result_taken_in_plus_its_own_later_ste
     d.push()  # the first push lands here and is taken in: its weights + the steps after the hand-over
     pushed_result = init + d.pushed[0]
     assert t.progress.pushes == 1
-    np.testing.assert_array_equal(t.fetched, pushed_result)
-    np.testing.assert_array_equal(t.weights, pushed_result + d.pushed[1])
-    t.sync()
+    np.testing.assert_array_equal(t.exchange.fetched, pushed_result)
+    np.testing.assert_array_equal(t.exchange.weights, pushed_result + d.pushed[1])
+    t.exchange.sync()
     np.testing.assert_array_equal(store.get_weights(job_id)[0], pushed_result + d.pushed[1])
 
 
@@ -153,22 +154,22 @@ def test_a_killed_background_worker_resumed_from_its_record_trains_exactly_the_m
     plain = open_store(config.store_url.replace("comm", "plain"))
     plain_job = job.create_job(plain, config)
     expected = rows_log(monkeypatch)
-    run_worker(config, plain, plain_job, 0)
+    run_worker(Call(config, plain, plain_job, 0))
 
     store, job_id, init = new_job(config)
     trained = rows_log(monkeypatch, kill_at=39)  # right after the push of step 39 was handed over
-    progress = resume(store, job_id, config, 0, "call-a")
-    trainer = start(config, store, job_id, progress, data.load_shard, UNLIMITED, None, load_worker)
+    call = Call(config, store, job_id, 0, "call-a")
+    trainer = start(call, resume(call), load_worker)
     if in_flight == "lost":
         trainer.comms.close()
-        trainer.comms = DeferredStoreThread()  # its push in flight never reaches the store
+        trainer.exchange.comms = DeferredStoreThread()  # its push in flight never reaches the store
     with pytest.raises(Killed):
         train(trainer)
     trainer.comms.close()  # "landed": the push already sent completes
     record = store.worker_record(job_id, 0)
     assert record["step"] == record["pushed_steps"] == (39 if in_flight == "landed" else 36)
     resumed = rows_log(monkeypatch)
-    final = run_worker(config, store, job_id, 0, "call-b")
+    final = run_worker(Call(config, store, job_id, 0, "call-b"))
     assert trained[:record["step"]] + resumed == expected  # the same minibatches, each applied once
     weights, version = store.get_weights(job_id)
     assert version == final["pushes"] == len(store.applied)
@@ -186,7 +187,7 @@ def test_a_superseded_background_push_is_raised_in_the_training_thread_at_the_ne
     store.put_record(job_id, "progress:0", {"pushes": 5, "owner": "another-call", "state": "running"})
     d.push()  # returns: the push runs in the background
     with pytest.raises(Superseded):
-        d.trainer.sync()
+        d.trainer.exchange.sync()
     d.trainer.comms.close()
 
 
@@ -211,7 +212,7 @@ def test_retries_in_the_background_thread_are_counted(monkeypatch):
 
     monkeypatch.setattr(store.inner, "push_update", flaky)
     d.push()
-    d.trainer.sync()
+    d.trainer.exchange.sync()
     assert d.trainer.progress.retries == 2 and d.trainer.progress.pushes == 1
     assert all(name.startswith("faasgd-comm") for name in failures["threads"])
     d.trainer.comms.close()
@@ -238,7 +239,7 @@ def plain_downpour(config, epochs):
                 weights, base = (weights - base) + glob, glob.copy()
             rows = order[first:first + config.batch_size]
             _, update = model.loss_and_grads(weights, sizes, shard.x[rows], shard.y[rows], config.activation,
-                                             config.dropout, rng, scale=-config.learning_rate)
+                                             config.dropout, rng, model.GradOut(np.empty_like(weights), -config.learning_rate))
             weights, step = weights + update, step + 1
             if step % config.n_push == 0:
                 glob, base = push(weights, base, glob)
@@ -252,7 +253,7 @@ def plain_downpour(config, epochs):
 def test_blocking_mode_reproduces_the_blocking_schedule_bit_for_bit(n_fetch, n_push):
     config = config_for(n_fetch=n_fetch, n_push=n_push, communication="blocking")
     store, job_id, _ = new_job(config)
-    final = run_worker(config, store, job_id, 0)
+    final = run_worker(Call(config, store, job_id, 0))
     np.testing.assert_array_equal(store.get_weights(job_id)[0], plain_downpour(config, final["epoch"]))
     assert final["comm_wait_s"] > 0.0
 
@@ -275,8 +276,8 @@ def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push
     b.steps(2)
     a_pushes(2)  # B is now 2 of A's pushes (6 steps) stale
     b.push()
-    tb.sync()
-    assert tb.progress.last_staleness == 6  # counted from B's oldest step: 6, not 2 pushes, not 0
+    tb.exchange.sync()
+    assert tb.progress.downpour.last_staleness == 6  # counted from B's oldest step: 6, not 2 pushes, not 0
 
     tb.fetch()  # B's push result serves: it holds A's 6 steps
     b.steps(1)  # the oldest step of B's next push: computed from parameters with 6 of A's steps
@@ -286,15 +287,15 @@ def test_staleness_counts_other_workers_steps_since_the_oldest_step_of_each_push
     tb.comms.run()  # the fetch reads 9 of A's steps; B takes it in at its next push
     a_pushes(1)
     b.push()
-    tb.sync()
-    assert tb.progress.last_staleness == 12 - 6
+    tb.exchange.sync()
+    assert tb.progress.downpour.last_staleness == 12 - 6
 
     b.steps(1)  # computed from the fetch taken in (9 of A's steps)
     b.push()
-    tb.sync()
-    assert tb.progress.last_staleness == 12 - 9
-    assert tb.progress.staleness_hist == {6: 2, 3: 1}
-    assert a.trainer.progress.staleness_hist == {2: 1, 0: 3}  # B's 2 steps landed between A's 2nd and 3rd push
+    tb.exchange.sync()
+    assert tb.progress.downpour.last_staleness == 12 - 9
+    assert tb.progress.downpour.staleness_hist == {6: 2, 3: 1}
+    assert a.trainer.progress.downpour.staleness_hist == {2: 1, 0: 3}  # B's 2 steps landed between A's 2nd and 3rd push
 
 
 def test_each_call_ends_its_communication_thread(monkeypatch):
@@ -305,9 +306,9 @@ def test_each_call_ends_its_communication_thread(monkeypatch):
     monkeypatch.setattr(invocation, "start", lambda *a, **k: trainers.append(real_start(*a, **k)) or trainers[-1])
     config = config_for(invocation_mode="per-iteration", max_epochs=3)
     store, job_id, _ = new_job(config)
-    answer = run_iteration(config, store, job_id, 0, 0, "call-0", data.load_shard)
+    answer = run_iteration(Call(config, store, job_id, 0, "call-0", iteration=0, loader=data.load_shard))
     assert answer["next_iteration"] == 1  # one epoch trained, the worker goes on in the next call
-    run_worker(config, store, job_id, 0, "call-1")
+    run_worker(Call(config, store, job_id, 0, "call-1"))
     threads = [thread for t in trainers for thread in t.comms._pool._threads]
     assert len(trainers) == 2 and threads  # each trained in the background
     assert not any(thread.is_alive() for thread in threads)  # ended with its call, though its trainer lives on

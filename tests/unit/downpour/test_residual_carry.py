@@ -13,8 +13,9 @@ from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.errors import StateLost
 from faasgd.functions.workloads import run_iteration, run_loop_call, run_worker
+from faasgd.worker.invocation import Call
 from faasgd.worker import invocation
-from faasgd.worker.budget import CallBudget, Superseded, UNLIMITED
+from faasgd.worker.budget import CallBudget, Superseded
 from faasgd.downpour import residual as feedback
 from faasgd.downpour.worker import load_worker
 from faasgd.store import keys, open_store, push_codec
@@ -113,7 +114,7 @@ class Ledger:
 
 def uninterrupted(**overrides):
     config, store, job_id = new_job(**overrides)
-    run_worker(config, store, job_id, 0)
+    run_worker(Call(config, store, job_id, 0))
     weights = store.get_weights(job_id)[0]
     return weights, final_residual(store, job_id, weights.size)
 
@@ -132,13 +133,13 @@ def test_a_handed_off_worker_loses_no_mass_bit_for_bit_across_three_calls(monkey
     length = store.get_weights(job_id)[0].size
     total = np.zeros(length, np.float32)
     for call in range(3):  # each a new call resumed from the record, as after a hand-off
-        progress = invocation.resume(store, job_id, config, 0, f"call-{call}")
+        progress = invocation.resume(Call(config, store, job_id, 0, f"call-{call}"))
         trainer = load_worker(config, store, job_id, progress)
         for push in range(4):
             update = dyadic(length, seed=10 * call + push)
-            trainer.base[:], trainer.weights[:] = 0.0, update  # the steps not pushed yet: weights - base
-            trainer.unpushed_steps, progress.step = 1, progress.step + 1
-            trainer.push()
+            trainer.exchange.base[:], trainer.exchange.weights[:] = 0.0, update  # the steps not pushed yet: weights - base
+            trainer.exchange.unpushed_steps, progress.step = 1, progress.step + 1
+            trainer.exchange.push()
             total += update
             assert store.worker_record(job_id, 0)["residual"] == ""  # a push during the call names none
         trainer.end_call()
@@ -167,10 +168,9 @@ def test_hand_offs_and_epochs_carry_the_residual(mode, monkeypatch):
     while iteration is not None:  # each call stops after 10 more pushes; the chained call resumes it
         budget = CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 10 * (calls + 1))
         if mode == "loop":
-            answer = run_loop_call(config, store, job_id, 0, f"call-{calls}", load_shard, budget, lambda i: None)
+            answer = run_loop_call(Call(config, store, job_id, 0, f"call-{calls}", loader=load_shard, budget=budget, chain=lambda i: None))
         else:
-            answer = run_iteration(config, store, job_id, 0, iteration, f"call-{calls}", load_shard, budget,
-                                   lambda i: None)
+            answer = run_iteration(Call(config, store, job_id, 0, f"call-{calls}", iteration=iteration, loader=load_shard, budget=budget, chain=lambda i: None))
         calls, iteration = calls + 1, answer["next_iteration"]
         assert not answer["duplicate"]
     record = store.worker_record(job_id, 0)
@@ -197,8 +197,7 @@ def test_a_call_killed_mid_call_is_re_invoked_from_zeros_dropping_exactly_its_re
     ledger, written = Ledger(store, monkeypatch), count_residual_writes(store)
     first = 0
     if before == "a hand-off":
-        answer = run_loop_call(config, store, job_id, 0, "call-first", load_shard,
-                               CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 3), lambda i: None)
+        answer = run_loop_call(Call(config, store, job_id, 0, "call-first", loader=load_shard, budget=CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 3), chain=lambda i: None))
         first = store.worker_record(job_id, 0)["pushes"]
         assert answer["handed_off"] and first == 3 and len(written) == 1
     real, count = store.push_update, [0]
@@ -210,8 +209,8 @@ def test_a_call_killed_mid_call_is_re_invoked_from_zeros_dropping_exactly_its_re
         return real(*args, **kwargs)
 
     store.push_update = dies_at_the_third
-    progress = invocation.resume(store, job_id, config, 0, "call-killed")
-    trainer = invocation.start(config, store, job_id, progress, load_shard, UNLIMITED, None, load_worker)
+    call = Call(config, store, job_id, 0, "call-killed", loader=load_shard)
+    trainer = invocation.start(call, invocation.resume(call), load_worker)
     with pytest.raises(Killed):
         invocation.train(trainer)
     trainer.comms.close()
@@ -223,7 +222,7 @@ def test_a_call_killed_mid_call_is_re_invoked_from_zeros_dropping_exactly_its_re
     lost = ledger.after[last].copy()  # the killed call's residual right after it
     assert np.count_nonzero(lost) > 0
 
-    answer = run_loop_call(config, store, job_id, 0, "call-again", load_shard)  # the supervisor's re-invocation
+    answer = run_loop_call(Call(config, store, job_id, 0, "call-again", loader=load_shard))  # the supervisor's re-invocation
     assert answer["state"] == "finished"
     record = store.worker_record(job_id, 0)
     assert record["residual_resets"] == 1 == store.get_record(job_id, "result")["residual_resets"]
@@ -238,7 +237,7 @@ def test_f32_writes_no_residual(monkeypatch):
     config, store, job_id = new_job(push_codec="f32", max_epochs=1)
     written = []
     monkeypatch.setattr(type(store), "put_blob", lambda *args, **kwargs: written.append(args))
-    run_worker(config, store, job_id, 0)
+    run_worker(Call(config, store, job_id, 0))
     record = store.worker_record(job_id, 0)
     assert written == [] and record["residual"] == "" and record["residual_resets"] == 0
 
@@ -270,19 +269,18 @@ def test_a_stale_call_after_a_takeover_adds_nothing_and_leaves_the_winners_resid
     def draining():
         if store.get_weights(job_id)[1] >= 5 and not takeover:
             store.delete_record(job_id, "lease:0:loop")  # A's lease expired while it stalled
-            takeover["b"] = run_loop_call(config, store, job_id, 0, "call-b", load_shard,
-                                          CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 6), lambda i: None)
+            takeover["b"] = run_loop_call(Call(config, store, job_id, 0, "call-b", loader=load_shard, budget=CallBudget(draining=lambda: store.get_weights(job_id)[1] >= 6), chain=lambda i: None))
             takeover["blob"] = store.get_blob(job_id, store.worker_record(job_id, 0)["residual"])
             return stale_at == "its hand-off"
         return False
 
-    a = run_loop_call(config, store, job_id, 0, "call-a", load_shard, CallBudget(draining=draining), lambda i: None)
+    a = run_loop_call(Call(config, store, job_id, 0, "call-a", loader=load_shard, budget=CallBudget(draining=draining), chain=lambda i: None))
     assert a["duplicate"] and takeover["b"]["handed_off"]
     record = store.worker_record(job_id, 0)
     assert record["pushes"] == 6 and record["residual_resets"] == 1
     assert store.get_blob(job_id, record["residual"]) == takeover["blob"]  # B's, as B wrote it
     assert residual_blobs(store) == [record["residual"]]  # A's refused one deleted, none older kept
-    assert run_loop_call(config, store, job_id, 0, "call-c", load_shard)["state"] == "finished"
+    assert run_loop_call(Call(config, store, job_id, 0, "call-c", loader=load_shard))["state"] == "finished"
     final = final_residual(store, job_id, store.get_weights(job_id)[0].size)
     dropped = ledger.check_chain(final, restarts={6})
     np.testing.assert_array_equal(dropped[0], ledger.after[5])

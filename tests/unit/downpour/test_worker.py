@@ -12,6 +12,7 @@ from faasgd.errors import StoreUnavailable
 from faasgd.job.result import RESULT_KEYS
 from faasgd.downpour.worker import DownpourWorker, load_worker
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.worker.progress import WorkerProgress
 from faasgd.store import keys, open_store
 from support.fake_clock import StepClock
@@ -48,7 +49,7 @@ def test_one_worker_equals_plain_sgd(n_fetch, n_push, dropout):
     config = small_config(f"oracle-{n_fetch}-{n_push}", n_fetch=n_fetch, n_push=n_push, dropout=dropout)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
-    final = run_worker(config, store, job_id, 0)
+    final = run_worker(Call(config, store, job_id, 0))
     weights, version = store.get_weights(job_id)
     expected = plain_sgd(config, final["epoch"])
     np.testing.assert_allclose(weights, expected, atol=2e-5)
@@ -64,7 +65,7 @@ def test_two_workers_reach_target_and_write_a_complete_result():
     config = small_config("two", number_of_workers=2, n_fetch=2, n_push=2, max_epochs=10, target_accuracy=0.8)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
-    threads = [threading.Thread(target=run_worker, args=(config, store, job_id, i)) for i in range(2)]
+    threads = [threading.Thread(target=run_worker, args=(Call(config, store, job_id, i),)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
@@ -95,7 +96,7 @@ def test_a_worker_stops_at_its_next_fetch_once_the_job_is_done():
                 "epochs": 0.0, "version": 0, "model": "crossing-7"}
     assert job.mark_done(store, job_id, {**crossing, "worker_id": 7})
     assert not job.mark_done(store, job_id, {**crossing, "worker_id": 8})  # only the first counts
-    final = run_worker(config, store, job_id, 0)
+    final = run_worker(Call(config, store, job_id, 0))
     assert final["samples"] == 0 and final["epoch"] == 0
     assert store.get_record(job_id, "result")["time_to_target_s"] is not None
 
@@ -132,7 +133,7 @@ def test_store_gone_mid_run_fails_the_worker_after_its_deadline_and_records_it(m
     job_id = job.create_job(inner, config)
     store = FailingStore(inner, healthy=5)
     with pytest.raises(StoreUnavailable):
-        run_worker(config, store, job_id, 0)
+        run_worker(Call(config, store, job_id, 0))
     progress = inner.get_record(job_id, keys.progress_name(0))
     assert progress["state"] == "failed"
     assert "memory://gone" in progress["error"]
@@ -192,7 +193,7 @@ def test_a_fetch_right_after_a_push_uses_the_weights_the_push_wrote():
     inner = open_store(config.store_url)
     job_id = job.create_job(inner, config)
     store = CountingStore(inner)
-    final = run_worker(config, store, job_id, 0)
+    final = run_worker(Call(config, store, job_id, 0))
     steps = -(-(1200 - 120) // 40)  # the training rows: a tenth is held out for validation
     assert final["fetches"] == steps + 1 and final["pushes"] == steps  # every step fetched, plus the evaluation
     assert store.reads <= 2  # the first fetch (and the final evaluation): the rest came with the pushes
@@ -205,7 +206,7 @@ def test_the_stop_rule_is_checked_every_period_of_samples_for_one_worker_and_for
                           max_epochs=4, target_accuracy=0.8, eval_every_samples=period)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
-    threads = [threading.Thread(target=run_worker, args=(config, store, job_id, i)) for i in range(workers)]
+    threads = [threading.Thread(target=run_worker, args=(Call(config, store, job_id, i),)) for i in range(workers)]
     for t in threads:
         t.start()
     for t in threads:
@@ -251,7 +252,7 @@ def test_a_check_leaves_the_budget_room_for_an_epoch_ends_evaluation_of_both_cur
     monkeypatch.setattr(trainer, "clock", lambda: now[0])
     monkeypatch.setattr(trainer, "evaluate", evaluate)
     assert trainer.eval_s == 0.0
-    trainer.check = (1, 40, trainer.weights.copy())
-    trainer.check_target()
+    trainer.stop_rule.check = (1, 40, trainer.exchange.weights.copy())
+    trainer.stop_rule.check_target(trainer)
     validation, test = len(trainer.validation.y), len(trainer.test.y)
     assert trainer.eval_s == pytest.approx(0.2 * (validation + test) / validation)

@@ -19,12 +19,13 @@ def test_mlp_job_trains_where_scipy_cannot_be_imported():
         from faasgd.config import load_config
         from faasgd.functions.workloads import run_worker
         from faasgd.store import open_store
+        from faasgd.worker.invocation import Call
         config = load_config({}, {"dataset": "synthetic", "train_samples": 300, "test_samples": 50,
                                   "max_epochs": 1, "number_of_workers": 1, "store_url": "memory://lazy",
                                   "profile_hz": 0})
         store = open_store(config.store_url)
         job_id = job.create_job(store, config)
-        assert run_worker(config, store, job_id, 0)["state"] == "finished"
+        assert run_worker(Call(config, store, job_id, 0))["state"] == "finished"
         assert store.get_record(job_id, "result")["state"] == "done"
         print("trained")
     """)

@@ -11,7 +11,8 @@ from faasgd import job
 from faasgd.config import TrainConfig, load_config
 from faasgd.errors import StoreUnavailable
 from faasgd.functions.workloads import run_worker
-from faasgd.job.result import MEASURES, RESULT_KEYS, build_result
+from faasgd.worker.invocation import Call
+from faasgd.job.result import MEASURES, RESULT_KEYS, Outcome, build_result
 from faasgd.store import keys, open_store
 
 META = {"job_id": "j", "created_at": 1000.0, "train_rows": 400, "server_cpu_s": 10.0}
@@ -25,7 +26,7 @@ def worker(cpu_s: float, clock: str, samples: int = 500) -> dict:
 def test_the_result_adds_the_workers_cpu_and_the_stores_over_the_job_per_sample():
     config = TrainConfig(number_of_workers=2)
     progress = {0: worker(1.0, "process"), 1: worker(2.5, "process")}
-    result = build_result(config, META, progress, None, None, now=1002.0, server_cpu_s=10.5)
+    result = build_result(config, META, progress, None, Outcome(now=1002.0, server_cpu_s=10.5))
     assert {"cpu_s", "store_cpu_s", "cpu_s_per_sample"} <= set(MEASURES) and "cpu_clock" in RESULT_KEYS
     assert result["cpu_s"] == pytest.approx(3.5) and result["store_cpu_s"] == pytest.approx(0.5)
     assert result["cpu_s_per_sample"] == pytest.approx(4.0 / 1000) and result["cpu_clock"] == "process"
@@ -35,14 +36,14 @@ def test_the_result_adds_the_workers_cpu_and_the_stores_over_the_job_per_sample(
 @pytest.mark.parametrize("created, now", [(None, 10.5), (10.0, None), (10.0, 9.0)])  # 9.0: the servers restarted
 def test_a_store_count_unknown_at_either_end_leaves_the_workers_alone(created, now):
     progress = {0: worker(1.0, "threads"), 1: worker(1.0, "process")}
-    result = build_result(TrainConfig(number_of_workers=2), {**META, "server_cpu_s": created}, progress, None, None,
-                          server_cpu_s=now)
+    result = build_result(TrainConfig(number_of_workers=2), {**META, "server_cpu_s": created}, progress, None,
+                          Outcome(server_cpu_s=now))
     assert result["store_cpu_s"] is None and result["cpu_s_per_sample"] == pytest.approx(2.0 / 1000)
     assert result["cpu_clock"] == "mixed"
 
 
 def test_a_job_whose_workers_never_wrote_has_no_clock_and_no_rate():
-    result = build_result(TrainConfig(number_of_workers=1), META, {0: None}, None, None, server_cpu_s=10.0)
+    result = build_result(TrainConfig(number_of_workers=1), META, {0: None}, None, Outcome(server_cpu_s=10.0))
     assert result["cpu_s"] == 0.0 and result["cpu_s_per_sample"] is None and result["cpu_clock"] is None
     assert result["store_cpu_s"] == 0.0
 
@@ -68,7 +69,7 @@ def run_job(name: str, readings: list, **overrides) -> tuple[dict, dict]:
     store = open_store(config.store_url)
     CountingStore(store, readings)
     job_id = job.create_job(store, config)
-    threads = [threading.Thread(target=run_worker, args=(config, store, job_id, i)) for i in range(2)]
+    threads = [threading.Thread(target=run_worker, args=(Call(config, store, job_id, i),)) for i in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:

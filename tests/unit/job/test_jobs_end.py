@@ -13,6 +13,7 @@ from faasgd.data import load_shard
 from faasgd.errors import StateLost
 from faasgd.functions import orchestrate, supervise
 from faasgd.functions.workloads import run_iteration, run_loop_call, run_worker
+from faasgd.worker.invocation import Call
 from faasgd.worker.budget import CallBudget
 from faasgd.store import open_store
 from support.fake_clock import StepClock
@@ -48,7 +49,7 @@ class StopAfter:
 @pytest.mark.parametrize("mode", ["loop", "per-iteration"])
 def test_a_call_handed_off_mid_epoch_resumes_and_trains_exactly_what_an_uninterrupted_run_trains(mode):
     plain_config, plain_store, plain_job = new_job(invocation_mode=mode)
-    run_worker(plain_config, plain_store, plain_job, 0)
+    run_worker(Call(plain_config, plain_store, plain_job, 0))
     expected, expected_version = plain_store.get_weights(plain_job)
 
     config, store, job_id = new_job(invocation_mode=mode)
@@ -56,10 +57,9 @@ def test_a_call_handed_off_mid_epoch_resumes_and_trains_exactly_what_an_uninterr
     while iteration is not None:  # each call is stopped after 7 more pushes, then resumed by the chained call
         budget = CallBudget(draining=StopAfter(store, job_id, 7 * (calls + 1)))
         if mode == "loop":
-            answer = run_loop_call(config, store, job_id, 0, f"call-{calls}", load_shard, budget, chained.append)
+            answer = run_loop_call(Call(config, store, job_id, 0, f"call-{calls}", loader=load_shard, budget=budget, chain=chained.append))
         else:
-            answer = run_iteration(config, store, job_id, 0, iteration, f"call-{calls}", load_shard, budget,
-                                   chained.append)
+            answer = run_iteration(Call(config, store, job_id, 0, f"call-{calls}", iteration=iteration, loader=load_shard, budget=budget, chain=chained.append))
         calls += 1
         assert not answer["duplicate"]
         iteration = answer["next_iteration"]
@@ -90,11 +90,10 @@ def test_a_second_invocation_of_a_worker_supersedes_the_first_which_stops_and_ad
     def draining():  # after 5 pushes, A stalls past its lease; B takes the worker over and pushes once
         if store.get_weights(job_id)[1] >= 5 and not takeover:
             store.delete_record(job_id, "lease:0:loop")  # A's lease expired while it stalled
-            takeover["b"] = run_loop_call(config, store, job_id, 0, "call-b", load_shard,
-                                          CallBudget(draining=StopAfter(store, job_id, 6)), lambda i: None)
+            takeover["b"] = run_loop_call(Call(config, store, job_id, 0, "call-b", loader=load_shard, budget=CallBudget(draining=StopAfter(store, job_id, 6)), chain=lambda i: None))
         return False
 
-    a = run_loop_call(config, store, job_id, 0, "call-a", load_shard, CallBudget(draining=draining), lambda i: None)
+    a = run_loop_call(Call(config, store, job_id, 0, "call-a", loader=load_shard, budget=CallBudget(draining=draining), chain=lambda i: None))
     assert takeover["b"]["handed_off"]
     assert a["duplicate"] and "applied by another invocation" in a["reason"]  # A stopped at its next push
     record = store.worker_record(job_id, 0)
@@ -147,7 +146,7 @@ def test_a_store_that_lost_the_job_fails_it_with_that_reason_and_nothing_is_re_i
         return False
 
     with pytest.raises(StateLost):
-        run_worker(config, store, job_id, 0, "call-a", budget=CallBudget(draining=restarted_empty))
+        run_worker(Call(config, store, job_id, 0, "call-a", budget=CallBudget(draining=restarted_empty)))
     status = job.read_status(store, job_id)
     assert status["state"] == "failed" and "the store lost the job's state" in status["result"]["error"]
     assert store.get_record(job_id, "config") is None  # no job was made up again
@@ -158,6 +157,6 @@ def test_a_worker_that_fails_fails_the_job_at_once_and_the_others_stop():
     config, store, job_id = new_job(number_of_workers=2, max_epochs=50)
     store.put_record(job_id, "progress:1", {"pushes": 0, "state": "failed", "error": "worker 1: MemoryError"})
     ending.write_result(store, job_id, error="worker 1: MemoryError")
-    final = run_worker(config, store, job_id, 0, "call-a")
+    final = run_worker(Call(config, store, job_id, 0, "call-a"))
     assert final["epoch"] == 0 and final["state"] == "finished"  # it saw the job had ended
     assert store.get_record(job_id, "result")["error"] == "worker 1: MemoryError"

@@ -15,6 +15,7 @@ from faasgd.cli.main import main
 from faasgd.config import load_config
 from faasgd.errors import ConfigError, NoModel
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 
 
@@ -29,7 +30,7 @@ def small_config(name, **overrides):
 def run_job(config):
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
-    threads = [threading.Thread(target=run_worker, args=(config, store, job_id, i))
+    threads = [threading.Thread(target=run_worker, args=(Call(config, store, job_id, i),))
                for i in range(config.number_of_workers)]
     for t in threads:
         t.start()

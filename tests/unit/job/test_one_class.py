@@ -15,7 +15,7 @@ from faasgd.batch.report import configuration_table, table_notes, write_output_t
 from faasgd.batch.runs import _outcome
 from faasgd.cli.progress import print_summary
 from faasgd.config import TrainConfig
-from faasgd.job.result import MEASURES, build_result, class_shares
+from faasgd.job.result import MEASURES, Outcome, build_result, class_shares
 
 META = {"job_id": "j", "created_at": 1000.0, "train_rows": 400, "server_cpu_s": None}
 TEST_LABELS = np.array([0] * 1058 + [1] * 942)  # rcv1-like's 2,000 test rows: 0.529 of them class 0
@@ -25,7 +25,7 @@ def result_at(test_accuracy, learning_rate=0.1, error=None):
     config = TrainConfig(number_of_workers=1, learning_rate=learning_rate, target_accuracy=0.85)
     progress = {0: {"state": "failed" if error else "finished", "samples": 800, "intervals": [[1000.0, 1010.0]]}}
     final = {"validation": 0.52, "test": test_accuracy, "version": 40}
-    return build_result(config, META, progress, None, final, error, now=1011.0, shares=class_shares(TEST_LABELS))
+    return build_result(config, META, progress, None, Outcome(final, error, now=1011.0, shares=class_shares(TEST_LABELS)))
 
 
 @pytest.mark.parametrize("accuracy", [0.529, 0.5265, 0.471, 0.4745])  # either class, within 0.005 of its share
@@ -46,7 +46,7 @@ def test_a_result_away_from_every_class_share_has_no_warning(accuracy):
 
 def test_without_the_test_rows_nothing_is_claimed_and_a_failed_job_keeps_its_error_alone():
     config = TrainConfig(number_of_workers=1)
-    result = build_result(config, META, {0: None}, None, None, "store gone", now=1011.0)
+    result = build_result(config, META, {0: None}, None, Outcome(error="store gone", now=1011.0))
     assert result["majority_class_rate"] is None and result["guesses_one_class"] is None and result["warning"] is None
     assert result_at(0.529, error="worker 0 failed")["warning"] is None
 

@@ -15,6 +15,7 @@ from faasgd.data import load_shard
 from faasgd.functions import supervise
 from faasgd.local.replicas.deployments import calls_per_replica
 from faasgd.functions.workloads import run_loop_call
+from faasgd.worker.invocation import Call
 from faasgd.worker.call_clock import CallClock
 from faasgd.worker.progress import WorkerProgress
 from faasgd.store import open_store
@@ -95,7 +96,7 @@ def test_workers_that_train_in_waves_are_reported_as_one_at_a_time():
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
     for worker in range(3):  # one after the other: what a runtime with one slot does
-        assert run_loop_call(config, store, job_id, worker, f"call-{worker}", load_shard)["state"] == "finished"
+        assert run_loop_call(Call(config, store, job_id, worker, f"call-{worker}", loader=load_shard))["state"] == "finished"
     final = store.get_record(job_id, "result")
     assert final["state"] == "done" and final["number_of_workers"] == 3 and final["max_concurrent_workers"] == 1
 

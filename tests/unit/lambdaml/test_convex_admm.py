@@ -62,7 +62,7 @@ def test_a_worker_update_minimises_its_local_augmented_problem():
     X, y = higgs_like(400, seed=2)
     z = np.full(29, 0.1, dtype=np.float32)
     u = np.full(29, -0.05, dtype=np.float32)
-    x, sent = admm.worker_update(lr, z.copy(), z, u, X, y, rho=1.0, local_steps=300, lr=0.5)
+    x, sent = admm.worker_update(lr, z.copy(), z, u, X, y, admm.AdmmSettings(rho=1.0, local_steps=300, lr=0.5))
     np.testing.assert_array_equal(sent, x + u)
     grad = lr.loss_and_grad(x, X, y)[1] + 1.0 * (x - z + u)  # stationary point of f_i + rho/2 ||x - z + u||^2
     assert np.abs(grad).max() < 1e-4
@@ -73,10 +73,8 @@ def test_a_worker_update_minimises_its_local_augmented_problem():
     (lambda: admm.merge_z([], rho=1.0), "contributions"),
     (lambda: admm.merge_z([np.zeros(4, np.float32)], rho=0.0), "rho"),
     (lambda: admm.merge_z([np.zeros(4, np.float32)], rho=1.0, l2=0.1), "n_features"),
-    (lambda: admm.worker_update(lr, np.zeros(3), np.zeros(3), np.zeros(3), np.zeros((1, 2)), [0], 1.0, 0, 0.1),
-     "local_steps"),
-    (lambda: admm.worker_update(lr, np.zeros(3), np.zeros(3), np.zeros(3), np.zeros((1, 2)), [0], 1.0, 1, -1),
-     "lr"),
+    (lambda: admm.AdmmSettings(1.0, 0, 0.1), "local_steps"),
+    (lambda: admm.AdmmSettings(1.0, 1, -1), "lr"),
     (lambda: admm.run_admm([], lr, 1.0, 1, 1, 0.1), "shards"),
     (lambda: admm.run_admm([(np.zeros((1, 2)), [0])], lr, 1.0, 0, 1, 0.1), "rounds"),
 ])

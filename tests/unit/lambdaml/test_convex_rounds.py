@@ -43,7 +43,7 @@ def run_admm_rounds(task, pattern, rounds, model=lr, l2=L2, url=None, job=None, 
     def work(w):
         state, outcomes = admm_state(X.shape[1]), []
         for _ in range(rounds):
-            outcome = admm_round(state, shards[w], model, ex[w], rho=RHO, local_steps=LOCAL_STEPS, lr=STEP, l2=l2,
+            outcome = admm_round(state, shards[w], model, ex[w], admm.AdmmSettings(RHO, LOCAL_STEPS, STEP, l2),
                                  weight=weights[w])
             state = outcome.state
             outcomes.append(outcome)
@@ -142,7 +142,7 @@ def test_a_worker_killed_mid_round_re_enters_it_to_the_same_bits(task, points, a
     if algorithm == "admm":
         clean = [s.params for s in run_admm_rounds(task, "reduce_scatter", rounds)]  # u_i, x_i are each worker's
         start, shards = admm_state(28), task[2]
-        step = lambda s, w, e: admm_round(s, shards[w], lr, e, rho=RHO, local_steps=LOCAL_STEPS, lr=STEP, l2=L2,
+        step = lambda s, w, e: admm_round(s, shards[w], lr, e, admm.AdmmSettings(RHO, LOCAL_STEPS, STEP, L2),
                                           weight=task[3][w])
     else:
         clean = [o[-1].state.params for o in run_kmeans_rounds(points, "reduce_scatter", rounds)]
@@ -188,10 +188,10 @@ def test_bad_arguments_are_config_errors_naming_the_field(task, points):
     sum_ex = exchanges(memory_url(), new_job(), 1, "reduce", op="sum")[0]
     good = dict(rho=RHO, local_steps=1, lr=STEP, l2=L2)
     for call, field in [
-        (lambda: admm_round(admm_state(28), shards[0], lr, sum_ex, **good), "op"),
-        (lambda: admm_round(admm_state(28), shards[0], lr, mean_ex, **{**good, "rho": 0}), "rho"),
-        (lambda: admm_round(admm_state(28), shards[0], lr, mean_ex, **{**good, "l2": -1}), "l2"),
-        (lambda: admm_round(admm_state(28), shards[0], lr, mean_ex, **good, weight=0), "weight"),
+        (lambda: admm_round(admm_state(28), shards[0], lr, sum_ex, admm.AdmmSettings(**good)), "op"),
+        (lambda: admm_round(admm_state(28), shards[0], lr, mean_ex, admm.AdmmSettings(**{**good, "rho": 0})), "rho"),
+        (lambda: admm_round(admm_state(28), shards[0], lr, mean_ex, admm.AdmmSettings(**{**good, "l2": -1})), "l2"),
+        (lambda: admm_round(admm_state(28), shards[0], lr, mean_ex, admm.AdmmSettings(**good), weight=0), "weight"),
         (lambda: admm_parts(RoundState(np.zeros(4, np.float32))), "params"),
         (lambda: kmeans_round(RoundState(points[2]), points[1][0], mean_ex), "op"),
         (lambda: kmeans_round(RoundState(points[2][:7]), points[1][0], sum_ex), "centroids"),

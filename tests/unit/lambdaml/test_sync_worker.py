@@ -12,7 +12,8 @@ from faasgd.errors import ConfigError
 from faasgd.lambdaml import sync_checkpoint, sync_worker
 from faasgd.lambdaml.sync_worker import load_sync_worker
 from faasgd.worker import invocation
-from faasgd.worker.budget import UNLIMITED, CallBudget
+from faasgd.worker.invocation import Call
+from faasgd.worker.budget import CallBudget
 from faasgd.store import keys, open_store
 from support.sync_drive import config_of, in_threads, killing_first_space, train_job, train_with_worker_1_killed
 
@@ -168,9 +169,8 @@ def test_a_worker_waiting_at_a_barrier_heartbeats_and_stops_when_the_job_fails()
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
     beats = []
-    progress = invocation.resume(store, job_id, config, 0, "alone")
-    trainer = invocation.start(config, store, job_id, progress, data.load_shard, UNLIMITED, lambda: beats.append(1),
-                               sync_worker.load_sync_worker)
+    call = Call(config, store, job_id, 0, "alone", on_heartbeat=lambda: beats.append(1))
+    trainer = invocation.start(call, invocation.resume(call), sync_worker.load_sync_worker)
     start = trainer._last_heartbeat  # the fake clock goes on from the real one the first heartbeat read
     clock = [start]
     trainer.clock = lambda: clock[0]
@@ -195,13 +195,12 @@ def test_a_call_handed_off_mid_epoch_is_resumed_by_the_next_to_the_same_bits():
 
     def worker(w):
         if w == 0:
-            invocation.run_worker(config, store, job_id, 0, make=load_sync_worker)
+            invocation.run_worker(Call(config, store, job_id, 0), make=load_sync_worker)
             return
         asked = iter(range(10**6))
         budget = CallBudget(draining=lambda: next(asked) >= 4)  # SIGTERM after a few rounds
-        answers.append(invocation.run_loop_call(config, store, job_id, 1, "first", data.load_shard, budget,
-                                                chained.append, make=load_sync_worker))
-        answers.append(invocation.run_loop_call(config, store, job_id, 1, "second", data.load_shard, make=load_sync_worker))
+        answers.append(invocation.run_loop_call(Call(config, store, job_id, 1, "first", loader=data.load_shard, budget=budget, chain=chained.append), make=load_sync_worker))
+        answers.append(invocation.run_loop_call(Call(config, store, job_id, 1, "second", loader=data.load_shard), make=load_sync_worker))
 
     in_threads(worker, 2)
     assert answers[0]["handed_off"] and chained == [0] and 0 < store.worker_record(job_id, 1)["invocations"] == 2

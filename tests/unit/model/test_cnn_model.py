@@ -111,6 +111,7 @@ def test_tensorflow_is_imported_only_when_a_cnn_computes():
         from faasgd.config import load_config
         from faasgd.errors import ConfigError
         from faasgd.functions.workloads import run_worker
+        from faasgd.worker.invocation import Call
         from faasgd.store import open_store
         for name, model in (("mlp", "mlp"), ("cnn", "cnn")):
             config = load_config({}, {"model": model, "dataset": "synthetic", "train_samples": 300,
@@ -119,7 +120,7 @@ def test_tensorflow_is_imported_only_when_a_cnn_computes():
             store = open_store(config.store_url)
             job_id = job.create_job(store, config)
             if model == "mlp":
-                assert run_worker(config, store, job_id, 0)["state"] == "finished"
+                assert run_worker(Call(config, store, job_id, 0))["state"] == "finished"
                 assert store.get_record(job_id, "result")["state"] == "done"
             else:
                 net = job.network(config)

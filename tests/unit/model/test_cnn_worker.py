@@ -8,6 +8,7 @@ from faasgd.job import model_file
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 
 pytest.importorskip("tensorflow")
@@ -35,7 +36,7 @@ def test_one_worker_trains_the_cnn_through_the_store(algorithm):
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
     initial = store.get_weights(job_id)[0].copy()
-    record = run_worker(config, store, job_id, 0)
+    record = run_worker(Call(config, store, job_id, 0))
     final, version = store.get_weights(job_id)
     result = store.get_record(job_id, "result")
     assert record["state"] == "finished" and result["state"] == "done", result["error"]
@@ -48,7 +49,7 @@ def test_a_cnn_jobs_model_file_reads_back_and_evaluates_to_the_reported_accuracy
     config = cnn_config("cnn-model-file", max_epochs=1, cnn_arch="mobilenet")
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
-    run_worker(config, store, job_id, 0)
+    run_worker(Call(config, store, job_id, 0))
     found = model_file.read_model(store, job_id)
     back = model_file.from_npz(model_file.to_npz(found))
     assert back.cnn_arch == "mobilenet" and back.params.tobytes() == found.params.tobytes()

@@ -7,6 +7,7 @@ from faasgd import model
 
 from faasgd.errors import ConfigError, DataError
 from faasgd.model import (
+    GradOut,
     accuracy,
     forward,
     init_params,
@@ -93,18 +94,18 @@ def test_softmax_is_stable_for_huge_logits():
     assert np.all(np.isfinite(grads))
 
 
-def test_grad_out_is_filled_in_place_and_float32_stays_float32():
+def test_the_gradient_is_written_into_out_and_float32_stays_float32():
     sizes = layer_sizes(6, (5,), 3)
     flat = init_params(sizes, np.random.default_rng(0))
     x, y = make_batch(sizes, 4, seed=1)
     out = np.full_like(flat, np.nan)
-    loss, grads = loss_and_grads(flat, sizes, x.astype(np.float32), y, grad_out=out)
+    loss, grads = loss_and_grads(flat, sizes, x.astype(np.float32), y, out=GradOut(out))
     assert grads is out and grads.dtype == np.float32 and np.all(np.isfinite(out))
     _, fresh = loss_and_grads(flat, sizes, x.astype(np.float32), y)
     np.testing.assert_array_equal(out, fresh)
     with pytest.raises(ConfigError) as err:
-        loss_and_grads(flat, sizes, x, y, grad_out=np.empty(flat.size, np.float64))
-    assert err.value.field == "grad_out"
+        loss_and_grads(flat, sizes, x, y, out=GradOut(np.empty(flat.size, np.float64)))
+    assert err.value.field == "out"
 
 
 def test_layout_sizes_and_views():
@@ -164,7 +165,7 @@ def test_sgd_learns_a_separable_problem(activation):
     grads = np.empty_like(flat)
     for step in range(300):
         batch = rng.integers(0, 600, size=32)
-        loss_and_grads(flat, sizes, x[batch], y[batch], activation, dropout=0.1, rng=rng, grad_out=grads)
+        loss_and_grads(flat, sizes, x[batch], y[batch], activation, dropout=0.1, rng=rng, out=GradOut(grads))
         flat -= 0.3 * grads
     assert accuracy(flat, sizes, x, y, activation) > 0.97
 
@@ -211,6 +212,6 @@ def test_a_scaled_gradient_is_the_gradient_times_the_scale(dropout):
     x, y = rng.standard_normal((9, 6)), rng.integers(0, 3, 9)
     loss, grad = model.loss_and_grads(flat, sizes, x, y, "tanh", dropout, np.random.default_rng(1))
     scaled_loss, scaled = model.loss_and_grads(flat, sizes, x, y, "tanh", dropout, np.random.default_rng(1),
-                                               scale=-0.1)
+                                               GradOut(np.empty_like(flat), -0.1))
     assert scaled_loss == loss  # the loss is the loss
     np.testing.assert_allclose(scaled, -0.1 * grad, rtol=1e-12, atol=1e-15)

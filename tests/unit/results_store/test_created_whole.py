@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from faasgd import results_store
+from faasgd.api import results_store
 
 
 def test_a_new_database_is_migrated_before_it_appears_and_leaves_nothing_beside_it(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from faasgd import results_store
+from faasgd.api import results_store
 from faasgd.batch.record import BatchRecord
 from faasgd.batch.redact import Redactor
 from faasgd.cli.main import main

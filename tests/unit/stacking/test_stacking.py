@@ -95,7 +95,7 @@ def tampered(small, tmp_path):
     return {
         "a pickle": (pickle.dumps(Exploit()), "pickle"),
         "garbage": (os.urandom(300), "not an npz"),
-        "an object array": (linear_model(small, coef=np.array([Exploit()], dtype=object)), "unreadable npz"),
+        "an object array": (linear_model(small, coef=np.array([Exploit()], dtype=object)), "holds pickled objects"),
         "a wrong shape": (linear_model(small, coef=np.zeros(15)), "coef must have shape (16,)"),
         "a wrong dtype": (linear_model(small, coef=np.zeros(16, np.float32)), "coef must be <f8"),
         "a big-endian array": (linear_model(small, coef=np.zeros(16, ">f8")), "coef must be <f8"),

@@ -10,6 +10,7 @@ from faasgd import job
 from faasgd.config import load_config
 from faasgd.errors import ConfigError
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store, push_codec
 from faasgd.store.push_codec import parse_codec
 
@@ -120,7 +121,7 @@ def test_a_workers_compressed_pushes_land_as_exactly_their_sum(spec, communicati
         return push(job_id, delta, *args, **kwargs)
 
     store.push_update = spy
-    final = run_worker(config, store, job_id, 0)
+    final = run_worker(Call(config, store, job_id, 0))
     weights, version = store.get_weights(job_id)
     expected = start.copy()
     for delta in sent:

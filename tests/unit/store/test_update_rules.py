@@ -13,6 +13,7 @@ from faasgd.config import config_from_record, load_config
 from faasgd.errors import ConfigError
 from faasgd.functions.admission import TooLarge, check_job
 from faasgd.functions.workloads import run_worker
+from faasgd.worker.invocation import Call
 from faasgd.store import UpdateRule, codec, open_store
 from faasgd.store.node_local import NodeLocalStore
 from faasgd.store.update_rule import ADAGRAD_G0
@@ -91,7 +92,7 @@ def test_one_worker_under_each_rule_equals_the_single_process_oracle(rule, perio
     config = rule_oracle.small_config(memory_url(), rule, period)
     store = open_store(config.store_url)
     job_id = job.create_job(store, config)
-    final = run_worker(config, store, job_id, 0)
+    final = run_worker(Call(config, store, job_id, 0))
     weights, version = store.get_weights(job_id)
     assert final["epoch"] == config.max_epochs and version == final["pushes"]
     rule_oracle.assert_matches(config, weights, rule_oracle.one_worker(config, final["epoch"]))

@@ -189,6 +189,7 @@ def test_the_samplers_thread_keeps_its_cpu_after_it_stopped():
 def test_a_real_worker_call_records_its_cpu_on_the_process_clock():
     from faasgd import job
     from faasgd.functions.workloads import run_worker
+    from faasgd.worker.invocation import Call
     from faasgd.store import keys, open_store
 
     config = load_config({}, {"dataset": "synthetic", "train_samples": 600, "test_samples": 100, "hidden_sizes": [16],
@@ -199,7 +200,7 @@ def test_a_real_worker_call_records_its_cpu_on_the_process_clock():
     in_flight = InFlight()
     started = time.process_time()
     clock = CallClock.begin(cpu=CallCpu.begin(in_flight=in_flight))
-    run_worker(config, store, job_id, 0, clock=clock)
+    run_worker(Call(config, store, job_id, 0, clock=clock))
     spent = time.process_time() - started
     record = store.worker_record(job_id, 0)  # its final record
     assert record["cpu_clock"] == PROCESS and 0.5 * spent < record["cpu_s"] <= spent

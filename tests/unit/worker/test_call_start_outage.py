@@ -13,6 +13,7 @@ from faasgd.config import load_config
 from faasgd.data import load_shard
 from faasgd.errors import StoreTimeout, StoreUnavailable
 from faasgd.functions.workloads import run_iteration, run_loop_call
+from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 
 
@@ -51,8 +52,8 @@ def test_a_call_whose_first_reads_fail_waits_and_trains(mode, method, error):
         # delivery of it that died), waited out, then taken
         memory.add_record(job_id, "lease:0:" + ("loop" if mode == "loop" else "0"), {"call_id": "call-1"}, ttl_s=1)
     store = StartsDown(memory, [method], 2, error)
-    run = run_loop_call if mode == "loop" else (lambda *a, **k: run_iteration(*a[:4], 0, *a[4:], **k))
-    answer = run(config, store, job_id, 0, "call-1", load_shard)
+    run = run_loop_call if mode == "loop" else run_iteration
+    answer = run(Call(config, store, job_id, 0, "call-1", loader=load_shard))
     assert store.failed[method] == 2  # the outage did hit the call's start
     assert answer["state"] == "finished" and not answer["duplicate"], answer
     assert memory.get_record(job_id, "result")["state"] == "done"

@@ -7,13 +7,21 @@ import dataclasses
 
 import numpy as np
 
-from faasgd.worker.progress import FIELDS, WorkerProgress, pack_rng, unpack_rng
+from faasgd.worker.progress import FIELDS, GROUPS, WorkerProgress, pack_rng, unpack_rng
+
+# the record's keys: readers, status and resume read them by these names, whatever groups the progress has
+RECORD_KEYS = (
+    "worker_id rng_state state epoch step samples shard_size loss accuracy accuracy_epoch pushes fetches conflicts "
+    "retries staleness_hist last_staleness train_s comm_wait_s time_split push_bytes fetch_bytes pushed_steps residual "
+    "residual_resets started_at finished_at error replicas owner epoch_step epoch_rng_state epoch_loss_sum invocations "
+    "intervals rounds round_bytes_written round_bytes_read barrier_wait_s params_digest billed_s billed_gb_s memory_mb "
+    "cold_starts clock_error_s cpu_s cpu_clock samples_per_s updated_at").split()
 
 
 def _busy_progress() -> WorkerProgress:
     progress = WorkerProgress.fresh(3, seed=7)
     progress.owner, progress.pushes, progress.step = "call-1/nonce", 4, 40
-    progress.staleness_hist = {0: 2, 3: 1}
+    progress.downpour.staleness_hist = {0: 2, 3: 1}
     progress.time_split = {"compute": 1.5, "batches": 0.25}
     progress.intervals = [[10.0, 11.5], [12.0, 12.0]]
     progress.replicas = ["replica-a"]
@@ -26,6 +34,8 @@ def test_the_record_holds_every_field_as_dataclasses_asdict_gives_it():
     progress = _busy_progress()
     record = progress.record(now=20.0)
     expected = dataclasses.asdict(progress)
+    for group in GROUPS:  # the record is flat: a group's fields beside the others
+        expected.update(expected.pop(group))
     expected["staleness_hist"] = {"0": 2, "3": 1}
     expected["intervals"][-1] = [12.0, 20.0]
     del expected["resources"]  # in their own record, resources:<worker>, not with every push
@@ -33,6 +43,17 @@ def test_the_record_holds_every_field_as_dataclasses_asdict_gives_it():
     assert "resources" not in record
     assert {name: record[name] for name in FIELDS - {"resources"}} == expected
     assert record["updated_at"] == 20.0 and record["samples_per_s"] == 0.0
+
+
+def test_the_record_keeps_its_flat_keys_in_their_order_and_reads_back_into_the_groups():
+    progress = _busy_progress()
+    progress.downpour.conflicts, progress.lambdaml.rounds, progress.billing.cold_starts = 2, 5, 1
+    record = progress.record(now=20.0)
+    assert list(record) == RECORD_KEYS
+    assert record["conflicts"] == 2 and record["rounds"] == 5 and record["cold_starts"] == 1
+    again = WorkerProgress.from_record(record)
+    assert (again.downpour.conflicts, again.lambdaml.rounds, again.billing.cold_starts) == (2, 5, 1)
+    assert again.downpour.staleness_hist == {0: 2, 3: 1}
 
 
 def test_a_record_stays_as_taken_while_the_worker_goes_on():
@@ -52,7 +73,7 @@ def test_a_record_stays_as_taken_while_the_worker_goes_on():
 def test_a_record_read_back_gives_the_same_progress():
     progress = _busy_progress()
     again = WorkerProgress.from_record(progress.record(now=20.0))
-    assert again.rng_state == progress.rng_state and again.staleness_hist == progress.staleness_hist
+    assert again.rng_state == progress.rng_state and again.downpour.staleness_hist == progress.downpour.staleness_hist
     assert again.epoch_rng_state == progress.epoch_rng_state and again.pushes == progress.pushes
     assert again.resources == {}  # read from their own record by whoever resumes the worker
 

@@ -59,7 +59,7 @@ def test_an_object_missing_a_member_is_no_worker():
 def test_each_mode_is_a_schedule_and_sets_the_channel(mode, schedule, background):
     trainer = loaded(config_of(f"mode-{mode}", communication=mode))
     try:
-        assert type(trainer.schedule) is schedule and trainer.comms.background is background
+        assert type(trainer.exchange.schedule) is schedule and trainer.comms.background is background
     finally:
         trainer.comms.close()
 
@@ -71,7 +71,7 @@ def test_an_unknown_mode_names_the_field():
 
 
 class InFlight:
-    """A worker as a schedule sees it, with an operation in flight (or not)."""
+    """An exchange as a schedule sees it, with an operation in flight (or not)."""
 
     def __init__(self, in_flight: bool, kind: str = comm.PUSH):
         self.comms = type("C", (), {"in_flight": in_flight})()

@@ -19,6 +19,7 @@ Only contributions and z travel, so the sync rounds move ADMM like model averagi
 in-process reference the tests compare with the single-process optimum.
 """
 
+from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
@@ -28,12 +29,26 @@ from faasgd.lambdaml.convex import linear
 from faasgd.errors import ConfigError
 
 
-def worker_update(model: ModuleType, x: np.ndarray, z: np.ndarray, u: np.ndarray, X, y, rho: float,
-                  local_steps: int, lr: float, weight: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Return (new x_i, contribution x_i + u_i) after `local_steps` gradient steps on the local problem."""
-    check(rho=rho, local_steps=local_steps, lr=lr)
+@dataclass(frozen=True)
+class AdmmSettings:
+    """A run's ADMM settings, checked when made (ConfigError naming the field)."""
+
+    rho: float  # the penalty on x_i - z (> 0)
+    local_steps: int  # gradient steps of each x-update (>= 1)
+    lr: float  # their step size (> 0)
+    l2: float = 0.0  # the regularisation on the weights (not the biases), applied in merge_z
+
+    def __post_init__(self) -> None:
+        check(rho=self.rho, local_steps=self.local_steps, lr=self.lr)
+        linear.check_l2(self.l2)
+
+
+def worker_update(model: ModuleType, x: np.ndarray, z: np.ndarray, u: np.ndarray, X, y, settings: AdmmSettings,
+                  weight: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Return (new x_i, contribution x_i + u_i) after `settings.local_steps` gradient steps on the local problem."""
+    rho, lr = settings.rho, settings.lr
     x = np.array(x, copy=True)
-    for _ in range(local_steps):
+    for _ in range(settings.local_steps):
         _, grad = model.loss_and_grad(x, X, y)
         grad *= weight
         grad += rho * (x - z + u)
@@ -78,10 +93,11 @@ def run_admm(shards, model: ModuleType, rho: float, rounds: int, local_steps: in
     z = model.init(n_features, n_classes)
     xs = [z.copy() for _ in shards]
     us = [np.zeros_like(z) for _ in shards]
+    settings = AdmmSettings(rho, local_steps, lr)
     for _ in range(rounds):
         contributions = []
         for i, (X, y) in enumerate(shards):
-            xs[i], contribution = worker_update(model, xs[i], z, us[i], X, y, rho, local_steps, lr, weights[i])
+            xs[i], contribution = worker_update(model, xs[i], z, us[i], X, y, settings, weights[i])
             contributions.append(contribution)
         z = merge_z(contributions, rho, l2, n_features)
         us = [update_dual(u, x, z) for u, x in zip(us, xs)]

@@ -1,7 +1,7 @@
 """ADMM and KMeans as synchronous rounds over an Exchange (LambdaML's convex algorithms through a store).
 
     state = admm_state(n_features, n_classes)                  # RoundState: params = [z | u_i | x_i]
-    out = admm_round(state, (X, y), lr_model, exchange, rho=0.1, local_steps=10, lr=0.5, l2=1e-2, weight=w_i)
+    out = admm_round(state, (X, y), lr_model, exchange, AdmmSettings(rho=0.1, local_steps=10, lr=0.5, l2=1e-2), w_i)
     z = admm_z(out.state)                                      # the consensus model, the same bits on every worker
 
     state = RoundState(kmeans.init(X, k, rng))                 # params = the flat float32 centroids
@@ -41,6 +41,7 @@ import numpy as np
 
 from faasgd.checks import positive_number
 from faasgd.lambdaml.convex import admm, kmeans, linear
+from faasgd.lambdaml.convex.admm import AdmmSettings
 from faasgd.errors import ConfigError
 from faasgd.lambdaml.rounds.algorithms import RoundOutcome, RoundState, check_params, consensus_round
 from faasgd.lambdaml.rounds.exchange import Exchange
@@ -68,11 +69,10 @@ def admm_z(state: RoundState) -> np.ndarray:
     return admm_parts(state)[0].copy()
 
 
-def admm_round(state: RoundState, shard: Shard, model: ModuleType, exchange: Exchange, *, rho: float,
-               local_steps: int, lr: float, l2: float = 0.0, weight: float = 1.0) -> RoundOutcome:
+def admm_round(state: RoundState, shard: Shard, model: ModuleType, exchange: Exchange, settings: AdmmSettings,
+               weight: float = 1.0) -> RoundOutcome:
     """One consensus-ADMM round for lr or svm; `weight` is N n_i / n (1 with equal shards), as run_admm's."""
-    admm.check(rho=rho, local_steps=local_steps, lr=lr)
-    l2 = linear.check_l2(l2)
+    rho, l2 = settings.rho, linear.check_l2(settings.l2)
     positive_number(weight, "weight", must="a finite number > 0 (N n_i / n)", numpy=True)
     if exchange.config.op != "mean":
         raise ConfigError("op", f"ADMM averages the contributions: the exchange's op must be 'mean', "
@@ -84,8 +84,8 @@ def admm_round(state: RoundState, shard: Shard, model: ModuleType, exchange: Exc
 
     def contribute(params: np.ndarray, r: int) -> tuple[float, np.ndarray]:
         objective = float(model.loss_and_grad(z, X, y, l2)[0])
-        kept["x"], contribution = admm.worker_update(model, x, z, u, X, y, rho, local_steps, lr,
-                                                             np.float64(weight))  # run_admm's float64 weight
+        kept["x"], contribution = admm.worker_update(model, x, z, u, X, y, settings,
+                                                     np.float64(weight))  # run_admm's float64 weight
         return objective, np.append(contribution, np.float32(weight * objective)).astype(np.float32)
 
     def combine(params: np.ndarray, vector: np.ndarray, merged: np.ndarray, r: int) -> np.ndarray:

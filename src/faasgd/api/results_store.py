@@ -1,8 +1,9 @@
 """Every run of every test.sh batch in one SQLite database, so studies accumulate across batches.
 
 test.sh (batch/) writes a batch's row before its first run and each run's row as the run finishes;
-`faasgd results` (cli/results.py) lists, filters and compares. Both tools use this module (they may not
-import each other), which needs only the standard library's sqlite3 (and faasgd.errors).
+`faasgd results` (cli/results.py, through api/runs.py) lists, filters and compares. Both tools use this module
+(they may not import each other), so it sits in their shared layer, faasgd.api; it needs only the standard
+library's sqlite3 (and faasgd.errors).
 
     db = open_db(path)                       # created with its folder; the schema migrated to SCHEMA_VERSION
     batch_id = start_batch(db, meta)         # meta: name, target, started_at, folder, matrix, ...
