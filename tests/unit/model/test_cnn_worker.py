@@ -10,7 +10,7 @@ from faasgd.errors import ConfigError
 from faasgd.functions.workloads import run_worker
 from faasgd.store import open_store
 
-pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.usefixtures("tensorflow")  # tests/unit/model/conftest.py: imported when they run
 
 
 def cnn_config(name, **overrides):
