@@ -30,14 +30,14 @@ $(VENV)/.installed: pyproject.toml | debian
 run: deps
 	$(VENV)/bin/faasgd train --workers 2 --dataset fashion-mnist --target-accuracy 0.85
 
-# Unit and e2e two at a time but for the `serial` tests (deadlines, kills, the real watchdog), which then run alone
-# after the integration tests (real servers shared by a session; byte counts and clocks): the suite
-# stays within its 10-minute budget and nothing timed shares the 2 cores with another test. The container tests
-# (tests/docker, when there) run with the serial ones and skip with docker-ready's reason when Docker is not available.
+# Two phases (docs/how-to/run-tests.md says what each costs). First unit, e2e and integration two at a time, a file's
+# tests in one process (its module fixtures built once; each process starts the session's real servers of its own, on
+# free ports). Then, alone, the tests marked `serial`: those that time calls against deadlines, kill and pause, or read
+# the machine's CPU (a neighbour on the 2 cores would move their clocks), the real watchdog and faas-cli, and the
+# container tests (tests/docker, when there), which skip with docker-ready's reason when Docker is not available.
 test: deps docker-ready lint docs
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 -m "not serial" tests/unit tests/e2e
-	$(PY) -m pytest -q --durations=10 tests/integration
-	$(PY) -m pytest -q --durations=10 -m serial tests/e2e tests/openfaas $(wildcard tests/docker)
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 -m "not serial" tests/unit tests/e2e tests/integration
+	$(PY) -m pytest -q --durations=15 -m serial tests/integration tests/e2e tests/openfaas $(wildcard tests/docker)
 
 lint: deps  # pyflakes' rules over the whole tree ([tool.ruff]), then the wings' import rules ([tool.importlinter])
 	$(VENV)/bin/ruff check --no-cache .

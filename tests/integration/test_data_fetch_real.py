@@ -47,11 +47,13 @@ def build_archive(path: Path) -> dict:
 
 
 class ArchiveServer:
-    """Serves `body` at /gzip.zip in chunks, `delay_s` apart; with `stall_after`, stops sending there."""
+    """Serves `body` at /gzip.zip in chunks, `delay_s` apart; with `stall_after`, stops sending there; with
+    `hold_at`, waits there until `resume` is set, then sends the rest."""
 
-    def __init__(self, body: bytes, chunk: int = 8192, delay_s: float = 0.0, stall_after: int | None = None):
-        self.body, self.chunk, self.delay_s, self.stall_after = body, chunk, delay_s, stall_after
-        self.requests, self.released = 0, threading.Event()
+    def __init__(self, body: bytes, chunk: int = 8192, delay_s: float = 0.0, stall_after: int | None = None,
+                 hold_at: int | None = None):
+        self.body, self.chunk, self.delay_s, self.stall_after, self.hold_at = body, chunk, delay_s, stall_after, hold_at
+        self.requests, self.released, self.resume = 0, threading.Event(), threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,6 +67,8 @@ class ArchiveServer:
                 self.end_headers()
                 end = len(server.body) if server.stall_after is None else server.stall_after
                 for start in range(0, end, server.chunk):
+                    if server.hold_at is not None and start >= server.hold_at:
+                        server.resume.wait(60)
                     self.wfile.write(server.body[start:min(end, start + server.chunk)])
                     self.wfile.flush()
                     server.released.wait(server.delay_s)
@@ -82,6 +86,7 @@ class ArchiveServer:
 
     def close(self):
         self.released.set()
+        self.resume.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -176,7 +181,7 @@ def test_a_stalled_download_times_out_and_places_nothing(tmp_path, archive, serv
 
 def test_concurrent_fetches_download_once(tmp_path, archive, serve):
     body, _ = archive
-    server = serve(body, chunk=4096, delay_s=0.03)  # about 1.5 s
+    server = serve(body, chunk=4096, hold_at=len(body) // 2)  # the first download holds halfway until resumed
     target = tmp_path / "data" / "emnist.zip"
     sha = hashlib.sha256(body).hexdigest()
     first = fetch(target, "--url", server.url, "--sha256", sha, wait=False)
@@ -185,13 +190,18 @@ def test_concurrent_fetches_download_once(tmp_path, archive, serve):
         assert first.poll() is None and time.monotonic() < deadline
         time.sleep(0.01)
     second = fetch(target, "--url", server.url, "--sha256", sha, wait=False)
+    told = []  # the second's stderr up to its line saying it waits for the lock (EOF if it never says so)
+    while not told or ("waiting for it" not in told[-1] and told[-1]):
+        told.append(second.stderr.readline())
     impatient = fetch(target, "--url", server.url, "--sha256", sha, "--lock-wait", 0.2, wait=False)
-    results = []
-    for process in (impatient, first, second):
-        out, err = process.communicate(timeout=60)
-        results.append((process.returncode, out, err))
-    (code_i, _, err_i), (code_1, out_1, _), (code_2, out_2, err_2) = results
-    assert code_i == 1 and "another fetch holds" in err_i and "--lock-wait" in err_i
-    assert code_1 == 0 and "placed" in out_1
-    assert code_2 == 0 and "waiting for it" in err_2 and "already present" in out_2 and "sha256 verified" in out_2
+    _, err_i = impatient.communicate(timeout=60)  # gives up while the first still holds the lock
+    assert impatient.returncode == 1 and "another fetch holds" in err_i and "--lock-wait" in err_i
+    assert first.poll() is None  # still held halfway: the impatient one was refused by the lock, not a race
+    server.resume.set()
+    out_1, _ = first.communicate(timeout=60)
+    out_2, rest_2 = second.communicate(timeout=60)
+    err_2 = "".join(told) + rest_2
+    assert first.returncode == 0 and "placed" in out_1
+    assert second.returncode == 0 and "waiting for it" in err_2 and "already present" in out_2
+    assert "sha256 verified" in out_2
     assert server.requests == 1 and target.read_bytes() == body and parts(target.parent) == []

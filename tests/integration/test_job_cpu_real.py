@@ -88,6 +88,7 @@ def test_a_jobs_count_is_its_processes_cpu_but_their_fixed_start_and_end(store):
         f"job {job * 1e6:.2f} µs a sample, kernel {kernel * 1e6:.2f}; CPU-s not counted {missed}"
 
 
+@pytest.mark.serial  # CPU per sample against the kernel's: beside another test under -n 2 the job's share read 6.5 µs to 4.6
 def test_the_commands_marginal_cpu_per_sample_in_the_kernels_count_is_the_jobs_own():
     cell = efficiency.Cell(2, 128, "redis", 10, "loop")
     short, long = efficiency.run_job(cell, 1, 0), efficiency.run_job(cell, 5, 0)

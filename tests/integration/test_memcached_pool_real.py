@@ -59,15 +59,12 @@ def chunks_by_server(store, job_id: str) -> dict[str, dict[int, bytes]]:
     return held
 
 
-def test_a_two_worker_mlp_job_reaches_085_with_every_push_on_every_chunk_of_every_server(memcached_pool,
-                                                                                          memcached_server):
-    figures = {}
-    for name, url in (("one memcached", memcached_server.url), ("3-server pool", memcached_pool.url)):
-        store, job_id, result = run_job(url)
-        assert result["state"] == "done" and result["reached_target"], result
-        assert result["final_validation_accuracy"] >= 0.85
-        figures[name] = result["samples_per_s"]
-    print("\n[memcached pool] 2-worker MLP to 0.85, samples/s: " + ", ".join(f"{k} {v:,.0f}" for k, v in figures.items()))
+def test_a_two_worker_mlp_job_reaches_085_with_every_push_on_every_chunk_of_every_server(memcached_pool):
+    # the pool alone: the same job on one memcached (the store contract's and the e2e tiers' ground) taught this test
+    # nothing but a samples/s figure to print beside the pool's, half its time
+    store, job_id, result = run_job(memcached_pool.url)
+    assert result["state"] == "done" and result["reached_target"], result
+    assert result["final_validation_accuracy"] >= 0.85
 
     held = chunks_by_server(store, job_id)
     meta = store._weights_meta(job_id)

@@ -15,7 +15,8 @@ from faasgd.model import cnn_layout
 from faasgd.model.cnn_layout import Layer
 from faasgd.store import open_store
 
-pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.usefixtures("tensorflow")  # tests/unit/model/conftest.py: imported when they run
+
 
 # every kind of layer, on a 6x6 image: conv, depthwise (stride 2), pointwise, pooling, flatten, two dense
 TINY = (Layer("conv", 2, 3), Layer("dwconv", kernel=3, stride=2), Layer("conv", 3, 1, padding="valid"),

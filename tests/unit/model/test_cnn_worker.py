@@ -11,7 +11,7 @@ from faasgd.functions.workloads import run_worker
 from faasgd.worker.invocation import Call
 from faasgd.store import open_store
 
-pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.usefixtures("tensorflow")  # tests/unit/model/conftest.py: imported when they run
 
 
 def cnn_config(name, **overrides):
