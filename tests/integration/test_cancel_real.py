@@ -22,6 +22,7 @@ from faasgd.errors import JobEnded
 from faasgd.job import model_file
 from faasgd.store import open_store
 
+pytestmark = pytest.mark.serial  # "within 2 s" is a time bound: measured with no other test beside it
 SETTINGS = {
     "loop": {"invocation_mode": "loop"},
     "per-iteration": {"invocation_mode": "per-iteration"},
