@@ -136,9 +136,11 @@ def test_a_cancelled_job_resumed_reaches_its_target_with_its_samples_counted_on(
     assert old["state"] == "cancelled"
     last, _ = store.get_weights(old_id)
 
-    target = 0.85
-    assert old["final_validation_accuracy"] < target  # what the resumed job does is still to be done
-    config = load_config({}, {**overrides, "resume_from": old_id, "max_epochs": 100, "target_accuracy": target})
+    # a target still to be reached (the data set tops out near 0.93), and a flag given over the old configuration
+    target = min(0.92, max(0.85, old["final_validation_accuracy"] + 0.01))
+    assert old["final_validation_accuracy"] < target
+    config = load_config({}, {**overrides, "resume_from": old_id, "max_epochs": 100, "target_accuracy": target,
+                              "learning_rate": 0.05})
     new_id = job.create_job(store, config)
     first, _ = store.get_weights(new_id)
     assert np.array_equal(first, last)  # it starts where the old job stopped
