@@ -91,6 +91,9 @@ def test_a_jobs_count_is_its_processes_cpu_but_their_fixed_start_and_end(store):
 @pytest.mark.serial  # CPU per sample against the kernel's: beside another test under -n 2 the job's share read 6.5 µs to 4.6
 def test_the_commands_marginal_cpu_per_sample_in_the_kernels_count_is_the_jobs_own():
     cell = efficiency.Cell(2, 128, "redis", 10, "loop")
+    # unrecorded first, as the bench does: the data set's cache, .pyc files and the page cache are made there, not in
+    # the short run (whose cold start made the kernel's marginal read low: the job's own 5.9 µs against 4.8)
+    efficiency.run_job(cell, 1, 0)
     short, long = efficiency.run_job(cell, 1, 0), efficiency.run_job(cell, 5, 0)
     for run in (short, long):
         assert run["state"] == "done" and run["clock"].startswith("cgroup"), run
