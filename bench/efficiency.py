@@ -180,10 +180,10 @@ def besides_push(run: dict, short: dict | None = None, sent: str = "tx_bytes") -
     difference of the two runs (the command's set-up and end, in the server's count, left out). A race lost resends
     the whole update here (every configuration's 79,510 floats fit one chunk): its record and commands count as
     besides. Exact at 1 worker (no races)."""
-    names = ("pushes", "conflicts", "push_bytes", sent)
-    if any(run.get(name) is None or (short is not None and short.get(name) is None) for name in names):
+    names = ("pushes", "conflicts", sent)
+    if any(r.get(name) is None for r in (run, short or run) for name in (*names, "push_bytes")):
         return None
-    pushes, conflicts, _pushed, total = (run[name] - (short[name] if short is not None else 0) for name in names)
+    pushes, conflicts, total = (run[name] - (short[name] if short is not None else 0) for name in names)
     if pushes <= 0:
         return None
     update = run["push_bytes"] / run["pushes"]

@@ -150,3 +150,26 @@ def test_a_cancelled_job_resumed_reaches_its_target_with_its_samples_counted_on(
     assert result["samples_to_target"] > old["samples"]  # counted on from the old job's
     assert result["samples_to_target"] <= old["samples"] + result["samples"]
     assert result["time_to_target_s"] > old["wall_s"]
+
+
+def test_faasgd_resume_as_typed_carries_the_old_configuration_and_the_flags_over_it(redis_server):
+    import json
+    import subprocess
+    import sys
+
+    from support.paths import ROOT
+
+    store = open_store(redis_server.url)
+    old_config = load_config({}, {"dataset": "synthetic", "train_samples": 2000, "hidden_sizes": [24],
+                                  "number_of_workers": 1, "max_epochs": 1, "target_accuracy": 1.0,
+                                  "store_url": redis_server.url})
+    old_id = job.create_job(store, old_config)
+    assert direct.run_job(old_config, store, old_id, 120.0)["state"] == "done"
+    done = subprocess.run([sys.executable, "-m", "faasgd.cli", "resume", old_id, "--direct", "--store-url",
+                           redis_server.url, "--max-epochs", "2", "--json", "--quiet"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["resumed_from"] == old_id and result["state"] == "done"
+    config = job.read_status(store, result["job_id"])["config"]
+    assert config["hidden_sizes"] == [24] and config["max_epochs"] == 2 and config["resume_from"] == old_id

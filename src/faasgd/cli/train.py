@@ -18,14 +18,13 @@ from faasgd.cli import flags, forkserver
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json, progress_console
 from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
-from faasgd.api.jobs import in_store, through_gateway
-from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request, read_setting
+from faasgd.cli.status import job_handle
+from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions.settings import FunctionEnv
 from faasgd.local import check_options, control, load_stack, optional_stores
 from faasgd.openfaas import SETUP_FUNCTION
 from faasgd.store import open_store, parse_store_url
-from faasgd.store.keys import check_job_id
 
 # --direct's machinery (the workers' processes, the job's creation, the workloads) and --dry-run's admission are
 # imported by the paths that run them: a job through the gateway needs none of them (~0.05 s of imports)
@@ -93,13 +92,7 @@ def resume(args) -> int:
     """`faasgd resume JOB [flags]`: a new job from JOB's last parameters (in the same store), with JOB's
     configuration and the flags given over it; its samples and time to the target count on from JOB's
     (faasgd.job.records.resume_point)."""
-    check_job_id(args.job_id)
-    if args.direct:
-        store_url = getattr(args, "store_url", None) or os.environ.get("STORE_URL") or ""
-        old = in_store(open_store(read_setting({"store_url": store_url}, "store_url")), args.job_id).status()
-    else:
-        query = {"job_id": args.job_id, **({"store": args.store} if getattr(args, "store", None) else {})}
-        old = through_gateway(gateway(args), query).status()
+    old = job_handle(args).status()  # where `faasgd status JOB` reads it, with the same flags
     if not old.get("config"):
         raise ConfigError("job_id", f"job {args.job_id!r} has no configuration left to resume from")
     base = {key: value for key, value in old["config"].items()

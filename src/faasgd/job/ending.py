@@ -49,7 +49,8 @@ def write_result(store: ParameterStore, job_id: str,
         return existing
     config, meta = read_job(store, job_id)
     progress = read_progress(store, job_id, config.number_of_workers, resources=True)
-    done, final = store.get_record(job_id, keys.DONE), None
+    ended = store.get_records(job_id, [keys.DONE, keys.CANCELLED])  # one round trip: the crossing, a cancel
+    done, cancelled, final = ended[keys.DONE], ended[keys.CANCELLED], None
     if done is None and evaluate is not None and error is None:
         try:
             weights, version = model_file.keep_last_params(store, job_id)
@@ -61,7 +62,6 @@ def write_result(store: ParameterStore, job_id: str,
     result = build_result(config, meta, progress, done, Outcome(final, error, store.job_time(), calls, server_cpu(store),
                                                                 shares))
     count_on(result, meta.get("resumed_from"))
-    cancelled = store.get_record(job_id, keys.CANCELLED)
     if cancelled is not None and result["state"] == "done" and done is None:  # a failure, or the target, says more
         result["state"] = "cancelled"  # when, and by whom: the status's `cancelled` and the event log
     store.add_record(job_id, keys.RESULT, result)
