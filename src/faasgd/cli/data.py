@@ -56,7 +56,7 @@ def run(args) -> int:
 
 def default_url() -> str:
     """The `emnist` package's NIST URL for the archive when it is https, else NIST's current address."""
-    urls = getattr(emnist_source._package(), "SOURCE_URLS", [])
+    urls = getattr(emnist_source.package(), "SOURCE_URLS", [])
     return next((u for u in urls if u.startswith("https://") and "nist.gov" in u), NIST_ARCHIVE_URL)
 
 

@@ -27,7 +27,7 @@ ARCHIVE_ENV = "FAASGD_EMNIST_ARCHIVE"  # where the archive is, when not at the p
 FETCH_COMMAND = "faasgd data fetch emnist"
 
 
-def _package():
+def package():
     """The `emnist` package, imported on first use: it pulls in requests, which other data sets never need."""
     import emnist
 
@@ -36,7 +36,7 @@ def _package():
 
 def archive_location() -> str:
     """Where the archive is read (and fetched) to: $FAASGD_EMNIST_ARCHIVE, else the package's cache path."""
-    return os.environ.get(ARCHIVE_ENV) or _package().get_cached_data_path()
+    return os.environ.get(ARCHIVE_ENV) or package().get_cached_data_path()
 
 
 def archive_path(dataset: str) -> str:
@@ -49,7 +49,7 @@ def archive_path(dataset: str) -> str:
 
 def archive_variants(path: str) -> list[str]:
     """The EMNIST variants an archive holds (by its test-images members), from its directory alone."""
-    pattern = _package().DATASET_ZIP_PATH_REGEX
+    pattern = package().DATASET_ZIP_PATH_REGEX
     try:
         with zipfile.ZipFile(path) as archive:
             return sorted(m.group(1) for m in map(pattern.fullmatch, archive.namelist()) if m)
@@ -60,7 +60,7 @@ def archive_variants(path: str) -> list[str]:
 def member_name(variant: str, split: str, component: str) -> str:
     """Return the archive member holding `component` ("images" or "labels") of a variant's split."""
     dim = 3 if component == "images" else 1
-    return _package().ZIP_PATH_TEMPLATE.format(dataset=variant, usage=split, matrix=component, dim=dim)
+    return package().ZIP_PATH_TEMPLATE.format(dataset=variant, usage=split, matrix=component, dim=dim)
 
 
 @contextmanager

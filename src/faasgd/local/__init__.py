@@ -50,7 +50,7 @@ FACE: dict[str, tuple[str, str | None]] = {
     "LOOPBACK": ("faasgd.local.services.stores", "LOOPBACK"),
     "ServerProcess": ("faasgd.local.services.stores", "ServerProcess"),
     "free_port": ("faasgd.local.services.stores", "free_port"),
-    "server_binary": ("faasgd.local.services.stores", "_binary"),
+    "server_binary": ("faasgd.local.services.stores", "server_binary"),
     "spawn_server": ("faasgd.local.services.stores", "spawn_server"),
     "start_memcached": ("faasgd.local.services.stores", "start_memcached"),
     "start_redis": ("faasgd.local.services.stores", "start_redis"),

@@ -25,12 +25,37 @@ docs/explanation/exactly-once.md says); a lost chunk, record or copy is reported
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
 from faasgd.errors import JobNotFound, StateLost, StoreError
 from faasgd.store import codec, keys
 from faasgd.store.push import APPLY, LostRace, PushId, decide, pushes_of, steps_of
+
+
+
+@dataclass(frozen=True)
+class PushPort:
+    """What this algorithm uses of its store, by name: the client (pymemcache's gets_many/set_many/gets/cas/add,
+    or a Redis Cluster client speaking them) and the store's shared steps, so the module reads no private
+    attribute of MemcachedStore and a store built otherwise (a pool, a cluster) gives the same face.
+    MemcachedStore.push_port builds one per call (the client is the store's current one)."""
+
+    url: str
+    client: Any
+    decode: Callable  # (parse, raw, what) -> parse(raw), its ValueError raised as StoreError naming `what`
+    read_int: Callable[[bytes | None], "int | None"]  # a decimal counter's value, None when missing
+    steps: Callable[[list], int]  # the minibatch steps the given raw worker records say were pushed
+    expiry: Callable[[str], int]  # the job's expiry for a write, in seconds from now
+    after_read: Callable[[str], None]  # the store's hook between a read and its writes (tests race there)
+    added_into: Callable  # (job_id, old floats, delta, meta, chunk, target) -> the chunk's new float bytes
+    until_won: Callable  # (attempt, job_id) -> (result, retries): attempt again on LostRace, bounded
+    incr: Callable[[str, int, int], int]  # (key, by, ttl_s) -> the new value
+    weights_meta: Callable[[str], codec.WeightsMeta]
+    get_many: Callable[[list[str]], list]
+
 
 _COUNT = struct.Struct("<I")
 _PAIR = struct.Struct("<II")
@@ -59,42 +84,42 @@ def writer_keys(job_id: str, meta: codec.WeightsMeta) -> list[str]:
     return [keys.worker(job_id, w) for w in range(meta.writers)]
 
 
-def version_of(store, base: bytes | None, records: list[bytes | None]) -> int:
+def version_of(port, base: bytes | None, records: list[bytes | None]) -> int:
     """`w:version` plus every writer's applied pushes."""
-    total = store._int(base)
+    total = port.read_int(base)
     if total is None:
         return None
-    return total + sum(pushes_of(store._decode(codec.record_from_bytes, r, "worker record")) for r in records)
+    return total + sum(pushes_of(port.decode(codec.record_from_bytes, r, "worker record")) for r in records)
 
 
-def push_with_id(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict,
+def push_with_id(port: PushPort, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict,
                  out: np.ndarray | None = None):
     """Steps 1-4 above; (version, steps, chunks' float bytes, outcome, conflicts, retries). With `out` an applied
     push leaves the weights in it and gives None for the chunks (apply_chunks)."""
-    client, worker_key = store.client, keys.worker(job_id, push_id.worker)
+    client, worker_key = port.client, keys.worker(job_id, push_id.worker)
     others = [k for k in writer_keys(job_id, meta) if k != worker_key]
     chunk_keys = keys.weights_chunks(job_id, meta.chunks)
     found = client.gets_many([keys.weights_version(job_id), worker_key, *others, *chunk_keys])
     stored, token = found.get(worker_key, (None, None))
-    stored_record = store._decode(codec.record_from_bytes, stored, "worker record")
+    stored_record = port.decode(codec.record_from_bytes, stored, "worker record")
     base = found.get(keys.weights_version(job_id), (None, None))[0]
-    other_pushes = version_of(store, base, [found.get(k, (None, None))[0] for k in others])
+    other_pushes = version_of(port, base, [found.get(k, (None, None))[0] for k in others])
     if other_pushes is None:
         raise JobNotFound(job_id)
     current = {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)}
-    other_steps = store._steps([found.get(k, (None, None))[0] for k in others])  # as of this read, like the version
+    other_steps = port.steps([found.get(k, (None, None))[0] for k in others])  # as of this read, like the version
     outcome = decide(stored_record, push_id, record)
     if outcome != APPLY:
-        floats = [strip(store, job_id, current[i][0], i) for i in range(meta.chunks)]
+        floats = [strip(port, job_id, current[i][0], i) for i in range(meta.chunks)]
         return (other_pushes + pushes_of(stored_record), other_steps + steps_of([stored_record]), floats, outcome,
                 0, 0)
-    write_copy(store, job_id, meta, delta, push_id, record)
-    floats, conflicts, retries = apply_chunks(store, job_id, meta, delta, push_id, current, out)
-    commit(store, worker_key, token, record, push_id, store._expiry(job_id))
+    write_copy(port, job_id, meta, delta, push_id, record)
+    floats, conflicts, retries = apply_chunks(port, job_id, meta, delta, push_id, current, out)
+    commit(port, worker_key, token, record, push_id, port.expiry(job_id))
     return other_pushes + push_id.seq, other_steps + steps_of([record]), floats, outcome, conflicts, retries
 
 
-def write_copy(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict):
+def write_copy(port: PushPort, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId, record: dict):
     """Step 2: the push's record, and its delta's chunks when it has more than one (`copied` says how many). A
     push of one chunk needs no copy of its delta: that one cas applies all of it or none, so a roll-forward only
     has to commit the record when the chunk holds the push, and nothing when it does not (the push then never
@@ -104,12 +129,12 @@ def write_copy(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, p
         if copied else {}
     values[keys.pending(job_id, push_id.worker)] = codec.record_to_bytes({"seq": push_id.seq, "record": record,
                                                                           "copied": copied})
-    refused = store.client.set_many(values, expire=store._expiry(job_id), noreply=False)
+    refused = port.client.set_many(values, expire=port.expiry(job_id), noreply=False)
     if refused:
-        raise StoreError(store.url, f"memcached refused {len(refused)} keys of a push copy of job {job_id!r}")
+        raise StoreError(port.url, f"memcached refused {len(refused)} keys of a push copy of job {job_id!r}")
 
 
-def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
+def apply_chunks(port: PushPort, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
                  current: dict, out: np.ndarray | None = None):
     """Add the delta to every chunk not yet holding (worker, seq) (every chunk when there is no push id);
     (float bytes of every chunk, conflicts, retries). `current` maps chunk index -> (raw, cas token). With `out`
@@ -119,30 +144,30 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
     floats: list | None = [b""] * meta.chunks
     target = np.empty(meta.length, np.float32) if out is None else out
     seen = {"pending": list(range(meta.chunks)), "conflicts": 0, "first": True}
-    ttl_s = store._expiry(job_id)
+    ttl_s = port.expiry(job_id)
 
     def attempt() -> None:
         if not seen["first"]:
-            found = store.client.gets_many([chunk_keys[i] for i in seen["pending"]])
+            found = port.client.gets_many([chunk_keys[i] for i in seen["pending"]])
             current.update({i: found.get(chunk_keys[i], (None, None)) for i in seen["pending"]})
         seen["first"] = False
-        store._after_read(job_id)
+        port.after_read(job_id)
         failed, writes = [], []
         for i in seen["pending"]:
             raw, token = current[i]
             if raw is None:
-                raise StateLost(store.url, f"job {job_id!r}: weight chunk {i} is missing (evicted, or memcached restarted)")
-            applied, old = store._decode(split, raw, f"job {job_id!r} weight chunk {i}")
+                raise StateLost(port.url, f"job {job_id!r}: weight chunk {i} is missing (evicted, or memcached restarted)")
+            applied, old = port.decode(split, raw, f"job {job_id!r} weight chunk {i}")
             if push_id is not None and applied.get(push_id.worker, 0) >= push_id.seq:  # done by an earlier attempt
                 floats[i] = old
-                store._decode(lambda raw: codec.decode_chunk_into(raw, meta, i, target), old, f"job {job_id!r}")
+                port.decode(lambda raw: codec.decode_chunk_into(raw, meta, i, target), old, f"job {job_id!r}")
                 continue
-            new = store._added_into(job_id, old, delta, meta, i, target)
+            new = port.added_into(job_id, old, delta, meta, i, target)
             header = applied if push_id is None else {**applied, push_id.worker: push_id.seq}
             writes.append((i, new, (chunk_keys[i], join(header, new), token)))
-        for (i, new, _), stored in zip(writes, cas_all(store.client, [w[2] for w in writes], ttl_s)):
+        for (i, new, _), stored in zip(writes, cas_all(port.client, [w[2] for w in writes], ttl_s)):
             if stored is None:
-                raise StateLost(store.url, f"job {job_id!r}: weight chunk {i} vanished during push_update")
+                raise StateLost(port.url, f"job {job_id!r}: weight chunk {i} vanished during push_update")
             if stored:
                 floats[i] = new
             else:
@@ -151,9 +176,9 @@ def apply_chunks(store, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray,
         if failed:
             raise LostRace
 
-    _, retries = store._until_won(lambda: (attempt(),), job_id)
+    _, retries = port.until_won(lambda: (attempt(),), job_id)
     if seen["conflicts"]:
-        store._incr(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"], ttl_s)
+        port.incr(keys.counter(job_id, keys.CONFLICTS), seen["conflicts"], ttl_s)
     return (floats if out is None else None), seen["conflicts"], retries
 
 
@@ -165,48 +190,48 @@ def cas_all(client, items: list[tuple], ttl_s: int) -> list:
     return [client.cas(key, value, token, expire=ttl_s, noreply=False) for key, value, token in items]
 
 
-def commit(store, worker_key: str, token, record: dict, push_id: PushId, ttl_s: int) -> None:
+def commit(port: PushPort, worker_key: str, token, record: dict, push_id: PushId, ttl_s: int) -> None:
     """Write the worker's record (pushes = seq), expiring `ttl_s` from now: the push's commit. Done already by
     a roll-forward is fine."""
     data = codec.record_to_bytes(record)
     for _ in range(100):
-        done = store.client.add(worker_key, data, expire=ttl_s, noreply=False) if token is None else \
-            store.client.cas(worker_key, data, token, expire=ttl_s, noreply=False)
+        done = port.client.add(worker_key, data, expire=ttl_s, noreply=False) if token is None else \
+            port.client.cas(worker_key, data, token, expire=ttl_s, noreply=False)
         if done:
             return
-        stored, token = store.client.gets(worker_key)
-        if pushes_of(store._decode(codec.record_from_bytes, stored, "worker record")) >= push_id.seq:
+        stored, token = port.client.gets(worker_key)
+        if pushes_of(port.decode(codec.record_from_bytes, stored, "worker record")) >= push_id.seq:
             return  # committed by a roll-forward of this very push, or superseded: either way not ours to redo
-    raise StoreError(store.url, f"{worker_key}: could not commit push {push_id.seq} (the record keeps changing)")
+    raise StoreError(port.url, f"{worker_key}: could not commit push {push_id.seq} (the record keeps changing)")
 
 
-def roll_forward(store, job_id: str, worker_id: int) -> None:
+def roll_forward(port: PushPort, job_id: str, worker_id: int) -> None:
     """Finish worker `worker_id`'s half-applied push from its copy, if there is one."""
-    meta = store._weights_meta(job_id)
+    meta = port.weights_meta(job_id)
     worker_key, pending_key = keys.worker(job_id, worker_id), keys.pending(job_id, worker_id)
-    found = store.client.gets_many([worker_key, pending_key])
+    found = port.client.gets_many([worker_key, pending_key])
     stored, token = found.get(worker_key, (None, None))
-    copy = store._decode(codec.record_from_bytes, found.get(pending_key, (None, None))[0], "push copy")
-    stored_pushes = pushes_of(store._decode(codec.record_from_bytes, stored, "worker record"))
+    copy = port.decode(codec.record_from_bytes, found.get(pending_key, (None, None))[0], "push copy")
+    stored_pushes = pushes_of(port.decode(codec.record_from_bytes, stored, "worker record"))
     if not copy or copy["seq"] != stored_pushes + 1:
         return  # nothing half-done: the last copy was committed (or there never was one)
     push_id = PushId(worker_id, copy["seq"])
     if copy.get("copied", meta.chunks) == 0:  # one chunk, no copy of the delta: committed where the chunk holds it
-        (chunk,) = store._get_many(keys.weights_chunks(job_id, 1))
-        if chunk is not None and store._decode(split, chunk, f"job {job_id!r} weight chunk 0")[0].get(
+        (chunk,) = port.get_many(keys.weights_chunks(job_id, 1))
+        if chunk is not None and port.decode(split, chunk, f"job {job_id!r} weight chunk 0")[0].get(
                 worker_id, 0) >= push_id.seq:
-            commit(store, worker_key, token, copy["record"], push_id, store._expiry(job_id))
+            commit(port, worker_key, token, copy["record"], push_id, port.expiry(job_id))
         return
-    raw = store._get_many(keys.pending_chunks(job_id, worker_id, meta.chunks))
+    raw = port.get_many(keys.pending_chunks(job_id, worker_id, meta.chunks))
     if any(r is None for r in raw):
-        raise StateLost(store.url, f"job {job_id!r}: worker {worker_id}'s half-applied push {push_id.seq} and "
+        raise StateLost(port.url, f"job {job_id!r}: worker {worker_id}'s half-applied push {push_id.seq} and "
                                    f"part of its copy are gone")
-    delta = store._decode(lambda r: codec.decode_delta(r, meta), raw, f"job {job_id!r} push copy")
+    delta = port.decode(lambda r: codec.decode_delta(r, meta), raw, f"job {job_id!r} push copy")
     chunk_keys = keys.weights_chunks(job_id, meta.chunks)
-    found = store.client.gets_many(chunk_keys)
-    apply_chunks(store, job_id, meta, delta, push_id, {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)})
-    commit(store, worker_key, token, copy["record"], push_id, store._expiry(job_id))
+    found = port.client.gets_many(chunk_keys)
+    apply_chunks(port, job_id, meta, delta, push_id, {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)})
+    commit(port, worker_key, token, copy["record"], push_id, port.expiry(job_id))
 
 
-def strip(store, job_id: str, raw: bytes | None, index: int) -> bytes | None:
-    return None if raw is None else store._decode(split, raw, f"job {job_id!r} weight chunk {index}")[1]
+def strip(port: PushPort, job_id: str, raw: bytes | None, index: int) -> bytes | None:
+    return None if raw is None else port.decode(split, raw, f"job {job_id!r} weight chunk {index}")[1]

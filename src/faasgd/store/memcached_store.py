@@ -107,25 +107,26 @@ class MemcachedStore(ParameterStore):
         writers = mpush.writer_keys(job_id, meta)
         with self._errors():
             raw = self._get_many([keys.weights_version(job_id), *writers, *keys.weights_chunks(job_id, meta.chunks)])
-        version = mpush.version_of(self, raw[0], raw[1:1 + len(writers)])
+        version = mpush.version_of(self.push_port, raw[0], raw[1:1 + len(writers)])
         if version is None:
             self._meta.pop(job_id, None)
             raise JobNotFound(job_id)
         held = self._steps(raw[1:1 + len(writers)])
-        return version, held, [mpush.strip(self, job_id, r, i) for i, r in enumerate(raw[1 + len(writers):])]
+        port = self.push_port
+        return version, held, [mpush.strip(port, job_id, r, i) for i, r in enumerate(raw[1 + len(writers):])]
 
     def _push(self, job_id: str, meta: codec.WeightsMeta, delta: np.ndarray, push_id: PushId | None,
               record: dict | None, out: np.ndarray | None = None) -> tuple[Push, list | None]:
         """A push (module docstring); with a push id and `out`, an applied push's weights are added straight into
         `out` and its chunks returned as None (memcached_push.apply_chunks)."""
         if push_id is not None:
-            version, steps, floats, outcome, conflicts, retries = mpush.push_with_id(self, job_id, meta, delta,
-                                                                                      push_id, record, out)
+            version, steps, floats, outcome, conflicts, retries = mpush.push_with_id(
+                self.push_port, job_id, meta, delta, push_id, record, out)
             return Push(version, conflicts, retries, applied=outcome != SUPERSEDED, steps=steps), floats
         chunk_keys = keys.weights_chunks(job_id, meta.chunks)
         found = self.client.gets_many(chunk_keys)
         current = {i: found.get(k, (None, None)) for i, k in enumerate(chunk_keys)}
-        floats, conflicts, retries = mpush.apply_chunks(self, job_id, meta, delta, None, current)
+        floats, conflicts, retries = mpush.apply_chunks(self.push_port, job_id, meta, delta, None, current)
         if self.client.incr(keys.weights_version(job_id), 1, noreply=False) is not None:  # gone: JobNotFound below
             self.client.touch(keys.weights_version(job_id), expire=self._expiry(job_id), noreply=False)
         version, steps, _ = self._read_weights(job_id, meta)  # base + the writers' pushes
@@ -144,7 +145,7 @@ class MemcachedStore(ParameterStore):
 
     def recover_worker(self, job_id: str, worker_id: int) -> None:
         with self._errors():
-            mpush.roll_forward(self, job_id, worker_id)
+            mpush.roll_forward(self.push_port, job_id, worker_id)
 
     def _put(self, key: str, data: bytes, ttl_s: int) -> None:
         self.client.set(key, data, expire=ttl_s, noreply=False)
@@ -158,6 +159,13 @@ class MemcachedStore(ParameterStore):
     def _touch(self, names: list[str], ttl_s: int) -> None:
         for name in names:  # memcached has no multi-key touch
             self.client.touch(name, expire=ttl_s, noreply=False)
+
+    @property
+    def push_port(self) -> mpush.PushPort:
+        """The face memcached_push.py's exactly-once pushes work through (a new one a call: the current client)."""
+        return mpush.PushPort(self.url, self.client, self._decode, self._int, self._steps, self._expiry,
+                              self._after_read, self._added_into, self._until_won, self._incr, self._weights_meta,
+                              self._get_many)
 
     def _incr(self, key: str, by: int, ttl_s: int) -> int:
         """incr keeps an item's expiry: created by `add` with it, then pushed on by `touch` (a lost race with

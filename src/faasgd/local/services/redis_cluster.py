@@ -49,7 +49,7 @@ def start_redis_cluster(masters: int = 3, replicas: int = 0, password: str | Non
 
 def start_node(password: str | None, also_bind: str | None, node_timeout_ms: int, ready_timeout: float) -> ServerProcess:
     """One redis-server in cluster mode, its nodes.conf in its own temporary folder."""
-    binary = stores._binary("redis-server", "redis-server")
+    binary = stores.server_binary("redis-server", "redis-server")
 
     def launch(port: int) -> ServerProcess:
         tmp = stores.server_folder("faasgd-redis-cluster-")
@@ -66,7 +66,7 @@ def start_node(password: str | None, also_bind: str | None, node_timeout_ms: int
         server.workdir = tmp.name
         return server
 
-    return stores.start_server(launch, None, stores._redis_answers, ready_timeout)
+    return stores.start_server(launch, None, stores.redis_answers, ready_timeout)
 
 
 def join(masters: list[ServerProcess], replicas: list[ServerProcess], password: str | None, timeout: float,

@@ -137,7 +137,7 @@ def start_redis(
     """Start redis-server on 127.0.0.1 (and `also_bind`, e.g. a container network's gateway address)
     without persistence; return once it answers PING. Protected mode (which answers only loopback
     when there is no password) is off with `also_bind`: the server binds those two addresses only."""
-    binary = _binary("redis-server", "redis-server")
+    binary = server_binary("redis-server", "redis-server")
 
     def launch(p: int) -> ServerProcess:
         tmp = server_folder("faasgd-redis-")
@@ -149,7 +149,7 @@ def start_redis(
         server.workdir = directory
         return server
 
-    return start_server(launch, port, _redis_answers, ready_timeout)
+    return start_server(launch, port, redis_answers, ready_timeout)
 
 
 def start_memcached(
@@ -162,7 +162,7 @@ def start_memcached(
 ) -> ServerProcess:
     """Start memcached on 127.0.0.1 (and `also_bind`) over TCP only; return once it answers `version`. With
     `password`, every client must first authenticate as MEMCACHED_USER (the auth file, `-Y`)."""
-    binary = _binary("memcached", "memcached")
+    binary = server_binary("memcached", "memcached")
     check_memcached_password(password)
 
     def launch(p: int) -> ServerProcess:
@@ -226,7 +226,7 @@ def _port_of(url: str) -> int | None:
     return int(port) if host == LOOPBACK and port.isdigit() else None
 
 
-def _binary(program: str, package: str) -> str:
+def server_binary(program: str, package: str) -> str:
     path = shutil.which(program)
     if path is None:
         raise StoreUnavailable(
@@ -284,7 +284,7 @@ def _ask(port: int, request: bytes, timeout: float = 0.5) -> bytes:
         return b""
 
 
-def _redis_answers(port: int) -> bool:
+def redis_answers(port: int) -> bool:
     reply = _ask(port, b"PING\r\n")
     return reply.startswith(b"+PONG") or reply.startswith(b"-NOAUTH")  # up, with or without a password
 
@@ -294,4 +294,4 @@ def _memcached_answers(port: int) -> bool:
     return reply.startswith(b"VERSION ") or reply.startswith(b"CLIENT_ERROR unauthenticated")  # with a password too
 
 
-STORE_ANSWERS = {"redis": _redis_answers, "memcached": _memcached_answers}  # how `adopt_server` asks each store
+STORE_ANSWERS = {"redis": redis_answers, "memcached": _memcached_answers}  # how `adopt_server` asks each store
