@@ -161,6 +161,13 @@ class GatewayClient:
         """POST emnist-setup's cancel of a job (`query` holds its job_id; cancel=1 is added): its status."""
         return json_answer(self.invoke(SETUP_FUNCTION, b"", query={**query, "cancel": "1"}), SETUP_FUNCTION)
 
+    def restore_job(self, query: dict, model_npz: bytes) -> dict:
+        """POST emnist-setup's restore of a job from its model file (`query` holds its job_id; restore=1 is added):
+        {"job_id", "restored"}."""
+        headers = {"Content-Type": "application/octet-stream"}
+        return json_answer(self.invoke(SETUP_FUNCTION, model_npz, headers=headers, query={**query, "restore": "1"}),
+                           SETUP_FUNCTION)
+
     def model_file(self, query: dict, timeout_s: float | None = None) -> bytes:
         """GET emnist-setup's model file of a job (`query` holds its job_id; model=npz is added): npz bytes."""
         answer = self.invoke(SETUP_FUNCTION, method="GET", query={**query, "model": "npz"}, timeout_s=timeout_s)

@@ -206,6 +206,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     resume = sub.add_parser("resume", help="a new job from an ended job's last parameters, its configuration and "
                                            "the flags given over it")
     resume.add_argument("job_id", help="the ended job (cancelled, failed or done) to go on from")
+    resume.add_argument("--model-file", default=None, metavar="FILE",
+                        help="JOB's model file (faasgd model JOB -o FILE): when the store has lost JOB, its "
+                             "parameters and configuration are put back from the file first")
     add_train_flags(resume, only)
 
     if only in RUNTIME_COMMANDS:

@@ -19,8 +19,8 @@ from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json, progress_console
 from faasgd.cli.progress import LiveProgress, print_batch_note, print_summary
 from faasgd.cli.status import job_handle
-from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request
-from faasgd.errors import ConfigError
+from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request, read_setting
+from faasgd.errors import ConfigError, JobNotFound
 from faasgd.functions.settings import FunctionEnv
 from faasgd.local import check_options, control, load_stack, optional_stores
 from faasgd.openfaas import SETUP_FUNCTION
@@ -91,8 +91,23 @@ def run(args) -> int:
 def resume(args) -> int:
     """`faasgd resume JOB [flags]`: a new job from JOB's last parameters (in the same store), with JOB's
     configuration and the flags given over it; its samples and time to the target count on from JOB's
-    (faasgd.job.records.resume_point)."""
-    old = job_handle(args).status()  # where `faasgd status JOB` reads it, with the same flags
+    (faasgd.job.records.resume_point). With --model-file FILE (JOB's model file, `faasgd model JOB -o FILE`) and a
+    store that lost JOB: the file's parameters are put back first (faasgd.job.records.restore_job) and its
+    configuration is the base; while the store still holds JOB, the store's are used and the file is not needed."""
+    found = model_file.from_npz(args.model_file) if args.model_file else None  # checked before anything is sent
+    if found is not None and found.job_id != args.job_id:
+        raise ConfigError("--model-file", f"the file is job {found.job_id!r}'s model, not {args.job_id!r}'s")
+    handle = job_handle(args)  # where `faasgd status JOB` reads it, with the same flags
+    try:
+        old = handle.status()
+    except JobNotFound:
+        if found is None:
+            raise
+        old = {"config": restore(args, found)}
+    else:
+        if found is not None:
+            print(f"job {args.job_id} is still in the store: resuming from its parameters there (the model file is "
+                  f"not used)", file=sys.stderr)
     if not old.get("config"):
         raise ConfigError("job_id", f"job {args.job_id!r} has no configuration left to resume from")
     base = {key: value for key, value in old["config"].items()
@@ -100,6 +115,26 @@ def resume(args) -> int:
     if args.direct:  # the store is the one --store-url names
         base.pop("store", None)
     return run_with(args, {**base, **config_overrides(args), "resume_from": args.job_id})
+
+
+def restore(args, found: model_file.ModelFile) -> dict:
+    """Put the model file's parameters back where JOB is looked for (the store with --direct, else through
+    emnist-setup's restore form); the file's configuration, or its network alone when it holds none."""
+    trained = found.trained or {"samples": 0, "epochs": 0.0, "wall_s": 0.0}
+    config = found.config or {"dataset": found.dataset, "activation": found.activation,
+                              **({"model": "cnn", "cnn_arch": found.cnn_arch} if found.cnn_arch else
+                                 {"hidden_sizes": list(found.sizes[1:-1])})}
+    if args.direct:
+        store = open_store(args.store_url or read_setting(os.environ, "store_url"))
+        keep_s = config.get("keep_s") or load_config({}).keep_s
+        record = job.restore_job(store, found.job_id, found.params, list(found.sizes), trained, keep_s)
+    else:
+        record = gateway(args).restore_job({"job_id": found.job_id, **({"store": args.store} if args.store else {})},
+                                           model_file.to_npz(found))["restored"]
+    print(f"job {found.job_id}: its parameters " + ("were put back from its model file before: resuming from them"
+                                                   if record.get("again") else "put back from its model file")
+          + f" ({found.source}, version {found.version}, {trained['samples']:,} samples trained)", file=sys.stderr)
+    return config
 
 
 def run_with(args, overrides: dict) -> int:

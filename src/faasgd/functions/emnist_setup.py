@@ -2,6 +2,8 @@
 
 POST ?job_id=J&worker=W&delivery=1: the queue's report of a worker call's end (delivery_report).
 POST ?job_id=J[&store=NAME]&cancel=1: cancel a running job (cancel_request; 409 naming its state once it has ended).
+POST ?job_id=J[&store=NAME]&restore=1 with J's model file as the body: put its parameters back in a store that lost
+the job, for a job resuming it (restore_request).
 GET ?job_id=J[&store=NAME][&events=1][&profile=1][&wait=S]: the status (JSON; profile=1 adds each worker's
 resource series, `profiles`, profile/worker_profile.py; wait=S, up to MAX_WAIT_S seconds: a running job's
 status is answered when it ends or S seconds have passed, whichever comes first; at most MAX_WAITING_READS wait at
@@ -120,6 +122,35 @@ def cancel_request(query: Mapping[str, str], env: Mapping[str, str]) -> tuple[in
     store = replica_cache.store_for(FunctionEnv.read(env).store_url_of(query.get("store", "")))
     job.cancel_job(store, job_id, by="http")
     return 200, job.read_status(store, job_id)
+
+
+RESTORE_QUERY_KEYS = ("job_id", "store", "restore")
+
+
+def restore_request(query: Mapping[str, str], body: bytes, env: Mapping[str, str]) -> tuple[int, dict]:
+    """POST ?job_id=J[&store=NAME]&restore=1, the body J's model file (`faasgd model J`, GET ?model=npz): its
+    parameters put back in the store under J (faasgd.job.records.restore_job), so a job with resume_from J starts
+    from them and counts on from what the file says J had trained. 201 with the `restored` record (200 with the
+    first one's, `again` true, when J was restored already: nothing is written again); 400 naming the
+    field for a query or file that does not check out, or a file of another job; nothing is written then, nor when
+    J is still in the store (resume it from there)."""
+    job_id = query.get("job_id") or ""
+    unknown = sorted(set(query) - set(RESTORE_QUERY_KEYS))
+    if unknown:
+        raise ConfigError(unknown[0], f"unknown query parameter (allowed: {', '.join(RESTORE_QUERY_KEYS)})")
+    if query.get("restore") not in ("1", "true"):
+        raise ConfigError("restore", f"must be 1 or true, got {str(query.get('restore'))[:40]!r}")
+    check_job_id(job_id)
+    if not body:
+        raise ConfigError("body", "the job's model file (npz: faasgd model JOB -o FILE) is the body; none was sent")
+    found = model_file.from_npz(bytes(body))
+    if found.job_id != job_id:
+        raise ConfigError("job_id", f"the model file is job {found.job_id!r}'s, not {job_id!r}'s")
+    keep_s = (found.config or {}).get("keep_s") or load_request(env, {}).keep_s
+    store = replica_cache.store_for(FunctionEnv.read(env).store_url_of(query.get("store", "")))
+    trained = found.trained or {"samples": 0, "epochs": 0.0, "wall_s": 0.0}  # a file without it: counted from 0
+    record = job.restore_job(store, job_id, found.params, list(found.sizes), trained, keep_s)
+    return (200 if record.get("again") else 201), {"job_id": job_id, "restored": record}
 
 
 def check_callback(url: str | None) -> None:

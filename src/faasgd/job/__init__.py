@@ -16,9 +16,10 @@ result, model_file and ending are imported by name.
 """
 
 from faasgd.job.records import (WORKER_ENDED_STATES, cancel_job, create_job, has_ended, mark_done, mark_lost,
-                                read_job, read_progress)
+                                read_job, read_progress, restore_job)
 from faasgd.job.spec import holdout, network, network_sizes, new_job_id, update_rule
 from faasgd.job.status import read_status, wait_for_end, waiting
 
 __all__ = ["WORKER_ENDED_STATES", "cancel_job", "create_job", "has_ended", "mark_done", "mark_lost", "read_job", "read_progress",
+           "restore_job",
            "holdout", "network", "network_sizes", "new_job_id", "update_rule", "read_status", "wait_for_end", "waiting"]

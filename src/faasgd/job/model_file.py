@@ -18,16 +18,17 @@ The file (`faasgd model JOB -o model.npz`, read back by `faasgd evaluate`): an n
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from faasgd import data, model
-from faasgd.config import ACTIVATIONS
+from faasgd.config import ACTIVATIONS, LOCATION_KEYS
 from faasgd.errors import ConfigError, NoModel, StoreError
 from faasgd.job import npz_reader
-from faasgd.job.records import mark_done, read_job
+from faasgd.job.records import mark_done, read_job, trained_by
 from faasgd.store import ParameterStore, keys
 
 FORMAT = 1  # the file format's version (field `format`)
@@ -52,7 +53,12 @@ FIELDS = {  # name: what it holds
 OPTIONAL = {  # present in some files only
     "cnn_arch": "unicode scalar: a cnn job's architecture (faasgd.model.cnn_layout; params in its layout, sizes "
                 "(pixels, classes)); absent: the MLP of sizes",
+    "config": "unicode scalar: the job's configuration as JSON, without its store locations (what `faasgd resume "
+              "--model` starts the new job from)",
+    "trained": "unicode scalar: JSON {samples, epochs, wall_s}: what the job (and the jobs it resumed) had trained "
+               "when the file was written, which a job resumed from the file counts on from",
 }
+MAX_JSON_CHARS = 64 * 1024  # a config or trained field longer than this is not one faasgd wrote
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,8 @@ class ModelFile:
     test_accuracy: float
     test_samples: int
     cnn_arch: str = ""  # a cnn job's architecture; "": the MLP of sizes
+    config: dict | None = None  # the job's configuration (OPTIONAL's config); None: a file without it
+    trained: dict | None = None  # {samples, epochs, wall_s} counted down the resumption chain; None: not known
 
     def network(self) -> model.Network:
         """The network these params are the flat buffer of (faasgd.job.spec.network's, from the file alone)."""
@@ -140,7 +148,9 @@ def read_model(store: ParameterStore, job_id: str) -> ModelFile:
                      dataset=config.dataset, job_id=job_id, source=info["source"], version=int(info["version"]),
                      validation_accuracy=float(info["validation_accuracy"]),
                      test_accuracy=float(info["test_accuracy"]), test_samples=config.test_samples,
-                     cnn_arch=config.cnn_arch if config.model == "cnn" else "")
+                     cnn_arch=config.cnn_arch if config.model == "cnn" else "",
+                     config={k: v for k, v in config.to_dict().items() if k not in LOCATION_KEYS},
+                     trained=trained_by(meta, result or done))
 
 
 def to_npz(found: ModelFile) -> bytes:
@@ -151,7 +161,9 @@ def to_npz(found: ModelFile) -> bytes:
              dataset=np.array(found.dataset), job_id=np.array(found.job_id), source=np.array(found.source),
              version=np.int64(found.version), validation_accuracy=np.float64(found.validation_accuracy),
              test_accuracy=np.float64(found.test_accuracy), test_samples=np.int64(found.test_samples),
-             **({"cnn_arch": np.array(found.cnn_arch)} if found.cnn_arch else {}))
+             **({"cnn_arch": np.array(found.cnn_arch)} if found.cnn_arch else {}),
+             **{name: np.array(json.dumps(getattr(found, name), sort_keys=True)) for name in ("config", "trained")
+                if getattr(found, name) is not None})
     return buffer.getvalue()
 
 
@@ -179,8 +191,26 @@ def from_npz(raw: bytes | str) -> ModelFile:
                                    f"{scalar['test_samples']:,}")
     if not np.isfinite(params).all():
         raise ConfigError("model", "params hold NaN or infinite values")
-    return ModelFile(params=params, sizes=sizes_t, cnn_arch=arch, **{k: scalar[k] for k in (
+    found = {name: _json(name, arrays[name]) for name in ("config", "trained") if name in arrays}
+    return ModelFile(params=params, sizes=sizes_t, cnn_arch=arch, **found, **{k: scalar[k] for k in (
         "activation", "dataset", "job_id", "source", "version", "validation_accuracy", "test_accuracy", "test_samples")})
+
+
+def _json(name: str, array: np.ndarray) -> dict:
+    """An OPTIONAL JSON field: a JSON object of at most MAX_JSON_CHARS; `trained` with its three counts."""
+    text = _scalar(name, array)
+    try:
+        value = json.loads(text) if len(text) <= MAX_JSON_CHARS else None
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ConfigError("model", f"field {name} must be a JSON object of at most {MAX_JSON_CHARS:,} characters")
+    if name == "trained":
+        counts = [value.get(key) for key in ("samples", "epochs", "wall_s")]
+        if not all(isinstance(c, (int, float)) and not isinstance(c, bool) and 0 <= c < 1e15 for c in counts):
+            raise ConfigError("model", "field trained must hold samples, epochs and wall_s, each a number >= 0")
+        value = {"samples": int(counts[0]), "epochs": float(counts[1]), "wall_s": float(counts[2])}
+    return value
 
 
 def network_params(sizes: np.ndarray, cnn_arch: np.ndarray | None) -> int:

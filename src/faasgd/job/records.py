@@ -16,6 +16,8 @@ Record names (inside the job's key space, see faasgd.store.keys):
                   evicted): the job is failed with that reason, never re-initialised
   cancelled       {"at", "by"}: the job was cancelled (cancel_job; written set-if-absent). Workers stop at their next
                   check (has_ended), as at a crossing; the result is then `cancelled`, with what was measured
+  restored        a job the store had lost, put back from its model file (restore_job) with its parameters as the
+                  copy `restored`, for a job resuming it; no config record: status still finds no such job
 """
 
 from __future__ import annotations
@@ -77,7 +79,9 @@ def resume_point(store: ParameterStore, config: TrainConfig, sizes: list[int],
     a pass of their own). ConfigError naming resume_from: no such job in this store, still running, or another
     network."""
     old_id = config.resume_from
-    found = store.get_records(old_id, [keys.CONFIG, keys.JOB, keys.RESULT, keys.LOST])
+    found = store.get_records(old_id, [keys.CONFIG, keys.JOB, keys.RESULT, keys.LOST, keys.RESTORED])
+    if found[keys.CONFIG] is None and found[keys.RESTORED] is not None:  # put back from its model file
+        return restored_point(store, old_id, found[keys.RESTORED], sizes, param_count)
     if found[keys.CONFIG] is None or found[keys.JOB] is None or found[keys.LOST] is not None:
         raise ConfigError("resume_from", f"no job {old_id!r} with parameters in this store (kept keep_s after a job's "
                                          f"last write; the store may have lost them)")
@@ -88,11 +92,51 @@ def resume_point(store: ParameterStore, config: TrainConfig, sizes: list[int],
         raise ConfigError("resume_from", f"job {old_id!r} trains another network (layers {meta.get('sizes')}, "
                                          f"{meta.get('param_count')} parameters; this job's {sizes}, {param_count})")
     weights, _ = store.get_weights(old_id)
+    return weights[:param_count].astype(np.float32, copy=False), {"job_id": old_id, **trained_by(meta, old)}
+
+
+def restore_job(store: ParameterStore, job_id: str, params: np.ndarray, sizes: list[int],
+                trained: dict[str, Any], keep_s: int) -> dict[str, Any]:
+    """Put a model file's parameters back under its job's id (a store that lost the job: restarted empty,
+    flushed, expired), so a job with `resume_from` that id starts from them (resume_point) and counts on from
+    `trained`. The copy first, then the `restored` record set-if-absent (the commit). Refused, nothing written,
+    when the job is still in this store (ConfigError job_id: resume it from there). Restored already: that first
+    restore's record is answered (`"again": True`), nothing is written, and a second resume starts from the same
+    parameters as the first."""
+    found = store.get_records(job_id, [keys.CONFIG, keys.RESTORED])
+    if found[keys.CONFIG] is not None:
+        raise ConfigError("job_id", f"job {job_id!r} is in this store: resume it from there, without its model file")
+    if found[keys.RESTORED] is not None:
+        return {**found[keys.RESTORED], "again": True}
+    store.keep(job_id, keep_s)
+    store.keep_copy(job_id, keys.RESTORED_COPY, params)
+    record = {"sizes": [int(s) for s in sizes], "param_count": int(params.size), "trained": trained,
+              "at": store.job_time()}
+    if not store.add_record(job_id, keys.RESTORED, record):  # another restore came first: its copy is this one's
+        return {**store.get_record(job_id, keys.RESTORED), "again": True}
+    return record
+
+
+def restored_point(store: ParameterStore, old_id: str, restored: dict, sizes: list[int],
+                   param_count: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """resume_point's answer for a job put back from its model file (restore_job)."""
+    if restored.get("sizes") != sizes or restored.get("param_count") != param_count:
+        raise ConfigError("resume_from", f"job {old_id!r}'s model file holds another network (layers "
+                                         f"{restored.get('sizes')}, {restored.get('param_count')} parameters; this "
+                                         f"job's {sizes}, {param_count})")
+    weights = store.read_copy(old_id, keys.RESTORED_COPY)
+    if weights is None:
+        raise ConfigError("resume_from", f"job {old_id!r}'s restored parameters are gone from this store (expired "
+                                         f"or evicted): restore its model file again")
+    return weights, {"job_id": old_id, "restored": True, **restored["trained"]}
+
+
+def trained_by(meta: dict, end: dict) -> dict[str, Any]:
+    """{samples, epochs, wall_s} a job had trained by `end` (its result, or its crossing while it still runs),
+    its own resumptions' included (meta's resumed_from): what a job resuming it counts on from."""
     before = meta.get("resumed_from") or {}
-    counted = {"job_id": old_id, **{key: float(before.get(key) or 0) + float(old.get(key) or 0)
-                                    for key in ("samples", "epochs", "wall_s")}}
-    counted["samples"] = int(counted["samples"])
-    return weights[:param_count].astype(np.float32, copy=False), counted
+    counted = {key: float(before.get(key) or 0) + float(end.get(key) or 0) for key in ("samples", "epochs", "wall_s")}
+    return {**counted, "samples": int(counted["samples"])}
 
 
 def server_cpu(store: ParameterStore) -> float | None:

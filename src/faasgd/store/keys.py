@@ -143,6 +143,7 @@ RESULT = "result"  # the final result, written once (faasgd.job.ending)
 LOST = "lost"  # the store lost the job's state: the reason the job failed
 CANCELLED = "cancelled"  # someone cancelled the job: when, and whose request (faasgd.job.records.cancel_job)
 STATE = "state"  # a stacking job's state and phase (faasgd.stacking.records)
+RESTORED = "restored"  # a model file's parameters put back under its job's id (faasgd.job.records.restore_job)
 
 
 def progress_name(worker_id: int) -> str:
@@ -194,6 +195,7 @@ def cache_refresh_name(bucket: int) -> str:
 CONFLICTS = "conflicts"  # the conflicts the store's pushes lost
 LAST_PARAMS_COPY = "final"  # the last parameters of a job that ended below its target, kept as its model
                             # (faasgd.job.model_file)
+RESTORED_COPY = "restored"  # a model file's parameters, for a job resuming from them (faasgd.job.records)
 
 
 def crossing_copy(worker_id: int) -> str:
