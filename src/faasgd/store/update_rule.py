@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from faasgd.checks import real_number
+from faasgd.checks import real_number, whole_number
 from faasgd.errors import ConfigError
 
 RULES = ("sum", "average", "adagrad")
@@ -47,9 +47,7 @@ class UpdateRule:
     def __post_init__(self) -> None:
         if self.name not in RULES:
             raise ConfigError("update_rule", f"must be one of {', '.join(RULES)}, got {self.name!r}")
-        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
-            raise ConfigError("number_of_workers", f"must be an integer >= 1 for update rule {self.name}, "
-                                                   f"got {self.workers!r}")
+        whole_number(self.workers, "number_of_workers", low=1, must=f"an integer >= 1 for update rule {self.name}")
         for field, value in (("learning_rate", self.learning_rate), ("eps", self.eps), ("initial", self.initial)):
             real_number(value, field, low=0)
         if self.name == "adagrad" and not (self.learning_rate > 0 and self.eps > 0):

@@ -8,7 +8,7 @@ from support.paths import ROOT
 
 PACKAGE = ROOT / "src" / "faasgd"
 SHARED = {"SECRETS_DIR": "store/__init__.py", "ACTIVATIONS": "model/activations.py"}  # name -> its one home
-HAND_WRITTEN = re.compile(r"isinstance\(\w*, bool\) or not isinstance")
+HAND_WRITTEN = re.compile(r"isinstance\([\w.]*, bool\) or not isinstance")  # self.x too
 
 
 def top_level_names(tree: ast.Module) -> set[str]:

@@ -79,8 +79,7 @@ class ExchangeConfig:
             raise ConfigError("pattern", f"must be one of {', '.join(PATTERNS)}, got {self.pattern!r}")
         if self.op not in OPS:
             raise ConfigError("op", f"must be one of {', '.join(OPS)}, got {self.op!r}")
-        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or not 1 <= self.workers <= 4096:
-            raise ConfigError("workers", f"must be an integer 1 to 4096, got {self.workers!r}")
+        whole_number(self.workers, "workers", low=1, high=4096, must="an integer 1 to 4096")
         for name in ("round_timeout_s", "poll_s", "poll_max_s"):
             positive_number(getattr(self, name), name, must="a positive number of seconds")
         if self.poll_max_s < self.poll_s:
