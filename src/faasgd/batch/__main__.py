@@ -54,6 +54,9 @@ def parse_args(argv):
     parser.add_argument("--port", type=int, default=8080, help="local target: the gateway's port")
     parser.add_argument("--dir", default=".faasgd", help="local target: the runtime's folder")
     parser.add_argument("--no-deploy", action="store_true", help="cluster target: skip faas-cli deploy")
+    parser.add_argument("--scale-with", choices=("kubectl", "gateway"), default="kubectl",
+                        help="cluster target: how emnist-train is scaled per configuration (kubectl scale, or the "
+                             "gateway's /system/scale-function as k8s/bench's in-cluster Job does)")
     parser.add_argument("--results-db", default=None, help="the results database every run is added to (default "
                         f"${results_store.ENV}, else {results_store.DEFAULT_PATH}; 'none': not written)")
     return parser.parse_args(argv)
@@ -120,7 +123,7 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
     say = redactor.say
     started = datetime.datetime.now()
     target = LocalTarget(args.stack, args.dir, args.port) if args.target == "local" else \
-        ClusterTarget(args.stack, deploy=not args.no_deploy)
+        ClusterTarget(args.stack, deploy=not args.no_deploy, scale_with=args.scale_with)
     out = output_folder(args.out, matrix.name, started)
     make_folder(out)
     write_matrix_copy(out, matrix_text, redactor)

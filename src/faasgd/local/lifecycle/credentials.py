@@ -90,6 +90,24 @@ def faas_cli_login(url: str, environ: Mapping[str, str] = os.environ) -> Login |
     return None
 
 
+def save_faas_cli_login(url: str, login: Login, folder: str | os.PathLike) -> Path:
+    """Keep `login` for `url` in `folder`/config.yml as `faas-cli login` does (auths: gateway, auth basic, token
+    base64(user:password)), the other gateways' entries kept; the file 0600. Its path."""
+    path = Path(folder, "config.yml")
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        config = {}
+    if not isinstance(config, dict):
+        config = {}
+    entries = [entry for entry in config.get("auths") or [] if isinstance(entry, dict)
+               and not _same(url, str(entry.get("gateway", "")))]
+    token = base64.b64encode(f"{login[0]}:{login[1]}".encode()).decode()
+    config["auths"] = [*entries, {"gateway": url.rstrip("/"), "auth": "basic", "token": token}]
+    write_private(path, yaml.safe_dump(config, sort_keys=False).encode())
+    return path
+
+
 def _decode(token: str) -> Login | None:
     try:
         user, sep, password = base64.b64decode(token, validate=True).decode().partition(":")
