@@ -5,7 +5,9 @@ backend of MLflow's own (`sqlite:///mlflow.db`). The run, in the experiment `faa
 names another), is named after the job and holds:
     params     the job's resolved configuration (its status' `config`: store URLs already redacted)
     metrics    validation_accuracy, test_accuracy at every evaluation (step: samples, timestamp: the job's clock),
-               worker_<i>_validation_accuracy for the evaluations each worker made; the final figures
+               worker_<i>_validation_accuracy for the evaluations each worker made; samples_per_s at every check
+               (the job's, since its run start), worker_<i>_samples_per_s at each of its epoch ends (step: its own
+               samples; timeline.Rate); the final figures
                (feed.FINAL: time and samples to target, CPU seconds, cost, ...) at the last step
     tags       job_id, store, mode (invocation_mode), algorithm, state, commit (of the faasgd source, from a checkout)
     artifacts  result.json: the job's result record; model.npz: its model file (`faasgd model`'s), when it has one
@@ -65,6 +67,9 @@ def metrics_of(run: Run) -> list[Metric]:
     found = []
     for point in run.points:
         found += point_metrics(point)
+    for rate in run.rates() + run.worker_rates:
+        name = "samples_per_s" if rate.worker_id is None else f"worker_{rate.worker_id}_samples_per_s"
+        found.append(Metric(name, rate.samples_per_s, ms(rate.at), rate.samples))
     last = max([p.samples for p in run.points] + [int(run.result.get("samples") or 0)])
     end = ms(run.result.get("finished_at")) or 0
     found += [Metric(name, value, end, last) for name, value in run.final().items()]
