@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param
 
 from faasgd.errors import FaasgdError
 from faasgd.tracking.feed import Run
@@ -88,17 +88,27 @@ def point_metrics(point: Point) -> list[Metric]:
 def log(run: Run, uri: str, experiment: str | None = None) -> str:
     """The job's MLflow run at `uri`; its run id."""
     client = MlflowClient(tracking_uri=uri)
-    name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
+    return log_to(client, experiment_of(client, experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT),
+                  run)
+
+
+def experiment_of(client: MlflowClient, name: str) -> str:
+    """The id of the experiment `name`, made when there is none."""
     found = client.get_experiment_by_name(name)
-    experiment_id = found.experiment_id if found else client.create_experiment(name)
-    created = client.create_run(experiment_id, start_time=ms(run.created_at), run_name=run.job_id, tags=tags_of(run))
+    return found.experiment_id if found else client.create_experiment(name)
+
+
+def log_to(client: MlflowClient, experiment_id: str, run: Run, name: str | None = None,
+           tags: dict[str, str] | None = None) -> str:
+    """The job's run in the experiment, named `name` (default: the job's id) with `tags` beside its own; its id."""
+    created = client.create_run(experiment_id, start_time=ms(run.created_at), run_name=name or run.job_id,
+                                tags={**tags_of(run), "mlflow.source.name": "faasgd train", **(tags or {})})
     run_id = created.info.run_id
     params, metrics = params_of(run.config), metrics_of(run)
     for i in range(0, len(params), 100):
         client.log_batch(run_id, params=params[i:i + 100])
     for i in range(0, len(metrics), BATCH):
         client.log_batch(run_id, metrics=metrics[i:i + BATCH])
-    client.log_batch(run_id, tags=[RunTag("mlflow.source.name", "faasgd train")])
     client.log_text(run_id, json.dumps(run.result, indent=2, sort_keys=True), "result.json")
     model = read_model(run)
     if model is not None:

@@ -1,0 +1,37 @@
+"""`./test.sh --mlflow`: the URI the flag or the environment names, refused before anything is written when there is
+none or the matrix is stacking's; the parents' figures are means over the rounds that know them."""
+
+import pytest
+
+from faasgd.batch import __main__ as batch_main
+from faasgd.batch.experiment import tracking_uri
+from faasgd.errors import ConfigError
+from support.paths import ROOT
+
+
+def test_the_flags_uri_else_the_environments_else_refused(monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tracking_uri(None, "emnist") is None
+    assert tracking_uri("sqlite:///m.db", "emnist") == "sqlite:///m.db"
+    with pytest.raises(ConfigError) as raised:
+        tracking_uri("", "emnist")
+    assert raised.value.field == "--mlflow" and "MLFLOW_TRACKING_URI" in str(raised.value)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
+    assert tracking_uri("", "emnist") == "http://127.0.0.1:5000"
+    with pytest.raises(ConfigError) as raised:
+        tracking_uri("", "stacking")
+    assert raised.value.field == "--mlflow" and "stacking" in str(raised.value)
+
+
+def test_a_stacking_matrix_with_mlflow_exits_2_writing_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = batch_main.main([str(ROOT / "bench" / "matrix" / "stacking.yml"), "--mlflow", "sqlite:///m.db", "--out", str(out)])
+    assert code == 2 and "--mlflow" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_parents_figures_are_the_means_of_its_rounds_that_know_them():
+    pytest.importorskip("mlflow")
+    from faasgd.tracking.mlflow_batch import means
+
+    assert means([{"samples": 100.0, "time_to_target_s": 2.0}, {"samples": 300.0}]) == \
+        {"time_to_target_s": 2.0, "samples": 200.0}
