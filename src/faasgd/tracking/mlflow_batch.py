@@ -77,7 +77,8 @@ class BatchExperiment:
     def __init__(self, uri: str, matrix: str, started: str, tags: dict[str, str]):
         self.client = MlflowClient(tracking_uri=uri)
         self.name = experiment_name(self.client, matrix, started)
-        self.experiment_id = self.client.create_experiment(self.name, artifact_location=artifacts_beside(uri), tags=tags)
+        self.experiment_id = self.client.create_experiment(self.name, artifact_location=artifacts_beside(uri),
+                                                           tags=tags)
         self.parents: dict[int, str] = {}  # config_id -> its parent run's id
         self.rounds: dict[int, list[Round]] = {}
         self.finals: dict[int, list[dict[str, float]]] = {}

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import optuna
 
 from faasgd.errors import ConfigError, FaasgdError
+from faasgd.local import DEFAULT_DIR
 from faasgd.tracking.sweep_file import Sweep
 
 KEPT = ("state", "reached_target", "time_to_target_s", "samples_to_target", "final_test_accuracy", "cost_usd", "wall_s")
@@ -38,7 +39,7 @@ class TrialFailed(FaasgdError):
     """Raised when a trial's job failed or did not end in time: Optuna records the trial FAILED."""
 
 
-def through_gateway(gateway: str | None = None, directory: str = ".faasgd") -> Callable[[dict], Any]:
+def through_gateway(gateway: str | None = None, directory: str = DEFAULT_DIR) -> Callable[[dict], Any]:
     """A trial's job starter: emnist-train scaled to the job's workers, then api.train (the gateway `gateway`, else
     $OPENFAAS_URL, else the local runtime of `directory`)."""
     from faasgd import api
@@ -118,5 +119,5 @@ def best(study: optuna.Study) -> dict | None:
     if not done:
         return None
     trial = study.best_trial
-    return {"trial": trial.number, "value": trial.value, "params": trial.params, "job_id": trial.user_attrs.get("job_id"),
-            "objective": study.user_attrs.get("objective")}
+    return {"trial": trial.number, "value": trial.value, "params": trial.params,
+            "job_id": trial.user_attrs.get("job_id"), "objective": study.user_attrs.get("objective")}

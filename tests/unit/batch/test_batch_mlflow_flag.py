@@ -25,7 +25,8 @@ def test_the_flags_uri_else_the_environments_else_refused(monkeypatch):
 
 def test_a_stacking_matrix_with_mlflow_exits_2_writing_nothing(tmp_path, capsys):
     out = tmp_path / "out"
-    code = batch_main.main([str(ROOT / "bench" / "matrix" / "stacking.yml"), "--mlflow", "sqlite:///m.db", "--out", str(out)])
+    matrix = str(ROOT / "bench" / "matrix" / "stacking.yml")
+    code = batch_main.main([matrix, "--mlflow", "sqlite:///m.db", "--out", str(out)])
     assert code == 2 and "--mlflow" in capsys.readouterr().err and not out.exists()
 
 

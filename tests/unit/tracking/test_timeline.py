@@ -40,8 +40,8 @@ def test_the_jobs_rate_at_each_check_is_its_samples_since_the_run_start():
 
 
 def test_a_workers_rate_at_each_epoch_end_is_its_own_shard_passes_since_its_first_call():
-    workers = [{"shard_size": 60, "intervals": [[10.0, 12.0], [13.0, 16.0]]}, {"shard_size": 40, "intervals": [[11.0, 15.0]]},
-               None]
+    workers = [{"shard_size": 60, "intervals": [[10.0, 12.0], [13.0, 16.0]]},
+               {"shard_size": 40, "intervals": [[11.0, 15.0]]}, None]
     events = [{"event": "epoch", "worker_id": 1, "epoch": 1, "accuracy": None, "at": 13.0},
               {"event": "epoch", "worker_id": 0, "epoch": 2, "accuracy": 0.5, "at": 14.0},
               {"event": "epoch", "worker_id": 2, "epoch": 1, "accuracy": 0.5, "at": 14.5},  # no record: no rate
