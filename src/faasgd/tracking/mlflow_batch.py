@@ -87,7 +87,9 @@ class BatchExperiment:
         if found.config_id not in self.parents:
             run = self.client.create_run(self.experiment_id, run_name=found.label, tags={
                 "config_id": str(found.config_id), "mlflow.source.name": "test.sh"})
-            self.client.log_batch(run.info.run_id, params=params_of(found.values)[:100])
+            params = params_of(found.values)
+            for i in range(0, len(params), 100):  # MLflow takes at most 100 params a call
+                self.client.log_batch(run.info.run_id, params=params[i:i + 100])
             self.parents[found.config_id] = run.info.run_id
         return self.parents[found.config_id]
 
