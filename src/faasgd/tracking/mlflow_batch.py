@@ -74,8 +74,8 @@ def means(finals: list[dict[str, float]]) -> dict[str, float]:
 class BatchExperiment:
     """The batch's experiment; `round` as each round ends, `finish` once at the end."""
 
-    def __init__(self, uri: str, matrix: str, started: str, tags: dict[str, str]):
-        self.client = MlflowClient(tracking_uri=uri)
+    def __init__(self, uri: str, matrix: str, started: str, tags: dict[str, str], client: MlflowClient | None = None):
+        self.client = client or MlflowClient(tracking_uri=uri)
         self.name = experiment_name(self.client, matrix, started)
         self.experiment_id = self.client.create_experiment(self.name, artifact_location=artifacts_beside(uri),
                                                            tags=tags)

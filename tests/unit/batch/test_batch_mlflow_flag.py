@@ -36,3 +36,33 @@ def test_a_parents_figures_are_the_means_of_its_rounds_that_know_them():
 
     assert means([{"samples": 100.0, "time_to_target_s": 2.0}, {"samples": 300.0}]) == \
         {"time_to_target_s": 2.0, "samples": 200.0}
+
+
+def test_a_tracking_failure_is_said_once_and_the_batch_goes_on_without_it(monkeypatch):
+    pytest.importorskip("mlflow")
+    from faasgd.batch.experiment import Experiment
+    from faasgd.batch.matrix import Configuration
+    from faasgd.batch.redact import Redactor
+    from faasgd.tracking import mlflow_batch
+
+    class Gone:
+        name, rounds = "test.sh m now", 0
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def round(self, found):
+            Gone.rounds += 1
+            raise ConnectionError("http://u:secret@mlflow.test: connection refused")
+
+    monkeypatch.setattr(mlflow_batch, "BatchExperiment", Gone)
+    said = []
+    experiment = Experiment("http://mlflow.test", type("M", (), {"name": "m"})(), {"started_at": "now"},
+                            Redactor({"secret"}), lambda line, error=False: said.append((line, error)))
+    configuration = Configuration(1, {"number_of_workers": 1}, {"number_of_workers": 1})
+    for round_number in (1, 2):
+        experiment.on_job(configuration, {"round": round_number, "state": "done"}, {"events": []})
+    experiment.finish()
+    failures = [line for line, error in said if error]
+    assert Gone.rounds == 1 and experiment.failed and len(failures) == 1  # said once; later rounds not tried
+    assert "ConnectionError" in failures[0] and "secret" not in failures[0]
