@@ -1,6 +1,6 @@
 """docs/tutorials/python-api.ipynb from docs/tutorials/python-api.md: the tutorial as a notebook, generated, so the
 two never say different things (tests/unit/repository/test_tutorial_notebook.py checks the committed notebook is this
-script's output; tests/e2e/test_tutorial_notebook.py runs it against a real runtime).
+script's output; tests/e2e/test_tutorial_notebook_e2e.py runs it against a real runtime).
 
     .venv/bin/python scripts/tutorial_notebook.py           # rewrite the notebook after editing the page
     .venv/bin/python scripts/tutorial_notebook.py --check   # exit 1 when the notebook is not the page's
