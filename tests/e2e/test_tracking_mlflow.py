@@ -49,6 +49,13 @@ def test_one_run_per_job_on_a_tracking_server(redis_server, tmp_path):
         assert logged.data.tags["algorithm"] == config["algorithm"] and logged.info.run_name == result["job_id"]
         history = client.get_metric_history(logged.info.run_id, "validation_accuracy")
         assert len(history) >= 3 and all(0 <= m.value <= 1 and m.step > 0 for m in history)
+        rates = client.get_metric_history(logged.info.run_id, "samples_per_s")  # each check's, then the result's
+        assert len(rates) >= 2 and rates[-1].value == pytest.approx(result["samples_per_s"]) and \
+            all(m.value > 0 for m in rates)
+        events = api.job(result["job_id"], store_url=redis_server.url).events()
+        for i in (0, 1):  # a worker's rate at each of its epoch ends (one cut short by the target has none)
+            ends = [e for e in events if e["event"] == "epoch" and e["worker_id"] == i]
+            assert len(client.get_metric_history(logged.info.run_id, f"worker_{i}_samples_per_s")) == len(ends)
         assert logged.data.metrics["samples"] == result["samples"] and logged.data.metrics["cpu_s"] == \
             pytest.approx(result["cpu_s"])
         if result["reached_target"]:

@@ -1,4 +1,5 @@
-"""`./test.sh [MATRIX] [--target local|cluster] [--rounds N] [--max-runs N] [--dry-run] [--out DIR]`: batch runs.
+"""`./test.sh [MATRIX] [--target local|cluster] [--rounds N] [--max-runs N] [--dry-run] [--out DIR] [--mlflow [URI]]`:
+batch runs (`--mlflow`: the batch as one MLflow experiment, experiment.py).
 
 Bad input (a flag, the matrix, the target's settings, the output folder) exits 2 with one line
 naming the field, before anything is written. Everything printed or written is redacted (redact.py).
@@ -22,6 +23,7 @@ from faasgd import __version__
 from faasgd.api import results_store
 from faasgd.batch.matrix import DEFAULT_MAX_RUNS, Matrix, parse_matrix_text, read_matrix_text
 from faasgd.batch.bounds import MAX_RUNS, max_runs
+from faasgd.batch.experiment import Experiment, tracking_uri
 from faasgd.batch.outputs import make_folder, output_folder, write_matrix_copy, write_outputs
 from faasgd.batch.record import KEPT_BY_WORKLOAD, BatchRecord
 from faasgd.batch.redact import Redactor
@@ -59,6 +61,9 @@ def parse_args(argv):
                              "gateway's /system/scale-function as k8s/bench's in-cluster Job does)")
     parser.add_argument("--results-db", default=None, help="the results database every run is added to (default "
                         f"${results_store.ENV}, else {results_store.DEFAULT_PATH}; 'none': not written)")
+    parser.add_argument("--mlflow", nargs="?", const="", default=None, metavar="URI",
+                        help="the batch as one MLflow experiment: a parent run per configuration, its rounds as "
+                             "children (URI: a tracking server or sqlite:///FILE; alone: $MLFLOW_TRACKING_URI)")
     return parser.parse_args(argv)
 
 
@@ -99,6 +104,7 @@ def main(argv=None) -> int:
         text = read_matrix_text(args.matrix)
         redactor = Redactor.of(text)  # before parsing: a parse error may quote a value
         matrix = parse_matrix_text(text, Path(args.matrix).stem, args.rounds, args.max_runs)
+        args.mlflow = tracking_uri(args.mlflow, matrix.workload)
         if args.dry_run:
             if args.out is not None:
                 output_folder(args.out, matrix.name, datetime.datetime.now())  # refused as a real run would be
@@ -134,11 +140,17 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
         "name": matrix.name, "workload": matrix.workload, "target": target.name, "folder": str(out),
         "matrix": matrix.source, "rounds": matrix.rounds, "started_at": started.isoformat(timespec="seconds")},
         redactor, say, KEPT_BY_WORKLOAD[matrix.workload])
+    experiment = None if args.mlflow is None else Experiment(args.mlflow, matrix, {
+        "name": matrix.name, "target": target.name, "folder": str(out), "rounds": matrix.rounds,
+        "started_at": started.isoformat(sep=" ", timespec="seconds")}, redactor, say)
     target.start()
     try:
-        runs = run_batch(matrix, target, matrix.rounds, args.run_timeout, say, on_run=record.run)
+        runs = run_batch(matrix, target, matrix.rounds, args.run_timeout, say, on_run=record.run,
+                         on_job=experiment.on_job if experiment is not None else None)
     finally:
         target.stop()
+    if experiment is not None:
+        experiment.finish()
     failures = [{"config_id": r["config_id"], "configuration": r["configuration"], "round": r["round"],
                  "error": r.get("error")} for r in runs if r.get("state") != "done"]
     meta = {"name": matrix.name, "workload": matrix.workload, "matrix_file": str(args.matrix), "matrix": matrix.source,
@@ -156,7 +168,7 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
         for failure in failures:
             say(f"  {failure['configuration']} round {failure['round']}: {failure['error']}", error=True)
         return 1
-    return 0
+    return 1 if experiment is not None and experiment.failed else 0
 
 
 if __name__ == "__main__":

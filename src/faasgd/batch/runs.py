@@ -9,6 +9,7 @@ result priced them at the defaults; faasgd.cost).
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Callable
 
@@ -25,13 +26,16 @@ CURVE_EVENTS = ("epoch", "check")  # the job's events that evaluate its paramete
 
 
 def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
-              progress: Callable[[str], None] = print, on_run: Callable[[int, dict], None] | None = None) -> list[dict]:
+              progress: Callable[[str], None] = print, on_run: Callable[[int, dict], None] | None = None,
+              on_job: Callable[[Configuration, dict, dict | None], None] | None = None) -> list[dict]:
     """All runs of the batch, in order; a failed run is a record with state "failed", never an exception.
-    `on_run(index, record)` as each run ends (1-based index: the results database)."""
+    `on_run(index, record)` as each run ends (1-based index: the results database); `on_job(configuration, record,
+    status)` then, for an emnist run: its job's final status with its events (None when the job never started)."""
     runs = []
     total = rounds * len(matrix.configurations)
+    statuses: list[dict] = []  # the run's job's final status, handed out by run_one
     one, outcome = (stacking_runs.run_stacking, stacking_runs.outcome) if matrix.workload == "stacking" \
-        else (run_one, _outcome)
+        else (functools.partial(run_one, keep=statuses.append), _outcome)
     for round_number in range(1, rounds + 1):
         for configuration in matrix.configurations:
             index = len(runs) + 1
@@ -42,13 +46,16 @@ def run_batch(matrix: Matrix, target: Target, rounds: int, run_timeout_s: float,
             runs.append(record)
             if on_run is not None:
                 on_run(index, record)
+            if on_job is not None and matrix.workload == "emnist":
+                on_job(configuration, record, statuses.pop() if statuses else None)
             progress(f"[{index}/{total}] {configuration.label} round {round_number}: " + outcome(record)
                      + f" ({time.monotonic() - started:.1f} s)")
     return runs
 
 
 def run_one(configuration: Configuration, round_number: int, target: Target, run_timeout_s: float,
-            progress: Callable[[str], None]) -> dict:
+            progress: Callable[[str], None], keep: Callable[[dict], None] | None = None) -> dict:
+    """The run's record; `keep(status)`: its job's final status (events included), when the job started."""
     body = configuration.overrides()
     body["seed"] = int(body.get("seed", 0)) + round_number - 1
     config = load_request({}, body)
@@ -67,6 +74,8 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
         status = wait_for_job(lambda: target.gateway.job_status(query), run_timeout_s)
     except Exception as error:  # recorded; the batch goes on
         return {**record, "state": "failed", "error": f"{type(error).__name__}: {error}"}
+    if keep is not None:
+        keep(status)
     result = status.get("result") or {"state": "failed", "error": f"still running after {run_timeout_s:g} s"}
     record.update({key: result.get(key) for key in RUN_KEYS})
     record["config"] = status.get("config") or record["config"]  # the job's own, as its function resolved it

@@ -34,7 +34,8 @@ HANDLERS = {"up": ("runtime", "up"), "down": ("runtime", "down"), "invoke": ("ru
             "scale": ("runtime", "scale"), "logs": ("runtime", "logs"), "status": ("status", "run"),
             "cancel": ("cancel", "run"), "resume": ("train", "resume"),
             "train": ("train", "run"), "data": ("data", "run"), "model": ("model", "save"),
-            "evaluate": ("model", "evaluate"), "results": ("results", "run"), "predict": ("predict", "run")}
+            "evaluate": ("model", "evaluate"), "results": ("results", "run"), "predict": ("predict", "run"),
+            "sweep": ("sweep", "run")}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -213,12 +214,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     if only in RUNTIME_COMMANDS:
         return parser
-    from faasgd.cli import data, model, predict, results  # `faasgd data`, `faasgd model`, `faasgd evaluate`, ...
+    from faasgd.cli import data, model, predict, results, sweep  # `faasgd data`, `faasgd model`, `faasgd evaluate`, ...
 
     data.add_parser(sub)
     results.add_parser(sub)  # `faasgd results list | runs | compare`
     predict.add_parser(sub)  # `faasgd predict`
     model.add_parsers(sub, add_runtime_flags)
+    sweep.add_parser(sub, add_runtime_flags)  # `faasgd sweep FILE`
     return parser
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Protocol, TextIO
 
 from faasgd.errors import ConfigError, TrackerFailed
 from faasgd.job import result as results
-from faasgd.tracking.timeline import Point, points, run_start, train_rows
+from faasgd.tracking.timeline import Point, Rate, job_rates, points, run_start, train_rows, worker_rates
 
 
 # The figures of a finished job the trackers report (job/result.py names them): at the target, the model's, the
@@ -41,11 +41,16 @@ class Run:
     train_rows: int  # rows of the training set (its workers' shards)
     points: list[Point] = field(default_factory=list)  # every evaluation, in time order
     workers: list[dict | None] = field(default_factory=list)  # each worker's final record
+    worker_rates: list[Rate] = field(default_factory=list)  # each worker's samples a second at its epoch ends
     read_model: Callable[[], bytes] | None = None  # the job's model file (npz bytes, job/model_file.py), if it can be read
 
     def final(self) -> dict[str, float]:
         """FINAL's figures the result knows, as numbers (reached_target: 1 or 0)."""
         return {name: float(self.result[name]) for name in FINAL if self.result.get(name) is not None}
+
+    def rates(self) -> list[Rate]:
+        """The job's samples a second at each check, since its run start (timeline.job_rates)."""
+        return job_rates(self.points, self.run_start)
 
 
 class Sink(Protocol):
@@ -82,7 +87,8 @@ class Feed:
         run = Run(job_id=final.get("job_id") or status.get("job_id"), config=status.get("config") or {},
                   result=final, created_at=status.get("created_at"), run_start=run_start(status),
                   crossing=status.get("done"), train_rows=rows, points=points(self.events, rows),
-                  workers=list(status.get("workers") or ()), read_model=self.read_model)
+                  workers=list(status.get("workers") or ()), read_model=self.read_model,
+                  worker_rates=worker_rates(self.events, list(status.get("workers") or ())))
         failed = []
         for tracker in self.trackers:  # each records the run whatever another's failure
             try:

@@ -5,7 +5,9 @@ backend of MLflow's own (`sqlite:///mlflow.db`). The run, in the experiment `faa
 names another), is named after the job and holds:
     params     the job's resolved configuration (its status' `config`: store URLs already redacted)
     metrics    validation_accuracy, test_accuracy at every evaluation (step: samples, timestamp: the job's clock),
-               worker_<i>_validation_accuracy for the evaluations each worker made; the final figures
+               worker_<i>_validation_accuracy for the evaluations each worker made; samples_per_s at every check
+               (the job's, since its run start), worker_<i>_samples_per_s at each of its epoch ends (step: its own
+               samples; timeline.Rate); the final figures
                (feed.FINAL: time and samples to target, CPU seconds, cost, ...) at the last step
     tags       job_id, store, mode (invocation_mode), algorithm, state, commit (of the faasgd source, from a checkout)
     artifacts  result.json: the job's result record; model.npz: its model file (`faasgd model`'s), when it has one
@@ -23,7 +25,7 @@ import sys
 import tempfile
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param
 
 from faasgd.errors import FaasgdError
 from faasgd.tracking.feed import Run
@@ -65,6 +67,9 @@ def metrics_of(run: Run) -> list[Metric]:
     found = []
     for point in run.points:
         found += point_metrics(point)
+    for rate in run.rates() + run.worker_rates:
+        name = "samples_per_s" if rate.worker_id is None else f"worker_{rate.worker_id}_samples_per_s"
+        found.append(Metric(name, rate.samples_per_s, ms(rate.at), rate.samples))
     last = max([p.samples for p in run.points] + [int(run.result.get("samples") or 0)])
     end = ms(run.result.get("finished_at")) or 0
     found += [Metric(name, value, end, last) for name, value in run.final().items()]
@@ -83,17 +88,27 @@ def point_metrics(point: Point) -> list[Metric]:
 def log(run: Run, uri: str, experiment: str | None = None) -> str:
     """The job's MLflow run at `uri`; its run id."""
     client = MlflowClient(tracking_uri=uri)
-    name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
+    return log_to(client, experiment_of(client, experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT),
+                  run)
+
+
+def experiment_of(client: MlflowClient, name: str) -> str:
+    """The id of the experiment `name`, made when there is none."""
     found = client.get_experiment_by_name(name)
-    experiment_id = found.experiment_id if found else client.create_experiment(name)
-    created = client.create_run(experiment_id, start_time=ms(run.created_at), run_name=run.job_id, tags=tags_of(run))
+    return found.experiment_id if found else client.create_experiment(name)
+
+
+def log_to(client: MlflowClient, experiment_id: str, run: Run, name: str | None = None,
+           tags: dict[str, str] | None = None) -> str:
+    """The job's run in the experiment, named `name` (default: the job's id) with `tags` beside its own; its id."""
+    created = client.create_run(experiment_id, start_time=ms(run.created_at), run_name=name or run.job_id,
+                                tags={**tags_of(run), "mlflow.source.name": "faasgd train", **(tags or {})})
     run_id = created.info.run_id
     params, metrics = params_of(run.config), metrics_of(run)
     for i in range(0, len(params), 100):
         client.log_batch(run_id, params=params[i:i + 100])
     for i in range(0, len(metrics), BATCH):
         client.log_batch(run_id, metrics=metrics[i:i + BATCH])
-    client.log_batch(run_id, tags=[RunTag("mlflow.source.name", "faasgd train")])
     client.log_text(run_id, json.dumps(run.result, indent=2, sort_keys=True), "result.json")
     model = read_model(run)
     if model is not None:

@@ -8,6 +8,13 @@ Two kinds of event evaluate the job's parameters (the store's event list, faasgd
   check has seen by then (a lower bound), and with no check before it (synchronous algorithms, whose workers move
   in step) `epoch x rows of the training set`.
 Epoch events that carry no accuracy (another worker of the round evaluated) are no point.
+
+Samples a second (Rate), the throughput the trackers plot beside the accuracy:
+- the job's at each check (each evaluation where it has no checks): the samples in the parameters checked over the
+  seconds since its run start (the first worker call's entry), so the last one meets the result's `samples_per_s`
+  (samples over `wall_s`, measured from the same start);
+- each worker's at each of its epoch ends, evaluated or not: epoch x its shard's rows over the seconds since its
+  first call's entry (its record's `intervals`), its own samples as the step.
 """
 
 from __future__ import annotations
@@ -44,6 +51,37 @@ def points(events: Iterable[dict], train_rows: int) -> list[Point]:
         found.append(Point(at=float(event["at"]), samples=samples, accuracy=float(event["accuracy"]),
                            test_accuracy=event.get("test_accuracy"), worker_id=int(event.get("worker_id", 0)),
                            kind=event["event"], epoch=epoch))
+    return found
+
+
+@dataclass(frozen=True)
+class Rate:
+    """Samples a second at a moment of the job: the job's (worker_id None) or one worker's."""
+
+    at: float  # on the job's timeline
+    samples: int  # the step: the job's samples (a check's), or the worker's own
+    samples_per_s: float
+    worker_id: int | None
+
+
+def job_rates(found: list[Point], start: float | None) -> list[Rate]:
+    """The job's samples a second at each check (every point, when it has none: the synchronous algorithms)."""
+    checks = [p for p in found if p.kind == "check"] or found
+    if start is None:
+        return []
+    return [Rate(p.at, p.samples, p.samples / (p.at - start), None) for p in checks if p.at > start]
+
+
+def worker_rates(events: Iterable[dict], workers: list[dict | None]) -> list[Rate]:
+    """Each worker's samples a second at each of its epoch ends, in time order (a worker with no record yet, none)."""
+    found = []
+    for event in sorted((e for e in events if e.get("event") == "epoch"), key=lambda e: float(e["at"])):
+        worker_id = int(event.get("worker_id", 0))
+        record = (workers[worker_id] if worker_id < len(workers) else None) or {}
+        starts = [float(a) for a, _ in record.get("intervals") or ()]
+        samples, at = int(event["epoch"]) * int(record.get("shard_size") or 0), float(event["at"])
+        if starts and samples and at > min(starts):
+            found.append(Rate(at, samples, samples / (at - min(starts)), worker_id))
     return found
 
 

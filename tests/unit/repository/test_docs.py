@@ -48,10 +48,15 @@ def test_the_checks_find_what_they_look_for():
 
 
 def test_the_nav_holds_every_page_and_only_pages_that_exist():
-    nav = nav_pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"])
+    """A page with a notebook of its name beside it (generated from it: scripts/tutorial_notebook.py) is shown as that
+    notebook, the page kept out of the site as its source."""
+    site = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    nav = nav_pages(site["nav"])
     pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if "hooks" not in p.parts}
-    assert sorted(set(nav)) == sorted(pages)
+    shown = {p[:-3] + ".ipynb" if (DOCS / p).with_suffix(".ipynb").is_file() else p for p in pages}
+    assert sorted(set(nav)) == sorted(shown)
     assert len(nav) == len(set(nav))
+    assert {f"/{p}" for p in pages - shown} <= set(site["exclude_docs"].split())
 
 
 @pytest.fixture(scope="module")
