@@ -48,7 +48,8 @@ class FakeDynamo:
         holds = {None: True,
                  "attribute_not_exists(#k)": old is None,
                  "attribute_not_exists(#k) OR #c = :zero": old is None or old.get("chunks") == values.get(":zero"),
-                 "#w = :old": old is not None and old.get("write") == values.get(":old")}[ConditionExpression]
+                 "#w = :old": old is not None and old.get("write") == values.get(":old"),
+                 "attribute_not_exists(#w)": old is None or "write" not in old}[ConditionExpression]
         if not holds:
             error = {"Error": {"Code": "ConditionalCheckFailedException", "Message": "The conditional request failed"}}
             if ReturnValuesOnConditionCheckFailure == "ALL_OLD" and old is not None:

@@ -113,10 +113,13 @@ class DynamoSpace:
             for _ in range(WRITE_TRIES):
                 if old is None:
                     return True
-                before = old.get("write") or {"S": ""}
-                written = self._put(table, item, "#w = :old", {":old": before})  # over that very write
-                if written is None:
-                    self._drop_chunks(table, key, before.get("S", ""), int(old.get("chunks", {}).get("N", 0)))
+                before = old.get("write")
+                if before is None:  # an item faasgd did not write (no write id): replaced, nothing of it to drop
+                    written = self._put(table, item, "attribute_not_exists(#w)", {})
+                else:  # over that very write, then its chunks go
+                    written = self._put(table, item, "#w = :old", {":old": before})
+                    if written is None:
+                        self._drop_chunks(table, key, before.get("S", ""), int(old.get("chunks", {}).get("N", 0)))
                 old = written
         raise StoreError(self.url, f"table {table}: item {key!r} was overwritten by others {WRITE_TRIES} times "
                                    f"during this write")
@@ -134,7 +137,7 @@ class DynamoSpace:
         except ClientError as e:
             if _code(e) != "ConditionalCheckFailedException":
                 raise
-            return e.response.get("Item") or {"write": {"S": ""}, "chunks": {"N": "0"}}
+            return e.response.get("Item") or {}  # no old item sent back: the next attempt asks again
 
     def _drop_chunks(self, table: str, key: str, write: str, chunks: int) -> None:
         for i in range(chunks):

@@ -85,6 +85,17 @@ def test_an_overwrite_removes_the_old_chunks():
     assert list(client.tables["faasgd-temp"]) == ["j/model"] and space.get_blob("j", "model") == b""
 
 
+def test_a_foreign_item_is_lost_state_and_an_overwrite_replaces_it():
+    client = FakeDynamo()
+    client.tables["faasgd-temp"]["j/model"] = {"k": {"S": "j/model"}, "v": {"B": b"not ours"}}
+    space = space_over(client)
+    with pytest.raises(StateLost) as e:
+        space.get_blob("j", "model")
+    assert "not a faasgd object" in str(e.value)
+    space.put_blob("j", "model", b"ours")
+    assert space.get_blob("j", "model") == b"ours"
+
+
 def test_a_value_whose_chunks_keep_vanishing_is_lost_state_after_bounded_reads():
     client = FakeDynamo()
     space = space_over(client)
