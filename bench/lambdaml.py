@@ -4,7 +4,8 @@ One table, one row per cell:
   task       higgs (Higgs-like, dense, lr), rcv1 (RCV1-like, sparse CSR, lr), blobs (KMeans)
   algorithm  grad_avg, model_avg, admm on the lr tasks; kmeans on blobs
   sync       reduce, reduce_scatter (faasgd.lambdaml.rounds.Exchange)
-  channel    redis, memcached (real servers the bench starts on free loopback ports), s3 (moto's server)
+  channel    redis, memcached (real servers the bench starts on free loopback ports), s3 (moto's server),
+             dynamodb (moto's server as DynamoDB: the channel's two tables, merged slices by conditional puts)
   workers    1, 2, 4: separate processes (multiprocessing, spawn), each with its own shard, its own store
              client and one BLAS thread
 and for each: rounds and seconds to the task's target loss (the worker processes' round time: local compute
@@ -21,7 +22,7 @@ Downpour is not in the table: it trains the MLP through the product's worker, no
 so it has no row comparable with these (bench/throughput.py and bench/scaling.py measure it).
 
 Usage: python bench/lambdaml.py [--quick] [--tasks higgs,rcv1,blobs] [--workers 1,2,4]
-                                [--channels redis,memcached,s3] [--max-rounds N]
+                                [--channels redis,memcached,s3,dynamodb] [--max-rounds N]
 """
 
 from __future__ import annotations
@@ -138,6 +139,10 @@ def space_for(channel: dict):
             from faasgd.channels import S3Space, parse_s3_url
 
             _spaces[key] = S3Space(parse_s3_url(f"s3://{BUCKET}/bench", "s3_url"), channel["settings"], timeout_s=30)
+        elif key == "dynamodb":
+            from faasgd.channels import DynamoSpace
+
+            _spaces[key] = DynamoSpace(channel["settings"], timeout_s=30)
         else:
             from faasgd.store import open_store
 
@@ -249,7 +254,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="higgs,rcv1,blobs")
     parser.add_argument("--workers", default="1,2,4")
-    parser.add_argument("--channels", default="redis,memcached,s3")
+    parser.add_argument("--channels", default="redis,memcached,s3,dynamodb")
     parser.add_argument("--syncs", default="reduce,reduce_scatter")
     parser.add_argument("--quick", action="store_true", help="small data sets: the whole table in a minute or two")
     parser.add_argument("--max-rounds", type=int, default=None, help="rounds before a cell gives up (100 quick, 300)")
@@ -286,6 +291,10 @@ def main() -> None:
             settings = s3_server.settings_for(servers["s3"])
             s3_server.make_bucket(settings, BUCKET)
             channel_specs["s3"] = {"name": "s3", "settings": settings}
+        if "dynamodb" in channels:
+            servers["dynamodb"] = s3_server.start_s3()  # moto's server answers DynamoDB's API too
+            channel_specs["dynamodb"] = {"name": "dynamodb",
+                                         "settings": s3_server.DynamoEndpoint.made(servers["dynamodb"]).settings}
         pool = Pool(max(workers))
         try:
             print(f"\n{'task':<6} {'algorithm':<9} {'sync':<14} {'channel':<9} {'workers':>7} {'rounds':>7} "

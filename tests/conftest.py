@@ -68,3 +68,15 @@ def s3_endpoint():
         yield S3Endpoint(server, settings, "faasgd-test")
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def dynamodb_endpoint():
+    """moto's server on 127.0.0.1 answering DynamoDB's API, with the channel's two tables (session-wide)."""
+    from faasgd.testing.s3_server import DynamoEndpoint, start_s3
+
+    server = start_s3()
+    try:
+        yield DynamoEndpoint.made(server)
+    finally:
+        server.stop()

@@ -1,5 +1,5 @@
 """Every documented `faasgd` line that uses a store the local runtime starts on demand (`--stores`, `--store cluster`,
-`--store pool`, `--channel s3`) runs as typed, in README.md and the site's pages (mkdocs.yml's nav), against the
+`--store pool`, `--channel s3`, `--channel dynamodb`) runs as typed, in README.md and the site's pages (mkdocs.yml's nav), against the
 repository's stack.yml as it is: no stack edit, nothing started by hand.
 
 Each fenced block holding such a line is a session in a fresh runtime folder: its `faasgd up` and `faasgd down`
@@ -26,7 +26,7 @@ from support.paths import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
 _BLOCK = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.M | re.S)
-_USES_OPTIONAL = re.compile(r"--stores\b|--store\s+(?:cluster|pool)\b|--channel\s+s3\b")
+_USES_OPTIONAL = re.compile(r"--stores\b|--store\s+(?:cluster|pool)\b|--channel\s+(?:s3|dynamodb)\b")
 SMALL_JOB = ["--train-samples", "2000", "--test-samples", "200", "--validation-samples", "200", "--max-epochs", "1",
              "--target-accuracy", "1.0", "--profile-hz", "0", "--timeout", "600"]
 
@@ -67,6 +67,7 @@ def test_the_documentation_has_the_lines_this_test_runs():
     assert any("--store pool" in line for line in readme)
     lines = [line for _, block in sessions() for line in block]
     assert any("--store cluster" in line for line in lines) and any("--channel s3" in line for line in lines)
+    assert any("--channel dynamodb" in line and "--stores" not in line for line in lines)
     assert argv("faasgd train --store pool", "D")[-len(SMALL_JOB) - 2:-2] == SMALL_JOB
 
 

@@ -1,9 +1,10 @@
 """LambdaML's algorithms through the product: emnist-setup fans out emnist-train on ONE local runtime (`faasgd up`),
-whose functions also have an S3 space (moto, started by the `s3_endpoint` fixture; keys as secret files).
+whose functions also have an S3 space (moto, started by the `s3_endpoint` fixture; keys as secret files) and the
+DynamoDB channel's tables (`faasgd up --stores dynamodb`: the runtime's own server, tables and keys).
 
 Covered end to end: the full product algorithm (grad_avg on lr, model_avg on svm, admm on lr) x sync (reduce,
 reduce_scatter) x channel (Redis, Memcached, S3) x invocation mode (loop, per-iteration), 36 small jobs (about 10 s
-on 2 cores), and kmeans (model_avg on blobs-like) in two of them. Jobs run three at a time (six calls: below the runtime's 8 call slots, so every job's workers run
+on 2 cores), and kmeans (model_avg on blobs-like) in two of them; grad_avg and admm over DynamoDB in two more. Jobs run three at a time (six calls: below the runtime's 8 call slots, so every job's workers run
 at once, as rounds need)."""
 
 import hashlib
@@ -45,7 +46,7 @@ def runtime(tmp_path_factory, s3_endpoint):
     directory = tmp / ".faasgd"
     preload_secrets(directory, s3_endpoint)
     stack = s3_stack(ROOT, tmp / "stack", f"s3://{s3_endpoint.bucket}/lambdaml-e2e", prefixes=("emnist-",))
-    with runtime_up(directory, stack, "--ack-wait", "120") as up:
+    with runtime_up(directory, stack, "--ack-wait", "120", "--stores", "dynamodb") as up:
         yield up.gateway
 
 
@@ -63,6 +64,10 @@ def test_every_combination_ends_done_with_rounds_bytes_and_equal_parameters(runt
                 "invocation_mode": mode, "channel": channel, "store": store}
                for sync, mode, channel, store in (("reduce", "loop", "store", "memcached"),
                                                   ("reduce_scatter", "per-iteration", "s3", "redis"))]
+    bodies += [{**BASE, "algorithm": algorithm, "model": "lr", "sync": sync, "invocation_mode": mode,
+                "channel": "dynamodb", "store": store}
+               for algorithm, sync, mode, store in (("grad_avg", "reduce_scatter", "per-iteration", "redis"),
+                                                    ("admm", "reduce", "loop", "memcached"))]
     with ThreadPoolExecutor(3) as pool:
         finished = list(pool.map(lambda body: run_job(runtime, body), bodies))
     for body, (status, query) in zip(bodies, finished):

@@ -1,5 +1,6 @@
-"""The synchronous worker on real stores: a real redis-server and memcached (the session's fixtures) and S3 (moto,
-the `s3_endpoint` fixture) give the same bits as memory://, and a worker killed mid-round resumes to them."""
+"""The synchronous worker on real stores: a real redis-server and memcached (the session's fixtures), S3 (moto,
+the `s3_endpoint` fixture) and DynamoDB (moto, `dynamodb_endpoint`) give the same bits as memory://, and a worker
+killed mid-round resumes to them."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ from support.sync_drive import config_of, killing_first_space, train_job, train_
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["redis", "memcached", "s3"])
+@pytest.fixture(params=["redis", "memcached", "s3", "dynamodb"])
 def channel(request, monkeypatch, tmp_path):
-    """(store URL, channel): the job's store on a real server, or its rounds on S3 (records in memory://)."""
-    if request.param != "s3":
+    """(store URL, channel): the job's store on a real server, or its rounds on S3 or DynamoDB (records in memory://)."""
+    if request.param in ("redis", "memcached"):
         return request.getfixturevalue(f"{request.param}_server").url, "store"
+    if request.param == "dynamodb":
+        monkeypatch.setenv("FAASGD_SECRETS_DIR", request.getfixturevalue("dynamodb_endpoint").write_secrets(tmp_path))
+        configured._spaces.clear()
+        return None, "dynamodb"
     endpoint = request.getfixturevalue("s3_endpoint")
     monkeypatch.setenv("FAASGD_SECRETS_DIR", endpoint.write_secrets(tmp_path))
     monkeypatch.setenv("s3_url", f"s3://{endpoint.bucket}/sync-worker")

@@ -62,7 +62,7 @@ def start_runtime(stack: str = "stack.yml", port: int = 0, directory: str = DEFA
     fwatchdog's path. It returns once the gateway serves, while the replicas start (a call for a function with
     none serving yet waits for one); `wait=True` returns once every replica serves. `only` deploys the stack's
     functions matching that wildcard (`faasgd up --filter`, as `faas-cli deploy --filter`). `stores` starts the
-    optional stores named ("cluster", "pool", "s3": `faasgd up --stores`) and gives them to every function; a
+    optional stores named ("cluster", "pool", "s3", "dynamodb": `faasgd up --stores`) and gives them to every function; a
     runtime that runs without one of them is refused with the command that gives it them.
 
         >>> rt = start_runtime(port=0)           # doctest: +SKIP

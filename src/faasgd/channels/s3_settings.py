@@ -136,7 +136,7 @@ def read_s3_settings(env: Mapping[str, str], secrets_dir: str | None = None) -> 
     for setting, filename in SECRET_FILES.items():
         env_key = ENV_KEYS.get(setting)
         from_env = str(env.get(env_key) or "").strip() if env_key else ""
-        values[setting] = from_env or _read_secret(directory, filename)
+        values[setting] = from_env or read_secret(directory, filename)
     for setting in ("access_key", "secret_key"):
         if not values[setting]:
             raise ConfigError(SECRET_FILES[setting], f"the S3 channel needs the secret file {SECRET_FILES[setting]} "
@@ -148,8 +148,10 @@ def read_s3_settings(env: Mapping[str, str], secrets_dir: str | None = None) -> 
     return S3Settings(endpoint, region, values["access_key"], values["secret_key"])
 
 
-def check_endpoint(endpoint: str) -> str:
-    """An endpoint URL `http(s)://host[:port]`, without credentials, query or fragment (ConfigError otherwise)."""
+def check_endpoint(endpoint: str, field_name: str = "s3_endpoint_url",
+                   key_files: str = "s3-access-key and s3-secret-key") -> str:
+    """An endpoint URL `http(s)://host[:port]`, without credentials, query or fragment (ConfigError naming
+    `field_name` otherwise; `key_files` names where the keys come from instead)."""
     masked = mask_url(endpoint)
     parts = urlsplit(endpoint)
     try:
@@ -157,10 +159,10 @@ def check_endpoint(endpoint: str) -> str:
     except ValueError:
         port_ok = False
     if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
-        raise ConfigError("s3_endpoint_url", f"must be http(s)://host[:port], got {masked!r}")
+        raise ConfigError(field_name, f"must be http(s)://host[:port], got {masked!r}")
     if "@" in endpoint or parts.query or parts.fragment:
-        raise ConfigError("s3_endpoint_url", f"takes no credentials, query or fragment (keys come from the secret "
-                                             f"files s3-access-key and s3-secret-key), got {masked!r}")
+        raise ConfigError(field_name, f"takes no credentials, query or fragment (keys come from the secret "
+                                      f"files {key_files}), got {masked!r}")
     return endpoint.rstrip("/")
 
 
@@ -176,7 +178,8 @@ def mask_url(url: str) -> str:
     return text[:200]
 
 
-def _read_secret(directory: str, filename: str) -> str:
+def read_secret(directory: str, filename: str) -> str:
+    """The stripped text of secret file `filename` in `directory`, "" when there is none."""
     try:
         with open(os.path.join(directory, filename), encoding="utf-8") as f:
             return f.read().strip()

@@ -147,7 +147,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     up.add_argument("--stores", default=None, metavar="NAMES",
                     help="also start these stores, comma-separated, and give them to every function: cluster (a Redis "
                          "Cluster: --store cluster), pool (a memcached pool: --store pool), s3 (an S3-compatible "
-                         "server: --channel s3, transfer s3); default none, the stack's own only")
+                         "server: --channel s3, transfer s3), dynamodb (DynamoDB's API on that server: --channel dynamodb); "
+                         "default none, the stack's own only")
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")

@@ -97,7 +97,7 @@ def check_combination(config: TrainConfig) -> TrainConfig:
                                   "reduce and reduce_scatter are for grad_avg, model_avg and admm")
     if not synchronous and config.channel != "store":
         raise ConfigError("channel", "downpour adds pushes atomically in the job's store: there is no atomic add on "
-                                     f"S3, so it needs channel store, got {config.channel!r}")
+                                     f"S3 or DynamoDB items, so it needs channel store, got {config.channel!r}")
     if not synchronous and config.model not in ("mlp", "cnn"):
         raise ConfigError("model", f"downpour trains the mlp or cnn; {config.model} trains with grad_avg, model_avg or admm")
     if config.algorithm == "admm" and config.model not in ("lr", "svm"):

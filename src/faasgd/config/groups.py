@@ -26,7 +26,7 @@ COMMUNICATIONS = ("background", "coalesce", "blocking")
 ALGORITHMS = ("downpour", "grad_avg", "model_avg", "admm")
 SYNCS = ("", "async", "reduce", "reduce_scatter")  # "": the algorithm's own (async for downpour, else reduce)
 MODELS = ("mlp", "lr", "svm", "kmeans", "cnn")
-CHANNELS = ("store", "s3")
+CHANNELS = ("store", "s3", "dynamodb")
 ROWS = Int(0, 100_000_000)
 
 
@@ -186,4 +186,5 @@ class AlgorithmSettings(ConfigModel):
     round_timeout_s: Float(0.0, 86400.0, low_open=True) = Field(60.0, description=(
         "synchronous rounds: a barrier not passed within this fails the round (504)"))
     channel: Choice(*CHANNELS) = Field("store", description=(
-        "where rounds' objects go: store (the job's Redis/Memcached) | s3 (the function's s3_url)"))
+        "where rounds' objects go: store (the job's Redis/Memcached) | s3 (the function's s3_url) | "
+        "dynamodb (the function's two DynamoDB tables)"))

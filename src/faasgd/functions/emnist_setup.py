@@ -18,7 +18,7 @@ import urllib.parse
 from typing import Any, Mapping
 
 from faasgd import job, tracing
-from faasgd.channels import configured_space
+from faasgd.channels import configured_dynamodb, configured_space
 from faasgd.config import config_from_record, load_request
 from faasgd.errors import ConfigError
 from faasgd.functions import admission, orchestrate, replica_cache, supervise
@@ -58,6 +58,8 @@ def start_job(body: Any, env: Mapping[str, str], callback_url: str | None = None
     check_callback(callback_url)
     if config.channel == "s3":  # the rounds' S3 space is the function's own: refused here when it has none,
         configured_space(env).ping()  # 503 naming it when it does not answer; nothing is written before either
+    if config.channel == "dynamodb":  # the same for its two DynamoDB tables
+        configured_dynamodb(env).ping()
     needs = admission.check_job(config, env, parse_store_url(config.store_url).scheme)
     store = replica_cache.store_for(config.store_url)
     job_id = orchestrate.create_job(store, config)

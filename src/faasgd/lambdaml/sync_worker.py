@@ -3,7 +3,8 @@
 It is driven by the same invocation machinery as the Downpour worker (invocation.py: leases, resume from
 the worker record, hand-off, per-iteration chaining, supervision, the job's end); load_worker picks it by
 the job's `algorithm`. Every round goes through one all_reduce over the job's channel: the job's store
-(ParameterStore is a blob space) or the function's S3 space (`channel: s3`, faasgd.channels.configured_space).
+(ParameterStore is a blob space), the function's S3 space (`channel: s3`, faasgd.channels.configured_space) or its
+DynamoDB tables (`channel: dynamodb`, faasgd.channels.configured_dynamodb).
 
 Rounds and epochs. Every worker runs the same rounds: in each, every worker takes `steps_per_round`
 minibatches of exactly B = min(batch_size, L) rows (grad_avg and admm: 1, admm taking local_steps x-update steps
@@ -41,7 +42,7 @@ import numpy as np
 from faasgd import data, job
 from faasgd.job import model_file
 from faasgd.lambdaml import convex
-from faasgd.channels import configured_space
+from faasgd.channels import configured_dynamodb, configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
 from faasgd.lambdaml.rounds import grad_avg_round, model_avg_round
@@ -322,7 +323,9 @@ def load_sync_worker(config: TrainConfig, store: ParameterStore, job_id: str, pr
 
 
 def channel_space(config: TrainConfig, store: ParameterStore):
-    """The blob space of the job's rounds: the job's store, or this function's configured S3 space."""
+    """The blob space of the job's rounds: the job's store, or this function's configured S3 space or DynamoDB tables."""
     if config.channel == "s3":
         return configured_space(os.environ)  # the function's own s3_url and secrets, never the request's
+    if config.channel == "dynamodb":
+        return configured_dynamodb(os.environ)  # the function's own tables and secrets, never the request's
     return store.authoritative()

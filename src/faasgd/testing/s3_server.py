@@ -4,6 +4,7 @@
     creds = enable_auth(server)               an IAM user's keys; from then on only signed requests with them pass
     make_bucket(server, creds, "b")           a bucket, with boto3 directly (the code under test never creates any)
     server.stop()                             terminates and reaps it (idempotent)
+    tables = DynamoEndpoint.made(server)      the same server as DynamoDB: the channel's two tables, its settings
 
 The process is started and waited for as faasgd.local.services.stores starts redis-server and memcached (spawn_server,
 start_server: a fresh port on a clash, a deadline on readiness). moto keeps everything in memory: a restarted
@@ -20,7 +21,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from faasgd.channels import S3Settings
+from faasgd.channels import DynamoSettings, S3Settings
 from faasgd.local import LOOPBACK, ServerProcess, spawn_server, start_server
 from faasgd.testing.stacks import stack_copy
 
@@ -123,3 +124,46 @@ def preload_secrets(runtime_dir, endpoint: "S3Endpoint") -> None:
     endpoint.write_secrets(secrets)
     for name in S3_SECRETS:
         (secrets / name).chmod(0o600)
+
+
+DYNAMODB_SECRETS = {"access_key": "dynamodb-access-key", "secret_key": "dynamodb-secret-key",
+                    "endpoint_url": "dynamodb-endpoint", "region": "dynamodb-region"}  # what a DynamoSpace reads
+
+
+@dataclass(frozen=True)
+class DynamoEndpoint:
+    """moto's server answering DynamoDB's API (it serves every AWS API it models), with the channel's two tables."""
+
+    server: ServerProcess
+    settings: DynamoSettings  # endpoint, region, the two tables, keys (moto without auth takes any)
+
+    @classmethod
+    def made(cls, server: ServerProcess, temp_table: str = "faasgd-temp",
+             merged_table: str = "faasgd-merged") -> "DynamoEndpoint":
+        """The two tables created on `server` (key `k`, a string, as faasgd.channels.dynamodb uses)."""
+        import boto3
+
+        settings = DynamoSettings(server.url, DUMMY.region, temp_table, merged_table, DUMMY.access_key,
+                                  DUMMY.secret_key)
+        client = boto3.session.Session().client("dynamodb", endpoint_url=server.url, region_name=DUMMY.region,
+                                                aws_access_key_id=DUMMY.access_key,
+                                                aws_secret_access_key=DUMMY.secret_key)
+        for table in (temp_table, merged_table):
+            client.create_table(TableName=table, KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                                AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+                                BillingMode="PAY_PER_REQUEST")
+        return cls(server, settings)
+
+    def client(self):
+        import boto3
+
+        s = self.settings
+        return boto3.session.Session().client("dynamodb", endpoint_url=s.endpoint_url, region_name=s.region,
+                                              aws_access_key_id=s.access_key, aws_secret_access_key=s.secret_key)
+
+    def write_secrets(self, directory) -> str:
+        """The function's dynamodb-* secret files in `directory` (the tables go in its environment)."""
+        for setting, name in DYNAMODB_SECRETS.items():
+            with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+                f.write(str(getattr(self.settings, setting) or "") + "\n")
+        return str(directory)

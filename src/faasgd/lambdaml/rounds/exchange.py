@@ -24,7 +24,11 @@ round and the workers whose objects are missing. Nothing waits without a deadlin
 Re-entry (a worker re-invoked mid-round after a crash calls all_reduce again with the same round):
 objects are named by round and worker, so a rewritten contribution replaces the first and is never
 counted twice. A merger first looks for its merged slice: if it is there, the round was merged
-already and that object is the result (it is written once; merging again is skipped).
+already and that object is the result (it is written once; merging again is skipped). A space with
+merged slots of its own (MergedSpace: the DynamoDB channel's merged table) writes a merged slice only
+if none is there (a conditional put): of two mergers racing in one round (a worker and its re-invocation),
+the second reads and returns the first's result, so the round is merged exactly once whatever the timing.
+Other spaces keep merged slices as ordinary objects (_Overwritten): a racing re-merge writes the same bits.
 
 Clearing: on entering round r, a worker overwrites the objects it wrote in round r - 2 with b""
 (the store keeps at most the last two rounds' values, about 2 vectors per worker; the cleared names
@@ -62,6 +66,41 @@ class BlobSpace(Protocol):
     def put_blob(self, job_id: str, name: str, data: bytes) -> None: ...
 
     def get_blob(self, job_id: str, name: str) -> bytes | None: ...
+
+
+class MergedSlots(Protocol):
+    """Where a round's merged slices go: written once (put_merged is False when one was there), read, cleared."""
+
+    def put_merged(self, job_id: str, name: str, data: bytes) -> bool: ...
+
+    def get_merged(self, job_id: str, name: str) -> bytes | None: ...
+
+    def clear_merged(self, job_id: str, name: str) -> None: ...
+
+
+class _Overwritten:
+    """The merged slots of a plain blob space: ordinary objects, put_blob overwriting (a re-merge writes the same
+    bits, as the merge is deterministic)."""
+
+    def __init__(self, space: BlobSpace):
+        self.space = space
+
+    def put_merged(self, job_id: str, name: str, data: bytes) -> bool:
+        self.space.put_blob(job_id, name, data)
+        return True
+
+    def get_merged(self, job_id: str, name: str) -> bytes | None:
+        return self.space.get_blob(job_id, name)
+
+    def clear_merged(self, job_id: str, name: str) -> None:
+        self.space.put_blob(job_id, name, wire.CLEARED)
+
+
+def merged_slots(space: BlobSpace) -> MergedSlots:
+    """The space itself when it keeps merged slices apart, written once (MergedSlots), else _Overwritten over it."""
+    if all(callable(getattr(space, method, None)) for method in ("put_merged", "get_merged", "clear_merged")):
+        return space
+    return _Overwritten(space)
 
 
 @dataclass(frozen=True)
@@ -110,6 +149,7 @@ class Exchange:
         whole_number(worker_id, "worker_id", low=0, high=config.workers - 1,
                      must=f"an integer 0 to {config.workers - 1}")
         self.space, self.job_id, self.worker_id, self.config = space, job_id, worker_id, config
+        self.merged_slots = merged_slots(space)  # chosen once: the space's own, or its ordinary objects
         self.clock, self.sleep = clock, sleep
         self.slices = config.workers if config.pattern == "reduce_scatter" else 1
 
@@ -154,14 +194,15 @@ class Exchange:
         if self.config.op == "mean":
             acc /= self.config.workers
         out = acc.astype(np.float32)
-        io.put(target, out)
-        return out
+        if io.put(target, out):
+            return out
+        return io.wait({me: target}, "the merged slice another entry of this round wrote first")[me]
 
     def _clear(self, io: "_Io", round_no: int) -> None:
         """Overwrite with b"" the objects this worker wrote in `round_no` (see the module docstring)."""
         for s in range(self.slices):
             kind = MERGED if self.merger(s) == self.worker_id else PART
-            io.clear(Piece(kind, round_no, self.worker_id, s, self.slices, 0, 0, 0).name(self.config.tag))
+            io.clear(Piece(kind, round_no, self.worker_id, s, self.slices, 0, 0, 0))
 
     def _piece(self, kind: bytes, round_no: int, writer: int, s: int, bounds, total: int) -> Piece:
         offset, count = bounds[s]
@@ -177,19 +218,28 @@ class _Io:
         self.written = self.read = self.puts = self.gets = 0
         self.wait_s = 0.0
 
-    def put(self, piece: Piece, values: np.ndarray) -> None:
-        data = wire.encode(piece, values)
-        self.ex.space.put_blob(self.ex.job_id, piece.name(self.ex.config.tag), data)
-        self.written += len(data)
+    def put(self, piece: Piece, values: np.ndarray) -> bool:
+        """Write a piece; False when it is a merged slice that another write stored first (kept: see above)."""
+        data, name, ex = wire.encode(piece, values), piece.name(self.ex.config.tag), self.ex
         self.puts += 1
+        if piece.kind == MERGED and not ex.merged_slots.put_merged(ex.job_id, name, data):
+            return False
+        if piece.kind != MERGED:
+            ex.space.put_blob(ex.job_id, name, data)
+        self.written += len(data)
+        return True
 
-    def clear(self, name: str) -> None:
-        self.ex.space.put_blob(self.ex.job_id, name, wire.CLEARED)
+    def clear(self, piece: Piece) -> None:
+        name, ex = piece.name(self.ex.config.tag), self.ex
+        if piece.kind == MERGED:
+            ex.merged_slots.clear_merged(ex.job_id, name)
+        else:
+            ex.space.put_blob(ex.job_id, name, wire.CLEARED)
         self.puts += 1
 
     def get(self, piece: Piece) -> np.ndarray | None:
-        name = piece.name(self.ex.config.tag)
-        raw = self.ex.space.get_blob(self.ex.job_id, name)
+        name, ex = piece.name(self.ex.config.tag), self.ex
+        raw = ex.merged_slots.get_merged(ex.job_id, name) if piece.kind == MERGED else ex.space.get_blob(ex.job_id, name)
         self.gets += 1
         if raw is None:
             return None

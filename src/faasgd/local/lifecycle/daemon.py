@@ -226,7 +226,8 @@ def run(options: UpOptions, found: dict | None = None, adopted: Mapping[str, dic
     site = DockerSite(directory) if options.backend == "docker" else None
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
     s3 = LocalS3(SecretStore(directory / "secrets"), adopted.get("s3"), site.gateway_ip if site else LOOPBACK,
-                 every_function=optional_stores.S3 in options.stores)  # `faasgd up --stores s3`: S3 for every function
+                 every_function=optional_stores.S3 in options.stores,  # `faasgd up --stores s3`: S3 for every function
+                 dynamodb_every_function=optional_stores.DYNAMODB in options.stores)  # and DynamoDB's tables
     # the function processes fork from it (local/replicas/zygote.py); its imports run beside the rest of this start
     forks = zygote.Keeper(directory, os.environ) if site is None and found.found and zygote.wanted(os.environ) else None
     # every server started from here on keeps its files in <dir>/tmp (restored at the end: tests call main in theirs)

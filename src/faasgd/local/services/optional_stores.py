@@ -1,8 +1,8 @@
-"""The stores `faasgd up --stores cluster,pool,s3` adds to a runtime whose stack does not name them.
+"""The stores `faasgd up --stores cluster,pool,s3,dynamodb` adds to a runtime whose stack does not name them.
 
 stack.yml names the single Redis and memcached only, so a plain `faasgd up` starts no more than they need (a Redis
 Cluster and a memcached pool took it from 0.9 s to 3.1 s when the stack named them). A request may still name
-another store, and the local runtime offers three on demand, each started by `faasgd up --stores NAMES` (or by
+another store, and the local runtime offers four on demand, each started by `faasgd up --stores NAMES` (or by
 `faasgd train`, when it starts the runtime for a job asking for one) and given to every function's replicas as a
 mutating admission webhook gives a pod what its Deployment does not say (the function as deployed, what
 `faas-cli describe` shows, stays as written):
@@ -12,12 +12,13 @@ mutating admission webhook gives a pod what its Deployment does not say (the fun
 | `cluster` | a Redis Cluster (faasgd.local.services.stack_groups) | `cluster=redis-cluster://redis-cluster.openfaas-fn:6379` appended to its `stores` |
 | `pool` | a memcached pool | `pool=memcached://memcached-pool-0.memcached-pool.openfaas-fn:11211,...` appended to its `stores` |
 | `s3` | the S3-compatible server (faasgd.local.services.s3) | its S3 space (s3_url, endpoint, key secrets), whatever its `channel` |
+| `dynamodb` | the same server (moto answers DynamoDB too; faasgd.local.services.dynamodb) | its two DynamoDB tables (endpoint, tables made, key secrets), whatever its `channel` |
 
 The entries are the in-cluster addresses k8s/sharded/ gives (the lines stack.yml's comment says to append on a
 cluster), so the Service table points them at the group's servers as for a stack that names them itself. Only a
 function whose environment has `stores` (the faasgd functions' list of the stores a request may name) gets the
 entries, and never one for a name it already has. A runtime records what it was asked in state.json
-(`optional_stores`): `offered` answers which of the three a running runtime has, and `remedy` is the exact
+(`optional_stores`): `offered` answers which of the four a running runtime has, and `remedy` is the exact
 command that gives a running runtime one it lacks (a running runtime is never changed under its jobs).
 """
 
@@ -34,8 +35,8 @@ if TYPE_CHECKING:  # `faasgd down` imports this module (through control): not ya
     from faasgd.local.replicas.deployments import Deployment
     from faasgd.local.replicas.stack import FunctionSpec
 
-CLUSTER, POOL, S3 = "cluster", "pool", "s3"
-OPTIONAL = (CLUSTER, POOL, S3)  # what `--stores` takes, in the order a command names them
+CLUSTER, POOL, S3, DYNAMODB = "cluster", "pool", "s3", "dynamodb"
+OPTIONAL = (CLUSTER, POOL, S3, DYNAMODB)  # what `--stores` takes, in the order a command names them
 STORES_KEY = "stores"  # a function's environment: name=URL entries, the stores a request may name
 DEFAULT_POOL_SERVERS = 3  # as k8s/sharded/memcached-pool.yaml's replicas
 STATE_KEY = "optional_stores"
@@ -110,8 +111,8 @@ def offered(state: Mapping | None) -> set[str]:
 
 
 def needed(store: str | None, channel: str | None) -> tuple[str, ...]:
-    """The optional stores a job needs: the store it names if that is one of them, S3 for channel s3."""
-    return parse([*([store] if store in (CLUSTER, POOL) else []), *([S3] if channel == S3 else [])])
+    """The optional stores a job needs: the store it names if that is one of them, S3 or DynamoDB for its channel."""
+    return parse([*([store] if store in (CLUSTER, POOL) else []), *([channel] if channel in (S3, DYNAMODB) else [])])
 
 
 def remedy(state: Mapping, wanted: Iterable[str], directory: str | None = None) -> str:

@@ -49,7 +49,7 @@ from faasgd.local.api import Refused
 from faasgd.local.processes import ProcessRef
 from faasgd.local.replicas.deployments import Deployment
 from faasgd.local.replicas.stack import FunctionSpec
-from faasgd.local.services import dns
+from faasgd.local.services import dns, dynamodb
 from faasgd.local.services.secrets import SecretStore
 from faasgd.local.services.stores import (LOOPBACK, ServerProcess, adopt_server, server_folder, spawn_server,
                                           start_server)
@@ -129,10 +129,10 @@ def make_bucket(endpoint: str, bucket: str) -> None:
         raise StoreUnavailable(endpoint, f"creating the bucket {bucket}: {error}") from None
 
 
-def make_key_secrets(store: SecretStore) -> list[str]:
+def make_key_secrets(store: SecretStore, names: tuple[str, ...] = KEY_SECRETS) -> list[str]:
     """Create the missing key secrets (random values); returns the names created."""
     created = []
-    for name in KEY_SECRETS:
+    for name in names:
         try:
             store.create(name, tokens.token_urlsafe(24).encode())
             created.append(name)
@@ -142,15 +142,18 @@ def make_key_secrets(store: SecretStore) -> list[str]:
 
 
 class LocalS3:
-    """The runtime's S3 server, started when a function first asks for it; provides each such pod its S3."""
+    """The runtime's S3 server, started when a function first asks for it; provides each such pod its S3, and its
+    DynamoDB tables to a pod asking for those (the same moto server answers both: faasgd.local.services.dynamodb)."""
 
     def __init__(self, store: SecretStore, adopted: dict | None = None, address: str = LOOPBACK,
-                 every_function: bool = False):
+                 every_function: bool = False, dynamodb_every_function: bool = False):
         self.store, self.address = store, address  # where the server listens: where the pods can reach it
         self.every_function = every_function  # `faasgd up --stores s3`: every function's pods get S3, asked or not
+        self.dynamodb_every_function = dynamodb_every_function  # `faasgd up --stores dynamodb`: the same for DynamoDB
         self.server = adopt(adopted, address)
         self.on_start: Callable[[dict[str, str], dict], None] = lambda addresses, entry: None
         self._buckets: set[str] = set()
+        self._tables: set[tuple[str, str]] = set()  # (region, table) made on the running server
         self._lock = threading.Lock()
 
     def attach(self, on_start: Callable[[dict[str, str], dict], None]) -> None:
@@ -163,21 +166,38 @@ class LocalS3:
     def provide(self, spec: FunctionSpec) -> FunctionSpec:
         """The spec one pod of `spec` runs with: unchanged unless it asks for S3 (or every function gets it), else
         served, bucket and all."""
-        if not (self.every_function or asks_for_s3(spec.environment)):
+        s3 = self.every_function or asks_for_s3(spec.environment)
+        tables = self.dynamodb_every_function or dynamodb.asks_for_dynamodb(spec.environment)
+        if not (s3 or tables):
             return spec
-        pod = pod_spec(spec)
+        pod = pod_spec(spec) if s3 else spec
+        pod = dynamodb.pod_spec(pod) if tables else pod
         with self._lock:
             if self.server is None or not self.server.alive():
                 if self.server is not None:
                     self.server.stop()  # died: moto kept everything in memory, so its buckets are gone too
-                self.server, self._buckets = start_s3_server(host=self.address), set()
+                self.server, self._buckets, self._tables = start_s3_server(host=self.address), set(), set()
                 self._publish()
-            bucket = bucket_of(pod.environment[URL_ENV])
-            if bucket is not None and bucket not in self._buckets:
-                make_bucket(self.server.url, bucket)
-                self._buckets.add(bucket)
-            make_key_secrets(self.store)
+            if s3:
+                self._serve_s3(pod)
+            if tables:
+                self._serve_dynamodb(pod)
         return pod
+
+    def _serve_s3(self, pod: FunctionSpec) -> None:
+        bucket = bucket_of(pod.environment[URL_ENV])
+        if bucket is not None and bucket not in self._buckets:
+            make_bucket(self.server.url, bucket)
+            self._buckets.add(bucket)
+        make_key_secrets(self.store)
+
+    def _serve_dynamodb(self, pod: FunctionSpec) -> None:
+        region, tables = dynamodb.tables_of(pod.environment)
+        for table in tables:
+            if (region, table) not in self._tables:
+                dynamodb.make_table(self.server.url, region, table)
+                self._tables.add((region, table))
+        make_key_secrets(self.store, dynamodb.KEY_SECRETS)
 
     def spawner(self, spawn: Callable) -> Callable:
         """`spawn` (a Supervisor's replica starter) giving each pod the spec `provide` makes."""
@@ -195,7 +215,8 @@ class LocalS3:
                 self.server.stop()
 
     def _publish(self) -> None:
-        self.on_start(dns.addresses({"s3": f"{self.address}:{self.server.port}"}, [SERVICE]), self.entry())
+        self.on_start(dns.addresses({"s3": f"{self.address}:{self.server.port}"}, [SERVICE, dynamodb.SERVICE]),
+                      self.entry())
 
 
 def adopt(entry: dict | None, address: str = LOOPBACK) -> ServerProcess | None:
