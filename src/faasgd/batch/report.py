@@ -22,12 +22,13 @@ from faasgd.config import FIELDS
 from faasgd.cost import Prices
 from faasgd.minibatch import batch_note
 from faasgd.job.result import MEASURES
+from faasgd.local.nodes.network import link_text
 
 CONFIG_KEYS = tuple(FIELDS)
 COST_SHOWN = ("billed_gb_s", "requests", "cold_starts", "cost_usd")  # summary.md's billing columns (faasgd.cost)
 CSV_COLUMNS: tuple[str, ...] = (
     ("config_id", "configuration", "round") + CONFIG_KEYS + ("job_id", "state", "error", "clock", "cpu_clock")
-    + MEASURES + ("placement",)
+    + MEASURES + ("placement", "link_bytes")
 )  # one column per name: `store` is the config key (schema.py documents every column)
 PLOT_TITLES = {
     "accuracy_vs_time": "Validation accuracy against time",
@@ -62,8 +63,9 @@ def write_runs_csv(runs: list[dict], path, columns: tuple[str, ...] = CSV_COLUMN
         writer.writerow(columns)
         for run in runs:
             config = run.get("config") or {}
-            writer.writerow([placement_cell(run.get(c)) if c == "placement" else
-                             cell(config.get(c) if c in config_keys else run.get(c)) for c in columns])
+            writer.writerow([placement_cell(run.get(c)) if c == "placement" else link_text(run.get(c)) if
+                             c == "link_bytes" else cell(config.get(c) if c in config_keys else run.get(c))
+                             for c in columns])
 
 
 def by_configuration(runs: Iterable[dict]) -> list[list[dict]]:

@@ -120,6 +120,12 @@ def up(options: UpOptions) -> tuple[dict, bool]:
     if options.backend == "docker":
         docker_cli.daemon_version()
     found = watchdog.find(options.watchdog, os.environ, Path(options.stack))  # a bad --watchdog: nothing started
+    if options.nodes > 1:  # refused before anything starts, naming what is missing
+        from faasgd.local.nodes.links import require_root
+
+        require_root("emulated nodes (faasgd up --nodes)")
+        if not found.found:
+            raise ConfigError("--nodes", f"replicas on emulated nodes run under of-watchdog: {found.why}")
     stack, stores = options.stack, options.stores
     shown_dir = None if options.directory == DEFAULT_DIR else str(options.directory)  # as the user named it
     directory = Path(options.directory).resolve()
@@ -175,6 +181,10 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
         stopped.append(daemon.pid)
     stopped += _leftovers(directory, state)[0]
     remove_server_folders(directory / TEMP_FOLDER)
+    if isinstance(state.get("nodes"), dict) and isinstance(state["nodes"].get("prefix"), str):
+        from faasgd.local.nodes.links import remove_all
+
+        remove_all(state["nodes"]["prefix"])  # the daemon removes its nodes itself; these are what a crash left
     if state.get("backend") == "docker" and isinstance(state.get("runtime_id"), str):
         from faasgd.local.services import docker_cli
         from faasgd.local.replicas.containers import RUNTIME_LABEL
