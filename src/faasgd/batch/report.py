@@ -22,7 +22,6 @@ from faasgd.config import FIELDS
 from faasgd.cost import Prices
 from faasgd.minibatch import batch_note
 from faasgd.job.result import MEASURES
-from faasgd.local.nodes.network import link_text
 
 CONFIG_KEYS = tuple(FIELDS)
 COST_SHOWN = ("billed_gb_s", "requests", "cold_starts", "cost_usd")  # summary.md's billing columns (faasgd.cost)
@@ -63,9 +62,8 @@ def write_runs_csv(runs: list[dict], path, columns: tuple[str, ...] = CSV_COLUMN
         writer.writerow(columns)
         for run in runs:
             config = run.get("config") or {}
-            writer.writerow([placement_cell(run.get(c)) if c == "placement" else link_text(run.get(c)) if
-                             c == "link_bytes" else cell(config.get(c) if c in config_keys else run.get(c))
-                             for c in columns])
+            writer.writerow([placement_cell(run.get(c)) if c == "placement" else
+                             cell(config.get(c) if c in config_keys else run.get(c)) for c in columns])
 
 
 def by_configuration(runs: Iterable[dict]) -> list[list[dict]]:

@@ -122,7 +122,7 @@ MEASURED = (
     Column("cost_usd", "USD", "", "cost_faas_usd + cost_store_usd"),
     Column("placement", "", "", "the replica that ran each worker, by worker id, ';'-joined"),
     Column("link_bytes", "bytes", "", "with emulated nodes (faasgd up --nodes): what each node's link carried "
-                                      "during the run, node:to/from the node, ';'-joined; else empty"),
+                                      "during the run, JSON {node: {to_node, from_node}}; else empty"),
 )
 COLUMNS: tuple[Column, ...] = IDENTITY + tuple(Column(key, "", "", CONFIG) for key in FIELDS) + OUTCOME + MEASURED
 BY_NAME = {column.name: column for column in COLUMNS}

@@ -38,7 +38,6 @@ from faasgd.local.lifecycle.options import UpOptions
 from faasgd.local.lifecycle.runtime_state import RuntimeState, initial_state
 from faasgd.local.nodes import cluster
 from faasgd.local.nodes.network import NodeNet
-from faasgd.local.nodes.placement import manifest_rules
 from faasgd.local.lifecycle.state_file import STATE_FILE, TEMP_FOLDER, make_folders, source_sha, write_ended
 from faasgd.local.queue import rules
 from faasgd.local.replicas import environment, watchdog, zygote
@@ -86,9 +85,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a memcached pool's servers, when the stack names one (default: as many as it names)")
     parser.add_argument("--stores", type=optional_stores.parse, default=(),
                         help="optional stores to start and give every function (faasgd.local.services.optional_stores)")
-    parser.add_argument("--nodes", type=int, default=1, help="emulated nodes (faasgd.local.nodes); 1: none")
-    parser.add_argument("--node-link", default=None, help="each node's link rate both ways, tc's form (100mbit)")
-    parser.add_argument("--placement", default="affinity", help="affinity | spread (faasgd.local.nodes.placement)")
+    for flag, kind, default in (("--nodes", int, 1), ("--node-link", str, None), ("--placement", str, "affinity")):
+        parser.add_argument(flag, type=kind, default=default, help="emulated nodes (faasgd.local.nodes)")
     rules.add_flags(parser)
     return parser.parse_args(argv)
 
@@ -295,13 +293,9 @@ def serve(options: UpOptions, catalog: Catalog, started: Started, stop: threadin
     forked = forks is not None and zygote.wait_listening(forks.popen, forks.path)  # bound long since, normally
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), started.found,
                 forks.path if forked else None, cpu_limit.read_limit().usable)
-    seats = None
-    if started.net is not None:
-        seats = cluster.Seats(started.net, cluster.node_tables(options.port, started.stores, started.net),
-                              options.placement, manifest_rules(Path(options.stack).resolve().parent / "k8s"))
-        runtime.update(nodes={**started.net.to_json(), "placement": options.placement},
-                       stores={name: {**entry, "node": cluster.store_nodes(started.net)[name]}
-                               for name, entry in runtime.state["stores"].items()})
+    seats = None if started.net is None else cluster.Seats.of(started.net, options, started.stores)
+    if seats is not None:
+        runtime.update(**seats.state_entries(runtime.state["stores"]))
     supervisor = Supervisor(catalog.stack_deployments(time.time(), options.only), catalog, host,
                             spawn=optional_stores.spawner(started.s3.spawner(site.spawn if site else start_replica),
                                                           options.stores, options.groups.pool_servers), seat=seats)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from faasgd.local.nodes.network import Node, NodeNet
-from faasgd.local.nodes.placement import Pod, Workload, function_pod, place
+from faasgd.local.nodes.placement import Pod, Workload, function_pod, manifest_rules, place
 from faasgd.local.replicas.pods import Host
 from faasgd.local.services import dns
 from faasgd.local.services.stores import ServerProcess, Where, start_memcached, start_redis
@@ -68,11 +68,22 @@ class Seats:
 
     def __init__(self, net: NodeNet, tables: Mapping[str, Mapping[str, str]], policy: str,
                  workloads: Mapping[str, Workload]):
-        self.nodes = {node.name: node for node in net.nodes}
+        self.net, self.nodes = net, {node.name: node for node in net.nodes}
         self.tables, self.policy = tables, policy
         empty = Workload("Deployment")
         self.stores = [workloads.get(name, empty).pod(name, net.nodes[0].name) for name in STORES] + \
             [workloads.get(LOCAL_CACHE, empty).pod(LOCAL_CACHE, node.name) for node in net.nodes]
+
+    @classmethod
+    def of(cls, net: NodeNet, options, stores: Mapping[str, ServerProcess]) -> Seats:
+        """The runtime's, from its UpOptions: its port and placement, the k8s/ manifests beside its stack."""
+        return cls(net, node_tables(options.port, stores, net), options.placement,
+                   manifest_rules(Path(options.stack).resolve().parent / "k8s"))
+
+    def state_entries(self, stores: Mapping[str, dict]) -> dict:
+        """state.json's `nodes` and its `stores` entries each with its node."""
+        return {"nodes": {**self.net.to_json(), "placement": self.policy},
+                "stores": {name: {**entry, "node": store_nodes(self.net)[name]} for name, entry in stores.items()}}
 
     def node_for(self, function: str, running: list[tuple[str, str]]) -> str:
         """The node a new replica of `function` goes to, given the (function, node) of the replicas running."""

@@ -147,11 +147,6 @@ def runtime_link_bytes(state: dict | None) -> dict[str, dict[str, int]] | None:
     return link_bytes(nodes) if isinstance(nodes, dict) else None
 
 
-def link_text(counts: dict[str, dict[str, int]] | None) -> str:
-    """runs.csv's cell: `node:to/from` bytes per node, ';'-joined ("" without nodes)."""
-    return ";".join(f"{name}:{ways['to_node']}/{ways['from_node']}" for name, ways in (counts or {}).items())
-
-
 def counter(link: str, name: str) -> int:
     try:
         return int(Path(STATISTICS.format(link=link, counter=name)).read_text())
