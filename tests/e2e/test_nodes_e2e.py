@@ -1,0 +1,64 @@
+"""`faasgd up --nodes 3 --node-link 100mbit`, as typed: `faasgd status --json` names at least two nodes among the
+replicas and puts the stores on one; a 2-worker job reaches 0.85 with emnist-train beside the store (the manifests'
+pod affinity) and its result counts each node link's bytes; `faasgd down` leaves no namespace, link, bridge,
+FORWARD rule or process of the nodes behind. Root only (namespaces, links, qdiscs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from faasgd.local.nodes.links import names, remove_all
+from faasgd.local.services.stores import free_port
+from support.paths import ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.serial,
+              pytest.mark.skipif(os.geteuid() != 0, reason="emulated nodes need root (namespaces, links, qdiscs)")]
+
+
+def faasgd(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "faasgd.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def test_three_nodes_place_replicas_train_to_target_count_links_and_leave_nothing(tmp_path):
+    directory = tmp_path / ".faasgd"
+    started = faasgd("up", "--nodes", 3, "--node-link", "100mbit", "--port", free_port(), "--dir", directory,
+                     "--filter", "emnist-*", "--wait")
+    state = json.loads((directory / "state.json").read_text()) if (directory / "state.json").exists() else {}
+    prefix = (state.get("nodes") or {}).get("prefix")
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        shown = faasgd("status", "--json", "--dir", directory, "--gateway", state["gateway_url"])
+        assert shown.returncode == 0, shown.stderr
+        nodes = json.loads(shown.stdout)["nodes"]
+        assert [node["name"] for node in nodes] == ["node-1", "node-2", "node-3"]
+        assert len([node for node in nodes if node["replicas"]]) >= 2
+        assert {"redis", "memcached"} <= set(nodes[0]["stores"])  # the store node
+        assert all(f"memcached-local/{node['name']}" in node["stores"] for node in nodes)  # the DaemonSet
+        trains = [name for node in nodes for name in node["replicas"] if name.startswith("emnist-train")]
+        assert len(trains) == 2 and set(trains) <= set(nodes[0]["replicas"])  # beside the store
+
+        trained = faasgd("train", "--number-of-workers", 2, "--dir", directory, "--json")
+        result = json.loads(trained.stdout)
+        assert result["state"] == "done" and result["reached_target"], trained.stderr[-2000:]
+        assert result["final_validation_accuracy"] >= 0.85
+        links = result["link_bytes"]
+        assert set(links) == {"node-1", "node-2", "node-3"}
+        setup_node = next(node["name"] for node in nodes if any(n.startswith("emnist-setup") for n in node["replicas"]))
+        assert links[setup_node]["from_node"] > 0  # emnist-setup wrote the job to the store from its node
+    finally:
+        stopped = faasgd("down", "--dir", directory)
+        if prefix:
+            left = names(prefix)
+            remove_all(prefix)  # a failed assertion above still leaves this machine clean
+    assert stopped.returncode == 0, stopped.stderr
+    assert prefix and left == ([], [])
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    rules = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True).stdout
+    assert prefix not in listed and prefix not in links and prefix not in rules
