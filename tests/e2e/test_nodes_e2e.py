@@ -1,23 +1,28 @@
-"""`faasgd up --nodes 3 --node-link 100mbit`, as typed: `faasgd status --json` names at least two nodes among the
-replicas and puts the stores on one; a 2-worker job reaches 0.85 with emnist-train beside the store (the manifests'
-pod affinity) and its result counts each node link's bytes; `faasgd down` leaves no namespace, link, bridge,
-FORWARD rule or process of the nodes behind. Root only (namespaces, links, qdiscs)."""
+"""docs/how-to/emulated-nodes.md's session, its lines as typed (`up` gets `--port 0` and `--wait`, every line the
+test's `--dir`): `faasgd up --nodes 3 --node-link 100mbit`; `faasgd status --json` names at least two nodes among
+the replicas and puts the stores on one; a 2-worker job reaches 0.85 with emnist-train beside the store (the
+manifests' pod affinity) and its result counts each node link's bytes; `faasgd down` leaves no namespace, link,
+bridge or FORWARD rule of the nodes behind. Root only (namespaces, links, qdiscs)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 
 import pytest
 
 from faasgd.local.nodes.links import names, remove_all
-from faasgd.local.services.stores import free_port
 from support.paths import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.serial,
               pytest.mark.skipif(os.geteuid() != 0, reason="emulated nodes need root (namespaces, links, qdiscs)")]
+
+
+PAGE = ROOT / "docs" / "how-to" / "emulated-nodes.md"
 
 
 def faasgd(*args, timeout=300):
@@ -25,15 +30,23 @@ def faasgd(*args, timeout=300):
                           timeout=timeout, cwd=ROOT)
 
 
+def documented() -> dict[str, list[str]]:
+    """The page's first block, each `faasgd` line's words by its command."""
+    block = re.search(r"^```\n(.*?)^```", PAGE.read_text(), re.M | re.S).group(1)
+    lines = [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("faasgd ")]
+    return {words[0]: words for words in lines}
+
+
 def test_three_nodes_place_replicas_train_to_target_count_links_and_leave_nothing(tmp_path):
     directory = tmp_path / ".faasgd"
-    started = faasgd("up", "--nodes", 3, "--node-link", "100mbit", "--port", free_port(), "--dir", directory,
-                     "--filter", "emnist-*", "--wait")
+    lines = documented()
+    assert list(lines) == ["up", "status", "train", "down"]
+    started = faasgd(*lines["up"], "--port", 0, "--wait", "--dir", directory)
     state = json.loads((directory / "state.json").read_text()) if (directory / "state.json").exists() else {}
     prefix = (state.get("nodes") or {}).get("prefix")
     try:
         assert started.returncode == 0, started.stdout + started.stderr
-        shown = faasgd("status", "--json", "--dir", directory, "--gateway", state["gateway_url"])
+        shown = faasgd(*lines["status"], "--dir", directory)
         assert shown.returncode == 0, shown.stderr
         nodes = json.loads(shown.stdout)["nodes"]
         assert [node["name"] for node in nodes] == ["node-1", "node-2", "node-3"]
@@ -43,7 +56,7 @@ def test_three_nodes_place_replicas_train_to_target_count_links_and_leave_nothin
         trains = [name for node in nodes for name in node["replicas"] if name.startswith("emnist-train")]
         assert len(trains) == 2 and set(trains) <= set(nodes[0]["replicas"])  # beside the store
 
-        trained = faasgd("train", "--number-of-workers", 2, "--dir", directory, "--json")
+        trained = faasgd(*lines["train"], "--dir", directory)
         result = json.loads(trained.stdout)
         assert result["state"] == "done" and result["reached_target"], trained.stderr[-2000:]
         assert result["final_validation_accuracy"] >= 0.85
@@ -52,7 +65,7 @@ def test_three_nodes_place_replicas_train_to_target_count_links_and_leave_nothin
         setup_node = next(node["name"] for node in nodes if any(n.startswith("emnist-setup") for n in node["replicas"]))
         assert links[setup_node]["from_node"] > 0  # emnist-setup wrote the job to the store from its node
     finally:
-        stopped = faasgd("down", "--dir", directory)
+        stopped = faasgd(*lines["down"], "--dir", directory)
         if prefix:
             left = names(prefix)
             remove_all(prefix)  # a failed assertion above still leaves this machine clean
