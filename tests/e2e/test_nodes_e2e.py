@@ -1,6 +1,6 @@
 """docs/how-to/emulated-nodes.md's session, its lines as typed (`up` gets `--port 0` and `--wait`, every line the
 test's `--dir`): `faasgd up --nodes 3 --node-link 100mbit`; `faasgd status --json` names at least two nodes among
-the replicas and puts the stores on one; a 2-worker job reaches 0.85 with emnist-train beside the store (the
+the replicas and puts the stores on one; `faasgd scale` places a third emnist-train replica by the same rules; a 2-worker job reaches 0.85 with emnist-train beside the store (the
 manifests' pod affinity) and its result counts each node link's bytes; `faasgd down` leaves no namespace, link,
 bridge or FORWARD rule of the nodes behind. Root only (namespaces, links, qdiscs)."""
 
@@ -55,6 +55,11 @@ def test_three_nodes_place_replicas_train_to_target_count_links_and_leave_nothin
         assert all(f"memcached-local/{node['name']}" in node["stores"] for node in nodes)  # the DaemonSet
         trains = [name for node in nodes for name in node["replicas"] if name.startswith("emnist-train")]
         assert len(trains) == 2 and set(trains) <= set(nodes[0]["replicas"])  # beside the store
+
+        scaled = faasgd("scale", "emnist-train", "--replicas", 3, "--wait", 120, "--dir", directory)
+        assert scaled.returncode == 0, scaled.stderr
+        replicas = json.loads((directory / "state.json").read_text())["replicas"]
+        assert sorted(r["node"] for r in replicas if r["function"] == "emnist-train") == ["node-1"] * 3  # as placed
 
         trained = faasgd(*lines["train"], "--dir", directory)
         result = json.loads(trained.stdout)
