@@ -149,3 +149,12 @@ def test_placement_weighs_affinity_both_ways_then_spread_then_load():
     assert place(seeker, ["a", "b"], [store], policy="spread") == "a"
     with pytest.raises(ConfigError, match="^--nodes: "):
         place(seeker, [], [])
+
+
+def test_up_refuses_nodes_without_of_watchdog_naming_the_flag_and_starts_nothing(tmp_path, monkeypatch):
+    from faasgd.local.nodes import links
+
+    monkeypatch.setattr(links, "require_root", lambda what: None)  # as root, with ip and tc
+    with pytest.raises(ConfigError, match="^--nodes: replicas on emulated nodes run under of-watchdog"):
+        control.up(UpOptions(str(ROOT / "stack.yml"), 0, str(tmp_path / "run"), nodes=3, watchdog="off"))
+    assert not (tmp_path / "run").exists()
