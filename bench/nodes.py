@@ -1,8 +1,10 @@
-"""Emulated nodes: what placing emnist-train beside the store buys at two link rates.
+"""Emulated nodes: what placing emnist-train beside the store, and the node-local cache, buy at two link rates.
 
 Each cell starts `faasgd up --nodes 3 --node-link RATE --placement P` (P: affinity, the k8s/ manifests' pod affinity
 drawing emnist-train to the store's node; spread, the same runtime without it: one replica per node), trains
-WORKERS Redis workers to the target accuracy through the gateway (`faasgd train`), and stops the runtime. Per cell:
+WORKERS workers on STORE (redis, memcached) with store_topology TOPOLOGY (global: every fetch from the store;
+node-local: fetches from the node's memcached-local, refreshed in the background) to the target accuracy through
+the gateway (`faasgd train`), and stops the runtime. Per cell:
 
   time s      the job's time to target (its clock: Redis TIME, the store's, microseconds)
   samples     training samples of all workers to the target
@@ -14,8 +16,9 @@ WORKERS Redis workers to the target accuracy through the gateway (`faasgd train`
               says how much of the time the link alone explains, not what the affinity run would cost spread
 
 More workers than this machine's 2 cores run time-sliced. Needs root (namespaces, links, qdiscs) and of-watchdog.
-Usage: python bench/nodes.py [--quick] [--rates 1gbit,100mbit] [--workers 2] [--rounds 2] [--out results/nodes]
-  --quick: one round of 2 workers at both rates.
+Usage: python bench/nodes.py [--quick] [--rates 1gbit,100mbit] [--workers 2] [--rounds 2] [--stores redis]
+       [--topologies global] [--out results/nodes]
+  --quick: one round of 2 Redis workers, global store, at both rates.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def rate_mbit(rate: str) -> float:
     return parse_rate(rate)
 
 
-def cell(rate: str, placement: str, workers: int, seed: int) -> dict:
+def cell(rate: str, placement: str, workers: int, seed: int, store: str = "redis", topology: str = "global") -> dict:
     """One runtime, one job, the runtime stopped again (also on Ctrl-C)."""
     directory = Path(tempfile.mkdtemp(prefix="faasgd-nodes-"))
     try:
@@ -55,14 +58,14 @@ def cell(rate: str, placement: str, workers: int, seed: int) -> dict:
                "--filter", "emnist-*", "--wait")
         state = json.loads((directory / "state.json").read_text())
         faasgd("scale", "emnist-train", "--replicas", workers, "--dir", directory, "--gateway", state["gateway_url"])
-        trained = faasgd("train", "--number-of-workers", workers, "--store", "redis", "--seed", seed,
-                         "--dir", directory, "--json")
+        trained = faasgd("train", "--number-of-workers", workers, "--store", store, "--store-topology", topology,
+                         "--seed", seed, "--dir", directory, "--json")
         state = json.loads((directory / "state.json").read_text())
     finally:
         faasgd("down", "--dir", directory)
     result = json.loads(trained.stdout or "{}")
     placed = sorted(r["node"] for r in state["replicas"] if r["function"] == "emnist-train")
-    return {"rate": rate, "placement": placement, "workers": workers, "seed": seed, "state": result.get("state"),
+    return {"rate": rate, "placement": placement, "workers": workers, "seed": seed, "store": store, "topology": topology, "state": result.get("state"),
             "reached": result.get("reached_target"), "time_s": result.get("time_to_target_s"),
             "samples": result.get("samples_to_target"), "links": result.get("link_bytes") or {}, "nodes": placed,
             "model_s": model_s(result.get("link_bytes") or {}, rate)}
@@ -82,7 +85,7 @@ def row_text(row: dict) -> str:
     time_s = f"{row['time_s']:.2f}" if row["time_s"] is not None else "-"
     samples = f"{row['samples']:,}" if row["samples"] is not None else "-"
     model = f"{row['model_s']:.2f}" if row["model_s"] is not None else "-"
-    return (f"{row['rate']:<8} {row['placement']:<9} {row['workers']:>7} {row['seed']:>4} {time_s:>7} {samples:>9} "
+    return (f"{row['rate']:<8} {row['store']:<9} {row['topology']:<10} {row['placement']:<9} {row['workers']:>7} {row['seed']:>4} {time_s:>7} {samples:>9} "
             f"{model:>7}  {','.join(n[-1] for n in row['nodes']):<9} {links}"
             + ("" if row["reached"] else f"  (not reached: {row['state']})"))
 
@@ -93,17 +96,20 @@ def main() -> None:
     parser.add_argument("--rates", default="1gbit,100mbit")
     parser.add_argument("--workers", default="2")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--stores", default="redis", help="redis, memcached, comma-separated")
+    parser.add_argument("--topologies", default="global", help="global, node-local, comma-separated")
     parser.add_argument("--out", default="results/nodes")
     args = parser.parse_args()
     rounds, workers = (1, [2]) if args.quick else (args.rounds, [int(w) for w in args.workers.split(",")])
-    print(f"{'link':<8} {'placement':<9} {'workers':>7} {'seed':>4} {'time s':>7} {'samples':>9} {'model s':>7}  "
+    stores, topologies = (["redis"], ["global"]) if args.quick else (args.stores.split(","), args.topologies.split(","))
+    print(f"{'link':<8} {'store':<9} {'topology':<10} {'placement':<9} {'workers':>7} {'seed':>4} {'time s':>7} {'samples':>9} {'model s':>7}  "
           f"{'trains on':<9} MB per link (node:to/from)", flush=True)
     rows = []
     for seed in range(rounds):
         for rate in args.rates.split(","):
-            for count in workers:
+            for store, topology, count in ((s, t, c) for s in stores for t in topologies for c in workers):
                 for placement in PLACEMENTS:
-                    rows.append(cell(rate, placement, count, seed))
+                    rows.append(cell(rate, placement, count, seed, store, topology))
                     print(row_text(rows[-1]), flush=True)
     print("time s: the job's time to target accuracy 0.85 on its own clock (Redis TIME, the store's); samples: all "
           "workers' to the target;\nmodel s: the busiest link's larger way over its payload rate; trains on: the nodes "

@@ -16,6 +16,7 @@ from faasgd.local.nodes import cluster, network
 from faasgd.local.nodes.links import NeedsRoot
 from faasgd.local.nodes.placement import Preference, Pod, function_pod, manifest_rules, place
 from faasgd.local.replicas.pods import Host
+from faasgd.local.services.stack_groups import GroupPlan
 from faasgd.local.services.stores import ServerProcess
 from support.paths import ROOT
 
@@ -158,3 +159,11 @@ def test_up_refuses_nodes_without_of_watchdog_naming_the_flag_and_starts_nothing
     with pytest.raises(ConfigError, match="^--nodes: replicas on emulated nodes run under of-watchdog"):
         control.up(UpOptions(str(ROOT / "stack.yml"), 0, str(tmp_path / "run"), nodes=3, watchdog="off"))
     assert not (tmp_path / "run").exists()
+
+
+def test_a_stack_naming_a_store_group_is_refused_on_nodes(tmp_path):
+    net = network.NodeNet.plan(2, None, tmp_path)
+    assert set(cluster.store_starters(net, tmp_path, None)) == {"redis", "memcached", "memcached-local/node-1",
+                                                                "memcached-local/node-2"}
+    with pytest.raises(ConfigError, match="^--nodes: the stack names a Redis Cluster"):
+        cluster.store_starters(net, tmp_path, None, GroupPlan(cluster_masters=3))

@@ -36,9 +36,9 @@ from faasgd.local import processes
 from faasgd.local.lifecycle import credentials
 from faasgd.local.lifecycle.options import UpOptions
 from faasgd.local.lifecycle.runtime_state import RuntimeState, initial_state
+from faasgd.local.lifecycle.state_file import STATE_FILE, TEMP_FOLDER, make_folders, source_sha, write_ended
 from faasgd.local.nodes import cluster
 from faasgd.local.nodes.network import NodeNet
-from faasgd.local.lifecycle.state_file import STATE_FILE, TEMP_FOLDER, make_folders, source_sha, write_ended
 from faasgd.local.queue import rules
 from faasgd.local.replicas import environment, watchdog, zygote
 from faasgd.local.replicas.build import build_function, template_fprocess
@@ -134,7 +134,8 @@ def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, al
                 "nats": (lambda: start_nats(directory / "jetstream"), jetstream_answers),
                 **{name: (launch, None) for name, launch in stack_groups.starters(groups, also_bind, password).items()}}
     if net is not None:
-        starters.update({name: (launch, None) for name, launch in cluster.store_starters(net, directory, password).items()})
+        starters.update({name: (launch, None) for name, launch in cluster.store_starters(net, directory, password,
+                                                                                          groups).items()})
     started: dict[str, ServerProcess | ServerGroup] = {}
     failed: list[BaseException] = []
 

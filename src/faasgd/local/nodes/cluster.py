@@ -19,10 +19,12 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, Mapping
 
+from faasgd.errors import ConfigError
 from faasgd.local.nodes.network import Node, NodeNet
 from faasgd.local.nodes.placement import Pod, Workload, function_pod, manifest_rules, place
 from faasgd.local.replicas.pods import Host
 from faasgd.local.services import dns
+from faasgd.local.services.stack_groups import GroupPlan
 from faasgd.local.services.stores import ServerProcess, Where, start_memcached, start_redis
 
 LOCAL_CACHE = "memcached-local"  # the DaemonSet's name and the Service its pods play
@@ -38,8 +40,13 @@ def local_cache(node: Node) -> str:
     return f"{LOCAL_CACHE}/{node.name}"
 
 
-def store_starters(net: NodeNet, directory: Path, password: str | None) -> dict[str, Callable[[], ServerProcess]]:
-    """How each store starts: redis and memcached in the first node, a memcached-local in every node."""
+def store_starters(net: NodeNet, directory: Path, password: str | None,
+                   groups: GroupPlan = GroupPlan()) -> dict[str, Callable[[], ServerProcess]]:
+    """How each store starts: redis and memcached in the first node, a memcached-local in every node. ConfigError
+    naming --nodes when the stack names a store group (`groups`): those run on the host's loopback only."""
+    if groups != GroupPlan():
+        raise ConfigError("--nodes", "the stack names a Redis Cluster or a memcached pool; emulated nodes run the "
+                                     "single-server stores only (deploy the other functions with --filter)")
     home = where(net.nodes[0])
     return {"redis": lambda: start_redis(workdir=str(directory), password=password, where=home),
             "memcached": lambda: start_memcached(where=home),
