@@ -45,7 +45,7 @@ def faasgd(*args, timeout: float = 900) -> subprocess.CompletedProcess:
 
 
 def rate_mbit(rate: str) -> float:
-    from faasgd.local.nodes.network import parse_rate
+    from faasgd.local import parse_rate
 
     return parse_rate(rate)
 

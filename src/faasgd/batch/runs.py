@@ -19,7 +19,7 @@ from faasgd.batch.targets import Target, cap_message, replicas_for
 from faasgd.config import load_request
 from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
 from faasgd.job.result import MEASURES
-from faasgd.local.nodes import network
+from faasgd.local import bytes_between
 
 RUN_KEYS = ("state", "error", "clock", "cpu_clock") + MEASURES  # what a run record takes from the job's result
 CURVE_EVENTS = ("epoch", "check")  # the job's events that evaluate its parameters: epoch ends, Downpour's checks
@@ -77,7 +77,7 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     record["test_curve"] = curve(status, "test_accuracy")
     record["crossing"] = crossing(status)
     if links is not None:
-        record["link_bytes"] = network.bytes_between(links, target.link_bytes())
+        record["link_bytes"] = bytes_between(links, target.link_bytes())
     record["profile"] = status.get("profiles") or []  # each worker's resource series: the run's profile plot
     return record
 

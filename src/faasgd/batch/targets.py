@@ -13,8 +13,7 @@ import subprocess
 import sys
 
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import CE_MAX_REPLICAS, UpOptions, control, credentials
-from faasgd.local.nodes import network
+from faasgd.local import CE_MAX_REPLICAS, UpOptions, control, credentials, runtime_link_bytes
 from faasgd.openfaas import TRAIN_FUNCTION, GatewayClient
 
 READY_TIMEOUT_S = 300.0
@@ -79,7 +78,7 @@ class LocalTarget(Target):
         self.wait_ready(replicas)
 
     def link_bytes(self) -> dict | None:
-        return network.runtime_link_bytes(self.state)
+        return runtime_link_bytes(self.state)
 
 
 class ClusterTarget(Target):

@@ -22,8 +22,7 @@ from faasgd.cli.status import job_handle
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request, read_setting
 from faasgd.errors import ConfigError, JobNotFound
 from faasgd.functions.settings import FunctionEnv
-from faasgd.local import check_options, control, load_stack, optional_stores
-from faasgd.local.nodes import network
+from faasgd.local import bytes_between, check_options, control, load_stack, optional_stores, runtime_link_bytes
 from faasgd.openfaas import SETUP_FUNCTION
 from faasgd.store import open_store, parse_store_url
 
@@ -212,7 +211,7 @@ def run_through_gateway(args, body: dict) -> int:
     finally:
         live.close()
     if links is not None and status.get("result"):
-        status["result"]["link_bytes"] = network.bytes_between(links, local_links(args, client.url))
+        status["result"]["link_bytes"] = bytes_between(links, local_links(args, client.url))
     return report(status, job.job_id, args, feed)
 
 
@@ -222,7 +221,7 @@ def local_links(args, url: str) -> dict | None:
     state = control.read_state(args.dir) if getattr(args, "dir", None) else None
     if not state or state.get("gateway_url", "").rstrip("/") != url.rstrip("/"):
         return None
-    return network.runtime_link_bytes(state)
+    return runtime_link_bytes(state)
 
 
 def cancelled_on_interrupt(job_id: str, cancel: Callable[[], object], wait: Callable[[], dict]) -> dict:

@@ -28,8 +28,13 @@ from dataclasses import dataclass
 
 from faasgd.checks import positive_number, whole_number
 from faasgd.errors import ConfigError
-from faasgd.local.nodes.links import (BURST_S, NeedsRoot, forward_rule, ip, names, pids_in, remove_all,  # noqa: F401
-                                      require_root, run, tbf)
+from faasgd.local import node_links
+
+# the namespaces' and links' pieces the runtime's emulated nodes share (faasgd.local.nodes.links), by their names here
+BURST_S, NeedsRoot, forward_rule, ip, names = (node_links.BURST_S, node_links.NeedsRoot, node_links.forward_rule,
+                                               node_links.ip, node_links.names)
+pids_in, remove_all, require_root, run, tbf = (node_links.pids_in, node_links.remove_all, node_links.require_root,
+                                               node_links.run, node_links.tbf)
 
 PREFIX = "fsgd-scale"  # the bench's; tests use their own so a test never removes a running bench's nodes
 MAX_NODES = 20
