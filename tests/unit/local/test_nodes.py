@@ -167,3 +167,18 @@ def test_a_stack_naming_a_store_group_is_refused_on_nodes(tmp_path):
                                                                 "memcached-local/node-2"}
     with pytest.raises(ConfigError, match="^--nodes: the stack names a Redis Cluster"):
         cluster.store_starters(net, tmp_path, None, GroupPlan(cluster_masters=3))
+
+
+def test_up_refuses_other_nodes_than_the_running_runtimes_and_takes_it_without_asking(tmp_path):
+    from faasgd.local.lifecycle.state_file import write_state
+    from faasgd.local.processes import ProcessRef
+
+    nodes = network.NodeNet.plan(3, "100mbit", tmp_path).to_json()
+    write_state(tmp_path, {**ProcessRef.of(os.getpid()).to_json(), "gateway_url": "http://127.0.0.1:1",
+                           "stores": {}, "replicas": [], "nodes": {**nodes, "placement": "affinity"}})
+    for asked in (UpOptions(nodes=2), UpOptions(nodes=3), UpOptions(nodes=3, node_link="1gbit"),
+                  UpOptions(nodes=3, node_link="100mbit", placement="spread")):
+        with pytest.raises(ConfigError, match="^--nodes: the local runtime running .* has 3 node"):
+            control.refuse_other_nodes(control.read_state(tmp_path), asked, tmp_path)
+    control.refuse_other_nodes(control.read_state(tmp_path), UpOptions(nodes=3, node_link="100mbit"), tmp_path)
+    control.refuse_other_nodes(control.read_state(tmp_path), UpOptions(), tmp_path)  # faasgd train's up
