@@ -32,6 +32,7 @@ class FakePod:
 
     def __init__(self, deployment: Deployment, name: str, host: Host):
         self.function, self.name, self.generation = deployment.spec.name, name, deployment.generation
+        self.node = host.node  # the emulated node the Supervisor seated it on ("": none)
         self.deployment, self.app = deployment, FakeReplica(name)
         self.url, self.port, self.pid = self.app.url, 0, next(_PIDS)
         self.ref, self.log_path = ProcessRef(self.pid, T0), host.directory / "logs" / f"{name}.log"

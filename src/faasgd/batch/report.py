@@ -27,7 +27,7 @@ CONFIG_KEYS = tuple(FIELDS)
 COST_SHOWN = ("billed_gb_s", "requests", "cold_starts", "cost_usd")  # summary.md's billing columns (faasgd.cost)
 CSV_COLUMNS: tuple[str, ...] = (
     ("config_id", "configuration", "round") + CONFIG_KEYS + ("job_id", "state", "error", "clock", "cpu_clock")
-    + MEASURES + ("placement",)
+    + MEASURES + ("placement", "link_bytes")
 )  # one column per name: `store` is the config key (schema.py documents every column)
 PLOT_TITLES = {
     "accuracy_vs_time": "Validation accuracy against time",

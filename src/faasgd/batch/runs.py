@@ -20,6 +20,7 @@ from faasgd.batch.targets import Target, cap_message, replicas_for
 from faasgd.config import load_request
 from faasgd.openfaas import SETUP_FUNCTION, json_answer, wait_for_job
 from faasgd.job.result import MEASURES
+from faasgd.local import bytes_between
 
 RUN_KEYS = ("state", "error", "clock", "cpu_clock") + MEASURES  # what a run record takes from the job's result
 CURVE_EVENTS = ("epoch", "check")  # the job's events that evaluate its parameters: epoch ends, Downpour's checks
@@ -62,12 +63,13 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     record = {"config_id": configuration.config_id, "configuration": configuration.label,
               "varying": configuration.varying, "round": round_number, "config": config.to_dict(),
               "store": configuration.store, "job_id": None, "placement": [], "curve": [], "test_curve": [],
-              "crossing": None}
+              "crossing": None, "link_bytes": None}
     message = cap_message(config.number_of_workers)
     if message and round_number == 1:
         progress(f"note: {message}")
     try:
         target.set_replicas(replicas_for(config.number_of_workers))
+        links = target.link_bytes()  # with emulated nodes: their links' counters, before and after the job
         answer = json_answer(target.gateway.invoke(SETUP_FUNCTION, body), SETUP_FUNCTION)
         record["job_id"] = answer["job_id"]
         query = {**answer["status_query"], "events": "1", "profile": "1"}
@@ -83,6 +85,8 @@ def run_one(configuration: Configuration, round_number: int, target: Target, run
     record["curve"] = curve(status)
     record["test_curve"] = curve(status, "test_accuracy")
     record["crossing"] = crossing(status)
+    if links is not None:
+        record["link_bytes"] = bytes_between(links, target.link_bytes())
     record["profile"] = status.get("profiles") or []  # each worker's resource series: the run's profile plot
     return record
 

@@ -121,6 +121,8 @@ MEASURED = (
     Column("cost_store_usd", "USD", "job", "store_hour x wall_s / 3600 (the batch's prices)"),
     Column("cost_usd", "USD", "", "cost_faas_usd + cost_store_usd"),
     Column("placement", "", "", "the replica that ran each worker, by worker id, ';'-joined"),
+    Column("link_bytes", "bytes", "", "with emulated nodes (faasgd up --nodes): what each node's link carried "
+                                      "during the run, JSON {node: {to_node, from_node}}; else empty"),
 )
 COLUMNS: tuple[Column, ...] = IDENTITY + tuple(Column(key, "", "", CONFIG) for key in FIELDS) + OUTCOME + MEASURED
 BY_NAME = {column.name: column for column in COLUMNS}

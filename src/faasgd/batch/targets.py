@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from faasgd.errors import ConfigError, FaasgdError
-from faasgd.local import CE_MAX_REPLICAS, UpOptions, control, credentials
+from faasgd.local import CE_MAX_REPLICAS, UpOptions, control, credentials, runtime_link_bytes
 from faasgd.openfaas import TRAIN_FUNCTION, GatewayClient
 
 READY_TIMEOUT_S = 300.0
@@ -45,6 +45,10 @@ class Target:
     def stop(self) -> None: ...
     def set_replicas(self, replicas: int) -> None: ...
 
+    def link_bytes(self) -> dict | None:
+        """Each emulated node's link bytes so far (faasgd.local.nodes.network); None: no such nodes."""
+        return None
+
     def wait_ready(self, replicas: int, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Until the gateway shows `replicas` of emnist-train, all available (FaasgdError at the deadline)."""
         self.gateway.wait_for_replicas(TRAIN_FUNCTION, replicas, timeout_s)
@@ -72,6 +76,9 @@ class LocalTarget(Target):
     def set_replicas(self, replicas: int) -> None:
         self.gateway.scale(TRAIN_FUNCTION, replicas)
         self.wait_ready(replicas)
+
+    def link_bytes(self) -> dict | None:
+        return runtime_link_bytes(self.state)
 
 
 SCALERS = ("kubectl", "gateway")

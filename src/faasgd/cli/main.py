@@ -149,6 +149,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                          "Cluster: --store cluster), pool (a memcached pool: --store pool), s3 (an S3-compatible "
                          "server: --channel s3, transfer s3), dynamodb (DynamoDB's API on that server: --channel dynamodb); "
                          "default none, the stack's own only")
+    up.add_argument("--nodes", type=int, default=1, metavar="N",
+                    help="emulate N machines: each a network namespace on a bridge, the stores on the first, a "
+                         "memcached-local on each, replicas placed as Kubernetes would (needs root and of-watchdog; "
+                         "default 1: none)")
+    up.add_argument("--node-link", default=None, metavar="RATE",
+                    help="each node's link rate both ways, as tc writes it (100mbit, 1gbit; default unshaped)")
+    up.add_argument("--placement", choices=("affinity", "spread"), default="affinity",
+                    help="among nodes: honour the k8s/ manifests' pod affinity (emnist-train beside the store), or "
+                         "spread replicas only (default affinity)")
     add_runtime_flags(up, gateway=False)
 
     down = sub.add_parser("down", help="stop everything `faasgd up` started")

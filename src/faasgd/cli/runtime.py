@@ -22,7 +22,9 @@ def up(args) -> int:
     options = UpOptions(args.file, args.port, args.dir, args.ack_wait, queue_workers=args.queue_workers,
                         delivery=queue_rules.from_flags(args), backend=getattr(args, "backend", "process"),
                         watchdog=args.watchdog, wait=getattr(args, "wait", False), only=getattr(args, "filter", "*"),
-                        groups=sizes, stores=getattr(args, "stores", None)).check()  # bad flags generate no login
+                        groups=sizes, stores=getattr(args, "stores", None), nodes=getattr(args, "nodes", 1),
+                        node_link=getattr(args, "node_link", None),
+                        placement=getattr(args, "placement", "affinity")).check()  # bad flags generate no login
     flags.stack_file(args.file)
     control.check_stack(args.file, options.only, sizes, options.stores)  # before the login too
     (user, password), generated = control.login(args.dir)
@@ -37,7 +39,10 @@ def up(args) -> int:
         print(f"  {'registry':<10} {state['registry']['url']}  (pid {state['registry']['pid']})")
     for replica in state["replicas"]:
         where = replica.get("url") or f"127.0.0.1:{replica['port']}"
-        print(f"  {replica['name']:<16} {where}  (pid {replica.get('pid', '-')})")
+        print(f"  {replica['name']:<16} {where}  (pid {replica.get('pid', '-')})"
+              + (f" on {replica['node']}" if replica.get("node") else ""))
+    for line in node_lines(state):
+        print(f"  {line}")
     line = watchdog_line(state)
     if line:
         print(line)
@@ -68,6 +73,19 @@ def store_lines(state: dict) -> list[str]:
     for name, group in (state.get("store_groups") or {}).items():
         pids = ", ".join(str(member.get("pid", "-")) for member in group.get("members", []))
         lines.append(f"{name:<10} {group['url']}  ({len(group.get('members', []))} servers, pids {pids})")
+    return lines
+
+
+def node_lines(state: dict) -> list[str]:
+    """With emulated nodes: a line per node, its address and link, then its stores and replicas."""
+    nodes = state.get("nodes") or {}
+    rate = nodes.get("rate_mbit")
+    lines = []
+    for node in nodes.get("list", []):
+        here = [name for name, store in (state.get("stores") or {}).items() if store.get("node") == node["name"]] + \
+            [replica["name"] for replica in state.get("replicas", []) if replica.get("node") == node["name"]]
+        lines.append(f"{node['name']:<10} {node['address']}  link {node['link']} "
+                     f"({f'{rate:g} Mbit/s' if rate else 'unshaped'}): {', '.join(here) or '-'}")
     return lines
 
 

@@ -10,7 +10,7 @@ from faasgd.api.jobs import Job, in_store, through_gateway
 from faasgd.cli import flags, stacking_status, traces
 from faasgd.cli.connect import gateway
 from faasgd.cli.output import emit_json
-from faasgd.cli.runtime import store_lines, watchdog_line
+from faasgd.cli.runtime import node_lines, store_lines, watchdog_line
 from faasgd.cli.progress import LiveProgress, console, print_batch_note, print_summary, worker_table
 from faasgd.cli.terminal_text import cell, visible
 from faasgd.config import read_setting
@@ -80,26 +80,41 @@ def read_job_status(args) -> dict:
 def runtime_status(args) -> int:
     client = gateway(args)
     functions = json_answer(client.request("GET", "/system/functions"), "gateway")
-    if args.json:
-        emit_json(functions)
+    state = control.read_state(args.dir) if getattr(args, "dir", None) else None
+    nodes = state.get("nodes") if state and state.get("gateway_url") == client.url.rstrip("/") else None
+    if args.json:  # the gateway's function list; with emulated nodes, that and the nodes with what runs on each
+        emit_json({"functions": functions, "nodes": node_entries(state)} if nodes else functions)
         return 0
-    table = Table("function", "replicas", "available", "invocations", box=None, pad_edge=False)
+    placed = any(f.get("replicaNodes") for f in functions)
+    table = Table("function", "replicas", "available", "invocations", *(["nodes"] if placed else []), box=None,
+                  pad_edge=False)
     for f in functions:
-        table.add_row(*map(cell, (f["name"], f["replicas"], f["availableReplicas"], f.get("invocationCount", 0))))
+        where = [", ".join(f"{replica} on {node}" for replica, node in (f.get("replicaNodes") or {}).items())]
+        table.add_row(*map(cell, (f["name"], f["replicas"], f["availableReplicas"], f.get("invocationCount", 0),
+                                  *(where if placed else []))))
     out = console()
     out.print(f"gateway {client.url}", highlight=False, markup=False)
-    state = control.read_state(args.dir) if getattr(args, "dir", None) else None
     if state and "registry" in state and state.get("gateway_url") == client.url.rstrip("/"):  # the container backend's registry, where faas-cli pushes
         out.print(f"registry {state['registry']['url']} ({state.get('backend')} backend)", highlight=False,
                   markup=False)
     if state and state.get("gateway_url") == client.url.rstrip("/"):  # the local runtime's stores
         for line in store_lines(state):
             out.print(f"store {line}", highlight=False, markup=False)
+        for line in node_lines(state):
+            out.print(f"node {line}", highlight=False, markup=False)
     line = local_watchdog_line(args, client.url)
     if line:
         out.print(line, highlight=False, markup=False)
     out.print(table)
     return 0
+
+
+def node_entries(state: dict) -> list[dict]:
+    """Each emulated node of the runtime's state: its name, address, link, and the stores and replicas on it."""
+    return [{**node, "stores": sorted(name for name, store in (state.get("stores") or {}).items()
+                                      if store.get("node") == node["name"]),
+             "replicas": sorted(r["name"] for r in state.get("replicas", []) if r.get("node") == node["name"])}
+            for node in state["nodes"].get("list", [])]
 
 
 def local_watchdog_line(args, url: str) -> str | None:

@@ -22,7 +22,7 @@ from faasgd.cli.status import job_handle
 from faasgd.config import FIELDS, LOCATION_KEYS, RENAMED, load_config, load_request, read_setting
 from faasgd.errors import ConfigError, JobNotFound
 from faasgd.functions.settings import FunctionEnv
-from faasgd.local import check_options, control, load_stack, optional_stores
+from faasgd.local import bytes_between, check_options, control, load_stack, optional_stores, runtime_link_bytes
 from faasgd.openfaas import SETUP_FUNCTION
 from faasgd.store import open_store, parse_store_url
 
@@ -189,6 +189,7 @@ def admit(config, stack_path: str) -> None:
 
 def run_through_gateway(args, body: dict) -> int:
     client = gateway(args)
+    links = local_links(args, client.url)
     job = api.submit(client, body, getattr(args, "dir", None))
     info = job.info
     out = progress_console()
@@ -209,7 +210,18 @@ def run_through_gateway(args, body: dict) -> int:
         status = cancelled_on_interrupt(job.job_id, job.cancel, lambda: job.wait(CANCEL_WAIT_S, poll_s=STATUS_POLL_S))
     finally:
         live.close()
+    if links is not None and status.get("result"):
+        status["result"]["link_bytes"] = bytes_between(links, local_links(args, client.url))
     return report(status, job.job_id, args, feed)
+
+
+def local_links(args, url: str) -> dict | None:
+    """When `url` is the gateway of the local runtime in --dir and it runs emulated nodes: each node link's bytes
+    so far (faasgd.local.nodes.network), counted by the kernel; else None."""
+    state = control.read_state(args.dir) if getattr(args, "dir", None) else None
+    if not state or state.get("gateway_url", "").rstrip("/") != url.rstrip("/"):
+        return None
+    return runtime_link_bytes(state)
 
 
 def cancelled_on_interrupt(job_id: str, cancel: Callable[[], object], wait: Callable[[], dict]) -> dict:

@@ -1,6 +1,6 @@
 """The local runtime, an OpenFaaS emulator on one machine (`faasgd up` / `faasgd down`); it knows no SGD.
 
-It runs a stack.yml as faas-cli and faas-netes would on a cluster, in five rooms, each a sub-package whose docstring
+It runs a stack.yml as faas-cli and faas-netes would on a cluster, in six rooms, each a sub-package whose docstring
 says what it owns:
   gateway/    the OpenFaaS-compatible gateway: routes, forwarding, the /system API, auth, limits, metrics
   queue/      the async queue: delivery rules (ce, pro), queue-workers, messages, the JetStream broker
@@ -9,6 +9,7 @@ says what it owns:
   services/   what a cluster offers beside the gateway: redis-server, memcached, store groups, nats-server, an
               S3 server, Secrets as files, cluster DNS, the Docker network and registry
   lifecycle/  `faasgd up` / `faasgd down`, the daemon that runs it all in one process tree, its state file
+  nodes/      emulated nodes (`faasgd up --nodes`): namespaces behind shaped links, placement as Kubernetes'
 Beside them, what every room speaks: api (OpenFaaS's provider API: a FunctionDeployment, the refusals), processes
 (the one place that checks or signals a process: pid + create time) and clock (the gateway's and the queue's time).
 
@@ -55,6 +56,11 @@ FACE: dict[str, tuple[str, str | None]] = {
     "start_memcached": ("faasgd.local.services.stores", "start_memcached"),
     "start_redis": ("faasgd.local.services.stores", "start_redis"),
     "start_server": ("faasgd.local.services.stores", "start_server"),
+    # emulated nodes: their links' bytes (the CLI, test.sh's engine), the namespaces and links (the benches)
+    "runtime_link_bytes": ("faasgd.local.nodes.network", "runtime_link_bytes"),
+    "bytes_between": ("faasgd.local.nodes.network", "bytes_between"),
+    "parse_rate": ("faasgd.local.nodes.network", "parse_rate"),
+    "node_links": ("faasgd.local.nodes.links", None),
 }
 
 __all__ = sorted(FACE)

@@ -22,28 +22,23 @@ Needs root (namespaces, links, qdiscs): refused with NeedsRoot otherwise.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import signal
 import subprocess
-import time
 from dataclasses import dataclass
 
 from faasgd.checks import positive_number, whole_number
-from faasgd.errors import ConfigError, FaasgdError
+from faasgd.errors import ConfigError
+from faasgd.local import node_links
+
+# the namespaces' and links' pieces the runtime's emulated nodes share (faasgd.local.nodes.links), by their names here
+BURST_S, NeedsRoot, forward_rule, ip, names = (node_links.BURST_S, node_links.NeedsRoot, node_links.forward_rule,
+                                               node_links.ip, node_links.names)
+pids_in, remove_all, require_root, run, tbf = (node_links.pids_in, node_links.remove_all, node_links.require_root,
+                                               node_links.run, node_links.tbf)
 
 PREFIX = "fsgd-scale"  # the bench's; tests use their own so a test never removes a running bench's nodes
 MAX_NODES = 20
-BURST_MIN_BYTES = 128 * 1024  # above a veth's largest (GSO) packet, 64 KiB, so no packet exceeds the bucket
-BURST_S = 0.01  # the bucket holds 10 ms at the rate (at most that much ahead of the rate, once)
-QUEUE_LATENCY = "100ms"  # tbf drops what would wait longer
-STOP_WAIT_S = 3.0
 _PREFIX_FORM = re.compile(r"[a-z][a-z0-9-]{0,9}\Z")
-
-
-class NeedsRoot(FaasgdError):
-    """Raised when shaped nodes are asked for without root (namespaces, links and qdiscs need it)."""
 
 
 @dataclass(frozen=True)
@@ -124,75 +119,3 @@ def check_settings(nodes: int, rate_mbit: float | None, prefix: str, subnet: int
         raise ConfigError("prefix", f"must be 1-10 lower-case letters, digits or '-', starting with a letter "
                                     f"(link names hold 15 characters), not {prefix!r}")
     whole_number(subnet, "subnet", low=0, high=255, must="0-255 (the third byte of 198.18.S.0/24)")
-
-
-def tbf(rate_mbit: float) -> list[str]:
-    """tc arguments of a token bucket at `rate_mbit` (Mbit/s = 10^6 bit/s, tc's `mbit`)."""
-    burst = max(BURST_MIN_BYTES, int(rate_mbit * 1e6 / 8 * BURST_S))
-    return ["tbf", "rate", f"{rate_mbit}mbit", "burst", str(burst), "latency", QUEUE_LATENCY]
-
-
-def forward_rule(bridge: str) -> list[str]:
-    return ["-i", bridge, "-o", bridge, "-j", "ACCEPT", "-m", "comment", "--comment", bridge]
-
-
-def require_root() -> None:
-    if os.geteuid() != 0:
-        raise NeedsRoot("shaped store nodes need root: network namespaces, veth links and tc qdiscs are "
-                        "created and removed by this process (run as root, e.g. sudo, or in CI)")
-    for tool in ("ip", "tc"):
-        if shutil.which(tool) is None:
-            raise NeedsRoot(f"shaped store nodes need `{tool}` (apt-get install -y iproute2)")
-
-
-def ip(*args: str) -> None:
-    run(["ip", *args])
-
-
-def run(argv: list[str]) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise FaasgdError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
-
-
-def names(prefix: str) -> tuple[list[str], list[str]]:
-    """The namespaces and the host's links whose names start with `prefix`-."""
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split("\n")
-    spaces = [line.split()[0] for line in listed if line.startswith(f"{prefix}-")]
-    shown = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout.split("\n")
-    links = [line.split(":")[1].strip().split("@")[0] for line in shown if line.count(":") >= 2]
-    return spaces, [link for link in links if link.startswith(f"{prefix}-")]
-
-
-def pids_in(netns: str) -> list[int]:
-    listed = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout.split()
-    return [int(pid) for pid in listed if pid.isdigit()]
-
-
-def stop_processes(spaces: list[str]) -> None:
-    """SIGTERM to every process in the namespaces, a shared wait, then SIGKILL to those left."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in (pid for space in spaces for pid in pids_in(space)):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + STOP_WAIT_S
-        while any(pids_in(space) for space in spaces) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not any(pids_in(space) for space in spaces):
-            return
-
-
-def remove_all(prefix: str) -> None:
-    """Stop the processes in, and delete, every namespace and link named `prefix`-*, and the bridge's rule."""
-    spaces, links = names(prefix)
-    stop_processes(spaces)
-    for space in spaces:
-        subprocess.run(["ip", "netns", "del", space], capture_output=True)
-    for link in names(prefix)[1]:  # a namespace's deletion takes its veth pair along; the bridge is left
-        subprocess.run(["ip", "link", "del", link], capture_output=True)
-    if shutil.which("iptables"):
-        rule = forward_rule(f"{prefix}-br")
-        while subprocess.run(["iptables", "-D", "FORWARD", *rule], capture_output=True).returncode == 0:
-            pass

@@ -15,7 +15,7 @@ from faasgd.local.services.stores import free_port
 def test_the_gateway_port_is_taken_before_the_stores_start_and_released_after(tmp_path, monkeypatch):
     port, seen = free_port(), []
 
-    def start_servers(directory, adopt, also_bind=None, groups=None, password=None):  # what the servers would find when they pick their ports
+    def start_servers(directory, adopt, also_bind=None, groups=None, password=None, net=None):  # what the servers would find when they pick their ports
         seen.append(tempfile.gettempdir() == str(tmp_path / "tmp"))  # their files: the runtime's own folder
         with socket.socket() as probe:
             try:

@@ -24,6 +24,7 @@ from faasgd.local import processes
 from faasgd.local.lifecycle import credentials
 from faasgd.local.lifecycle.options import DEFAULT_DIR, UpOptions
 from faasgd.local.lifecycle.state_file import ENDED_FILE, STATE_FILE, TEMP_FOLDER, load_state, read_ended
+from faasgd.local.nodes.network import parse_rate
 from faasgd.local.processes import ProcessRef
 from faasgd.local.services import optional_stores
 from faasgd.local.services.stack_groups import GroupSizes, member_refs
@@ -120,6 +121,12 @@ def up(options: UpOptions) -> tuple[dict, bool]:
     if options.backend == "docker":
         docker_cli.daemon_version()
     found = watchdog.find(options.watchdog, os.environ, Path(options.stack))  # a bad --watchdog: nothing started
+    if options.nodes > 1:  # refused before anything starts, naming what is missing
+        from faasgd.local.nodes.links import require_root
+
+        require_root("emulated nodes (faasgd up --nodes)")
+        if not found.found:
+            raise ConfigError("--nodes", f"replicas on emulated nodes run under of-watchdog: {found.why}")
     stack, stores = options.stack, options.stores
     shown_dir = None if options.directory == DEFAULT_DIR else str(options.directory)  # as the user named it
     directory = Path(options.directory).resolve()
@@ -127,6 +134,7 @@ def up(options: UpOptions) -> tuple[dict, bool]:
     state = read_state(directory)
     if state is not None:
         optional_stores.refuse_missing(state, stores, "--stores", shown_dir)  # never changed under its jobs
+        refuse_other_nodes(state, options, directory)
         if ready(state) or _wait_until(directory, ready, 30):
             return read_state(directory), False
         raise FaasgdError(f"a faasgd runtime (pid {state['pid']}) runs but is not healthy; "
@@ -163,6 +171,18 @@ def up(options: UpOptions) -> tuple[dict, bool]:
     raise FaasgdError(f"the runtime was not healthy after {UP_TIMEOUT_S:.0f}s: {_tail(log)}")
 
 
+def refuse_other_nodes(state: dict, options: UpOptions, directory: Path) -> None:
+    """ConfigError naming --nodes when `up` asks for emulated nodes (2 or more) that the running runtime lacks or has
+    otherwise (a count, rate or placement of its own): never changed under its jobs. `up` without --nodes (as
+    `faasgd train` calls it) takes the runtime as it runs."""
+    running = state.get("nodes") or {}
+    have = (len(running.get("list", [])) or 1, running.get("rate_mbit"), running.get("placement", "affinity"))
+    rate = None if options.node_link is None else parse_rate(options.node_link)
+    if options.nodes > 1 and have != (options.nodes, rate, options.placement):
+        raise ConfigError("--nodes", f"the local runtime running in {directory} has {have[0]} node(s), links "
+                                     f"{have[1] or 'unshaped'} Mbit/s, placement {have[2]}; run `faasgd down` first")
+
+
 def down(directory: str = DEFAULT_DIR) -> list[int]:
     """Stop the runtime and everything it started; returns the pids stopped."""
     directory = Path(directory).resolve()
@@ -175,6 +195,10 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
         stopped.append(daemon.pid)
     stopped += _leftovers(directory, state)[0]
     remove_server_folders(directory / TEMP_FOLDER)
+    if isinstance(state.get("nodes"), dict) and isinstance(state["nodes"].get("prefix"), str):
+        from faasgd.local.nodes.links import remove_all
+
+        remove_all(state["nodes"]["prefix"])  # the daemon removes its nodes itself; these are what a crash left
     if state.get("backend") == "docker" and isinstance(state.get("runtime_id"), str):
         from faasgd.local.services import docker_cli
         from faasgd.local.replicas.containers import RUNTIME_LABEL

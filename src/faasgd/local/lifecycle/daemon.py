@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Mapping
 
 from faasgd import __version__, cpu_limit
-from faasgd.errors import FaasgdError
+from faasgd.errors import ConfigError, FaasgdError
 from faasgd.local import processes
 from faasgd.local.lifecycle import credentials
 from faasgd.local.lifecycle.options import UpOptions
 from faasgd.local.lifecycle.runtime_state import RuntimeState, initial_state
 from faasgd.local.lifecycle.state_file import STATE_FILE, TEMP_FOLDER, make_folders, source_sha, write_ended
+from faasgd.local.nodes import cluster
+from faasgd.local.nodes.network import NodeNet
 from faasgd.local.queue import rules
 from faasgd.local.replicas import environment, watchdog, zygote
 from faasgd.local.replicas.build import build_function, template_fprocess
@@ -83,6 +85,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a memcached pool's servers, when the stack names one (default: as many as it names)")
     parser.add_argument("--stores", type=optional_stores.parse, default=(),
                         help="optional stores to start and give every function (faasgd.local.services.optional_stores)")
+    for flag, kind, default in (("--nodes", int, 1), ("--node-link", str, None), ("--placement", str, "affinity")):
+        parser.add_argument(flag, type=kind, default=default, help="emulated nodes (faasgd.local.nodes)")
     rules.add_flags(parser)
     return parser.parse_args(argv)
 
@@ -112,7 +116,7 @@ def build_catalog(stack_path: Path, builds: Path, environ: Mapping[str, str]) ->
 
 def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, also_bind: str | None = None,
                   groups: stack_groups.GroupPlan = stack_groups.GroupPlan(), password: str | None = None,
-                  ) -> tuple[dict[str, ServerProcess], ServerProcess, dict[str, ServerGroup]]:
+                  net: NodeNet | None = None) -> tuple[dict[str, ServerProcess], ServerProcess, dict[str, ServerGroup]]:
     """redis-server and memcached on free loopback ports, by name, nats-server for the async queue, and the
     store groups of `groups` (faasgd.local.services.stack_groups), all started at once; if one fails, those started are
     stopped and its error raised. Returns (stores, broker, groups by name).
@@ -121,6 +125,7 @@ def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, al
     and all, when it is still that process and answers; otherwise it is stopped and started afresh.
     Groups are always started afresh (control._leftovers stopped a crashed runtime's members). Redis and the Redis
     Cluster require `password` when given (credentials.store_password); memcached takes none (no client sends one).
+    With emulated nodes `net`, the stores start in them (faasgd.local.nodes.cluster), never adopted.
     """
     adopted = adopted or {}
     redis = lambda: start_redis(workdir=str(directory), also_bind=also_bind, password=password)  # noqa: E731
@@ -128,6 +133,9 @@ def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, al
                 "memcached": (lambda: start_memcached(also_bind=also_bind), STORE_ANSWERS["memcached"]),
                 "nats": (lambda: start_nats(directory / "jetstream"), jetstream_answers),
                 **{name: (launch, None) for name, launch in stack_groups.starters(groups, also_bind, password).items()}}
+    if net is not None:
+        starters.update({name: (launch, None) for name, launch in cluster.store_starters(net, directory, password,
+                                                                                          groups).items()})
     started: dict[str, ServerProcess | ServerGroup] = {}
     failed: list[BaseException] = []
 
@@ -172,7 +180,8 @@ def service_table(port: int, stores: dict[str, ServerProcess], groups: Mapping[s
     """Every in-cluster Service address -> the address on `host` of what plays it here (the store groups'
     Services only when they run)."""
     groups = groups or {}
-    local = {"gateway": f"{host}:{port}", **{name: f"{host}:{s.port}" for name, s in stores.items()},
+    local = {"gateway": f"{host}:{port}", **{name: f"{host if s.host == LOOPBACK else s.host}:{s.port}"
+                                             for name, s in stores.items()},
              **stack_groups.players(groups, host)}
     return dns.addresses(local, [*dns.SERVICES, *stack_groups.group_services(groups)])
 
@@ -190,6 +199,7 @@ class Started:
     s3: LocalS3  # started when a function asks for S3
     site: DockerSite | None = None  # --backend docker: the network, the registry
     forks: zygote.Keeper | None = None  # the function processes' zygote
+    net: NodeNet | None = None  # emulated nodes (faasgd.local.nodes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,6 +233,9 @@ def run(options: UpOptions, found: dict | None = None, adopted: Mapping[str, dic
     # the gateway's port is taken first: a store, the broker or a replica picking a free port after it cannot
     # pick this one (CI saw the gateway's bind fail with "Address already in use" once)
     listener = listen("127.0.0.1", options.port)
+    net = NodeNet.plan(options.nodes, options.node_link, directory) if options.nodes > 1 else None
+    if net is not None and not found.found:  # the function enters its node from the watchdog's `fprocess`
+        raise ConfigError("--nodes", f"replicas on emulated nodes run under of-watchdog: {found.why}")
     site = DockerSite(directory) if options.backend == "docker" else None
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
     s3 = LocalS3(SecretStore(directory / "secrets"), adopted.get("s3"), site.gateway_ip if site else LOOPBACK,
@@ -233,11 +246,13 @@ def run(options: UpOptions, found: dict | None = None, adopted: Mapping[str, dic
     # every server started from here on keeps its files in <dir>/tmp (restored at the end: tests call main in theirs)
     machine_tmp, tempfile.tempdir = tempfile.tempdir, str(directory / TEMP_FOLDER)
     try:
+        if net is not None:
+            net.create()
         password = credentials.store_password(directory / "secrets", generate=site is not None)  # docker: made if absent
         stores, broker, groups = start_servers(directory, adopted, site.gateway_ip if site else None,
-                                               group_plan(options, catalog), password)
+                                               group_plan(options, catalog), password, net)
         try:
-            serve(options, catalog, Started(login, listener, found, stores, broker, groups, s3, site, forks), stop)
+            serve(options, catalog, Started(login, listener, found, stores, broker, groups, s3, site, forks, net), stop)
         finally:
             stop_servers([*stores.values(), broker, *groups.values()])
             (directory / STATE_FILE).unlink(missing_ok=True)
@@ -248,6 +263,8 @@ def run(options: UpOptions, found: dict | None = None, adopted: Mapping[str, dic
         listener.close()
         if site is not None:
             site.stop()
+        if net is not None:  # what still runs inside a node goes with it
+            net.remove()
         tempfile.tempdir = machine_tmp
     return 0
 
@@ -278,9 +295,12 @@ def serve(options: UpOptions, catalog: Catalog, started: Started, stop: threadin
     forked = forks is not None and zygote.wait_listening(forks.popen, forks.path)  # bound long since, normally
     host = Host(directory, SecretStore(directory / "secrets"), table, dict(os.environ), started.found,
                 forks.path if forked else None, cpu_limit.read_limit().usable)
+    seats = None if started.net is None else cluster.Seats.of(started.net, options, started.stores)
+    if seats is not None:
+        runtime.update(**seats.state_entries(runtime.state["stores"]))
     supervisor = Supervisor(catalog.stack_deployments(time.time(), options.only), catalog, host,
                             spawn=optional_stores.spawner(started.s3.spawner(site.spawn if site else start_replica),
-                                                          options.stores, options.groups.pool_servers))
+                                                          options.stores, options.groups.pool_servers), seat=seats)
     if site is not None:  # the stack's functions whose images are not here yet (faasgd up and faasgd train say so)
         runtime.update(waiting=dict(catalog.waiting))
     watch = BrokerWatch(broker, on_restart=runtime.broker_restarted)
@@ -297,7 +317,8 @@ def serve(options: UpOptions, catalog: Catalog, started: Started, stop: threadin
             queue_workers=options.queue_workers, version=__version__, delivery=options.delivery, sha=source_sha(),
             basic_auth=started.login, secrets_dir=str(directory / "secrets")),
             broker=JetStreamBroker(broker.url))
-        gateway.start(started.listener, (listen(site.gateway_ip, options.port),) if site is not None else ())
+        gateway.start(started.listener, (listen(site.gateway_ip, options.port),) if site is not None else
+                      (listen(started.net.gateway, options.port),) if started.net is not None else ())
         # the replicas start once the gateway serves (their imports would slow its start on a small machine);
         # `up` returns at "ready", and a call for a function whose replicas are still starting waits for one
         if forks is not None:

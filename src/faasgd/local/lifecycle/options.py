@@ -17,6 +17,7 @@ from pathlib import Path
 
 from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
+from faasgd.local.nodes import network, placement
 from faasgd.local.queue import rules
 from faasgd.local.queue.rules import DeliveryPolicy
 from faasgd.local.services import optional_stores
@@ -43,6 +44,9 @@ class UpOptions:
     only: str = "*"  # deploy the stack's functions matching this wildcard (`faas-cli deploy --filter`)
     groups: GroupSizes = GroupSizes()  # a Redis Cluster's and a memcached pool's sizes, when started
     stores: tuple[str, ...] | str = field(default=())  # optional stores for every function: cluster, pool, s3
+    nodes: int = 1  # emulated nodes (faasgd.local.nodes); 1: none, everything on the host as before
+    node_link: str | None = None  # each node's link rate, tc's form ("100mbit"); None: unshaped
+    placement: str = "affinity"  # affinity | spread: honour the manifests' pod affinity, or not (nodes.placement)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stores", optional_stores.parse(self.stores))
@@ -53,6 +57,18 @@ class UpOptions:
         if self.backend not in BACKENDS:
             raise ConfigError("--backend", f"must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         self.groups.check()
+        network.check_nodes(self.nodes)
+        placement.check_policy(self.placement)
+        if self.node_link is not None:
+            network.parse_rate(self.node_link)
+        if self.nodes > 1 and self.backend != "process":
+            raise ConfigError("--nodes", f"emulated nodes run with the process backend only, not {self.backend}")
+        if self.nodes > 1 and self.stores:
+            raise ConfigError("--nodes", f"emulated nodes run the single-server stores only, not --stores "
+                                         f"{','.join(self.stores)}")
+        if self.nodes == 1 and (self.node_link is not None or self.placement != "affinity"):
+            raise ConfigError("--node-link" if self.node_link is not None else "--placement",
+                              "shapes and places among emulated nodes: give --nodes 2 or more")
         return self
 
     def to_argv(self) -> list[str]:
@@ -62,7 +78,9 @@ class UpOptions:
                 "--port", str(self.port), "--ack-wait", str(self.ack_wait_s),
                 "--upstream-timeout", str(self.upstream_timeout_s), "--backend", self.backend,
                 "--watchdog", self.watchdog, "--filter", self.only, *self.groups.to_argv(),
-                *(["--stores", ",".join(self.stores)] if self.stores else [])]
+                *(["--stores", ",".join(self.stores)] if self.stores else []),
+                *(["--nodes", str(self.nodes), "--placement", self.placement] if self.nodes > 1 else []),
+                *(["--node-link", self.node_link] if self.node_link else [])]
         if self.queue_workers:
             argv += ["--queue-workers", str(self.queue_workers)]
         return argv + self.delivery.to_argv()
@@ -74,7 +92,7 @@ class UpOptions:
                    rules.from_flags(args), args.backend, args.watchdog, only=args.filter,
                    groups=GroupSizes(args.redis_cluster_masters, args.redis_cluster_replicas,
                                      args.memcached_pool_servers),
-                   stores=args.stores)
+                   stores=args.stores, nodes=args.nodes, node_link=args.node_link, placement=args.placement)
 
 
 def check_options(port: int, ack_wait_s: float = 300.0, queue_workers: int | None = None,

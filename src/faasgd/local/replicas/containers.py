@@ -125,6 +125,7 @@ class ContainerReplica:
     failures: int = 0  # probes failed in a row (pods.readiness)
     started_at: float = field(default_factory=time.time)
     port: int = PORT
+    node: str = ""  # emulated nodes run with the process backend only (faasgd.local.nodes)
 
     @property
     def url(self) -> str:

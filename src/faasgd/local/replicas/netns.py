@@ -140,24 +140,26 @@ def serve(port: int, command: list[str]) -> None:
     os.execvp(command[0], command)
 
 
-def start_function(command: list[str]) -> None:
+def start_function(command: list[str], netns: str = "") -> None:
     """Become the function: through the runtime's zygote when FAASGD_ZYGOTE names its socket (faasgd.local.replicas.zygote:
-    this process stays, standing in for the function forked there), else (or when the zygote cannot take it) exec."""
+    this process stays, standing in for the function forked there, which enters `netns` as this process did), else
+    (or when the zygote cannot take it) exec."""
     path, pid_file = os.environ.pop(ZYGOTE_ENV, ""), os.environ.pop(PID_FILE_ENV, "")
     if path and command[:1] == [sys.executable] and len(command) > 1:
-        status = through_zygote(path, command[1:], pid_file)
+        status = through_zygote(path, command[1:], pid_file, netns)
         if status is not None:
             end_as(status)
     os.execvp(command[0], command)
 
 
-def through_zygote(path: str, argv: list[str], pid_file: str) -> int | None:
+def through_zygote(path: str, argv: list[str], pid_file: str, netns: str = "") -> int | None:
     """Have the zygote fork `python ARGV...` with this process's folder, environment, stdio and listening socket;
     write its pid to `pid_file` (the runtime finds the replica's function process there: it is no descendant of
     the watchdog); pass it the signals this process gets; its exit status. None (nothing started) when the zygote
     cannot."""
     targets = [0, 1, 2] + [LISTEN_FD + i for i in range(int(os.environ.get("LISTEN_FDS") or 0))]
-    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "fds": targets}).encode()
+    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "fds": targets,
+                          "netns": netns}).encode()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.settimeout(ZYGOTE_TIMEOUT_S)  # it listens at once and imports after: the answer waits for its imports
@@ -214,7 +216,7 @@ def main(argv: list[str]) -> None:
         enter(where)
         watchdog = os.environ.pop(WATCHDOG_PID_ENV, "")
         die_with_parent(int(watchdog) if watchdog.isdigit() else None)
-        start_function(command)
+        start_function(command, where)
     else:
         sys.exit(f"netns.py: serve PORT COMMAND... | enter NETNS COMMAND..., not {verb!r}")
 

@@ -62,6 +62,8 @@ class Host:
     watchdog: Watchdog = Watchdog()  # replicas run under it when found, else as bare `python index.py`
     zygote: str | None = None  # under the watchdog: the socket of the zygote the function processes fork from
     usable_cpus: int = 1  # the runtime's (faasgd.cpu_limit): a process replica's BLAS threads stay within them
+    node: str = ""  # the emulated node a replica started with this Host runs on (faasgd.local.nodes); "": none
+    netns: str | None = None  # that node's network namespace, where the function process runs; None: the host's
 
 
 @dataclass
@@ -81,6 +83,7 @@ class Replica:
     failures: int = 0  # probes failed in a row (FAILURE_THRESHOLD)
     watched: bool = False  # under of-watchdog: health is its GET /_/health
     grace_s: float = STOP_TIMEOUT_S  # from SIGTERM to SIGKILL
+    node: str = ""  # its emulated node (faasgd.local.nodes), "" without nodes
 
     @property
     def url(self) -> str:
@@ -218,12 +221,13 @@ def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
                                     deployed, environment.replica_env(port, name, str(secrets_dir)))
     argv, watched = [sys.executable, "index.py"], host.watchdog.found
     if watched:
-        env.update(watchdog.replica_env(port, free_port(), f"/proc/{os.getpid()}/ns/net"))
+        env.update(watchdog.replica_env(port, free_port(), host.netns or f"/proc/{os.getpid()}/ns/net"))
         if host.zygote:
             env.update({zygote.ENV: host.zygote, zygote.PID_FILE_ENV: str(root / zygote.PID_FILE)})
         argv = watchdog.command(host.watchdog, port)
     write_line(log_path, f"faasgd: starting {name} on 127.0.0.1:{port}"
-                         + (f" under of-watchdog {host.watchdog.version}" if watched else ""))
+                         + (f" under of-watchdog {host.watchdog.version}" if watched else "")
+                         + (f", its function on {host.node}" if host.node else ""))
     if missing:  # Kubernetes refuses such a deploy; locally the stores need no password, so it starts
         write_line(log_path, f"faasgd: secret(s) not found in {host.secrets.directory}, not mounted: "
                              f"{', '.join(missing)}")
@@ -231,4 +235,4 @@ def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     pump(popen.stdout, log_path)
     return Replica(spec.name, name, port, popen, ProcessRef.of(popen.pid), log_path, root, deployment.generation,
-                   watched=watched, grace_s=watchdog.stop_grace_s(env) if watched else STOP_TIMEOUT_S)
+                   watched=watched, grace_s=watchdog.stop_grace_s(env) if watched else STOP_TIMEOUT_S, node=host.node)

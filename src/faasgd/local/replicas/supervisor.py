@@ -40,10 +40,14 @@ class Supervisor:
     def __init__(self, deployments: dict[str, Deployment], catalog: Catalog, host: Host,
                  on_change: Callable[[], None] | None = None,
                  spawn: Callable[[Deployment, str, Host], Replica] = start_replica,
-                 background: Callable[[Callable[[], None]], object] = in_a_thread):
+                 background: Callable[[Callable[[], None]], object] = in_a_thread,
+                 seat: Callable[[Host, str, list[tuple[str, str]]], Host] | None = None):
         self.deployments, self.catalog, self.host, self.on_change = dict(deployments), catalog, host, on_change
         self.spawn = spawn  # starts one replica (tests pass one that starts no process)
         self.background = background  # runs a replica's stop (tests run it at once)
+        # with emulated nodes (faasgd.local.nodes.cluster): the Host on the node a new replica of a function goes
+        # to, given the (function, node) of the replicas running; None: every replica on the host
+        self.seat = seat
         self.retiring: list[Replica] = []  # out of the routing, stopping
         self.desired = {name: d.spec.min_replicas for name, d in self.deployments.items()}
         self.replicas: dict[str, list[Replica]] = {name: [] for name in self.deployments}
@@ -148,7 +152,10 @@ class Supervisor:
 
     def _spawn(self, name: str) -> Replica:
         self._counter[name] = self._counter.get(name, 0) + 1
-        return self.spawn(self.deployments[name], f"{name}-{self._counter[name]}", self.host)
+        host = self.host
+        if self.seat is not None:
+            host = self.seat(host, name, [(r.function, r.node) for rs in self.replicas.values() for r in rs])
+        return self.spawn(self.deployments[name], f"{name}-{self._counter[name]}", host)
 
     def _available(self, name: str) -> int:
         """Healthy replicas of the current rollout: until an update has rolled out, fewer than desired
@@ -168,8 +175,10 @@ class Supervisor:
                 return None
             status = function_status(deployment, self.desired[name], self._available(name))
             replicas = self.replicas[name]
+            nodes = {r.name: r.node for r in replicas if r.node}  # with emulated nodes only
             return {**status, "restarts": self.restarts[name], "pids": [r.pid for r in replicas],
-                    "function_pids": [pid for r in replicas if (pid := r.function_pid()) is not None]}
+                    "function_pids": [pid for r in replicas if (pid := r.function_pid()) is not None],
+                    **({"replicaNodes": nodes} if nodes else {})}
 
     def replica_urls(self, name: str) -> list[str]:
         with self._lock:
@@ -247,4 +256,4 @@ class Supervisor:
         with self._lock:
             listed = [r for rs in self.replicas.values() for r in rs] + self.retiring
             return [{"function": r.function, "name": r.name, **r.ref.to_json(), "port": r.port,
-                     "log": str(r.log_path)} for r in listed]
+                     "log": str(r.log_path), **({"node": r.node} if r.node else {})} for r in listed]

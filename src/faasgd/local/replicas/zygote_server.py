@@ -16,6 +16,8 @@ import socket
 import sys
 import traceback
 
+from faasgd.local.replicas.netns import enter as enter_netns  # the standard library's only
+
 MAX_MESSAGE = 1 << 20  # a request's JSON: argv, folder, environment
 MAX_FDS = 16
 PRELOAD = ("flask", "waitress", "waitress.channel", "waitress.parser", "waitress.task", "werkzeug.exceptions",
@@ -194,6 +196,8 @@ class Zygote:
             os.close(self.wake_r)
             os.close(self.wake_w)
             die_with_parent(parent)
+            if request.get("netns"):  # the requester's network namespace: the host's, or its emulated node's
+                enter_netns(request["netns"])
             place_fds(fds, request["fds"])
             name_process(request["env"].get("HOSTNAME", ""))
             os.chdir(request["cwd"])

@@ -11,6 +11,7 @@ authenticate with `set` of "user password" first, user MEMCACHED_USER). Both fil
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import shutil
@@ -74,6 +75,15 @@ def free_port() -> int:
     raise OSError("no free TCP port on 127.0.0.1 outside the ephemeral range after 100 tries")
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where a server runs: inside an emulated node (faasgd.local.nodes.network), bound to the node's address
+    (and its own loopback), started by the command prefix that enters the node (`ip netns exec NS`)."""
+
+    address: str
+    argv: tuple[str, ...]
+
+
 @dataclass
 class ServerProcess:
     """A store server this process started; `url` is what `faasgd.store.open_store` takes."""
@@ -86,6 +96,7 @@ class ServerProcess:
     password: str | None = None  # what clients authenticate with, if any (from a file, never argv)
     log_path: str | None = None  # the server's stdout/stderr
     workdir: str | None = None  # redis --dir
+    host: str = LOOPBACK  # the address its URL names: the loopback, or its node's (Where)
     _tmpdir: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
 
     @property
@@ -133,23 +144,26 @@ def start_redis(
     password: str | None = None,
     ready_timeout: float = 10.0,
     also_bind: str | None = None,
+    where: Where | None = None,
 ) -> ServerProcess:
     """Start redis-server on 127.0.0.1 (and `also_bind`, e.g. a container network's gateway address)
     without persistence; return once it answers PING. Protected mode (which answers only loopback
-    when there is no password) is off with `also_bind`: the server binds those two addresses only."""
+    when there is no password) is off with `also_bind`: the server binds those two addresses only.
+    `where`: inside a node, on its address (then `also_bind` is that address)."""
     binary = server_binary("redis-server", "redis-server")
+    also_bind, host, prefix = (where.address, where.address, list(where.argv)) if where else (also_bind, LOOPBACK, [])
 
     def launch(p: int) -> ServerProcess:
         tmp = server_folder("faasgd-redis-")
         directory = workdir or tmp.name
         conf = private_file(tmp.name, "redis.conf", f"requirepass {redis_quoted(password)}\n" if password else "")
-        argv = [binary, conf, "--port", str(p), "--bind", LOOPBACK, *([also_bind, "--protected-mode", "no"] if also_bind else []), "--save", "",
+        argv = [*prefix, binary, conf, "--port", str(p), "--bind", LOOPBACK, *([also_bind, "--protected-mode", "no"] if also_bind else []), "--save", "",
                 "--appendonly", "no", "--dir", directory, "--daemonize", "no"]
-        server = spawn_server("redis", f"redis://{LOOPBACK}:{p}/0", p, argv, tmp, password)
-        server.workdir = directory
+        server = spawn_server("redis", f"redis://{host}:{p}/0", p, argv, tmp, password)
+        server.workdir, server.host = directory, host
         return server
 
-    return start_server(launch, port, redis_answers, ready_timeout)
+    return start_server(launch, port, functools.partial(redis_answers, host=host), ready_timeout)
 
 
 def start_memcached(
@@ -159,22 +173,27 @@ def start_memcached(
     ready_timeout: float = 10.0,
     also_bind: str | None = None,
     password: str | None = None,
+    where: Where | None = None,
 ) -> ServerProcess:
     """Start memcached on 127.0.0.1 (and `also_bind`) over TCP only; return once it answers `version`. With
-    `password`, every client must first authenticate as MEMCACHED_USER (the auth file, `-Y`)."""
+    `password`, every client must first authenticate as MEMCACHED_USER (the auth file, `-Y`). `where`: inside a
+    node, on its address."""
     binary = server_binary("memcached", "memcached")
+    also_bind, host, prefix = (where.address, where.address, list(where.argv)) if where else (also_bind, LOOPBACK, [])
     check_memcached_password(password)
 
     def launch(p: int) -> ServerProcess:
         tmp = server_folder("faasgd-memcached-")
-        argv = [binary, "-l", ",".join([LOOPBACK, *([also_bind] if also_bind else [])]), "-p", str(p), "-U", "0", "-I", item_size, "-m", str(memory_mb)]
+        argv = [*prefix, binary, "-l", ",".join([LOOPBACK, *([also_bind] if also_bind else [])]), "-p", str(p), "-U", "0", "-I", item_size, "-m", str(memory_mb)]
         if password:
             argv += ["-Y", private_file(tmp.name, "auth", f"{MEMCACHED_USER}:{password}\n")]
         if os.geteuid() == 0:
             argv += ["-u", "root"]  # memcached refuses to run as root without it
-        return spawn_server("memcached", f"memcached://{LOOPBACK}:{p}", p, argv, tmp, password)
+        server = spawn_server("memcached", f"memcached://{host}:{p}", p, argv, tmp, password)
+        server.host = host
+        return server
 
-    return start_server(launch, port, _memcached_answers, ready_timeout)
+    return start_server(launch, port, functools.partial(_memcached_answers, host=host), ready_timeout)
 
 
 def server_folder(prefix: str) -> tempfile.TemporaryDirectory:
@@ -274,23 +293,23 @@ def _wait_ready(server: ServerProcess, answers, ready_timeout: float) -> None:
         time.sleep(sleep_s)
 
 
-def _ask(port: int, request: bytes, timeout: float = 0.5) -> bytes:
-    """Send one request line to 127.0.0.1:port and return the first reply bytes ('' if unreachable)."""
+def _ask(port: int, request: bytes, timeout: float = 0.5, host: str = LOOPBACK) -> bytes:
+    """Send one request line to host:port (127.0.0.1's) and return the first reply bytes ('' if unreachable)."""
     try:
-        with socket.create_connection((LOOPBACK, port), timeout=timeout) as sock:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.sendall(request)
             return sock.recv(256)
     except OSError:
         return b""
 
 
-def redis_answers(port: int) -> bool:
-    reply = _ask(port, b"PING\r\n")
+def redis_answers(port: int, host: str = LOOPBACK) -> bool:
+    reply = _ask(port, b"PING\r\n", host=host)
     return reply.startswith(b"+PONG") or reply.startswith(b"-NOAUTH")  # up, with or without a password
 
 
-def _memcached_answers(port: int) -> bool:
-    reply = _ask(port, b"version\r\n")
+def _memcached_answers(port: int, host: str = LOOPBACK) -> bool:
+    reply = _ask(port, b"version\r\n", host=host)
     return reply.startswith(b"VERSION ") or reply.startswith(b"CLIENT_ERROR unauthenticated")  # with a password too
 
 
