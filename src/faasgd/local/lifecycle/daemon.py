@@ -18,7 +18,6 @@ sys.modules.setdefault("httpx._main", None)
 
 import argparse
 import dataclasses
-from dataclasses import dataclass
 import json
 import logging
 import os
@@ -186,7 +185,7 @@ def service_table(port: int, stores: dict[str, ServerProcess], groups: Mapping[s
     return dns.addresses(local, [*dns.SERVICES, *stack_groups.group_services(groups)])
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Started:
     """What `run` started before the replicas and the gateway, for `serve`; `run` stops it after."""
 

@@ -137,8 +137,8 @@ class NodeNet:
 def link_bytes(entry: dict) -> dict[str, dict[str, int]]:
     """Each node's bytes so far, from the kernel's counters of its link's host end: `to_node` (tx_bytes) and
     `from_node` (rx_bytes); a link that is gone counts nothing."""
-    return {node["name"]: {"to_node": counter(node["link"], "tx_bytes"),
-                           "from_node": counter(node["link"], "rx_bytes")} for node in entry.get("list", [])}
+    return {node["name"]: {"to_node": link_counter(node["link"], "tx_bytes"),
+                           "from_node": link_counter(node["link"], "rx_bytes")} for node in entry.get("list", [])}
 
 
 def runtime_link_bytes(state: dict | None) -> dict[str, dict[str, int]] | None:
@@ -147,7 +147,7 @@ def runtime_link_bytes(state: dict | None) -> dict[str, dict[str, int]] | None:
     return link_bytes(nodes) if isinstance(nodes, dict) else None
 
 
-def counter(link: str, name: str) -> int:
+def link_counter(link: str, name: str) -> int:
     try:
         return int(Path(STATISTICS.format(link=link, counter=name)).read_text())
     except (OSError, ValueError):
