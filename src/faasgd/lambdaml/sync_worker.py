@@ -51,6 +51,7 @@ from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import ENDED_CHECK_EVERY_S, Liveness
 from faasgd.worker.progress import WorkerProgress
 from faasgd.worker.store_calls import StoreCalls
+from faasgd.worker.straggler import Slowdown
 from faasgd.worker.curve_rows import evaluates_test_rows
 from faasgd.lambdaml.sync_checkpoint import cluster_accuracy, decode_state, encode_state
 from faasgd.store import ParameterStore, keys
@@ -105,6 +106,7 @@ class SyncWorker(Liveness, StoreCalls):
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = progress.rng_state  # kept as is: rounds draw from (seed, worker, epoch)
         self.on_heartbeat: Callable[[], None] | None = None
+        self.slowdown = Slowdown.for_worker(config, self.me, lambda seconds: self.sleep(seconds))  # slow_factor
         self.period_s = self.eval_s = 0.0  # seconds a round / an evaluation takes: what a hand-off leaves room for
         self._last_push_at: float | None = None  # the last round's end (has_pushed: no hand-off before one)
         self._last_failed_check = -math.inf
@@ -186,11 +188,15 @@ class SyncWorker(Liveness, StoreCalls):
             self.shard.y[rows]
 
     def grad(self, params: np.ndarray, index: int) -> tuple[float, np.ndarray]:
+        """Minibatch `index`'s loss and gradient; a slowed worker (slow_factor) then sleeps (factor - 1) x its time."""
+        started = time.perf_counter()
         x, y = self.minibatch(index)
         if self.convex is not None:
-            return self.convex.loss_and_grad(params, x, y)
-        rng = np.random.default_rng([self.config.seed, self.me, index, 1])  # dropout: a function of the minibatch
-        loss, g = self.net.loss_and_grads(params, x, y, rng)
+            loss, g = self.convex.loss_and_grad(params, x, y)
+        else:
+            rng = np.random.default_rng([self.config.seed, self.me, index, 1])  # dropout: a function of the minibatch
+            loss, g = self.net.loss_and_grads(params, x, y, rng)
+        self.slowdown.after(time.perf_counter() - started, self.progress)
         return float(loss), g
 
     # -- rounds ----------------------------------------------------------------------------------
