@@ -81,3 +81,18 @@ def test_max_staleness_bounds_how_far_the_others_run_ahead_of_a_straggler(redis_
     result = status["result"]
     assert result["bound_waits"] > 0 and result["bound_wait_s"] > 0
     assert result["model_version"] == result["pushes"]  # waiting loses no push: each applied once
+
+
+def test_backup_rounds_merge_at_least_w_minus_b_and_every_contribution_exactly_once(redis_server):
+    status = run(redis_server, number_of_workers=4, max_epochs=2, algorithm="grad_avg", sync="reduce",
+                 backup_workers=1, slow_factor=20, slow_worker=3)
+    result, workers = status["result"], {w["worker_id"]: w for w in status["workers"]}
+    rounds = result["rounds"]
+    assert all(w["rounds"] == rounds for w in workers.values())  # every worker went through every round
+    late = {i: w.get("late_rounds", 0) for i, w in workers.items()}
+    assert late[3] > 0 and late[0] == 0  # the straggler's contributions were merged without; the merger's never
+    merged = result["merged_contributions"]
+    assert merged == sum(rounds - n for n in late.values())  # each contribution merged once, none twice, none lost
+    assert merged >= rounds * (4 - 1)  # every round merged at least W - b
+    assert result["samples"] == merged * 32  # samples count what the model was trained on
+    assert len({w["params_digest"] for w in workers.values()}) == 1  # every worker holds the same parameters

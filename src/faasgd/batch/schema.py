@@ -96,6 +96,8 @@ MEASURED = (
     Column("slowed_s", "s", "perf", "seconds slowed workers slept on purpose (slow_factor, --chaos slow), every worker"),
     Column("bound_waits", "count", "", "waits of workers too far ahead of the slowest (max_staleness)"),
     Column("bound_wait_s", "s", "call", "seconds those waits took, every worker"),
+    Column("late_rounds", "rounds", "", "rounds merged without a worker's contribution (backup_workers), every worker"),
+    Column("merged_contributions", "count", "", "contributions the rounds merged (backup_workers)"),
     Column("compute_s", "s", "perf", "downpour gradient steps (loss, gradients, update), every worker"),
     Column("batches_s", "s", "perf", "gathering and scaling minibatches, every worker"),
     Column("eval_s", "s", "perf", "evaluating parameters (stop-rule checks, epoch ends), every worker"),

@@ -69,8 +69,10 @@ MEASURES: tuple[str, ...] = (
     # rounds' object bytes written and read by all workers, their mean per worker, seconds waited at barriers (sum)
     "rounds", "round_bytes_written", "round_bytes_read", "round_bytes_per_worker", "barrier_wait_s",
     # stragglers (worker/straggler.py, downpour/staleness_bound.py): seconds slept on purpose by slowed workers (config
-    # slow_factor, --chaos slow), the staleness bound's waits (max_staleness) and their seconds, every worker
-    "slowed_s", "bound_waits", "bound_wait_s",
+    # slow_factor, --chaos slow), the staleness bound's waits (max_staleness) and their seconds, every worker; backup
+    # workers (lambdaml/rounds/exchange.py): rounds merged without a worker's contribution (all workers'), and the
+    # contributions the rounds merged (exactly once: the workers' rounds less their late ones)
+    "slowed_s", "bound_waits", "bound_wait_s", "late_rounds", "merged_contributions",
     # where downpour workers' time went (their time_split, perf_counter, every worker; 0 for synchronous algorithms):
     # gradient steps, gathering minibatches, evaluations, loading data, waiting on the store; worker_s is every
     # worker's calls' time on the job's timeline, compute_share = compute_s / worker_s
@@ -250,6 +252,8 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "slowed_s": sum(float(r.get("slowed_s") or 0.0) for r in records),
         "bound_waits": sum(int(r.get("bound_waits") or 0) for r in records),
         "bound_wait_s": sum(float(r.get("bound_wait_s") or 0.0) for r in records),
+        "late_rounds": sum(int(r.get("late_rounds") or 0) for r in records),
+        "merged_contributions": sum(int(r.get("merged_contributions") or 0) for r in records),
         "stragglers": stragglers(records),
         **time_split(records),
         **cpu_figures(records, samples, meta.get("server_cpu_s"), outcome.server_cpu_s),

@@ -44,7 +44,7 @@ from faasgd.lambdaml import convex
 from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
-from faasgd.lambdaml.rounds import grad_avg_round, model_avg_round
+from faasgd.lambdaml.rounds import grad_avg_round, model_avg_round, taken_round
 from faasgd.lambdaml.convex.admm import AdmmSettings
 from faasgd.lambdaml.rounds.convex_rounds import admm_round, kmeans_round
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
@@ -88,7 +88,7 @@ class SyncWorker(Liveness, StoreCalls):
         self.workers, self.me = config.number_of_workers, progress.worker_id
         self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
             pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s,
-            op="sum" if config.model == "kmeans" else "mean"),  # kmeans sums the shards' sums and counts
+            op="sum" if config.model == "kmeans" else "mean", backup=config.backup_workers),  # kmeans sums the shards' sums and counts
             clock=self.clock, sleep=self.barrier_sleep)
         self.steps_per_round = config.local_steps if config.algorithm == "model_avg" else 1  # minibatches a round
         largest = max(b - a for a, b in (data.shard_range(shard.total, w, self.workers) for w in range(self.workers)))
@@ -202,6 +202,10 @@ class SyncWorker(Liveness, StoreCalls):
     # -- rounds ----------------------------------------------------------------------------------
     def run_round(self) -> RoundOutcome:
         cfg = self.config
+        if cfg.backup_workers and self.exchange.merger(0) != self.me:  # merged without us already: take it, go on
+            ready = self.exchange.merged_if_ready(self.state.round_no, self.length)
+            if ready is not None:
+                return taken_round(cfg.algorithm, self.state, *ready, lr=cfg.learning_rate)
         if cfg.algorithm == "grad_avg":
             return grad_avg_round(self.state, self.grad, self.exchange, lr=cfg.learning_rate)
         if cfg.model == "kmeans":
@@ -246,8 +250,10 @@ class SyncWorker(Liveness, StoreCalls):
             self.state = outcome.state
             self.add_stats(outcome.stats)
             progress.step += self.steps_per_round
-            progress.samples += self.steps_per_round * self.batch
-            progress.epoch_step, progress.epoch_loss_sum = index + 1, progress.epoch_loss_sum + outcome.loss
+            if not outcome.stats.late:  # samples the model was trained on: a dropped contribution trained nothing
+                progress.samples += self.steps_per_round * self.batch
+                progress.epoch_loss_sum += outcome.loss
+            progress.epoch_step = index + 1
             progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
             self.checkpoint()
             now = self.clock()
@@ -263,6 +269,8 @@ class SyncWorker(Liveness, StoreCalls):
         p.lambdaml.round_bytes_written += stats.bytes_written
         p.lambdaml.round_bytes_read += stats.bytes_read
         p.lambdaml.barrier_wait_s += stats.wait_s
+        p.straggling.late_rounds += stats.late
+        p.straggling.merged_contributions += stats.merged
 
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
         shard = rows if rows is not None else self.validation

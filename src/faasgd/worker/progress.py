@@ -76,6 +76,8 @@ class Straggling:
     slowed_s: float = 0.0  # seconds it slept on purpose after its steps: (slow_factor - 1) x each step's time
     bound_waits: int = 0  # downpour's max_staleness: times it waited for the slowest worker
     bound_wait_s: float = 0.0  # seconds it spent in those waits
+    late_rounds: int = 0  # backup workers: rounds merged without its contribution (dropped, or taken as merged)
+    merged_contributions: int = 0  # backup workers: contributions it merged as the rounds' merger (worker 0)
 
 
 @dataclass
@@ -260,7 +262,8 @@ NAMES = ("worker_id", "rng_state", "state", "epoch", "step", "samples", "shard_s
          "finished_at", "error", "replicas", "owner", "epoch_step", "epoch_rng_state", "epoch_loss_sum", "invocations",
          "intervals", "resources", "rounds", "round_bytes_written", "round_bytes_read", "barrier_wait_s",
          "params_digest", "billed_s", "billed_gb_s", "memory_mb", "cold_starts", "clock_error_s", "cpu_s", "cpu_clock",
-         "slow_factor", "slowed_s", "bound_waits", "bound_wait_s")
+         "slow_factor", "slowed_s", "bound_waits", "bound_wait_s",
+         "late_rounds", "merged_contributions")
 FIELDS = set(NAMES)
 SENT = tuple(name for name in NAMES if name != "resources")  # the record's: resources have a record of their own
 SENT_PLACES = tuple((name, PLACES.get(name)) for name in SENT)  # (field, its group or None)

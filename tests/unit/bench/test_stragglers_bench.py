@@ -13,16 +13,17 @@ def test_each_slowed_setting_runs_without_and_with_the_mitigation_and_every_conf
     chosen = bench.settings(["downpour", "grad_avg"], [1, 4])
     assert [(s.workload, s.factor, s.mitigation) for s in chosen] == [
         ("downpour", 1, ""), ("downpour", 4, ""), ("downpour", 4, "max_staleness"), ("grad_avg", 1, ""),
-        ("grad_avg", 4, "")]
+        ("grad_avg", 4, ""), ("grad_avg", 4, "backup_workers")]
     configs = [load_config({}, s.overrides()) for s in chosen]
-    assert [(c.slow_factor, c.slow_worker if c.slow_factor > 1 else None, c.max_staleness) for c in configs] == [
-        (1.0, None, 0), (4.0, 3, 0), (4.0, 3, bench.BOUND), (1.0, None, 0), (4.0, 3, 0)]
+    assert [(c.slow_factor, c.slow_worker if c.slow_factor > 1 else None, c.max_staleness, c.backup_workers)
+            for c in configs] == [(1.0, None, 0, 0), (4.0, 3, 0, 0), (4.0, 3, bench.BOUND, 0), (1.0, None, 0, 0),
+                                  (4.0, 3, 0, 0), (4.0, 3, 0, 1)]
     assert all(c.number_of_workers == 4 and c.batch_size == 32 and c.target_accuracy == 0.85 for c in configs)
 
 
 def test_a_row_shows_the_medians_of_its_rounds_and_how_many_reached_the_target():
     runs = [{"result": {"time_to_target_s": t, "samples_to_target": s, "reached_target": s is not None,
-                        "slowed_s": 2.0, "bound_waits": w}} for t, s, w in ((10.0, 300, 4), (30.0, 500, 6),
+                        "slowed_s": 2.0, "bound_waits": w, "late_rounds": 0}} for t, s, w in ((10.0, 300, 4), (30.0, 500, 6),
                                                                             (None, None, 8))]
     row = bench.row(bench.Setting("downpour", 4, "max_staleness"), runs)
-    assert row == "| downpour | 4x | max_staleness | 20.0 | 400 | 2/3 | 2.0 | 6 |"
+    assert row == "| downpour | 4x | max_staleness | 20.0 | 400 | 2/3 | 2.0 | 6 | 0 |"

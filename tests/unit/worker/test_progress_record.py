@@ -115,6 +115,7 @@ def test_a_slowed_or_held_worker_s_record_carries_its_straggling_figures_and_rea
     progress.straggling.slow_factor, progress.straggling.slowed_s, progress.straggling.bound_waits = 4.0, 1.5, 2
     record = progress.record(now=20.0)
     assert {name: record.get(name) for name in STRAGGLING_DEFAULTS} == {
-        "slow_factor": 4.0, "slowed_s": 1.5, "bound_waits": 2, "bound_wait_s": None}  # the default left out
+        "slow_factor": 4.0, "slowed_s": 1.5, "bound_waits": 2, "bound_wait_s": None, "late_rounds": None,
+        "merged_contributions": None}  # the defaults left out
     back = WorkerProgress.from_record(record).straggling
     assert (back.slow_factor, back.slowed_s, back.bound_waits, back.bound_wait_s) == (4.0, 1.5, 2, 0.0)

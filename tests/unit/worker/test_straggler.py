@@ -47,6 +47,12 @@ def test_the_header_slows_a_job_that_sets_no_slowdown_and_never_overrides_one_th
     ({"slow_factor": 101}, "slow_factor"),
     ({"max_staleness": -1}, "max_staleness"),
     ({"max_staleness": 5, "algorithm": "grad_avg"}, "max_staleness"),
+    ({"backup_workers": 1, "number_of_workers": 4}, "backup_workers"),  # downpour: max_staleness is its
+    ({"backup_workers": 4, "number_of_workers": 4, "algorithm": "grad_avg"}, "backup_workers"),
+    ({"backup_workers": -1, "algorithm": "grad_avg"}, "backup_workers"),
+    ({"backup_workers": 1, "number_of_workers": 4, "algorithm": "grad_avg", "sync": "reduce_scatter"}, "backup_workers"),
+    ({"backup_workers": 1, "number_of_workers": 4, "algorithm": "admm", "model": "lr", "dataset": "higgs-like"},
+     "backup_workers"),
 ])
 def test_bad_straggler_keys_are_refused_naming_the_field(values, field):
     with pytest.raises(ConfigError, match=f"^{field}: "):
