@@ -41,6 +41,7 @@ import numpy as np
 from faasgd import data, job
 from faasgd.job import model_file
 from faasgd.lambdaml import convex
+from faasgd.lambdaml.backup_rounds import LagBound
 from faasgd.channels import configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
@@ -107,6 +108,7 @@ class SyncWorker(Liveness, StoreCalls):
         self.rng.bit_generator.state = progress.rng_state  # kept as is: rounds draw from (seed, worker, epoch)
         self.on_heartbeat: Callable[[], None] | None = None
         self.slowdown = Slowdown.for_worker(config, self.me, lambda seconds: self.sleep(seconds))  # slow_factor
+        self.lag_bound = LagBound(self)  # backup workers: the merger's bound on how far behind a late worker may be
         self.period_s = self.eval_s = 0.0  # seconds a round / an evaluation takes: what a hand-off leaves room for
         self._last_push_at: float | None = None  # the last round's end (has_pushed: no hand-off before one)
         self._last_failed_check = -math.inf
@@ -202,7 +204,9 @@ class SyncWorker(Liveness, StoreCalls):
     # -- rounds ----------------------------------------------------------------------------------
     def run_round(self) -> RoundOutcome:
         cfg = self.config
-        if cfg.backup_workers and self.exchange.merger(0) != self.me:  # merged without us already: take it, go on
+        if cfg.backup_workers and self.exchange.merger(0) == self.me:
+            self.lag_bound.wait(self.state.round_no)  # no round merged too far ahead of a late worker
+        elif cfg.backup_workers:  # merged without this worker already: take it, go on (backup_rounds.py)
             ready = self.exchange.merged_if_ready(self.state.round_no, self.length)
             if ready is not None:
                 return taken_round(cfg.algorithm, self.state, *ready, lr=cfg.learning_rate)
