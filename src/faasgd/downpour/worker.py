@@ -17,6 +17,10 @@ Fetches and pushes (exchange.py) go through a StoreThread (comm.py) as the worke
 the background (the default) they overlap the next steps and their results are taken in at the next
 synchronisation point (`sync`); blocking, at once; coalesce, never waiting for the one in flight. Either way a
 push's record is the snapshot of the worker right after the steps it hands over.
+
+Stragglers (docs/explanation/stragglers.md): a worker slowed on purpose sleeps (slow_factor - 1) x each step's time
+after it (worker/straggler.py); with max_staleness, each fetch first waits until the worker is within that many
+steps of the slowest (staleness_bound.py).
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ bits, so all reach the stop rule at the same round and no barrier is left waitin
 worker 0 writes them as the job's weights (store.set_weights, version = rounds: the simplest exact write
 with the existing API; `faasgd model`, status and the result's final accuracy read them as for Downpour);
 at the target, the job's model is kept by model_file.keep_crossing (first claim wins).
+
+Backup workers (docs/reference/rounds.md): a late contribution counts in late_rounds, not in samples; a round merged
+before it starts is taken uncomputed (taken_round); the merger's bound is backup_rounds.py.
 """
 
 from __future__ import annotations
