@@ -84,7 +84,7 @@ def test_max_staleness_bounds_how_far_the_others_run_ahead_of_a_straggler(redis_
 
 
 def test_backup_rounds_merge_at_least_w_minus_b_and_every_contribution_exactly_once(redis_server):
-    status = run(redis_server, number_of_workers=4, max_epochs=2, algorithm="grad_avg", sync="reduce",
+    status = run(redis_server, number_of_workers=4, max_epochs=1, algorithm="grad_avg", sync="reduce",
                  backup_workers=1, slow_factor=20, slow_worker=3)
     result, workers = status["result"], {w["worker_id"]: w for w in status["workers"]}
     rounds = result["rounds"]
