@@ -3,7 +3,7 @@
 `loop` jobs train to the stop rule in this invocation; `per-iteration` jobs train one epoch and
 re-invoke this function asynchronously. A duplicate delivery trains nothing and answers
 {"duplicate": true}; a call that must stop early (its deadline, SIGTERM) hands the worker on and
-answers {"handed_off": true}. GET /metrics answers the training metrics of the workers this replica runs
+answers {"handed_off": true}. A header X-Chaos-Slow (`faasgd up --chaos slow:...`) slows the worker it names. GET /metrics answers the training metrics of the workers this replica runs
 (Prometheus text format; faasgd.profile.exporter). Any other method is a 405.
 """
 
@@ -12,6 +12,7 @@ import os
 from faasgd.errors import MethodNotAllowed
 from faasgd.functions.emnist_train import metrics, train
 from faasgd.functions.call_limits import call_budget
+from faasgd.openfaas import CHAOS_SLOW_HEADER
 
 
 def handle(event, context):
@@ -19,5 +20,6 @@ def handle(event, context):
         return metrics()
     if event.method != "POST":
         raise MethodNotAllowed(event.method, ("POST",))
-    status, body = train(event.json(), os.environ, event.headers.get("X-Call-Id", ""), call_budget(context))
+    status, body = train(event.json(), os.environ, event.headers.get("X-Call-Id", ""), call_budget(context),
+                         slow=event.headers.get(CHAOS_SLOW_HEADER))
     return {"statusCode": status, "body": body}

@@ -29,6 +29,9 @@ from faasgd.polling import POLL_S, poll_until  # wait_for_job's; callers of the 
 DEFAULT_GATEWAY_URL = "http://gateway.openfaas:8080"  # the gateway's Service, as functions reach it in a cluster
 SETUP_FUNCTION = "emnist-setup"  # creates jobs, fans out, answers their status
 TRAIN_FUNCTION = "emnist-train"  # one worker's invocation
+# Added by the local runtime's `--chaos slow:FUNCTION:FACTOR[:WORKER]` to each delivery of FUNCTION, as FACTOR or
+# FACTOR:WORKER: the worker(s) it names sleep (FACTOR - 1) x each step's time after it (faasgd.worker.straggler)
+CHAOS_SLOW_HEADER = "X-Chaos-Slow"
 
 # The environment names of-watchdog 0.11.3 reads (openfaas/of-watchdog config/config.go and
 # pkg/watchdog.go at 01c65eda, the version the template pins). stack.yml `environment` becomes the

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from faasgd.config.groups import (ACTIVATIONS, ALGORITHMS, CHANNELS, COMMUNICATIONS, MODELS, MODES, SYNCS,
                                   TOPOLOGIES, AlgorithmSettings, CommunicationSettings, DataSettings,
-                                  InvocationSettings, ModelSettings, StoreSettings, TrainingSettings)
+                                  InvocationSettings, ModelSettings, StoreSettings, StragglerSettings,
+                                  TrainingSettings)
 from faasgd.config.base import (LOCATION_KEYS, body_values, check_body, describe, environment_values,
                                  parse_values, refuse_locations, require_object)
 from faasgd.data.catalog import N_CLASSES, is_tabular
@@ -28,7 +29,7 @@ __all__ = ["ACTIVATIONS", "ALGORITHMS", "CHANNELS", "COMMUNICATIONS", "FIELDS", 
            "describe_fields", "load_config", "load_request", "parse_value", "read_setting", "sync_pattern"]
 
 
-class TrainConfig(AlgorithmSettings, StoreSettings, InvocationSettings, CommunicationSettings, TrainingSettings,
+class TrainConfig(StragglerSettings, AlgorithmSettings, StoreSettings, InvocationSettings, CommunicationSettings, TrainingSettings,
                   ModelSettings, DataSettings):
     """Everything that defines a training job; stored with the job so every worker reads the same."""
 
@@ -49,7 +50,8 @@ ORDER = ("dataset", "hidden_sizes", "activation", "dropout", "learning_rate", "b
          "max_epochs", "target_accuracy", "eval_every_samples", "seed", "resume_from", "store", "store_url", "train_samples",
          "test_samples", "validation_samples", "store_timeout_s", "store_topology", "local_store_url",
          "local_refresh_s", "lease_s", "start_timeout_s", "max_reinvocations", "profile_hz", "algorithm", "sync",
-         "model", "cnn_arch", "n_clusters", "local_steps", "admm_rho", "round_timeout_s", "channel", "keep_s")
+         "model", "cnn_arch", "n_clusters", "local_steps", "admm_rho", "round_timeout_s", "channel", "keep_s", "slow_factor", "slow_worker",
+         "max_staleness", "backup_workers")
 FIELDS = {key: TrainConfig.model_fields[key] for key in ORDER}  # key -> pydantic FieldInfo (.default, .description)
 # Keys that were renamed: a body or flag using the old name is told the new one. `mode` clashed with
 # of-watchdog's own setting (of-watchdog reads `mode` from the container's environment).
@@ -118,6 +120,7 @@ def check_combination(config: TrainConfig) -> TrainConfig:
                                         f"f32, got {config.push_codec!r} (f16 and topk are for downpour)")
     if synchronous and config.invocation_mode == "single":
         raise ConfigError("invocation_mode", f"{config.algorithm} needs every worker in its rounds: loop or per-iteration")
+    check_stragglers(config, synchronous, sync)
     if config.keep_s < KEEP_PER_START * config.start_timeout_s:
         raise ConfigError("keep_s", f"must be at least {KEEP_PER_START} x start_timeout_s "
                                     f"({KEEP_PER_START * config.start_timeout_s:g} s) so the job's keys outlive its "
@@ -126,6 +129,29 @@ def check_combination(config: TrainConfig) -> TrainConfig:
                                     f"with start_timeout_s {config.start_timeout_s:g}: raise keep_s or lower "
                                     "start_timeout_s")
     return config
+
+
+def check_stragglers(config: TrainConfig, synchronous: bool, sync: str) -> None:
+    """The straggler keys fit the job: a slowed worker it has, each mitigation its own algorithm's."""
+    workers = config.number_of_workers
+    if config.slow_worker >= workers:
+        raise ConfigError("slow_worker", f"must be a worker of the job, -1 (every one) to {workers - 1}, "
+                                         f"got {config.slow_worker}")
+    if config.max_staleness and synchronous:
+        raise ConfigError("max_staleness", f"bounds downpour's asynchronous lead; {config.algorithm}'s rounds are in "
+                                           f"step already: must be 0, got {config.max_staleness} (backup_workers "
+                                           "mitigates a slow worker there)")
+    backup = config.backup_workers
+    if backup and (config.algorithm not in ("grad_avg", "model_avg") or config.model == "kmeans"):
+        raise ConfigError("backup_workers", "a round merged without a late worker is grad_avg's or model_avg's (not "
+                                            f"admm's, nor kmeans'): must be 0 with {config.algorithm} "
+                                            f"{config.model}, got {backup} (max_staleness bounds downpour's lead)")
+    if backup >= workers:
+        raise ConfigError("backup_workers", f"must be below number_of_workers ({workers}): a round merges "
+                                            f"number_of_workers - backup_workers >= 1 contributions, got {backup}")
+    if backup and sync != "reduce":
+        raise ConfigError("backup_workers", f"a round with backup workers has one merger (worker 0): needs sync "
+                                            f"reduce, got {sync!r}")
 
 
 def read_setting(env: Mapping[str, str], key: str) -> Any:

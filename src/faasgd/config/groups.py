@@ -188,3 +188,19 @@ class AlgorithmSettings(ConfigModel):
     channel: Choice(*CHANNELS) = Field("store", description=(
         "where rounds' objects go: store (the job's Redis/Memcached) | s3 (the function's s3_url) | "
         "dynamodb (the function's two DynamoDB tables)"))
+
+
+class StragglerSettings(ConfigModel):
+    """A worker slowed on purpose (fault studies), and the mitigations of slow workers (docs/explanation/stragglers.md)."""
+
+    slow_factor: Float(1.0, 100.0) = Field(1.0, description=(
+        "slow a worker down on purpose: each of its steps is followed by a sleep of (slow_factor - 1) x the step's "
+        "measured time (no CPU burned); 1: none"))
+    slow_worker: Int(-1, 1023) = Field(-1, description="the worker slow_factor slows (-1: every worker)")
+    max_staleness: Int(0, 1_000_000) = Field(0, description=(
+        "downpour: a worker more than this many steps ahead of the slowest running worker (steps as of each one's "
+        "last push) waits for it; 0: no bound"))
+    backup_workers: Int(0, 1023) = Field(0, description=(
+        "grad_avg and model_avg with sync reduce: a round merges the first number_of_workers - backup_workers "
+        "contributions and drops the late ones, whose workers take the merged round and go on; 0: every round waits "
+        "for every worker"))

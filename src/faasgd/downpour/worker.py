@@ -17,6 +17,10 @@ Fetches and pushes (exchange.py) go through a StoreThread (comm.py) as the worke
 the background (the default) they overlap the next steps and their results are taken in at the next
 synchronisation point (`sync`); blocking, at once; coalesce, never waiting for the one in flight. Either way a
 push's record is the snapshot of the worker right after the steps it hands over.
+
+Stragglers (docs/explanation/stragglers.md): a worker slowed on purpose sleeps (slow_factor - 1) x each step's time
+after it (worker/straggler.py); with max_staleness, each fetch first waits until the worker is within that many
+steps of the slowest (staleness_bound.py).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from faasgd.config import TrainConfig
 from faasgd.downpour import comm
 from faasgd.downpour import residual as feedback
 from faasgd.downpour.exchange import ParameterExchange
+from faasgd.downpour.staleness_bound import StalenessBound
 from faasgd.downpour.stop_rule import StopRule
 from faasgd.job import model_file
 from faasgd.model.mlp import GradOut
@@ -40,6 +45,7 @@ from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import Liveness
 from faasgd.worker.progress import WorkerProgress
 from faasgd.worker.store_calls import StoreCalls
+from faasgd.worker.straggler import Slowdown
 from faasgd.worker.curve_rows import evaluates_test_rows
 
 log = logging.getLogger("faasgd.worker")  # a replica's log (`faasgd logs emnist-train`) shows these events
@@ -69,6 +75,8 @@ class DownpourWorker(Liveness, StoreCalls):
         self.rng.bit_generator.state = progress.rng_state
         self.eval_s = 0.0  # seconds the last evaluation took
         self.on_heartbeat: Callable[[], None] | None = None  # also called at each heartbeat (lease, supervision)
+        self.slowdown = Slowdown.for_worker(config, progress.worker_id, lambda seconds: self.sleep(seconds))
+        self.bound = StalenessBound(self)  # max_staleness: waits at fetches for the slowest worker
 
     # -- what a call sees of the exchange (worker/protocol.py) -------------------------------------
     @property
@@ -132,7 +140,9 @@ class DownpourWorker(Liveness, StoreCalls):
         exchange = self.exchange
         loss, update = self.net.loss_and_grads(exchange.weights, x, y, self.rng, self.step_out)
         exchange.weights += update
-        self.progress.spend("compute", time.perf_counter() - started)
+        spent = time.perf_counter() - started
+        self.progress.spend("compute", spent)
+        self.slowdown.after(spent, self.progress)  # slowed on purpose (slow_factor, --chaos slow): real time, no CPU
         exchange.stepped()
         return float(loss)
 
@@ -168,6 +178,7 @@ class DownpourWorker(Liveness, StoreCalls):
         started = time.perf_counter()
         for index in range(progress.epoch_step, -(-len(order) // batch)):
             if progress.step % cfg.n_fetch == 0:
+                self.bound.wait()  # max_staleness: within that many steps of the slowest (at once when 0)
                 if self.stop_rule.crossed or self.job_ended():  # unpushed steps are dropped: the job's model is final
                     exchange.sync()
                     progress.train_s += time.perf_counter() - started

@@ -18,9 +18,11 @@ from faasgd.worker.budget import UNLIMITED, CallBudget
 log = logging.getLogger("faasgd.functions")
 
 
-def train(body: Any, env: Mapping[str, str], call_id: str = "", budget: CallBudget = UNLIMITED) -> tuple[int, dict]:
+def train(body: Any, env: Mapping[str, str], call_id: str = "", budget: CallBudget = UNLIMITED,
+          slow: str | None = None) -> tuple[int, dict]:
     """Run the invocation; 200 with what happened (`duplicate: true` when nothing was trained,
-    `handed_off: true` when the call stopped early and re-invoked the same work)."""
+    `handed_off: true` when the call stopped early and re-invoked the same work). `slow`: the call's X-Chaos-Slow
+    header (faasgd.worker.straggler.from_header), if any."""
     clock = call_clock(env)  # the call's billed time starts at its entry
     request = TrainRequest.parse(body)
     settings = FunctionEnv.read(env)
@@ -28,7 +30,7 @@ def train(body: Any, env: Mapping[str, str], call_id: str = "", budget: CallBudg
     with tracing.span("train", tracing.SpanKind.SERVER, job_id=request.job_id, worker_id=request.worker_id, iteration=request.iteration,
                       call_id=call_id):  # continues the caller's trace (index.py attached its traceparent)
         return 200, orchestrate.train_call(store, request, call_id, relaunch_through_gateway(settings), budget,
-                                           settings.local_store_url, clock)
+                                           settings.local_store_url, clock, slow)
 
 
 def metrics() -> dict:

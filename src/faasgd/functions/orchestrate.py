@@ -27,6 +27,7 @@ from faasgd.functions.workloads import run_iteration, run_loop_call, run_worker
 from faasgd.retry import STORE_OUTAGE, retry_call
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff
 from faasgd.worker.call_clock import CallClock
+from faasgd.worker import straggler
 from faasgd.worker.invocation import Call
 from faasgd.store import ParameterStore, keys
 
@@ -100,16 +101,19 @@ def each_at_most_once(count: int, in_flight: int, done: dict[int, Any], call: Ca
 
 
 def train_call(store: ParameterStore, request: TrainRequest, call_id: str, relaunch: Relaunch | None = None,
-               budget: CallBudget = UNLIMITED, local_store_url: str | None = None, clock: CallClock | None = None) -> dict:
+               budget: CallBudget = UNLIMITED, local_store_url: str | None = None, clock: CallClock | None = None,
+               slow: str | None = None) -> dict:
     """One invocation of a worker: the whole worker (loop) or one epoch (per-iteration). `relaunch`
     invokes a worker again: the next epoch, this work handed off, a lost peer. The job's record holds no
     store password: the store and the node-local cache are this process's own (`store`, `local_store_url`).
-    `clock`: the call's, from its entry (else from here, cold when it is this process's first call)."""
+    `clock`: the call's, from its entry (else from here, cold when it is this process's first call). `slow`: the
+    call's X-Chaos-Slow header, slowing the worker it names when the job's config slows none (worker/straggler.py)."""
     clock = clock or CallClock.begin(cold=replica_cache.first_call())
     # the job's config says how long to ride out an outage; until it is read, STORE_OUTAGE's default (30 s)
     config, meta = retry_call(lambda: job.read_job(store, request.job_id), STORE_OUTAGE)
     if local_store_url is not None:
         config = config.model_copy(update={"local_store_url": local_store_url})
+    config = straggler.from_header(config, slow)
     if request.worker_id >= config.number_of_workers:
         raise ConfigError("worker_id", f"must be below number_of_workers={config.number_of_workers}, "
                                        f"got {request.worker_id}")

@@ -68,6 +68,11 @@ MEASURES: tuple[str, ...] = (
     # synchronous algorithms (lambdaml/sync_worker.py; 0 for downpour): rounds run (every worker runs the same), the
     # rounds' object bytes written and read by all workers, their mean per worker, seconds waited at barriers (sum)
     "rounds", "round_bytes_written", "round_bytes_read", "round_bytes_per_worker", "barrier_wait_s",
+    # stragglers (worker/straggler.py, downpour/staleness_bound.py): seconds slept on purpose by slowed workers (config
+    # slow_factor, --chaos slow), the staleness bound's waits (max_staleness) and their seconds, every worker; backup
+    # workers (lambdaml/rounds/exchange.py): rounds merged without a worker's contribution (all workers'), and the
+    # contributions the rounds merged (exactly once: the workers' rounds less their late ones)
+    "slowed_s", "bound_waits", "bound_wait_s", "late_rounds", "merged_contributions",
     # where downpour workers' time went (their time_split, perf_counter, every worker; 0 for synchronous algorithms):
     # gradient steps, gathering minibatches, evaluations, loading data, waiting on the store; worker_s is every
     # worker's calls' time on the job's timeline, compute_share = compute_s / worker_s
@@ -79,7 +84,8 @@ MEASURES: tuple[str, ...] = (
 RESULT_KEYS: tuple[str, ...] = (
     ("job_id", "state", "error", "warning") + MEASURES
     + ("target_accuracy", "number_of_workers", "model_version", "finished_at", "clock", "cpu_clock",
-       "resumed_from")  # the job this one resumed (faasgd resume; ending.count_on), else null
+       "resumed_from",  # the job this one resumed (faasgd resume; ending.count_on), else null
+       "stragglers")  # the workers slowed on purpose: [{worker_id, slow_factor, slowed_s, steps}], [] when none
 )
 ONE_CLASS_TOLERANCE = 0.005  # how near a class's share of the test rows a test accuracy counts as guessing it
 
@@ -243,6 +249,12 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
         "round_bytes_per_worker": sum(int(r.get("round_bytes_written") or 0) + int(r.get("round_bytes_read") or 0)
                                       for r in records) / max(1, len(records)),
         "barrier_wait_s": sum(float(r.get("barrier_wait_s") or 0.0) for r in records),
+        "slowed_s": sum(float(r.get("slowed_s") or 0.0) for r in records),
+        "bound_waits": sum(int(r.get("bound_waits") or 0) for r in records),
+        "bound_wait_s": sum(float(r.get("bound_wait_s") or 0.0) for r in records),
+        "late_rounds": sum(int(r.get("late_rounds") or 0) for r in records),
+        "merged_contributions": sum(int(r.get("merged_contributions") or 0) for r in records),
+        "stragglers": stragglers(records),
         **time_split(records),
         **cpu_figures(records, samples, meta.get("server_cpu_s"), outcome.server_cpu_s),
         **profile.job_figures(progress.values()),
@@ -257,6 +269,14 @@ def build_result(config: TrainConfig, meta: dict[str, Any], progress: dict[int, 
     result["warning"] = one_class_note(result["final_test_accuracy"], config.learning_rate) \
         if result["guesses_one_class"] and not error else None
     return {key: result[key] for key in RESULT_KEYS}
+
+
+def stragglers(records: Sequence[dict]) -> list[dict[str, Any]]:
+    """The workers slowed on purpose (a slow_factor above 1 in their record): which, by what factor, the seconds they
+    slept and the steps they took."""
+    return [{"worker_id": r.get("worker_id"), "slow_factor": float(r["slow_factor"]),
+             "slowed_s": float(r.get("slowed_s") or 0.0), "steps": int(r.get("step") or 0)}
+            for r in records if float(r.get("slow_factor") or 1.0) > 1.0]
 
 
 def missing(job_id: str | None, error: str, target_accuracy: float | None = None) -> dict[str, Any]:

@@ -25,6 +25,9 @@ bits, so all reach the stop rule at the same round and no barrier is left waitin
 worker 0 writes them as the job's weights (store.set_weights, version = rounds: the simplest exact write
 with the existing API; `faasgd model`, status and the result's final accuracy read them as for Downpour);
 at the target, the job's model is kept by model_file.keep_crossing (first claim wins).
+
+Backup workers (docs/reference/rounds.md): a late contribution counts in late_rounds, not in samples; a round merged
+before it starts is taken uncomputed (taken_round); the merger's bound is backup_rounds.py.
 """
 
 from __future__ import annotations
@@ -42,16 +45,18 @@ import numpy as np
 from faasgd import data, job
 from faasgd.job import model_file
 from faasgd.lambdaml import convex
+from faasgd.lambdaml.backup_rounds import LagBound
 from faasgd.channels import configured_dynamodb, configured_space
 from faasgd.config import TrainConfig, sync_pattern
 from faasgd.lambdaml.rounds import Exchange, ExchangeConfig, RoundOutcome, RoundState, RoundStats
-from faasgd.lambdaml.rounds import grad_avg_round, model_avg_round
+from faasgd.lambdaml.rounds import grad_avg_round, model_avg_round, taken_round
 from faasgd.lambdaml.convex.admm import AdmmSettings
 from faasgd.lambdaml.rounds.convex_rounds import admm_round, kmeans_round
 from faasgd.worker.budget import UNLIMITED, CallBudget, HandOff, Superseded
 from faasgd.worker.liveness import ENDED_CHECK_EVERY_S, Liveness
 from faasgd.worker.progress import WorkerProgress
 from faasgd.worker.store_calls import StoreCalls
+from faasgd.worker.straggler import Slowdown
 from faasgd.worker.curve_rows import evaluates_test_rows
 from faasgd.lambdaml.sync_checkpoint import cluster_accuracy, decode_state, encode_state
 from faasgd.store import ParameterStore, keys
@@ -88,7 +93,7 @@ class SyncWorker(Liveness, StoreCalls):
         self.workers, self.me = config.number_of_workers, progress.worker_id
         self.exchange = Exchange(space, job_id, self.me, ExchangeConfig(
             pattern=sync_pattern(config), workers=self.workers, round_timeout_s=config.round_timeout_s,
-            op="sum" if config.model == "kmeans" else "mean"),  # kmeans sums the shards' sums and counts
+            op="sum" if config.model == "kmeans" else "mean", backup=config.backup_workers),  # kmeans sums the shards' sums and counts
             clock=self.clock, sleep=self.barrier_sleep)
         self.steps_per_round = config.local_steps if config.algorithm == "model_avg" else 1  # minibatches a round
         largest = max(b - a for a, b in (data.shard_range(shard.total, w, self.workers) for w in range(self.workers)))
@@ -106,6 +111,8 @@ class SyncWorker(Liveness, StoreCalls):
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = progress.rng_state  # kept as is: rounds draw from (seed, worker, epoch)
         self.on_heartbeat: Callable[[], None] | None = None
+        self.slowdown = Slowdown.for_worker(config, self.me, lambda seconds: self.sleep(seconds))  # slow_factor
+        self.lag_bound = LagBound(self)  # backup workers: the merger's bound on how far behind a late worker may be
         self.period_s = self.eval_s = 0.0  # seconds a round / an evaluation takes: what a hand-off leaves room for
         self._last_push_at: float | None = None  # the last round's end (has_pushed: no hand-off before one)
         self._last_failed_check = -math.inf
@@ -187,16 +194,26 @@ class SyncWorker(Liveness, StoreCalls):
             self.shard.y[rows]
 
     def grad(self, params: np.ndarray, index: int) -> tuple[float, np.ndarray]:
+        """Minibatch `index`'s loss and gradient; a slowed worker (slow_factor) then sleeps (factor - 1) x its time."""
+        started = time.perf_counter()
         x, y = self.minibatch(index)
         if self.convex is not None:
-            return self.convex.loss_and_grad(params, x, y)
-        rng = np.random.default_rng([self.config.seed, self.me, index, 1])  # dropout: a function of the minibatch
-        loss, g = self.net.loss_and_grads(params, x, y, rng)
+            loss, g = self.convex.loss_and_grad(params, x, y)
+        else:
+            rng = np.random.default_rng([self.config.seed, self.me, index, 1])  # dropout: a function of the minibatch
+            loss, g = self.net.loss_and_grads(params, x, y, rng)
+        self.slowdown.after(time.perf_counter() - started, self.progress)
         return float(loss), g
 
     # -- rounds ----------------------------------------------------------------------------------
     def run_round(self) -> RoundOutcome:
         cfg = self.config
+        if cfg.backup_workers and self.exchange.merger(0) == self.me:
+            self.lag_bound.wait(self.state.round_no)  # no round merged too far ahead of a late worker
+        elif cfg.backup_workers:  # merged without this worker already: take it, go on (backup_rounds.py)
+            ready = self.exchange.merged_if_ready(self.state.round_no, self.length)
+            if ready is not None:
+                return taken_round(cfg.algorithm, self.state, *ready, lr=cfg.learning_rate)
         if cfg.algorithm == "grad_avg":
             return grad_avg_round(self.state, self.grad, self.exchange, lr=cfg.learning_rate)
         if cfg.model == "kmeans":
@@ -241,8 +258,10 @@ class SyncWorker(Liveness, StoreCalls):
             self.state = outcome.state
             self.add_stats(outcome.stats)
             progress.step += self.steps_per_round
-            progress.samples += self.steps_per_round * self.batch
-            progress.epoch_step, progress.epoch_loss_sum = index + 1, progress.epoch_loss_sum + outcome.loss
+            if not outcome.stats.late:  # samples the model was trained on: a dropped contribution trained nothing
+                progress.samples += self.steps_per_round * self.batch
+                progress.epoch_loss_sum += outcome.loss
+            progress.epoch_step = index + 1
             progress.train_s, started = progress.train_s + time.perf_counter() - started, time.perf_counter()
             self.checkpoint()
             now = self.clock()
@@ -258,6 +277,8 @@ class SyncWorker(Liveness, StoreCalls):
         p.lambdaml.round_bytes_written += stats.bytes_written
         p.lambdaml.round_bytes_read += stats.bytes_read
         p.lambdaml.barrier_wait_s += stats.wait_s
+        p.straggling.late_rounds += stats.late
+        p.straggling.merged_contributions += stats.merged
 
     def evaluate(self, weights: np.ndarray, rows: data.Shard | None = None) -> float:
         shard = rows if rows is not None else self.validation

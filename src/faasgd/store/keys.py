@@ -224,6 +224,11 @@ def round_merged_name(tag: str, round_no: int, slice_index: int, slices: int) ->
     return f"{tag}:r{round_no}:m{slice_index}of{slices}"
 
 
+def round_members_name(tag: str, round_no: int) -> str:
+    """The workers whose contributions round `round_no` merged, with backup workers (lambdaml/rounds/exchange.py)."""
+    return f"{tag}:r{round_no}:members"
+
+
 # a stacking job's objects (faasgd.stacking.transfer: blobs of the job's store, objects of its S3 space, or inline)
 DATASET_OBJECT = "dataset"
 MODELS_OBJECT = "models"  # the trainers' base models, one file

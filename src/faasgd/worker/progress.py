@@ -8,7 +8,7 @@ store has applied. Status answers show `public(record)`: everything but the RNG 
 
 The progress keeps what concerns one kind of worker or one question in its own part: `downpour` (PushCounts:
 fetches, conflicts, staleness, bytes, the residual), `lambdaml` (RoundCounts: rounds and what they cost) and
-`billing` (CallBilling: billed time and CPU). The record is flat all the same: `record` writes every part's fields
+`billing` (CallBilling: billed time and CPU), `straggling` (Straggling: slowed on purpose, and waits of the mitigations). The record is flat all the same: `record` writes every part's fields
 beside the others, under the names records have always had (NAMES), and `from_record` puts them back in their parts.
 
 What rides with every push is kept small (a worker's bytes a push interval besides the push itself,
@@ -68,6 +68,19 @@ class RoundCounts:
 
 
 @dataclass
+class Straggling:
+    """A worker slowed on purpose (config slow_factor, the runtime's --chaos slow) and what the mitigations cost it
+    (worker/straggler.py)."""
+
+    slow_factor: float = 1.0  # the factor its latest call was slowed by (1: not slowed)
+    slowed_s: float = 0.0  # seconds it slept on purpose after its steps: (slow_factor - 1) x each step's time
+    bound_waits: int = 0  # downpour's max_staleness: times it waited for the slowest worker
+    bound_wait_s: float = 0.0  # seconds it spent in those waits
+    late_rounds: int = 0  # backup workers: rounds merged without its contribution (dropped, or taken as merged)
+    merged_contributions: int = 0  # backup workers: contributions it merged as the rounds' merger (worker 0)
+
+
+@dataclass
 class CallBilling:
     """What its calls are billed for (worker/call_clock.py) and cost in CPU (call_cpu.py): each call from its entry
     to its last record (billed on time.monotonic)."""
@@ -116,6 +129,7 @@ class WorkerProgress:
     downpour: PushCounts = field(default_factory=PushCounts)
     lambdaml: RoundCounts = field(default_factory=RoundCounts)
     billing: CallBilling = field(default_factory=CallBilling)
+    straggling: Straggling = field(default_factory=Straggling)
 
     def spend(self, kind: str, seconds: float) -> None:
         """Add `seconds` to `time_split[kind]` (one of faasgd.job.result.SPLIT)."""
@@ -170,6 +184,9 @@ class WorkerProgress:
             out["intervals"][-1] = [self.intervals[-1][0], max(self.intervals[-1][0], now)]
         out["samples_per_s"] = self.samples / self.train_s if self.train_s > 0 else 0.0
         out["updated_at"] = now
+        for name in GROUP_FIELDS["straggling"]:  # most workers are never slowed nor held: no bytes on their pushes
+            if out[name] == STRAGGLING_DEFAULTS[name]:
+                del out[name]
         return compact(out)
 
     @classmethod
@@ -188,7 +205,7 @@ class WorkerProgress:
 # A record travels with every push: its durations are kept to the microsecond (their clocks' resolution at best: sums
 # of perf_counter or process-clock intervals), where repr wrote 17 digits; timestamps on the job's timeline keep every
 # digit. The resource profile's sampled figures (in their own record) keep 6 significant digits.
-SECONDS = ("train_s", "comm_wait_s", "billed_s", "billed_gb_s", "clock_error_s", "cpu_s", "loss", "epoch_loss_sum")
+SECONDS = ("train_s", "comm_wait_s", "slowed_s", "bound_wait_s", "billed_s", "billed_gb_s", "clock_error_s", "cpu_s", "loss", "epoch_loss_sum")
 
 
 def compact(record: dict[str, Any]) -> dict[str, Any]:
@@ -234,8 +251,9 @@ def copied(value: Any) -> Any:
     return value
 
 
-GROUPS = {"downpour": PushCounts, "lambdaml": RoundCounts, "billing": CallBilling}  # the record holds their fields flat
+GROUPS = {"downpour": PushCounts, "lambdaml": RoundCounts, "billing": CallBilling, "straggling": Straggling}  # the record holds their fields flat
 GROUP_FIELDS = {group: tuple(f.name for f in dataclasses.fields(kind)) for group, kind in GROUPS.items()}
+STRAGGLING_DEFAULTS = dataclasses.asdict(Straggling())  # a record leaves these fields out at their defaults
 PLACES = {name: group for group, names in GROUP_FIELDS.items() for name in names}  # a group's field -> the group
 # the progress's fields, flat, in the order its records have always held them
 NAMES = ("worker_id", "rng_state", "state", "epoch", "step", "samples", "shard_size", "loss", "accuracy", "accuracy_epoch",
@@ -243,7 +261,9 @@ NAMES = ("worker_id", "rng_state", "state", "epoch", "step", "samples", "shard_s
          "time_split", "push_bytes", "fetch_bytes", "pushed_steps", "residual", "residual_resets", "started_at",
          "finished_at", "error", "replicas", "owner", "epoch_step", "epoch_rng_state", "epoch_loss_sum", "invocations",
          "intervals", "resources", "rounds", "round_bytes_written", "round_bytes_read", "barrier_wait_s",
-         "params_digest", "billed_s", "billed_gb_s", "memory_mb", "cold_starts", "clock_error_s", "cpu_s", "cpu_clock")
+         "params_digest", "billed_s", "billed_gb_s", "memory_mb", "cold_starts", "clock_error_s", "cpu_s", "cpu_clock",
+         "slow_factor", "slowed_s", "bound_waits", "bound_wait_s",
+         "late_rounds", "merged_contributions")
 FIELDS = set(NAMES)
 SENT = tuple(name for name in NAMES if name != "resources")  # the record's: resources have a record of their own
 SENT_PLACES = tuple((name, PLACES.get(name)) for name in SENT)  # (field, its group or None)

@@ -126,7 +126,7 @@ def test_each_concern_is_its_own_model_and_attribute_access_stays_flat():
 
     groups = [config_groups.DataSettings, config_groups.ModelSettings, config_groups.TrainingSettings,
               config_groups.CommunicationSettings, config_groups.InvocationSettings, config_groups.StoreSettings,
-              config_groups.AlgorithmSettings]
+              config_groups.AlgorithmSettings, config_groups.StragglerSettings]
     owned = [name for group in groups for name in group.model_fields]
     assert sorted(owned) == sorted(FIELDS) == sorted(TrainConfig.model_fields)  # each key in exactly one group
     config = load_config({}, {"n_push": 7, "model": "lr", "algorithm": "grad_avg"})

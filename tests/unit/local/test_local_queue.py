@@ -321,3 +321,15 @@ async def test_a_round_of_the_worker_count_that_fails_unforeseen_is_logged_and_t
         await gw.clock.advance(RESIZE_S)
         await within(gw.clock.sleeping(RESIZE_S))
         assert gw.queue.stats()["workers"] == 3
+
+
+async def test_chaos_slow_adds_its_header_to_every_delivery_of_the_function_only():
+    slowed, other = FakeReplica("a"), FakeReplica("b")
+    policy = DeliveryPolicy(chaos=Chaos(slow=(("echo", "4:1"),)))
+    async with gateway_in_process(FakeRegistry(echo=[slowed], other=[other]), delivery=policy) as gw:
+        for path in ("/async-function/echo", "/async-function/echo", "/async-function/other"):
+            await post(gw, path=path)
+            await within(gw.callbacks.next())
+        stats = gw.queue.stats()
+    assert [c["headers"].get("x-chaos-slow") for c in slowed.calls] == ["4:1", "4:1"]
+    assert "x-chaos-slow" not in other.calls[0]["headers"] and stats["slowed"] == 2

@@ -101,3 +101,18 @@ def test_chaos_rules_parse_travel_to_the_daemon_and_refuse_bad_ones_naming_chaos
     for bad in ("drop:emnist-train", "drop:emnist-train:0", "drop::2", "duplicate:", "duplicate:f:1", "lose:f:1"):
         with pytest.raises(ConfigError, match=f"^chaos: .*{bad!r}"):
             from_flags(parser.parse_args(["--chaos", bad]))
+
+
+def test_chaos_slow_rules_keep_the_factor_and_worker_the_header_carries_and_refuse_bad_ones_naming_chaos():
+    parser = argparse.ArgumentParser()
+    add_flags(parser)
+    policy = from_flags(parser.parse_args(["--chaos", "slow:emnist-train:4:1", "--chaos", "slow:echo:2.5"]))
+    assert policy.chaos.slow == (("echo", "2.5"), ("emnist-train", "4:1"))
+    assert from_flags(parser.parse_args(policy.to_argv())) == policy
+    assert policy.to_json()["chaos"] == ["slow:echo:2.5", "slow:emnist-train:4:1"]
+    for bad in ("slow:emnist-train", "slow:emnist-train:0.5", "slow:emnist-train:101", "slow::2", "slow:f:x",
+                "slow:f:2:-1", "slow:f:2:a"):
+        with pytest.raises(ConfigError, match=f"^chaos: .*{bad!r}"):
+            from_flags(parser.parse_args(["--chaos", bad]))
+    with pytest.raises(ConfigError, match="^chaos: .*one a function"):  # two factors for one function: which?
+        from_flags(parser.parse_args(["--chaos", "slow:f:2", "--chaos", "slow:f:4"]))

@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from faasgd.worker.progress import FIELDS, GROUPS, WorkerProgress, pack_rng, unpack_rng
+from faasgd.worker.progress import FIELDS, GROUPS, STRAGGLING_DEFAULTS, WorkerProgress, pack_rng, unpack_rng
 
 # the record's keys: readers, status and resume read them by these names, whatever groups the progress has
 RECORD_KEYS = (
@@ -15,7 +15,8 @@ RECORD_KEYS = (
     "retries staleness_hist last_staleness train_s comm_wait_s time_split push_bytes fetch_bytes pushed_steps residual "
     "residual_resets started_at finished_at error replicas owner epoch_step epoch_rng_state epoch_loss_sum invocations "
     "intervals rounds round_bytes_written round_bytes_read barrier_wait_s params_digest billed_s billed_gb_s memory_mb "
-    "cold_starts clock_error_s cpu_s cpu_clock samples_per_s updated_at").split()
+    "cold_starts clock_error_s cpu_s cpu_clock samples_per_s "
+    "updated_at").split()
 
 
 def _busy_progress() -> WorkerProgress:
@@ -39,9 +40,11 @@ def test_the_record_holds_every_field_as_dataclasses_asdict_gives_it():
     expected["staleness_hist"] = {"0": 2, "3": 1}
     expected["intervals"][-1] = [12.0, 20.0]
     del expected["resources"]  # in their own record, resources:<worker>, not with every push
+    for name in STRAGGLING_DEFAULTS:  # left out at their defaults (a worker never slowed nor held)
+        del expected[name]
     expected["rng_state"] = expected["epoch_rng_state"] = pack_rng(progress.rng_state)
     assert "resources" not in record
-    assert {name: record[name] for name in FIELDS - {"resources"}} == expected
+    assert {name: record[name] for name in FIELDS - {"resources"} - set(STRAGGLING_DEFAULTS)} == expected
     assert record["updated_at"] == 20.0 and record["samples_per_s"] == 0.0
 
 
@@ -105,3 +108,14 @@ def test_a_record_keeps_durations_to_the_microsecond_and_timestamps_whole():
     assert record["samples_per_s"] == round(55_000 / 1.026803786999153, 1)
     assert progress.train_s == 1.026803786999153  # the worker's own figures are left as they are
     assert len(json.dumps(record, separators=(",", ":"))) < 950  # a fresh worker's record, as sent with a push (was 1.3 KB)
+
+
+def test_a_slowed_or_held_worker_s_record_carries_its_straggling_figures_and_reads_them_back():
+    progress = _busy_progress()
+    progress.straggling.slow_factor, progress.straggling.slowed_s, progress.straggling.bound_waits = 4.0, 1.5, 2
+    record = progress.record(now=20.0)
+    assert {name: record.get(name) for name in STRAGGLING_DEFAULTS} == {
+        "slow_factor": 4.0, "slowed_s": 1.5, "bound_waits": 2, "bound_wait_s": None, "late_rounds": None,
+        "merged_contributions": None}  # the defaults left out
+    back = WorkerProgress.from_record(record).straggling
+    assert (back.slow_factor, back.slowed_s, back.bound_waits, back.bound_wait_s) == (4.0, 1.5, 2, 0.0)

@@ -8,7 +8,7 @@
 """
 
 from faasgd.lambdaml.rounds.algorithms import (ALGORITHMS, RoundOutcome, RoundState, consensus_round, grad_avg_round,
-                                      model_avg_round, run_rounds)
+                                      model_avg_round, run_rounds, taken_round)
 from faasgd.lambdaml.rounds.convex_rounds import admm_parts, admm_round, admm_state, admm_z, kmeans_round
 from faasgd.lambdaml.rounds.errors import RoundDataError, RoundError, RoundTimeout
 from faasgd.lambdaml.rounds.exchange import OPS, PATTERNS, Exchange, ExchangeConfig, RoundStats
@@ -16,4 +16,4 @@ from faasgd.lambdaml.rounds.exchange import OPS, PATTERNS, Exchange, ExchangeCon
 __all__ = ["ALGORITHMS", "OPS", "PATTERNS", "Exchange", "ExchangeConfig", "RoundDataError", "RoundError",
            "RoundOutcome", "RoundState", "RoundStats", "RoundTimeout", "admm_parts", "admm_round", "admm_state",
            "admm_z", "consensus_round", "kmeans_round", "grad_avg_round",
-           "model_avg_round", "run_rounds"]
+           "model_avg_round", "run_rounds", "taken_round"]

@@ -87,6 +87,19 @@ def model_avg_round(state: RoundState, grad: GradFn, exchange: Exchange, *, lr: 
     return consensus_round(state, exchange, local, lambda params, local_model, mean, r: mean)
 
 
+def taken_round(algorithm: str, state: RoundState, merged: np.ndarray, stats: RoundStats, *,
+                lr: float) -> RoundOutcome:
+    """A round merged without this worker (backup workers: Exchange.merged_if_ready), applied as its own rounds
+    apply a merge: grad_avg steps by the mean gradient, model_avg takes the mean model. No loss (nothing computed)."""
+    if algorithm == "grad_avg":
+        new = state.params - np.float32(check_lr(lr)) * merged
+    elif algorithm == "model_avg":
+        new = merged
+    else:
+        raise ConfigError("algorithm", f"a round is taken as merged in grad_avg or model_avg, got {algorithm!r}")
+    return RoundOutcome(RoundState(check_params(new), state.round_no + 1), float("nan"), stats)
+
+
 ALGORITHMS = ("grad_avg", "model_avg")
 
 

@@ -36,6 +36,15 @@ stay until the job's keys go). Safe because a worker in round r has read round r
 needs every worker's round r - 1 contribution, so every worker has finished round r - 2. A worker that
 re-enters a cleared round gets a RoundDataError saying so (its checkpoint is behind the others').
 
+Backup workers (`backup`, reduce only): worker 0 merges round r as soon as it holds W - backup contributions (its
+own and the first others to arrive; all that are there then), divides by how many it merged (`mean`), and writes
+the round's members (`{tag}:r{round}:members`, JSON worker ids) before the merged object. A contribution that comes
+later is dropped (never merged into another round: it was computed at round r's parameters). A worker that finds
+round r merged before it starts it (`merged_if_ready`) takes the merged object without computing (the caller
+applies it), so a late worker catches up instead of falling further behind; every worker still applies every
+round's merge, so all hold the same bits. Clearing then lags BACKUP_KEEP_ROUNDS rounds, not two (a late worker
+reads rounds the others passed); a worker that falls further behind gets the RoundDataError of a cleared object.
+
 Accounting: all_reduce returns RoundStats: what this worker wrote and read (object bytes, header
 included), its requests, and the seconds it spent in waits (polls, transfers and sleeps). With
 H = wire.HEADER_BYTES, a vector of L float32 and N workers, per round:
@@ -46,6 +55,7 @@ so with l_i = L/N a reduce_scatter worker reads 2/N of what reduce's worker 0 re
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, fields
 from typing import Callable, Protocol
@@ -55,11 +65,15 @@ import numpy as np
 from faasgd.checks import positive_number, whole_number
 from faasgd.errors import ConfigError
 from faasgd.lambdaml.rounds import wire
-from faasgd.lambdaml.rounds.errors import RoundTimeout
+from faasgd.lambdaml.rounds.errors import RoundDataError, RoundTimeout
 from faasgd.lambdaml.rounds.wire import MERGED, PART, Piece
+from faasgd.store import keys
 
 PATTERNS = ("reduce", "reduce_scatter")
 OPS = ("mean", "sum")
+
+
+BACKUP_KEEP_ROUNDS = 16  # with backup workers: rounds whose objects stay readable (a late worker may read them)
 
 
 class BlobSpace(Protocol):
@@ -112,6 +126,7 @@ class ExchangeConfig:
     poll_max_s: float = 0.05  # longest pause between two polls
     op: str = "mean"  # merge: mean (sum / N) or sum; in float64 in worker order, rounded once to float32
     tag: str = "rounds"  # prefix of the objects' names, so one job can run several exchanges side by side
+    backup: int = 0  # reduce: a round merges the first workers - backup contributions (backup workers); 0: all
 
     def __post_init__(self) -> None:
         if self.pattern not in PATTERNS:
@@ -124,6 +139,9 @@ class ExchangeConfig:
         if self.poll_max_s < self.poll_s:
             raise ConfigError("poll_max_s", f"must be at least poll_s ({self.poll_s}), got {self.poll_max_s}")
         wire.check_tag(self.tag)
+        whole_number(self.backup, "backup", low=0, high=self.workers - 1, must=f"an integer 0 to {self.workers - 1}")
+        if self.backup and self.pattern != "reduce":
+            raise ConfigError("backup", f"backup workers need one merger: pattern reduce, got {self.pattern!r}")
 
 
 @dataclass(frozen=True)
@@ -136,6 +154,8 @@ class RoundStats:
     puts: int = 0  # put_blob calls, clearing included
     gets: int = 0  # get_blob calls, polls of missing objects included
     wait_s: float = 0.0  # seconds in waits at the barrier: polls, transfers and sleeps
+    merged: int = 0  # backup workers: contributions this worker merged as the merger, its own included
+    late: int = 0  # rounds merged without this worker's contribution (backup workers: dropped, or taken as merged)
 
     def __add__(self, other: "RoundStats") -> "RoundStats":
         return RoundStats(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
@@ -152,6 +172,7 @@ class Exchange:
         self.merged_slots = merged_slots(space)  # chosen once: the space's own, or its ordinary objects
         self.clock, self.sleep = clock, sleep
         self.slices = config.workers if config.pattern == "reduce_scatter" else 1
+        self.keep = BACKUP_KEEP_ROUNDS if config.backup else 2  # rounds whose objects stay readable
 
     def merger(self, slice_index: int) -> int:
         """The worker that merges slice `slice_index` (and writes its merged object)."""
@@ -164,8 +185,7 @@ class Exchange:
             raise ConfigError("vector", f"must be a 1-D float32 array, got {getattr(vector, 'dtype', type(vector))} "
                                         f"{getattr(vector, 'shape', '')}")
         io = _Io(self, round_no)
-        if round_no >= 2:
-            self._clear(io, round_no - 2)
+        self._enter(io, round_no)
         bounds = wire.split(len(vector), self.slices)
         me = self.worker_id
         for s, (offset, count) in enumerate(bounds):
@@ -176,24 +196,48 @@ class Exchange:
                   for s in range(self.slices) if s not in merged}
         merged.update(io.wait(others, "the merged slices"))
         result = np.concatenate([merged[s] for s in range(self.slices)]).astype(np.float32, copy=False)
+        if self.config.backup and self.merger(0) != me:
+            io.late = int(me not in io.get_members())
         return result, io.stats()
+
+    def merged_if_ready(self, round_no: int, length: int) -> tuple[np.ndarray, RoundStats] | None:
+        """Backup workers: round `round_no`'s merged vector (of `length` values) if it is merged already (the worker
+        then skips computing it: its contribution would be dropped), else None. Never waits."""
+        io = _Io(self, round_no)
+        piece = self._piece(MERGED, round_no, self.merger(0), 0, wire.split(length, 1), length)
+        merged = io.get(piece)
+        if merged is None:
+            return None
+        self._enter(io, round_no)
+        io.late = 1
+        return merged, io.stats()
+
+    def _enter(self, io: "_Io", round_no: int) -> None:
+        """Clear this worker's objects of the round `keep` rounds back (see the module docstring)."""
+        if round_no >= self.keep:
+            self._clear(io, round_no - self.keep)
 
     def _merge(self, io: "_Io", s: int, bounds, vector: np.ndarray) -> np.ndarray:
         """Slice s merged: the stored one when a previous entry of this round wrote it, else merged and written."""
         round_no, total, me = io.round_no, len(vector), self.worker_id
         target = self._piece(MERGED, round_no, me, s, bounds, total)
         done = io.get(target)
-        if done is not None:
+        if done is not None:  # merged by a previous entry of this round: its members are counted here
+            io.merged = len(io.get_members()) if self.config.backup else 0
             return done
-        parts = io.wait({w: self._piece(PART, round_no, w, s, bounds, total)
-                         for w in range(self.config.workers) if w != me}, "the contributions")
+        others = {w: self._piece(PART, round_no, w, s, bounds, total) for w in range(self.config.workers) if w != me}
+        parts = io.wait(others, "the contributions", at_least=len(others) - self.config.backup)
+        members = sorted([me, *parts])
         offset, count = bounds[s]
         acc = np.zeros(count, dtype=np.float64)
-        for w in range(self.config.workers):
+        for w in members:
             acc += vector[offset:offset + count] if w == me else parts[w]
         if self.config.op == "mean":
-            acc /= self.config.workers
+            acc /= len(members)
         out = acc.astype(np.float32)
+        if self.config.backup:
+            io.put_members(members)  # before the merged object: whoever reads that finds its members
+            io.merged = len(members)
         if io.put(target, out):
             return out
         return io.wait({me: target}, "the merged slice another entry of this round wrote first")[me]
@@ -203,6 +247,8 @@ class Exchange:
         for s in range(self.slices):
             kind = MERGED if self.merger(s) == self.worker_id else PART
             io.clear(Piece(kind, round_no, self.worker_id, s, self.slices, 0, 0, 0))
+        if self.config.backup and self.merger(0) == self.worker_id:
+            io.clear_blob(keys.round_members_name(self.config.tag, round_no))
 
     def _piece(self, kind: bytes, round_no: int, writer: int, s: int, bounds, total: int) -> Piece:
         offset, count = bounds[s]
@@ -215,7 +261,7 @@ class _Io:
     def __init__(self, exchange: Exchange, round_no: int):
         self.ex, self.round_no = exchange, round_no
         self.deadline = exchange.clock() + exchange.config.round_timeout_s
-        self.written = self.read = self.puts = self.gets = 0
+        self.written = self.read = self.puts = self.gets = self.merged = self.late = 0
         self.wait_s = 0.0
 
     def put(self, piece: Piece, values: np.ndarray) -> bool:
@@ -237,6 +283,11 @@ class _Io:
             ex.space.put_blob(ex.job_id, name, wire.CLEARED)
         self.puts += 1
 
+    def clear_blob(self, name: str) -> None:
+        """Overwrite an object that is not a piece (a round's members) with b""."""
+        self.ex.space.put_blob(self.ex.job_id, name, wire.CLEARED)
+        self.puts += 1
+
     def get(self, piece: Piece) -> np.ndarray | None:
         name, ex = piece.name(self.ex.config.tag), self.ex
         raw = ex.merged_slots.get_merged(ex.job_id, name) if piece.kind == MERGED else ex.space.get_blob(ex.job_id, name)
@@ -246,11 +297,13 @@ class _Io:
         self.read += len(raw)
         return wire.decode(raw, piece, name)
 
-    def wait(self, pieces: dict[int, Piece], what: str) -> dict[int, np.ndarray]:
-        """Every piece's values, polling the missing ones until the round's deadline (then RoundTimeout)."""
+    def wait(self, pieces: dict[int, Piece], what: str, at_least: int | None = None) -> dict[int, np.ndarray]:
+        """The pieces' values once `at_least` of them (default: all) are there, every one there by then; polls the
+        missing ones until the round's deadline (then RoundTimeout)."""
         clock, cfg = self.ex.clock, self.ex.config
         start, pause = clock(), cfg.poll_s
         missing, got = dict(pieces), {}
+        enough = len(pieces) if at_least is None else at_least
         try:
             while True:
                 for key, piece in list(missing.items()):
@@ -258,7 +311,7 @@ class _Io:
                     if values is not None:
                         got[key] = values
                         del missing[key]
-                if not missing:
+                if len(got) >= enough:
                     return got
                 now = clock()
                 if now >= self.deadline:
@@ -268,5 +321,22 @@ class _Io:
         finally:
             self.wait_s += clock() - start
 
+    def put_members(self, members: list[int]) -> None:
+        data = json.dumps(members).encode()
+        self.ex.space.put_blob(self.ex.job_id, keys.round_members_name(self.ex.config.tag, self.round_no), data)
+        self.written += len(data)
+        self.puts += 1
+
+    def get_members(self) -> list[int]:
+        """The workers whose contributions round `round_no` merged (written before its merged object)."""
+        name = keys.round_members_name(self.ex.config.tag, self.round_no)
+        raw = self.ex.space.get_blob(self.ex.job_id, name)
+        self.gets += 1
+        if not raw:
+            raise RoundDataError(self.round_no, name, self.ex.merger(0), f"{'missing' if raw is None else 'cleared'}: "
+                                 f"a worker more than {self.ex.keep} rounds behind reads a cleared round")
+        self.read += len(raw)
+        return [int(worker) for worker in json.loads(raw)]
+
     def stats(self) -> RoundStats:
-        return RoundStats(1, self.written, self.read, self.puts, self.gets, self.wait_s)
+        return RoundStats(1, self.written, self.read, self.puts, self.gets, self.wait_s, self.merged, self.late)

@@ -27,7 +27,11 @@ Where this departs from OpenFaaS, and why:
 a cluster does: `drop:FN:N` answers the first N deliveries of function FN with 502 without calling
 it (a call that landed on a pod that was not ready, or whose connection was cut: CE ends the call
 there); `duplicate:FN` delivers every call of FN twice at once (a redelivery after ack_wait that
-overlaps the first delivery); only the first copy's answer counts.
+overlaps the first delivery); only the first copy's answer counts. A third kind slows rather than breaks:
+`slow:FN:FACTOR[:WORKER]` adds the header X-Chaos-Slow: FACTOR[:WORKER] (faasgd.openfaas.CHAOS_SLOW_HEADER) to every
+delivery of FN (a straggler: a slower node, a noisy neighbour). The runtime knows no workers: the function reads the
+header and the worker it names (every one without WORKER) sleeps (FACTOR - 1) x each step's time after it
+(faasgd.worker.straggler).
 """
 
 from __future__ import annotations
@@ -95,16 +99,20 @@ class DeliveryPolicy:
 @dataclass(frozen=True)
 class Chaos:
     """Deliveries broken on purpose: `drop` maps a function to how many of its first deliveries answer
-    502 without reaching it; every call of a function in `duplicate` is delivered twice at once."""
+    502 without reaching it; every call of a function in `duplicate` is delivered twice at once; every delivery of a
+    function in `slow` carries its X-Chaos-Slow value."""
 
     drop: tuple[tuple[str, int], ...] = ()
     duplicate: frozenset[str] = frozenset()
+    slow: tuple[tuple[str, str], ...] = ()  # (function, the X-Chaos-Slow value its deliveries carry: FACTOR[:WORKER])
 
     @classmethod
     def parse(cls, rules: list[str] | None) -> Chaos:
-        """From `--chaos` values (drop:FN:N, duplicate:FN); raises ConfigError naming a bad one."""
+        """From `--chaos` values (drop:FN:N, duplicate:FN, slow:FN:FACTOR[:WORKER]); raises ConfigError naming a bad
+        one."""
         drop: dict[str, int] = {}
         duplicate: set[str] = set()
+        slow: dict[str, str] = {}
         for rule in rules or []:
             kind, _, rest = rule.partition(":")
             name, _, count = rest.partition(":")
@@ -112,14 +120,31 @@ class Chaos:
                 drop[name] = drop.get(name, 0) + int(count)
             elif kind == "duplicate" and name and not count:
                 duplicate.add(name)
+            elif kind == "slow" and name and name not in slow and slow_value(count):
+                slow[name] = slow_value(count)
             else:
-                raise ConfigError("chaos", f"expected drop:FUNCTION:N (N >= 1) or duplicate:FUNCTION, got {rule!r}")
-        return cls(tuple(sorted(drop.items())), frozenset(duplicate))
+                raise ConfigError("chaos", f"expected drop:FUNCTION:N (N >= 1), duplicate:FUNCTION or "
+                                           f"slow:FUNCTION:FACTOR[:WORKER] (1 <= FACTOR <= 100, WORKER >= 0; one a "
+                                           f"function), got {rule!r}")
+        return cls(tuple(sorted(drop.items())), frozenset(duplicate), tuple(sorted(slow.items())))
 
     def to_argv(self) -> list[str]:
         """The `--chaos` values that give these rules."""
         return [f"drop:{name}:{count}" for name, count in self.drop] + \
-            [f"duplicate:{name}" for name in sorted(self.duplicate)]
+            [f"duplicate:{name}" for name in sorted(self.duplicate)] + [f"slow:{name}:{value}" for name, value in self.slow]
+
+
+def slow_value(text: str) -> str:
+    """FACTOR[:WORKER] of a slow rule as its header carries it (the factor as given), or "" when it is not one."""
+    factor, _, worker = text.partition(":")
+    try:
+        if not 1.0 <= float(factor) <= 100.0:
+            return ""
+    except ValueError:
+        return ""
+    if worker and not worker.isdigit():
+        return ""
+    return text
 
 
 @dataclass(frozen=True)
@@ -164,7 +189,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-inflight", type=int, default=None, help="pro: calls in flight per queue worker (5)")
     parser.add_argument("--chaos", action="append", metavar="RULE",
                         help="break delivery on purpose, for fault studies (repeatable): drop:FUNCTION:N answers "
-                             "its first N deliveries 502 unsent; duplicate:FUNCTION delivers each call twice at once")
+                             "its first N deliveries 502 unsent; duplicate:FUNCTION delivers each call twice at once; "
+                             "slow:FUNCTION:FACTOR[:WORKER] slows the worker named (every one without WORKER) by FACTOR")
 
 
 def from_flags(args: argparse.Namespace) -> DeliveryPolicy:

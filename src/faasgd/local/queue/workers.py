@@ -21,6 +21,7 @@ method), measures X-Duration-Seconds from the message's receipt (we time the fun
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import time
@@ -34,6 +35,7 @@ from faasgd.local.clock import Clock, RealClock
 from faasgd.local.queue.errors import QueueError
 from faasgd.local.queue.messages import AsyncCall, Broker, Message, Reply
 from faasgd.local.queue.rules import DeliveryPolicy, decide
+from faasgd.openfaas import CHAOS_SLOW_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,7 @@ class QueueWorkers:
         self._deliver, self._workers_wanted, self._client = deliver, workers_wanted, client
         self._clock = clock or RealClock()
         self._counts = dict.fromkeys(("accepted", "delivered", "redelivered", "retried", "failed", "dropped",
-                                      "duplicated"), 0)
+                                      "duplicated", "slowed"), 0)
         self._history: OrderedDict[str, _History] = OrderedDict()
         self._running: dict[int, tuple[int, int]] = {}  # delivery -> (slot, body bytes)
         self._room: asyncio.Condition | None = None
@@ -86,6 +88,7 @@ class QueueWorkers:
         self._seq = itertools.count()
         self._workers, self._stored = 0, 0
         self._drops = dict(policy.chaos.drop)  # deliveries still to drop, per function (--chaos)
+        self._slow = dict(policy.chaos.slow)  # function -> the X-Chaos-Slow value its deliveries carry (--chaos)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -198,11 +201,14 @@ class QueueWorkers:
             record["callback_status"] = await post_callback(self._client, call, reply)
 
     async def _deliver_through_chaos(self, call: AsyncCall, history: _History) -> Reply:
-        """Deliver `call`, unless --chaos drops it (502 unsent) or sends a copy alongside it."""
+        """Deliver `call`, unless --chaos drops it (502 unsent); it may add X-Chaos-Slow to it or send a copy alongside."""
         if self._drops.get(call.name, 0) > 0:
             self._drops[call.name] -= 1
             self._counts["dropped"] += 1
             return Reply(502, [], b"dropped by --chaos\n", error="dropped by --chaos")
+        if call.name in self._slow:  # the function decides whom the header slows (the runtime knows no workers)
+            self._counts["slowed"] += 1
+            call = dataclasses.replace(call, headers=[*call.headers, (CHAOS_SLOW_HEADER, self._slow[call.name])])
         if call.name in self.policy.chaos.duplicate:
             self._counts["duplicated"] += 1
             self._spawn(self._deliver_copy(call, history))
