@@ -3,22 +3,20 @@
 It is driven by the same invocation machinery as the Downpour worker (invocation.py: leases, resume from
 the worker record, hand-off, per-iteration chaining, supervision, the job's end); load_worker picks it by
 the job's `algorithm`. Every round goes through one all_reduce over the job's channel: the job's store
-(ParameterStore is a blob space), the function's S3 space (`channel: s3`, faasgd.channels.configured_space) or its
-DynamoDB tables (`channel: dynamodb`, faasgd.channels.configured_dynamodb).
+(ParameterStore is a blob space), the function's S3 space (`channel: s3`) or DynamoDB tables (`channel: dynamodb`).
 
-Rounds and epochs. Every worker runs the same rounds: in each, every worker takes `steps_per_round`
-minibatches of exactly B = min(batch_size, L) rows (grad_avg and admm: 1, admm taking local_steps x-update steps
-on it; model_avg: local_steps, one SGD step each), L the largest shard's rows. An epoch is
-rounds_per_epoch = ceil(ceil(L / B) / steps_per_round) rounds, so every
-worker passes over its shard once per epoch and a shorter shard wraps to its epoch order's start (decided:
-equal minibatches keep grad_avg equal to one process with an N x batch_size batch). Minibatch k of epoch e
-is rows order_e[(k B + j) mod n], j < B, order_e a permutation drawn from (seed, worker, epoch), so any round
-can be recomputed from its number alone (no RNG state to checkpoint).
+Rounds and epochs. Every worker runs the same rounds: in each, every worker takes `steps_per_round` minibatches of
+exactly B = min(batch_size, L) rows (grad_avg and admm: 1, admm taking local_steps x-update steps on it; model_avg:
+local_steps, one SGD step each), L the largest shard's rows. An epoch is rounds_per_epoch = ceil(ceil(L / B) /
+steps_per_round) rounds, so every worker passes over its shard once per epoch and a shorter shard wraps to its epoch
+order's start (decided: equal minibatches keep grad_avg equal to one process with an N x batch_size batch).
+Minibatch k of epoch e is rows order_e[(k B + j) mod n], j < B, order_e a permutation drawn from (seed, worker,
+epoch), so any round can be recomputed from its number alone (no RNG state to checkpoint).
 
 The checkpoint. After round r every worker holds the same parameters (the merged result of round r); admm
 workers also their own x_i and u_i. A worker writes its state (sync_checkpoint.py) to the job's store, then its
-record with rounds = r + 1 (and pushes = rounds, so a stale call's record never replaces a newer one). A resumed worker reads its slot and re-enters round r + 1 of the exchange,
-which gives the same bits on re-entry (faasgd.lambdaml.rounds). Round 0 starts from the job's initial weights.
+record with rounds = r + 1 (and pushes = rounds, so a stale call's record never replaces a newer one). A resumed
+worker reads its slot and re-enters round r + 1 of the exchange, which gives the same bits (faasgd.lambdaml.rounds). Round 0 starts from the job's initial weights.
 
 Epoch end: every worker evaluates the global parameters (admm: z) on the validation rows (all hold the same
 bits, so all reach the stop rule at the same round and no barrier is left waiting), appends its epoch event;
