@@ -122,8 +122,11 @@ class GraphModel:
         self.nets, self.scales = nets, scales
 
     @classmethod
-    def fit(cls, runs: list[dict], seed: int = 0, epochs: int = EPOCHS, members: int = ENSEMBLE) -> "GraphModel":
+    def fit(cls, runs: list[dict], seed: int = 0, epochs: int | None = None,
+            members: int | None = None) -> "GraphModel":
+        """An ensemble of `members` (default ENSEMBLE) GCNs trained `epochs` (EPOCHS) on the runs."""
         torch.set_num_threads(1)
+        epochs, members = epochs or EPOCHS, members or ENSEMBLE
         graphs, y = encode(runs)
         scales = Scales.of(graphs, y)
         inputs, target = batch(graphs, scales), standardised(y, scales)
@@ -135,9 +138,11 @@ class GraphModel:
             nets.append(net)
         return cls(nets, scales)
 
-    def fine_tune(self, runs: list[dict], epochs: int = FINE_TUNE_EPOCHS) -> "GraphModel":
-        """A copy trained further on `runs` (of a new setting) from these weights, at a tenth of the rate."""
+    def fine_tune(self, runs: list[dict], epochs: int | None = None) -> "GraphModel":
+        """A copy trained further on `runs` (of a new setting) from these weights, at a tenth of the rate, for
+        `epochs` (default FINE_TUNE_EPOCHS)."""
         torch.set_num_threads(1)
+        epochs = epochs or FINE_TUNE_EPOCHS
         graphs, y = encode(runs)
         inputs, target = batch(graphs, self.scales), standardised(y, self.scales)
         nets = []
