@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import shutil
 
 import numpy as np
@@ -69,3 +70,23 @@ def test_bad_input_names_the_field(tmp_path, capsys, make, argv, field):
         path.write_text(FIXTURE.read_text().splitlines()[0] + "\n")
     assert main(["predict", "--graph", str(path), *argv]) == 2
     assert capsys.readouterr().err.startswith(f"faasgd: error: {field}: ")
+
+
+def documented_lines() -> list[str]:
+    lines = []
+    for page in ("how-to/predict.md", "explanation/graph-inspector.md"):
+        text = (ROOT / "docs" / page).read_text()
+        lines += [line.strip() for line in text.splitlines() if line.strip().startswith("faasgd predict --graph ")]
+    return lines
+
+
+def test_the_documented_lines_run_as_typed_on_a_data_set(capsys):
+    """Each documented `faasgd predict --graph` line, its data set swapped for the recorded one (the docs' own is
+    made by the line before it, `bench/inspector_data.py --quick`: minutes of jobs)."""
+    lines = documented_lines()
+    assert len(lines) == 2
+    for line in lines:
+        words = shlex.split(line)[1:]
+        words[words.index("--graph") + 1] = str(FIXTURE)
+        assert main(words) == 0, line
+        assert "cpu_burst_use" in capsys.readouterr().out
