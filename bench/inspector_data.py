@@ -13,8 +13,9 @@ profile at PROFILE_HZ; its row is the run record `faasgd predict` learns from (c
 figures at the top level: the 12 Driple figures of faasgd.profile.figures, CPU utilisation and RSS standing in
 for Driple's GPU utilisation and memory; no GPU here) plus `key`, `family` and `architecture`.
 
-Resumable: rows are appended (one JSON line each, flushed) and a job whose key is in the file already is skipped,
-so an interrupted run is continued by running it again. The cnn is not in the data set: its two layouts
+Resumable: rows are appended (one JSON line each, flushed) and a job whose key is in the file already, done, is
+skipped, so an interrupted run is continued by running it again (a failed job is run again; readers take the done
+rows). Both stores are emptied after each job (`flush`). The cnn is not in the data set: its two layouts
 (cnn_arch lenet, mobilenet) are the only ones a job can train, and one TensorFlow job costs ~20x an MLP's here
 (graphs of any cnn layout are built: faasgd.profile.graph.cnn_graph).
 """
@@ -29,6 +30,8 @@ import time
 from typing import Iterator
 
 import numpy as np
+import redis
+from pymemcache.client.base import Client
 
 from faasgd.cli import direct, forkserver
 from faasgd.config import load_config
@@ -77,10 +80,18 @@ def key_of(job: dict) -> str:
 
 
 def done_keys(path: str) -> set[str]:
+    """The keys of the jobs in `path` that ended done (a failed one is run again, its row left beside)."""
     if not os.path.exists(path):
         return set()
     with open(path) as f:
-        return {json.loads(line)["key"] for line in f if line.strip()}
+        return {row["key"] for row in map(json.loads, filter(str.strip, f)) if row.get("state") == "done"}
+
+
+def flush(servers: dict) -> None:
+    """Empty both stores: an ended job's state is never read again, and a memcached full of them evicts a running
+    job's weight chunks (the job fails: "weight chunk vanished")."""
+    redis.Redis(port=servers["redis"].port).flushdb()
+    Client(("127.0.0.1", servers["memcached"].port)).flush_all(noreply=False)
 
 
 def run_one(job: dict, urls: dict[str, str]) -> dict:
@@ -117,6 +128,7 @@ def generate(path: str, count: int, settings: int) -> tuple[int, int]:
                 row = run_one(job, urls)
                 out.write(json.dumps(row, sort_keys=True) + "\n")
                 out.flush()
+                flush(servers)
                 print(f"[{n}/{len(todo)}] {row['state']} {job['family']} {job['architecture']} period "
                       f"{job['n_fetch']} batch {job['batch_size']}: {time.perf_counter() - started:.1f} s "
                       f"(perf_counter)", file=sys.stderr, flush=True)
