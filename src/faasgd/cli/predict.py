@@ -5,6 +5,9 @@
     faasgd predict --validate [...]                       leave-one-configuration-out MAPE per target, beside
                                                           the rounds' own spread (the noise floor), and the %
                                                           of held-out runs inside their interval
+    faasgd predict --graph DATA [--set KEY=VALUE ...] [--level 0.9] [--json]
+                                                          the 12 Driple figures from the graph inspector, a GCN
+                                                          on the network's graph (cli/predict_graph.py)
     faasgd predict --transfer-to KEY=VALUE [--transfer-runs 5 ...] [...]
                                                           fitted on the runs not matching KEY=VALUE, adapted with
                                                           N runs that match it; MAPE on the others, per N
@@ -50,6 +53,9 @@ def add_parser(sub) -> None:
                          help=f"the prediction intervals' level, in (0, 1) (default {LEVEL})")
     predict.add_argument("--strict", action="store_true",
                          help="exit 2 when a setting lies outside the recorded runs (after printing the prediction)")
+    predict.add_argument("--graph", default=None, metavar="DATA",
+                         help="the 12 Driple figures from the graph inspector (a GCN) learnt on this data set "
+                              "(bench/inspector_data.py's JSON lines): networks never profiled too")
     predict.add_argument("--json", action="store_true", help="stdout: one JSON document")
 
 
@@ -63,6 +69,10 @@ def learning_runs(args) -> list[dict]:
 
 def run(args) -> int:
     check_flags(args)
+    if args.graph is not None:
+        from faasgd.cli import predict_graph
+
+        return predict_graph.predict(args)
     runs = learning_runs(args)
     if args.transfer_to:
         return show(transfer(runs, args), args.json, "runs used", "MAPE % on the target setting's other runs")
@@ -81,6 +91,13 @@ def check_flags(args) -> None:
     if args.strict and (args.validate or args.transfer_to):
         raise ConfigError("--strict", "checks the settings of a prediction: it has no meaning with --validate or "
                                       "--transfer-to")
+    if args.graph is not None:
+        given = [flag for flag, on in (("--validate", args.validate), ("--transfer-to", args.transfer_to),
+                                       ("--strict", args.strict), ("--where", args.where), ("--batch", args.batch),
+                                       ("--db", args.db)) if on]
+        if given:
+            raise ConfigError("--graph", f"learns from its data set alone, for one configuration: not with "
+                                         f"{', '.join(given)}")
     for item in args.set:
         key, sep, _ = item.partition("=")
         if not sep or not key.strip():

@@ -78,7 +78,7 @@ def variable_shapes(layers: tuple[Layer, ...], image: tuple[int, int, int]) -> l
         if layer.kind in ("conv", "dwconv"):
             out = c if layer.kind == "dwconv" else layer.size
             shapes += [(layer.kernel, layer.kernel, c, 1 if layer.kind == "dwconv" else out), (out,)]
-            h, w, c = _spatial(h, layer), _spatial(w, layer), out
+            h, w, c = spatial(h, layer), spatial(w, layer), out
         elif layer.kind == "pool":
             h, w = h // 2, w // 2
         elif layer.kind in ("gap", "flatten"):
@@ -122,7 +122,7 @@ def init_params(shapes: list[tuple[int, ...]], rng: np.random.Generator, dtype=n
     return flat
 
 
-def _spatial(n: int, layer: Layer) -> int:
+def spatial(n: int, layer: Layer) -> int:
     """A conv layer's output length along one axis (Keras: same pads to ceil(n / s), valid does not pad)."""
     if layer.padding == "same":
         return -(-n // layer.stride)
