@@ -95,7 +95,9 @@ def test_the_jobs_three_steps_run_a_batch_onto_the_results_volume(runtime, tmp_p
     index = (results / "index.md").read_text()
     assert re.search(rf"\| {RUN} \| [\d-]+ [\d:]+ \| 2 \| 2 \| 2 \| 0 \| \[summary\]\(runs/{RUN}/summary.md\) \|", index)
     assert os.readlink(results / "latest") == f"runs/{RUN}" and (results / "latest" / "runs.csv").is_file()
-    assert (results / "runs" / RUN / "summary.md").read_text().strip() in said[2]
+    summary = (results / "runs" / RUN / "summary.md").read_text()
+    assert summary.strip() in said[2]
+    assert "--rounds 1 --target cluster --no-deploy --scale-with gateway\n" in summary  # how to repeat it
 
 
 def test_the_real_faas_cli_reads_the_login_prepare_kept(runtime, tmp_path):

@@ -75,6 +75,14 @@ def check_flags(args) -> None:
     args.max_runs = max_runs(args.max_runs)  # bounded before the matrix is read
 
 
+def target_flags(args) -> list[str]:
+    """The cluster target's flags that change how a batch runs, for summary.md's line that repeats it."""
+    if args.target != "cluster":
+        return []
+    return [*(["--no-deploy"] if args.no_deploy else []),
+            *(["--scale-with", args.scale_with] if args.scale_with != "kubectl" else [])]
+
+
 def versions() -> dict:
     out = {"faasgd": __version__, "python": platform.python_version(), "numpy": numpy.__version__,
            "platform": platform.platform()}
@@ -154,7 +162,7 @@ def run(args, matrix: Matrix, matrix_text: str, redactor: Redactor) -> int:
     failures = [{"config_id": r["config_id"], "configuration": r["configuration"], "round": r["round"],
                  "error": r.get("error")} for r in runs if r.get("state") != "done"]
     meta = {"name": matrix.name, "workload": matrix.workload, "matrix_file": str(args.matrix), "matrix": matrix.source,
-            "target": target.name,
+            "target": target.name, "target_flags": target_flags(args),
             "rounds": matrix.rounds, "started_at": started.isoformat(timespec="seconds"),
             "finished_at": datetime.datetime.now().isoformat(timespec="seconds"), "versions": versions(),
             "seeds": sorted({r["config"]["seed"] for r in runs}), "failures": failures}

@@ -344,7 +344,7 @@ def write_summary_md(runs: list[dict], meta: dict, path, plots: dict[str, str], 
     lines += [
         "", "## How to repeat", "", "```sh",
         f"./test.sh {meta.get('matrix_file', 'MATRIX')} --rounds {meta.get('rounds', 'N')}"
-        f" --target {meta.get('target', 'local')}",
+        f" --target {meta.get('target', 'local')}" + "".join(f" {flag}" for flag in meta.get("target_flags", [])),
         "```", "",
     ]
     Path(path).write_text("\n".join(lines), encoding="utf-8")
