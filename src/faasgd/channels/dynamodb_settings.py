@@ -17,14 +17,13 @@ Decisions (as the S3 channel's, faasgd.channels.s3_settings):
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from faasgd.channels.s3_settings import DEFAULT_REGION, check_endpoint, read_secret
+from faasgd.channels.s3_settings import check_endpoint, read_channel_values
 from faasgd.errors import ConfigError
-from faasgd.store import SECRETS_DIR, keys
+from faasgd.store import keys
 
 SECRET_FILES = {  # setting -> its secret file's name in the secrets dir
     "endpoint_url": "dynamodb-endpoint",
@@ -37,7 +36,6 @@ ENV_KEYS = {"endpoint_url": "dynamodb_endpoint_url", "region": "dynamodb_region"
 DEFAULT_TABLES = {"temp_table": "faasgd-temp", "merged_table": "faasgd-merged"}
 KEY_ATTRIBUTE = "k"  # both tables' partition key (a string), and their only key
 _TABLE = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")  # DynamoDB's table naming rules
-_REGION = re.compile(r"[a-z0-9-]{1,32}\Z")
 
 
 @dataclass(frozen=True)
@@ -65,19 +63,7 @@ def read_dynamodb_settings(env: Mapping[str, str], secrets_dir: str | None = Non
     """The DynamoDB settings of this function: its environment and its secret files (never a request's body).
 
     secrets_dir: default env FAASGD_SECRETS_DIR, else /var/openfaas/secrets (as faasgd.store)."""
-    directory = secrets_dir or env.get("FAASGD_SECRETS_DIR") or os.environ.get("FAASGD_SECRETS_DIR") or SECRETS_DIR
-    values = {}
-    for setting, filename in SECRET_FILES.items():
-        env_key = ENV_KEYS.get(setting)
-        from_env = str(env.get(env_key) or "").strip() if env_key else ""
-        values[setting] = from_env or read_secret(directory, filename)
-    for setting in ("access_key", "secret_key"):
-        if not values[setting]:
-            raise ConfigError(SECRET_FILES[setting], f"the DynamoDB channel needs the secret file "
-                                                     f"{SECRET_FILES[setting]} in {directory} (the function's secrets)")
-    region = values["region"] or DEFAULT_REGION
-    if not _REGION.match(region):
-        raise ConfigError("dynamodb_region", f"must be 1-32 characters of [a-z0-9-] like us-east-1, got {region[:40]!r}")
+    values = read_channel_values(env, secrets_dir, SECRET_FILES, ENV_KEYS, "the DynamoDB channel")
     endpoint = (check_endpoint(values["endpoint_url"], "dynamodb_endpoint_url",
                                "dynamodb-access-key and dynamodb-secret-key") if values["endpoint_url"] else None)
     tables = {name: check_table(str(env.get(ENV_KEYS[name]) or "").strip() or default, ENV_KEYS[name])
@@ -86,7 +72,7 @@ def read_dynamodb_settings(env: Mapping[str, str], secrets_dir: str | None = Non
         raise ConfigError("dynamodb_merged_table", f"must differ from dynamodb_temp_table (the merged results are "
                                                    f"written once, the contributions overwritten), both are "
                                                    f"{tables['temp_table']!r}")
-    return DynamoSettings(endpoint, region, tables["temp_table"], tables["merged_table"], values["access_key"],
+    return DynamoSettings(endpoint, values["region"], tables["temp_table"], tables["merged_table"], values["access_key"],
                           values["secret_key"])
 
 

@@ -131,21 +131,32 @@ def read_s3_settings(env: Mapping[str, str], secrets_dir: str | None = None) -> 
 
     secrets_dir: default env FAASGD_SECRETS_DIR, else /var/openfaas/secrets (as faasgd.store).
     """
+    values = read_channel_values(env, secrets_dir, SECRET_FILES, ENV_KEYS, "the S3 channel")
+    endpoint = check_endpoint(values["endpoint_url"]) if values["endpoint_url"] else None
+    return S3Settings(endpoint, values["region"], values["access_key"], values["secret_key"])
+
+
+def read_channel_values(env: Mapping[str, str], secrets_dir: str | None, secret_files: Mapping[str, str],
+                        env_keys: Mapping[str, str], channel: str) -> dict[str, str]:
+    """A channel's endpoint_url, region, access_key and secret_key (S3's and DynamoDB's alike): each from the
+    function's environment (`env_keys`, not secret) or else its secret file (`secret_files`); the keys required,
+    the region defaulted and checked, each refusal naming its secret file or key and never echoing a value.
+    secrets_dir: default env FAASGD_SECRETS_DIR, else /var/openfaas/secrets (as faasgd.store)."""
     directory = secrets_dir or env.get("FAASGD_SECRETS_DIR") or os.environ.get("FAASGD_SECRETS_DIR") or SECRETS_DIR
     values = {}
-    for setting, filename in SECRET_FILES.items():
-        env_key = ENV_KEYS.get(setting)
+    for setting, filename in secret_files.items():
+        env_key = env_keys.get(setting)
         from_env = str(env.get(env_key) or "").strip() if env_key else ""
         values[setting] = from_env or read_secret(directory, filename)
     for setting in ("access_key", "secret_key"):
         if not values[setting]:
-            raise ConfigError(SECRET_FILES[setting], f"the S3 channel needs the secret file {SECRET_FILES[setting]} "
+            raise ConfigError(secret_files[setting], f"{channel} needs the secret file {secret_files[setting]} "
                                                      f"in {directory} (the function's secrets)")
-    region = values["region"] or DEFAULT_REGION
-    if not _REGION.match(region):
-        raise ConfigError("s3_region", f"must be 1-32 characters of [a-z0-9-] like us-east-1, got {region[:40]!r}")
-    endpoint = check_endpoint(values["endpoint_url"]) if values["endpoint_url"] else None
-    return S3Settings(endpoint, region, values["access_key"], values["secret_key"])
+    values["region"] = values["region"] or DEFAULT_REGION
+    if not _REGION.match(values["region"]):
+        raise ConfigError(env_keys["region"], f"must be 1-32 characters of [a-z0-9-] like us-east-1, got "
+                                              f"{values['region'][:40]!r}")
+    return values
 
 
 def check_endpoint(endpoint: str, field_name: str = "s3_endpoint_url",
