@@ -77,7 +77,15 @@ class Runtime:
         for function in ("emnist-setup", "emnist-train"):
             status = self.gateway.function_status(function)
             started = {r["pid"] for r in self.state["replicas"] if r["name"].startswith(function + "-")}
-            assert status["restarts"] == 0 and set(status["pids"]) == started, status
+            assert status["restarts"] == 0 and set(status["pids"]) == started, (status, self.log_tails(function))
+
+    def log_tails(self, function: str, lines: int = 15) -> str:
+        """The last lines of the function's replica logs (the ended ones' too) and of the runtime's: why a replica
+        ended, for the failure's message."""
+        logs = self.dir / "logs"
+        paths = sorted(logs.glob(f"{function}-*.log")) + [logs / "runtime.log", logs / "zygote.log"]
+        return "\n".join(f"== {path.name}\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+                         for path in paths if path.exists())
 
 
 @contextmanager

@@ -5,6 +5,7 @@ Real processes on loopback; needs root (the runtime falls back to bare replicas 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import httpx
 import psutil
 import pytest
 
+from faasgd.local.replicas import netns
 from faasgd.local.replicas.watchdog import LAUNCHER
 from faasgd.local.services.stores import free_port
 
@@ -87,6 +89,26 @@ def test_the_forwarder_goes_with_the_command():
     assert not any(f.is_running() and f.status() != psutil.STATUS_ZOMBIE for f in forwarders)
     with pytest.raises(httpx.TransportError):
         httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+
+
+def test_serve_listens_on_the_socket_the_runtime_bound_and_binds_nothing_itself():
+    """As pods.start_replica starts it: the host socket bound by the runtime, passed by descriptor (HOST_FD_ENV).
+    The port argument is the namespace's port; the host's is the inherited socket's, wherever it is bound."""
+    held, inner = socket.socket(), free_port()
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    held.bind(("127.0.0.1", free_port()))
+    outer = held.getsockname()[1]
+    command = subprocess.Popen([sys.executable, "-S", str(LAUNCHER), "serve", str(inner), sys.executable, "-c",
+                                SERVER, str(inner)], env={**os.environ, netns.HOST_FD_ENV: str(held.fileno())},
+                               pass_fds=(held.fileno(),), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    held.close()
+    try:
+        assert get(outer, "/through-the-inherited-socket").text == "/through-the-inherited-socket"
+        with pytest.raises(httpx.TransportError):  # nothing bound the port argument on the host
+            httpx.get(f"http://127.0.0.1:{inner}/", timeout=1)
+    finally:
+        command.kill()
+        command.wait(5)
 
 
 # As the watchdog starts the function: `enter` the host's namespace (this test's), then serve on PORT there.

@@ -8,7 +8,8 @@ interfaces, and panics when that port is taken ("metrics error ListenAndServe: .
 tried with two watchdogs on one host: the second exits at once). In a cluster each pod has its own network
 namespace, so its 8081 is its own. Here each replica's watchdog gets one too. `serve`:
 
-1. binds 127.0.0.1:PORT in the host's namespace (the address the gateway and the health checks call);
+1. binds 127.0.0.1:PORT in the host's namespace (the address the gateway and the health checks call), or takes
+   that socket bound already from the runtime (HOST_FD_ENV);
 2. unshares its network namespace and brings the new one's loopback up;
 3. forks a forwarder that accepts on the host socket and copies each connection to 127.0.0.1:PORT inside the
    namespace (where the watchdog listens), both ways; it dies with its parent (PR_SET_PDEATHSIG);
@@ -41,6 +42,7 @@ ZYGOTE_ENV = "FAASGD_ZYGOTE"  # faasgd.local.replicas.zygote.ENV (this file runs
 PID_FILE_ENV = "FAASGD_FUNCTION_PID_FILE"  # faasgd.local.replicas.zygote.PID_FILE_ENV
 WATCHDOG_PID_ENV = "FAASGD_WATCHDOG_PID"  # set by `serve` for `enter`: the watchdog's pid, its function's parent
 ZYGOTE_TIMEOUT_S = 30.0  # for the zygote's answer (its imports, on a loaded machine), then exec instead
+HOST_FD_ENV = "FAASGD_HOST_FD"  # `serve`: the descriptor of step 1's socket, bound by the runtime
 LISTEN_FD = 3  # bootstrap.py's listening socket (LISTEN_FDS)
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
@@ -127,9 +129,15 @@ def forward(listener: socket.socket, port: int, parent: int) -> None:
 
 
 def serve(port: int, command: list[str]) -> None:
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
+    """Steps 1-4 above. Step 1's socket is inherited, bound already, when HOST_FD_ENV names its descriptor (the
+    runtime binds it: pods.start_replica), else bound here."""
+    inherited = os.environ.pop(HOST_FD_ENV, "")
+    if inherited.isdigit():
+        listener = socket.socket(fileno=int(inherited))
+    else:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
     listener.listen(1024)
     enter_new_namespace()
     parent = os.getpid()

@@ -27,13 +27,13 @@ import psutil
 from faasgd.errors import ConfigError
 from faasgd.local import processes
 from faasgd.local.processes import ProcessRef
-from faasgd.local.replicas import environment, watchdog, zygote
+from faasgd.local.replicas import environment, netns, watchdog, zygote
 from faasgd.local.replicas.deployments import Deployment
 from faasgd.local.replicas.logs import pump, write_line
 from faasgd.local.replicas.netns import start_ticks as netns_start_ticks
 from faasgd.local.replicas.watchdog import Watchdog
 from faasgd.local.services.secrets import SecretStore
-from faasgd.local.services.stores import free_port
+from faasgd.local.services.stores import bound_socket, free_port
 
 STOP_TIMEOUT_S = 5.0
 HEALTH_TIMEOUT_S = 0.5
@@ -207,7 +207,8 @@ def replica_threads(limits: Mapping[str, str], usable_cpus: int, log_path: Path)
 def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
     """Start the replica in the deployment's build folder (under the watchdog when the host has one, else
     `python index.py`), its output stamped into logs/<name>.log."""
-    spec, port = deployment.spec, free_port()
+    spec, host_socket = deployment.spec, bound_socket() if host.watchdog.found else None
+    port = host_socket.getsockname()[1] if host_socket is not None else free_port()
     root = host.directory / "replicas" / name
     secrets_dir, tmp = root / "secrets", root / "tmp"
     (host.directory / "replicas").mkdir(mode=0o700, exist_ok=True)
@@ -225,14 +226,20 @@ def start_replica(deployment: Deployment, name: str, host: Host) -> Replica:
         if host.zygote:
             env.update({zygote.ENV: host.zygote, zygote.PID_FILE_ENV: str(root / zygote.PID_FILE)})
         argv = watchdog.command(host.watchdog, port)
+        env[netns.HOST_FD_ENV] = str(host_socket.fileno())  # netns.py serve listens on it: bound, never lost
     write_line(log_path, f"faasgd: starting {name} on 127.0.0.1:{port}"
                          + (f" under of-watchdog {host.watchdog.version}" if watched else "")
                          + (f", its function on {host.node}" if host.node else ""))
     if missing:  # Kubernetes refuses such a deploy; locally the stores need no password, so it starts
         write_line(log_path, f"faasgd: secret(s) not found in {host.secrets.directory}, not mounted: "
                              f"{', '.join(missing)}")
-    popen = subprocess.Popen(argv, cwd=deployment.code.build_dir, env=env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        popen = subprocess.Popen(argv, cwd=deployment.code.build_dir, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 pass_fds=() if host_socket is None else (host_socket.fileno(),))
+    finally:
+        if host_socket is not None:
+            host_socket.close()  # the replica's now
     pump(popen.stdout, log_path)
     return Replica(spec.name, name, port, popen, ProcessRef.of(popen.pid), log_path, root, deployment.generation,
                    watched=watched, grace_s=watchdog.stop_grace_s(env) if watched else STOP_TIMEOUT_S, node=host.node)

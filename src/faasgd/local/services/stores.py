@@ -75,6 +75,23 @@ def free_port() -> int:
     raise OSError("no free TCP port on 127.0.0.1 outside the ephemeral range after 100 tries")
 
 
+def bound_socket(tries: int = 20) -> socket.socket:
+    """A TCP socket bound (not yet listening) to a free port on 127.0.0.1, the bind held: for a child that gets it
+    by descriptor (a replica's `netns.py serve`). free_port's port may be taken by another listener before a
+    child binds it (a replica then died at once and was counted restarted: a second `make test` process binds
+    ports from the same ranges); a bind held here cannot be, and a clash costs one more try, not a process."""
+    for _ in range(tries):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((LOOPBACK, free_port()))
+        except OSError:
+            sock.close()
+            continue
+        return sock
+    raise OSError(f"no free TCP port on 127.0.0.1 could be bound in {tries} tries")
+
+
 @dataclass(frozen=True)
 class Where:
     """Where a server runs: inside an emulated node (faasgd.local.nodes.network), bound to the node's address
