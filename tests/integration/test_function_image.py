@@ -28,7 +28,7 @@ from faasgd.config import load_config
 from faasgd.functions import orchestrate
 from faasgd.local.services.stores import free_port
 from faasgd.store import open_store
-from support.function_image import FUNCTIONS, build_image, run
+from support.function_image import FUNCTIONS, NO_COMPILE, build_image, run
 from support.paths import ROOT
 
 pytestmark = pytest.mark.integration
@@ -86,7 +86,7 @@ def test_the_template_test_stage_runs_the_functions_own_tests(image, function, t
     command, tools = stage_command()
     env = container_env(HOME=str(home))
     python = str(pathlib.Path(sys.base_prefix) / "bin" / "python3")  # a plain interpreter, as the image's
-    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", NO_COMPILE]
     run([*pip, "--user", "-r", str(home / "function" / "requirements.txt"), str(home / "core")], env=env)
     run([*pip, "--target", str(tmp_path / "test-tools"), *(word.strip('"') for word in tools.split('" "'))], env=env)
     done = run(["sh", "-c", command.replace("python ", f"{python} ")], cwd=home / "function",
