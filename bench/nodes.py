@@ -18,7 +18,7 @@ the gateway (`faasgd train`), and stops the runtime. Per cell:
 
 More workers than this machine's 2 cores run time-sliced. Needs root (namespaces, links, qdiscs) and of-watchdog.
 Usage: python bench/nodes.py [--quick] [--rates 1gbit,100mbit] [--workers 2] [--rounds 2] [--stores redis]
-       [--topologies global] [--out results/nodes]
+       [--topologies global] [--periods 10/10] [--out results/nodes]
   --quick: one round of 2 Redis workers, global store, at both rates.
 """
 
@@ -51,7 +51,8 @@ def rate_mbit(rate: str) -> float:
     return parse_rate(rate)
 
 
-def cell(rate: str, placement: str, workers: int, seed: int, store: str = "redis", topology: str = "global") -> dict:
+def cell(rate: str, placement: str, workers: int, seed: int, store: str = "redis", topology: str = "global",
+         period: str = "10/10") -> dict:
     """One runtime, one job, the runtime stopped again (also on Ctrl-C)."""
     directory = Path(tempfile.mkdtemp(prefix="faasgd-nodes-"))
     try:
@@ -59,14 +60,16 @@ def cell(rate: str, placement: str, workers: int, seed: int, store: str = "redis
                "--filter", "emnist-*", "--wait")
         state = json.loads((directory / "state.json").read_text())
         faasgd("scale", "emnist-train", "--replicas", workers, "--dir", directory, "--gateway", state["gateway_url"])
+        n_fetch, n_push = period.split("/")
         trained = faasgd("train", "--number-of-workers", workers, "--store", store, "--store-topology", topology,
-                         "--seed", seed, "--dir", directory, "--json")
+                         "--n-fetch", n_fetch, "--n-push", n_push, "--seed", seed, "--dir", directory, "--json")
         state = json.loads((directory / "state.json").read_text())
     finally:
         faasgd("down", "--dir", directory)
     result = json.loads(trained.stdout or "{}")
     placed = sorted(r["node"] for r in state["replicas"] if r["function"] == "emnist-train")
-    return {"rate": rate, "placement": placement, "workers": workers, "seed": seed, "store": store, "topology": topology, "state": result.get("state"),
+    return {"rate": rate, "placement": placement, "workers": workers, "seed": seed, "store": store, "topology": topology,
+            "period": period, "state": result.get("state"),
             "reached": result.get("reached_target"), "clock": result.get("clock"), "time_s": result.get("time_to_target_s"),
             "samples": result.get("samples_to_target"), "links": result.get("link_bytes") or {}, "nodes": placed,
             "model_s": model_s(result.get("link_bytes") or {}, rate)}
@@ -86,7 +89,7 @@ def row_text(row: dict) -> str:
     time_s = f"{row['time_s']:.2f}" if row["time_s"] is not None else "-"
     samples = f"{row['samples']:,}" if row["samples"] is not None else "-"
     model = f"{row['model_s']:.2f}" if row["model_s"] is not None else "-"
-    return (f"{row['rate']:<8} {row['store']:<9} {row['topology']:<10} {row['placement']:<9} {row['workers']:>7} {row['seed']:>4} {time_s:>7} {samples:>9} "
+    return (f"{row['rate']:<8} {row['store']:<9} {row['topology']:<10} {row['period']:<6} {row['placement']:<9} {row['workers']:>7} {row['seed']:>4} {time_s:>7} {samples:>9} "
             f"{model:>7}  {','.join(n[-1] for n in row['nodes']):<9} {links}"
             + ("" if row["reached"] else f"  (not reached: {row['state']})"))
 
@@ -99,18 +102,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--stores", default="redis", help="redis, memcached, comma-separated")
     parser.add_argument("--topologies", default="global", help="global, node-local, comma-separated")
+    parser.add_argument("--periods", default="10/10", help="n_fetch/n_push pairs, comma-separated (10/40: a fetch "
+                        "four times a push, where the node-local cache serves fetches; at 10/10 a push's read-back does)")
     parser.add_argument("--out", default="results/nodes")
     args = parser.parse_args()
     rounds, workers = (1, [2]) if args.quick else (args.rounds, [int(w) for w in args.workers.split(",")])
     stores, topologies = (["redis"], ["global"]) if args.quick else (args.stores.split(","), args.topologies.split(","))
-    print(f"{'link':<8} {'store':<9} {'topology':<10} {'placement':<9} {'workers':>7} {'seed':>4} {'time s':>7} {'samples':>9} {'model s':>7}  "
+    periods = ["10/10"] if args.quick else args.periods.split(",")
+    for period in periods:
+        fetch, _, push = period.partition("/")
+        if not (fetch.isdigit() and push.isdigit() and int(fetch) > 0 and int(push) > 0):
+            parser.error(f"--periods: {period!r} is not n_fetch/n_push, two positive integers")
+    print(f"{'link':<8} {'store':<9} {'topology':<10} {'period':<6} {'placement':<9} {'workers':>7} {'seed':>4} {'time s':>7} {'samples':>9} {'model s':>7}  "
           f"{'trains on':<9} MB per link (node:to/from)", flush=True)
     rows = []
     for seed in range(rounds):
         for rate in args.rates.split(","):
-            for store, topology, count in ((s, t, c) for s in stores for t in topologies for c in workers):
+            for store, topology, count, period in ((s, t, c, p) for s in stores for t in topologies for c in workers
+                                                   for p in periods):
                 for placement in PLACEMENTS:
-                    rows.append(cell(rate, placement, count, seed, store, topology))
+                    rows.append(cell(rate, placement, count, seed, store, topology, period))
                     print(row_text(rows[-1]), flush=True)
     print("time s: the job's time to target accuracy 0.85 on its own clock (Redis TIME for Redis, the functions' "
           "time.time for Memcached); samples: all workers' to the target;\nmodel s: the busiest link's larger way over its payload rate; trains on: the nodes "
