@@ -58,38 +58,32 @@ def free_port() -> int:
     and a server binding it, any outgoing connection on the machine (a store client, a test) may take it
     as its local port: CI saw the gateway fail with "Address already in use" that way. A random port
     below (or above) the ephemeral range is never handed out to connections; a clash with another
-    listener is still possible, so callers that can retry (`start_server`) do.
+    listener is still possible, so callers that can retry (`start_server`) do, and callers that can take a
+    socket instead of a number (a replica's `netns.py serve`) take `bound_socket()`'s.
     """
+    with bound_socket() as sock:
+        return sock.getsockname()[1]
+
+
+def bound_socket() -> socket.socket:
+    """A TCP socket bound (not yet listening) to a port free_port() would pick, the bind held: for a child that
+    gets it by descriptor. A port only picked may be taken by another listener before the child binds it (a
+    replica then died at once and was counted restarted: a second `make test` process binds ports from the same
+    ranges); a bind held cannot be."""
     low, high = ephemeral_range()
     candidates = [(PORT_FLOOR, low - 1), (high + 1, 65535)]
     candidates = [(a, b) for a, b in candidates if b - a >= 1000]
     for _ in range(100):
         a, b = _random.choice(candidates) if candidates else (0, 0)
-        port = _random.randint(a, b) if candidates else 0
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind((LOOPBACK, port))
-            except OSError:
-                continue
-            return sock.getsockname()[1]
-    raise OSError("no free TCP port on 127.0.0.1 outside the ephemeral range after 100 tries")
-
-
-def bound_socket(tries: int = 20) -> socket.socket:
-    """A TCP socket bound (not yet listening) to a free port on 127.0.0.1, the bind held: for a child that gets it
-    by descriptor (a replica's `netns.py serve`). free_port's port may be taken by another listener before a
-    child binds it (a replica then died at once and was counted restarted: a second `make test` process binds
-    ports from the same ranges); a bind held here cannot be, and a clash costs one more try, not a process."""
-    for _ in range(tries):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((LOOPBACK, free_port()))
+            sock.bind((LOOPBACK, _random.randint(a, b) if candidates else 0))
         except OSError:
             sock.close()
             continue
         return sock
-    raise OSError(f"no free TCP port on 127.0.0.1 could be bound in {tries} tries")
+    raise OSError("no free TCP port on 127.0.0.1 outside the ephemeral range after 100 tries")
 
 
 @dataclass(frozen=True)
