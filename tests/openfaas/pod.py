@@ -122,6 +122,9 @@ class PodRegistry:
     def starting(self, name: str) -> bool:
         return False  # a pod that is not ready gets no call, at once (the probes' tests read that)
 
+    def calls_per_replica(self, name: str) -> int:
+        return 4  # the template's waitress threads
+
     def scale(self, name: str, replicas: int) -> int:
         return 1
 

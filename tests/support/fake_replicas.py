@@ -101,6 +101,9 @@ class FakeRegistry:
     def starting(self, name: str) -> bool:
         return False  # every replica here serves from the start
 
+    def calls_per_replica(self, name: str) -> int:
+        return 4  # the template's waitress threads
+
     def scale(self, name: str, replicas: int) -> int:
         self.scaled.append((name, clamp_replicas(replicas, 5)))
         return self.scaled[-1][1]

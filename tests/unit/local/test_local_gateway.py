@@ -78,6 +78,35 @@ async def test_least_in_flight_spreads_concurrent_calls_and_round_robins_ties():
         assert (await within(held)).headers["x-replica"] == "a"
 
 
+class FullRegistry(FakeRegistry):
+    """Replicas running one call each at once, and a replica starting until the test adds it."""
+
+    def starting(self, name: str) -> bool:
+        return True
+
+    def calls_per_replica(self, name: str) -> int:
+        return 1
+
+
+async def test_a_call_for_full_replicas_waits_at_the_gateway_for_the_starting_one():
+    a, b = FakeReplica("a"), FakeReplica("b")
+    registry = FullRegistry(echo=[a])
+    async with gateway_in_process(registry, replica_wait_s=60) as gw:
+        gw.transport.add(b)
+        a.hold = True
+        first = asyncio.create_task(gw.client.get("/function/echo"))
+        await within(a.arrived(1))
+        second = asyncio.create_task(gw.client.get("/function/echo"))
+        await within(gw.clock.sleeping(0.02))  # held at the gateway: a has no thread free, b is starting
+        assert len(a.calls) == 1 and not second.done()
+        registry.functions["echo"] = [a, b]  # b serves now
+        await gw.clock.advance(0.02)
+        answer = await within(second)
+        assert answer.headers.get("x-replica") == "b", answer.text
+        a.release()
+        assert (await within(first)).headers["x-replica"] == "a" and len(a.calls) == 1
+
+
 async def test_methods_not_served_are_405_json_with_allow():
     replica = FakeReplica("a")
     async with gateway_in_process(FakeRegistry(echo=[replica])) as gw:

@@ -1,7 +1,8 @@
 """`faasgd up` returns before its replicas serve, and `down` kills idle replicas at once.
 
 A call for a function whose replicas are still starting waits for one (bounded), as OpenFaaS's gateway holds a
-call while it scales a function from zero; with none starting it is answered at once. The runtime's stop
+call while it scales a function from zero; with none starting it is answered at once. So does a call whose
+replicas are all full (as many calls in flight as waitress threads) while another starts. The runtime's stop
 drains only the replicas a call was in flight to; idle ones are killed without their healthcheck_interval.
 """
 
@@ -31,9 +32,34 @@ class StartingRegistry:
         return self.is_starting
 
 
-def urls_after(registry: StartingRegistry, wait_s: float) -> tuple[list[str], float]:
+class FullRegistry:
+    """One function with a serving replica, URL, and a second one, NEW, that serves after `ready_after` looks."""
+
+    def __init__(self, ready_after: int | None, starting: bool = True, threads: int = 4):
+        self.ready_after, self.is_starting, self.threads, self.looks = ready_after, starting, threads, 0
+
+    def replica_urls(self, name: str) -> list[str]:
+        self.looks += 1
+        return [URL, NEW] if self.ready_after is not None and self.looks > self.ready_after else [URL]
+
+    def starting(self, name: str) -> bool:
+        return self.is_starting
+
+    def calls_per_replica(self, name: str) -> int:
+        return self.threads
+
+
+NEW = "http://replica-2.test:8080"
+
+
+def loaded(calls: int):
+    """The balancer's count of calls in flight: `calls` to URL, none elsewhere."""
+    return lambda url: calls if url == URL else 0
+
+
+def urls_after(registry, wait_s: float, in_flight=None) -> tuple[list[str], float]:
     began = time.monotonic()
-    urls = anyio.run(Directory(registry, wait_s).replica_urls, "emnist-train")
+    urls = anyio.run(Directory(registry, wait_s).replica_urls, "emnist-train", in_flight)
     return urls, time.monotonic() - began
 
 
@@ -53,6 +79,43 @@ def test_the_wait_for_a_starting_replica_is_bounded():
     registry = StartingRegistry(ready_after=None)
     urls, seconds = urls_after(registry, wait_s=0.3)
     assert urls == [] and registry.looks > 1 and 0.3 <= seconds < 5
+
+
+def test_a_call_waits_while_every_replica_is_full_and_one_is_starting():
+    registry = FullRegistry(ready_after=5)
+    urls, _ = urls_after(registry, wait_s=10, in_flight=loaded(4))
+    assert urls == [URL, NEW] and registry.looks == 6
+
+
+def test_a_full_replica_with_none_starting_takes_the_call_at_once_where_it_waits_inside():
+    registry = FullRegistry(ready_after=None, starting=False)
+    assert urls_after(registry, wait_s=10, in_flight=loaded(4))[0] == [URL] and registry.looks == 1
+
+
+def test_a_replica_with_a_thread_free_takes_the_call_at_once():
+    for in_flight in (loaded(3), lambda url: 0, None):
+        registry = FullRegistry(ready_after=5)
+        assert urls_after(registry, wait_s=10, in_flight=in_flight)[0] == [URL] and registry.looks == 1
+
+
+def test_the_wait_for_a_free_thread_is_bounded_and_then_the_call_waits_inside_a_full_replica():
+    registry = FullRegistry(ready_after=None, threads=2)
+    urls, seconds = urls_after(registry, wait_s=0.3, in_flight=loaded(2))
+    assert urls == [URL] and registry.looks > 1 and 0.3 <= seconds < 5
+
+
+def test_a_replica_is_starting_from_its_exit_until_its_replacement_serves(tmp_path):
+    pods = SlowPods()
+    supervisor = fake_supervisor(tmp_path, pods)
+    pods.serving = True
+    supervisor.reconcile()
+    assert not supervisor.starting("emnist-train")
+    next(p for p in pods.made if p.function == "emnist-train").dead = True
+    assert supervisor.starting("emnist-train")  # exited; the next reconcile replaces it
+    supervisor.reconcile()
+    assert not supervisor.starting("emnist-train")  # the replacement serves (the fake at once)
+    assert supervisor.calls_per_replica("emnist-train") == int(
+        supervisor.deployments["emnist-train"].spec.environment["waitress_threads"])
 
 
 def test_the_runtime_stop_drains_busy_replicas_and_kills_idle_ones_at_once(tmp_path):

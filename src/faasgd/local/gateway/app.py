@@ -135,7 +135,7 @@ class Gateway:
         call_id, start_ns = request.headers.get("x-call-id") or str(uuid.uuid4()), time.time_ns()
         name, rest = _split_path(request)
         body = await read_body(request, self.options.max_sync_body_bytes)
-        function, urls = await self.directory.route(name)
+        function, urls = await self.directory.route(name, self.proxy.balancer.in_flight)
         if body is None:
             response = too_large(self.options.max_sync_body_bytes, "a synchronous call")
         elif function is None:
@@ -175,7 +175,7 @@ class Gateway:
 
     async def deliver(self, call: AsyncCall) -> Reply:
         """One delivery of an async call, as CE's queue-worker makes it through the gateway."""
-        urls = await self.directory.replica_urls(call.name)
+        urls = await self.directory.replica_urls(call.name, self.proxy.balancer.in_flight)
         headers = _replaced(call.headers, {"User-Agent": USER_AGENT, "X-Start-Time": str(time.time_ns())})
         return await self.proxy.call(call.name, urls, call.method, call.path, call.query, headers, call.body)
 

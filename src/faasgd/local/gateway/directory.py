@@ -8,11 +8,19 @@ local runtime has one namespace.
 A call for a function none of whose replicas is healthy yet, but one is starting (`faasgd up` returns before
 its replicas serve), waits for one up to `wait_s`, as OpenFaaS's gateway holds a call while it scales a
 function from zero; with none starting (all dead, or none wanted) it is answered at once.
+
+A call whose function's healthy replicas all run as many calls as they can at once (`waitress_threads`), while
+another replica is starting, waits the same way, for a call to end or the new replica to serve, whichever comes
+first. A departure from CE, which would queue it inside a full replica: there it waits for one of that replica's
+calls to end, and a loop-mode training call ends with its job. That happened when a replica was stopped: its
+handed-off calls reached the one replica left, full of loop calls, and waited there past their lease while the
+replacement served nothing.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from anyio import to_thread
 
@@ -29,24 +37,27 @@ class Directory:
     def __init__(self, registry: Registry, wait_s: float = 0.0, clock: Clock | None = None):
         self.registry, self.wait_s, self.clock = registry, wait_s, clock or RealClock()
 
-    async def route(self, name: str) -> tuple[str | None, list[str]]:
-        """The registry's name for a path's NAME (None if unknown) and its healthy replica URLs (waited for
-        while one is starting)."""
+    async def route(self, name: str, in_flight: Callable[[str], int] | None = None) -> tuple[str | None, list[str]]:
+        """The registry's name for a path's NAME (None if unknown) and its healthy replica URLs (replica_urls)."""
         function = await to_thread.run_sync(self._resolve, name)
-        return function, (await self.replica_urls(function) if function else [])
+        return function, (await self.replica_urls(function, in_flight) if function else [])
 
-    async def replica_urls(self, function: str) -> list[str]:
-        """The function's healthy replica URLs; while there are none and one is starting, up to `wait_s`."""
+    async def replica_urls(self, function: str, in_flight: Callable[[str], int] | None = None) -> list[str]:
+        """The function's healthy replica URLs; while there are none, or (given `in_flight`, the calls a URL has in
+        flight) each runs all the calls it can at once, and a replica is starting: waited for, up to `wait_s`."""
         deadline = self.clock.now() + self.wait_s
         while True:
-            urls, starting = await to_thread.run_sync(self._urls, function)
-            if urls or not starting or self.clock.now() >= deadline:
+            urls = await to_thread.run_sync(self.registry.replica_urls, function)
+            if urls and not (in_flight is not None and await self._full(function, urls, in_flight)):
+                return urls
+            starting = await to_thread.run_sync(self.registry.starting, function)
+            if not starting or self.clock.now() >= deadline:
                 return urls
             await self.clock.sleep(POLL_S)
 
-    def _urls(self, function: str) -> tuple[list[str], bool]:
-        urls = self.registry.replica_urls(function)
-        return urls, not urls and self.registry.starting(function)
+    async def _full(self, function: str, urls: list[str], in_flight: Callable[[str], int]) -> bool:
+        least = min(in_flight(url) for url in urls)
+        return least > 0 and least >= await to_thread.run_sync(self.registry.calls_per_replica, function)
 
     async def status(self, name: str) -> dict | None:
         """The registry's description of one function (None if unknown)."""

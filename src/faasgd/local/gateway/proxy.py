@@ -55,6 +55,9 @@ class Balancer:
         if self._in_flight[url] <= 0:
             del self._in_flight[url]
 
+    def in_flight(self, url: str) -> int:
+        return self._in_flight.get(url, 0)
+
     def busy(self) -> set[str]:
         """The replica URLs with a call in flight now (a copy: any thread may ask)."""
         return set(dict(self._in_flight))

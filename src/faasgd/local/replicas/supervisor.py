@@ -185,9 +185,16 @@ class Supervisor:
             return [r.url for r in self.replicas.get(name, []) if r.healthy and r.alive()]
 
     def starting(self, name: str) -> bool:
-        """Whether a replica of the function is alive but not healthy yet (started, or failing its probes)."""
+        """Whether a replica of the function is alive but not healthy yet (started, or failing its probes), or one is
+        due: fewer alive than desired, as between a replica's exit and the reconcile that replaces it."""
         with self._lock:
-            return any(r.alive() and not r.healthy for r in self.replicas.get(name, []))
+            replicas = [r for r in self.replicas.get(name, []) if r.alive()]
+            return any(not r.healthy for r in replicas) or len(replicas) < self.desired.get(name, 0)
+
+    def calls_per_replica(self, name: str) -> int:
+        with self._lock:
+            deployment = self.deployments.get(name)
+        return calls_per_replica(deployment.spec) if deployment is not None else 1
 
     def scale(self, name: str, replicas: int) -> int:
         """Set the desired count, clamped to [1, scale.max] (faasgd.local.api.clamp_replicas); returns it."""
