@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from support.hostile_runtime import runtime_up
 from support.paths import ROOT
 
@@ -48,6 +49,17 @@ def runtime(tmp_path_factory, s3_endpoint):
     stack = s3_stack(ROOT, tmp / "stack", f"s3://{s3_endpoint.bucket}/lambdaml-e2e", prefixes=("emnist-",))
     with runtime_up(directory, stack, "--ack-wait", "120", "--stores", "dynamodb") as up:
         yield up.gateway
+
+
+def calls_in_flight(gateway, function: str) -> int:
+    """Calls the gateway forwarded to `function` and has not seen end: its /metrics' started less finished."""
+    started = finished = 0.0
+    for family in text_string_to_metric_families(gateway.request("GET", "/metrics").body.decode()):
+        for sample in family.samples:
+            if sample.labels.get("function_name") == function:
+                started += sample.value if sample.name == "gateway_function_invocation_started" else 0.0
+                finished += sample.value if sample.name == "gateway_function_invocation_total" else 0.0
+    return round(started - finished)
 
 
 def run_job(gateway, body):
@@ -125,6 +137,10 @@ def test_a_replica_killed_mid_round_is_re_invoked_from_its_checkpoint_to_the_sam
         time.sleep(0.05)
     assert status["state"] == "running", "the job ended before the fault: make it longer"
     pids = runtime.request("GET", "/system/function/emnist-train").json()["pids"]
+    # per-iteration calls are short and a kill between two of them costs no call: strike while one is in flight
+    deadline = time.monotonic() + 30
+    while not calls_in_flight(runtime, "emnist-train") and time.monotonic() < deadline:
+        pass
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     status = wait_for_job(lambda: runtime.job_status(query), 90, poll_s=0.2)
