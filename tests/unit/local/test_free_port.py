@@ -13,6 +13,9 @@ def test_a_free_port_is_outside_the_ephemeral_range_and_bindable():
         port = stores.free_port()
         assert not low <= port <= high and port >= stores.PORT_FLOOR
         with socket.socket() as sock:
+            # as every server binds (redis, memcached, uvicorn): a port whose last server left connections in
+            # TIME_WAIT (another test's, a moment ago) is free for a listener, and free_port hands it out
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", port))
 
 
