@@ -125,7 +125,7 @@ def up(options: UpOptions) -> tuple[dict, bool]:
         from faasgd.local.nodes.links import require_root
 
         require_root("emulated nodes (faasgd up --nodes)")
-        if not found.found:
+        if not found.found and options.backend == "process":  # a container runs its image's own of-watchdog
             raise ConfigError("--nodes", f"replicas on emulated nodes run under of-watchdog: {found.why}")
     stack, stores = options.stack, options.stores
     shown_dir = None if options.directory == DEFAULT_DIR else str(options.directory)  # as the user named it

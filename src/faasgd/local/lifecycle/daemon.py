@@ -37,7 +37,6 @@ from faasgd.local.lifecycle.options import UpOptions
 from faasgd.local.lifecycle.runtime_state import RuntimeState, initial_state
 from faasgd.local.lifecycle.state_file import STATE_FILE, TEMP_FOLDER, make_folders, source_sha, write_ended
 from faasgd.local.nodes import cluster
-from faasgd.local.nodes.network import NodeNet
 from faasgd.local.queue import rules
 from faasgd.local.replicas import environment, watchdog, zygote
 from faasgd.local.replicas.build import build_function, template_fprocess
@@ -115,7 +114,7 @@ def build_catalog(stack_path: Path, builds: Path, environ: Mapping[str, str]) ->
 
 def start_servers(directory: Path, adopted: Mapping[str, dict] | None = None, also_bind: str | None = None,
                   groups: stack_groups.GroupPlan = stack_groups.GroupPlan(), password: str | None = None,
-                  net: NodeNet | None = None) -> tuple[dict[str, ServerProcess], ServerProcess, dict[str, ServerGroup]]:
+                  net: cluster.Nodes | None = None) -> tuple[dict[str, ServerProcess], ServerProcess, dict[str, ServerGroup]]:
     """redis-server and memcached on free loopback ports, by name, nats-server for the async queue, and the
     store groups of `groups` (faasgd.local.services.stack_groups), all started at once; if one fails, those started are
     stopped and its error raised. Returns (stores, broker, groups by name).
@@ -198,7 +197,7 @@ class Started:
     s3: LocalS3  # started when a function asks for S3
     site: DockerSite | None = None  # --backend docker: the network, the registry
     forks: zygote.Keeper | None = None  # the function processes' zygote
-    net: NodeNet | None = None  # emulated nodes (faasgd.local.nodes)
+    net: cluster.Nodes | None = None  # emulated nodes (faasgd.local.nodes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,10 +231,10 @@ def run(options: UpOptions, found: dict | None = None, adopted: Mapping[str, dic
     # the gateway's port is taken first: a store, the broker or a replica picking a free port after it cannot
     # pick this one (CI saw the gateway's bind fail with "Address already in use" once)
     listener = listen("127.0.0.1", options.port)
-    net = NodeNet.plan(options.nodes, options.node_link, directory) if options.nodes > 1 else None
-    if net is not None and not found.found:  # the function enters its node from the watchdog's `fprocess`
-        raise ConfigError("--nodes", f"replicas on emulated nodes run under of-watchdog: {found.why}")
+    if options.nodes > 1 and options.backend == "process" and not found.found:  # a function enters its node from
+        raise ConfigError("--nodes", f"replicas on emulated nodes run under of-watchdog: {found.why}")  # fprocess
     site = DockerSite(directory) if options.backend == "docker" else None
+    net: cluster.Nodes | None = None
     # started when a function asks for S3; under docker on the network's gateway address, where containers reach it
     s3 = LocalS3(SecretStore(directory / "secrets"), adopted.get("s3"), site.gateway_ip if site else LOOPBACK,
                  every_function=optional_stores.S3 in options.stores,  # `faasgd up --stores s3`: S3 for every function
@@ -245,8 +244,7 @@ def run(options: UpOptions, found: dict | None = None, adopted: Mapping[str, dic
     # every server started from here on keeps its files in <dir>/tmp (restored at the end: tests call main in theirs)
     machine_tmp, tempfile.tempdir = tempfile.tempdir, str(directory / TEMP_FOLDER)
     try:
-        if net is not None:
-            net.create()
+        net = cluster.create(options, directory, site)
         password = credentials.store_password(directory / "secrets", generate=site is not None)  # docker: made if absent
         stores, broker, groups = start_servers(directory, adopted, site.gateway_ip if site else None,
                                                group_plan(options, catalog), password, net)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from faasgd.errors import ConfigError
+from faasgd.local.nodes.docker_net import DockerNodeNet
 from faasgd.local.nodes.network import Node, NodeNet
 from faasgd.local.nodes.placement import Pod, Workload, function_pod, manifest_rules, place
 from faasgd.local.replicas.pods import Host
@@ -27,8 +28,30 @@ from faasgd.local.services import dns
 from faasgd.local.services.stack_groups import GroupPlan
 from faasgd.local.services.stores import ServerProcess, Where, start_memcached, start_redis
 
+Nodes = NodeNet | DockerNodeNet  # namespaces on a bridge (process replicas), or Docker networks (containers)
 LOCAL_CACHE = "memcached-local"  # the DaemonSet's name and the Service its pods play
 STORES = ("redis", "memcached")  # the runtime's single-server stores: together on the first node (placement's doc)
+
+
+def create(options, directory: Path, site) -> Nodes | None:
+    """`plan`'s nodes, created (a container runtime's `site` told of their networks); None for 1 node."""
+    net = plan(options, directory, site)
+    if net is not None:
+        net.create()
+    if isinstance(net, DockerNodeNet):
+        site.add_nodes(net.networks())
+    return net
+
+
+def plan(options, directory: Path, site) -> Nodes | None:
+    """The emulated nodes a runtime's UpOptions ask for (none for 1): namespaces on a bridge for processes, a Docker
+    network each for containers (`site`: the runtime's faasgd.local.services.docker_site.DockerSite); nothing created
+    yet."""
+    if options.nodes <= 1:
+        return None
+    if site is not None:
+        return DockerNodeNet.plan(options.nodes, options.node_link, directory, site.identity, site.gateway_ip)
+    return NodeNet.plan(options.nodes, options.node_link, directory)
 
 
 def where(node: Node) -> Where:
@@ -40,7 +63,7 @@ def local_cache(node: Node) -> str:
     return f"{LOCAL_CACHE}/{node.name}"
 
 
-def store_starters(net: NodeNet, directory: Path, password: str | None,
+def store_starters(net: Nodes, directory: Path, password: str | None,
                    groups: GroupPlan = GroupPlan()) -> dict[str, Callable[[], ServerProcess]]:
     """How each store starts: redis and memcached in the first node, a memcached-local in every node. ConfigError
     naming --nodes when the stack names a store group (`groups`): those run on the host's loopback only."""
@@ -53,12 +76,12 @@ def store_starters(net: NodeNet, directory: Path, password: str | None,
             **{local_cache(node): (lambda node=node: start_memcached(where=where(node))) for node in net.nodes}}
 
 
-def store_nodes(net: NodeNet) -> dict[str, str]:
+def store_nodes(net: Nodes) -> dict[str, str]:
     """Each store's node, by the store's name (store_starters')."""
     return {**{name: net.nodes[0].name for name in STORES}, **{local_cache(node): node.name for node in net.nodes}}
 
 
-def node_tables(port: int, stores: Mapping[str, ServerProcess], net: NodeNet) -> dict[str, dict[str, str]]:
+def node_tables(port: int, stores: Mapping[str, ServerProcess], net: Nodes) -> dict[str, dict[str, str]]:
     """Per node, the Service table of the functions running there (faasgd.local.services.dns.addresses)."""
     services = [dataclasses.replace(s, played_by=LOCAL_CACHE) if s.name == LOCAL_CACHE else s for s in dns.SERVICES]
     tables = {}
@@ -73,7 +96,7 @@ def node_tables(port: int, stores: Mapping[str, ServerProcess], net: NodeNet) ->
 class Seats:
     """Where each new replica goes (faasgd.local.nodes.placement), as the Host it starts with there."""
 
-    def __init__(self, net: NodeNet, tables: Mapping[str, Mapping[str, str]], policy: str,
+    def __init__(self, net: Nodes, tables: Mapping[str, Mapping[str, str]], policy: str,
                  workloads: Mapping[str, Workload]):
         self.net, self.nodes = net, {node.name: node for node in net.nodes}
         self.tables, self.policy = tables, policy
@@ -82,7 +105,7 @@ class Seats:
             [workloads.get(LOCAL_CACHE, empty).pod(LOCAL_CACHE, node.name) for node in net.nodes]
 
     @classmethod
-    def of(cls, net: NodeNet, options, stores: Mapping[str, ServerProcess]) -> Seats:
+    def of(cls, net: Nodes, options, stores: Mapping[str, ServerProcess]) -> Seats:
         """The runtime's, from its UpOptions: its port and placement, the k8s/ manifests beside its stack."""
         return cls(net, node_tables(options.port, stores, net), options.placement,
                    manifest_rules(Path(options.stack).resolve().parent / "k8s"))

@@ -6,7 +6,8 @@ has no netem (`tc qdisc add ... netem` answers "Specified qdisc kind is unknown"
 added delay. Everything carries a name prefix (at most 10 characters: a Linux link name holds 15) and is removed
 by it (`remove_all`): the processes in its namespaces, the namespaces, the links, the bridge and the bridge's
 FORWARD rule (frames between two ports of a bridge pass iptables' FORWARD chain, br_netfilter, whose policy Docker
-sets to DROP).
+sets to DROP); the container backend's nodes (faasgd.local.nodes.docker_net) also their rules in DOCKER-USER and
+nat's POSTROUTING.
 """
 
 from __future__ import annotations
@@ -100,3 +101,15 @@ def remove_all(prefix: str) -> None:
         rule = forward_rule(f"{prefix}-br")
         while subprocess.run(["iptables", "-D", "FORWARD", *rule], capture_output=True).returncode == 0:
             pass
+        for table, chain in (("filter", "DOCKER-USER"), ("nat", "POSTROUTING")):  # faasgd.local.nodes.docker_net's
+            for rule in commented_rules(table, chain, prefix):
+                subprocess.run(["iptables", "-w", "5", "-t", table, "-D", chain, *rule], capture_output=True)
+
+
+def commented_rules(table: str, chain: str, comment: str) -> list[list[str]]:
+    """The rules of `chain` in `table` carrying the comment `comment`, as `iptables -D CHAIN` takes them (none when
+    there is no such chain)."""
+    listed = subprocess.run(["iptables", "-w", "5", "-t", table, "-S", chain], capture_output=True, text=True).stdout
+    rules = [line.split()[2:] for line in listed.splitlines() if line.startswith(f"-A {chain} ")]
+    return [[word.strip('"') for word in rule] for rule in rules
+            if "--comment" in rule[:-1] and rule[rule.index("--comment") + 1].strip('"') == comment]

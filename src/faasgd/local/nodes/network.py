@@ -31,6 +31,7 @@ from faasgd.errors import ConfigError
 from faasgd.local.nodes.links import forward_rule, ip, remove_all, require_root, run, tbf
 
 MAX_NODES = 20
+MAX_CONTAINER_NODES = 16  # the container backend's (faasgd.local.nodes.docker_net): a /28 each in one /24
 RATE_UNITS = {"kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}  # tc's units, in Mbit/s (10^6 bit/s)
 _RATE_FORM = re.compile(r"([0-9]+(?:\.[0-9]+)?)(kbit|mbit|gbit)\Z")
 SUBNETS = [(18, c) for c in range(256)] + [(19, c) for c in range(256)]  # the /24s of 198.18.0.0/15

@@ -85,12 +85,18 @@ def run_argv(deployment: Deployment, name: str, network: Network, table: dict[st
         argv += ["--label", f"{key}={value}"]
     for key, value in sorted(container_env(deployment, table).items()):
         argv += ["--env", f"{key}={value}"]
+    hosts = service_hosts(table)
     for host in sorted({h for s in dns.SERVICES for h in s.hostnames()}):
-        argv += ["--add-host", f"{host}:{network.gateway_ip}"]
+        argv += ["--add-host", f"{host}:{hosts.get(host, network.gateway_ip)}"]
     argv += ["--volume", f"{secrets_dir}:{SECRETS_MOUNT}:ro"]
     if spec.read_only_root_filesystem:
         argv += ["--read-only", "--tmpfs", "/tmp:rw,mode=1777"]
     return argv + resource_flags(spec.limits, spec.requests) + [spec.image]
+
+
+def service_hosts(table: dict[str, str]) -> dict[str, str]:
+    """Each Service host name of the table to the address that plays it (on emulated nodes a store's node)."""
+    return {key.rpartition(":")[0]: value.rpartition(":")[0] for key, value in table.items()}
 
 
 def container_name(runtime_id: str, replica: str) -> str:
@@ -125,7 +131,7 @@ class ContainerReplica:
     failures: int = 0  # probes failed in a row (pods.readiness)
     started_at: float = field(default_factory=time.time)
     port: int = PORT
-    node: str = ""  # emulated nodes run with the process backend only (faasgd.local.nodes)
+    node: str = ""  # its emulated node (faasgd.local.nodes.docker_net), "" without nodes
 
     @property
     def url(self) -> str:
@@ -197,12 +203,13 @@ def start_container(deployment: Deployment, name: str, host: Host, network: Netw
                                                      root / "secrets"))
     except (docker_cli.DockerError, ConfigError) as error:  # a dead replica: supervision retries, the log says why
         write_line(log_path, f"faasgd: {name} did not start: {error}")
-        return ContainerReplica(spec.name, name, "", "", None, log_path, root, generation=deployment.generation)
+        return ContainerReplica(spec.name, name, "", "", None, log_path, root, generation=deployment.generation,
+                                node=host.node)
     found = docker_cli.inspect("container", container) or {}
     ip = found.get("NetworkSettings", {}).get("Networks", {}).get(network.name, {}).get("IPAddress", "")
     pid = found.get("State", {}).get("Pid") or 0
     replica = ContainerReplica(spec.name, name, container, ip, _process(pid), log_path, root,
-                               generation=deployment.generation)
+                               generation=deployment.generation, node=host.node)
     replica.logs = follow_logs(container, log_path)
     return replica
 

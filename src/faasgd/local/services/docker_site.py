@@ -187,6 +187,7 @@ class DockerSite:
         self.identity = runtime_id(self.directory)
         docker_cli.remove_labelled_containers(runtime_label(self.identity))  # a crashed runtime's replicas
         self.network = ensure_network(self.identity)
+        self.node_networks: dict[str, Network] = {}
         try:
             # before any store binds the network's address: only the network and the host reach it
             docker_wall.close(self.identity, self.network.gateway_ip, self.network.bridge)
@@ -203,8 +204,14 @@ class DockerSite:
     def catalog(self, catalog: Catalog) -> ImageCatalog:
         return ImageCatalog(catalog.stack, self.registry.url)
 
+    def add_nodes(self, networks: dict[str, Network]) -> None:
+        """Emulated nodes' networks (faasgd.local.nodes.docker_net), by node: a replica placed on one joins it, and
+        its containers pass the wall to the gateway and the S3 server."""
+        docker_wall.admit(self.identity, [network.bridge for network in networks.values()])
+        self.node_networks = dict(networks)
+
     def spawn(self, deployment: Deployment, name: str, host: Host) -> ContainerReplica:
-        return start_container(deployment, name, host, self.network)
+        return start_container(deployment, name, host, self.node_networks.get(host.node, self.network))
 
     def state(self) -> dict:
         """What state.json records of it (`faasgd down` removes by the label, stops the registry by pid)."""

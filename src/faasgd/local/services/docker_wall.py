@@ -9,6 +9,7 @@ machine reaches those ports. So the runtime adds, for as long as it runs, one ch
     INPUT:          -d <address>/32 -j FAASGD-<id>        (inserted first; comment faasgd-<id>)
     FAASGD-<id>:    -i lo -j RETURN                        the host's own processes (the cluster's nodes meet there)
                     -i <the network's bridge> -j RETURN    the runtime's containers
+                    -i <a node's bridge> -j RETURN         with emulated nodes (`admit`), each node's containers
                     -p tcp -j REJECT --reject-with tcp-reset
                     -j DROP                                anything else, from any other interface
 
@@ -88,6 +89,13 @@ def close(runtime_id: str, address: str, bridge: str) -> None:
     except BaseException:
         open_up(runtime_id)
         raise
+
+
+def admit(runtime_id: str, bridges: list[str]) -> None:
+    """Let more bridges through the wall (the emulated nodes' networks, faasgd.local.nodes.docker_net), before its
+    REJECT; WallError when it cannot."""
+    for bridge in bridges:
+        iptables("-I", chain_name(runtime_id), "2", "-i", bridge, "-j", "RETURN")
 
 
 def open_up(runtime_id: str) -> bool:
