@@ -18,8 +18,13 @@ the gateway (`faasgd train`), and stops the runtime. Per cell:
 
 More workers than this machine's 2 cores run time-sliced. Needs root (namespaces, links, qdiscs) and of-watchdog.
 Usage: python bench/nodes.py [--quick] [--rates 1gbit,100mbit] [--workers 2] [--rounds 2] [--stores redis]
-       [--topologies global] [--periods 10/10] [--out results/nodes]
+       [--topologies global] [--periods 10/10] [--backend process] [--out results/nodes]
   --quick: one round of 2 Redis workers, global store, at both rates.
+  --backend docker: the replicas as containers (faasgd.local.nodes.docker_net). Each cell's runtime has a registry
+  of its own, empty, so the images must be on this machine under the names stack.yml gives with this process's
+  REGISTRY and TAG, e.g. built without a registry:
+      REGISTRY=faasgd-local faas-cli build -f stack.yml --filter 'emnist-*' --build-arg TEST_ENABLED=false
+      REGISTRY=faasgd-local python bench/nodes.py --backend docker
 """
 
 from __future__ import annotations
@@ -52,12 +57,12 @@ def rate_mbit(rate: str) -> float:
 
 
 def cell(rate: str, placement: str, workers: int, seed: int, store: str = "redis", topology: str = "global",
-         period: str = "10/10") -> dict:
+         period: str = "10/10", backend: str = "process") -> dict:
     """One runtime, one job, the runtime stopped again (also on Ctrl-C)."""
     directory = Path(tempfile.mkdtemp(prefix="faasgd-nodes-"))
     try:
         faasgd("up", "--nodes", 3, "--node-link", rate, "--placement", placement, "--port", 0, "--dir", directory,
-               "--filter", "emnist-*", "--wait")
+               "--filter", "emnist-*", "--wait", "--backend", backend)
         state = json.loads((directory / "state.json").read_text())
         faasgd("scale", "emnist-train", "--replicas", workers, "--dir", directory, "--gateway", state["gateway_url"])
         n_fetch, n_push = period.split("/")
@@ -69,7 +74,7 @@ def cell(rate: str, placement: str, workers: int, seed: int, store: str = "redis
     result = json.loads(trained.stdout or "{}")
     placed = sorted(r["node"] for r in state["replicas"] if r["function"] == "emnist-train")
     return {"rate": rate, "placement": placement, "workers": workers, "seed": seed, "store": store, "topology": topology,
-            "period": period, "state": result.get("state"),
+            "period": period, "backend": backend, "state": result.get("state"),
             "reached": result.get("reached_target"), "clock": result.get("clock"), "time_s": result.get("time_to_target_s"),
             "samples": result.get("samples_to_target"), "links": result.get("link_bytes") or {}, "nodes": placed,
             "model_s": model_s(result.get("link_bytes") or {}, rate)}
@@ -104,6 +109,8 @@ def main() -> None:
     parser.add_argument("--topologies", default="global", help="global, node-local, comma-separated")
     parser.add_argument("--periods", default="10/10", help="n_fetch/n_push pairs, comma-separated (10/40: a fetch "
                         "four times a push, where the node-local cache serves fetches; at 10/10 a push's read-back does)")
+    parser.add_argument("--backend", choices=("process", "docker"), default="process",
+                        help="replicas as processes or as containers (the images on this machine: see the usage)")
     parser.add_argument("--out", default="results/nodes")
     args = parser.parse_args()
     rounds, workers = (1, [2]) if args.quick else (args.rounds, [int(w) for w in args.workers.split(",")])
@@ -121,7 +128,7 @@ def main() -> None:
             for store, topology, count, period in ((s, t, c, p) for s in stores for t in topologies for c in workers
                                                    for p in periods):
                 for placement in PLACEMENTS:
-                    rows.append(cell(rate, placement, count, seed, store, topology, period))
+                    rows.append(cell(rate, placement, count, seed, store, topology, period, args.backend))
                     print(row_text(rows[-1]), flush=True)
     print("time s: the job's time to target accuracy 0.85 on its own clock (Redis TIME for Redis, the functions' "
           "time.time for Memcached); samples: all workers' to the target;\nmodel s: the busiest link's larger way over its payload rate; trains on: the nodes "
