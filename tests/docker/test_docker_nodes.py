@@ -11,8 +11,12 @@ import json
 import os
 import re
 import shlex
+import signal
+import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -20,12 +24,14 @@ import pytest
 from faasgd.local.nodes.docker_net import NODE_LABEL
 from faasgd.local.nodes.links import names
 from faasgd.local.services import docker_cli
+from support.docker_ready import images_missing
 from support.paths import ROOT
 
 pytestmark = [pytest.mark.docker, pytest.mark.serial, pytest.mark.timeout(900),
               pytest.mark.skipif(os.geteuid() != 0, reason="emulated nodes need root (namespaces, links, qdiscs)")]
 
 PAGE = ROOT / "docs" / "how-to" / "emulated-nodes.md"
+BASE = "python:3.11-slim-bookworm"  # the template's base image: a Python on the node networks
 
 
 def documented() -> dict[str, list[str]]:
@@ -103,3 +109,100 @@ try:
 except OSError:
     print("refused or dropped")
 """
+
+
+SERVE = "import http.server, sys; http.server.ThreadingHTTPServer((sys.argv[1], 8000), http.server.SimpleHTTPRequestHandler).serve_forever()"
+FETCH = """
+import sys, time, urllib.request
+began = time.monotonic()
+size = len(urllib.request.urlopen(sys.argv[1], timeout=60).read())
+print(size, time.monotonic() - began)
+"""
+PUT = """
+import http.client, sys, time
+connection = http.client.HTTPConnection(sys.argv[1], 8001, timeout=60)
+began = time.monotonic()
+connection.request("POST", "/", body=b"x" * int(sys.argv[2]))
+connection.getresponse().read()
+print(time.monotonic() - began)
+"""
+SINK = """
+import http.server, sys
+class Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        left = int(self.headers["Content-Length"])
+        while left:
+            left -= len(self.rfile.read(min(left, 1 << 20)))
+        self.send_response(204)
+        self.end_headers()
+http.server.ThreadingHTTPServer((sys.argv[1], 8001), Sink).serve_forever()
+"""
+MB = 25_000_000
+
+
+def test_a_node_link_holds_its_rate_both_ways_and_a_killed_runtime_leaves_nothing_to_faasgd_down(tmp_path):
+    """Without function images: `faasgd up --backend docker --nodes 2 --node-link 100mbit`, 25 MB from a server in
+    node-1's stores namespace to a container on node-2 and 25 MB back, each timed by a stopwatch in the container
+    and counted on both bridges; then the runtime's daemon is SIGKILLed (no cleanup of its own) and `faasgd down`
+    removes the containers, networks, namespaces, ifbs and rules it left."""
+    reason = images_missing([BASE])
+    if reason:
+        pytest.skip(reason)
+    directory = tmp_path / ".faasgd"
+    run = lambda *args: subprocess.run([sys.executable, "-m", "faasgd.cli", *map(str, args)],  # noqa: E731
+                                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    started = run("up", "--backend", "docker", "--nodes", 2, "--node-link", "100mbit", "--filter", "emnist-setup",
+                  "--port", 0, "--dir", directory)
+    state = json.loads((directory / "state.json").read_text()) if (directory / "state.json").exists() else {}
+    prefix = (state.get("nodes") or {}).get("prefix")
+    servers = []
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        first, second = state["nodes"]["list"]
+        (tmp_path / "blob").write_bytes(b"\0" * MB)
+        for script in (SERVE, SINK):
+            servers.append(subprocess.Popen(["ip", "netns", "exec", first["netns"], sys.executable, "-c", script,
+                                             first["address"]], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL))
+        for port in (8000, 8001):
+            wait_listening(first["address"], port)
+        container = ["run", "--rm", "--pull", "never", "--network", second["network"], "--entrypoint", "python", BASE]
+        before = {node["name"]: link(node["link"]) for node in (first, second)}
+        size, fetch_s = docker_cli.docker(*container, "-c", FETCH, f"http://{first['address']}:8000/blob",
+                                          timeout=120).split()
+        put_s = float(docker_cli.docker(*container, "-c", PUT, first["address"], str(MB), timeout=120))
+        after = {node["name"]: link(node["link"]) for node in (first, second)}
+        assert int(size) == MB
+        for seconds in (float(fetch_s), put_s):  # 25 MB at 100 Mbit/s: 2.0 s of payload, a little more on the wire
+            assert 1.9 < seconds < 4.0, (fetch_s, put_s)
+        sent = {name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in after}
+        assert sent["node-1"][1] > MB and sent["node-2"][0] > MB  # out of node-1, into node-2: the fetch
+        assert sent["node-2"][1] > MB and sent["node-1"][0] > MB  # and back: the upload
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait()
+        if state.get("pid"):
+            os.kill(state["pid"], signal.SIGKILL)
+        stopped = run("down", "--dir", directory)
+    assert stopped.returncode == 0, stopped.stderr
+    assert prefix and names(prefix) == ([], [])
+    assert docker_cli.docker("network", "ls", "-q", "--filter", f"label={NODE_LABEL}={prefix}").strip() == ""
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    assert prefix not in links and prefix not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+
+
+def wait_listening(host: str, port: int, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listens on {host}:{port}"
+            time.sleep(0.1)
+
+
+def link(name: str) -> tuple[int, int]:
+    """A node link's bytes so far: (to the node, from the node), the bridge's tx and rx."""
+    return tuple(int(Path(f"/sys/class/net/{name}/statistics/{c}_bytes").read_text()) for c in ("tx", "rx"))
