@@ -84,8 +84,10 @@ class FullRegistry(FakeRegistry):
     def starting(self, name: str) -> bool:
         return True
 
+    threads = 1
+
     def calls_per_replica(self, name: str) -> int:
-        return 1
+        return self.threads
 
 
 async def test_a_call_for_full_replicas_waits_at_the_gateway_for_the_starting_one():
@@ -105,6 +107,25 @@ async def test_a_call_for_full_replicas_waits_at_the_gateway_for_the_starting_on
         assert answer.headers.get("x-replica") == "b", answer.text
         a.release()
         assert (await within(first)).headers["x-replica"] == "a" and len(a.calls) == 1
+
+
+async def test_two_calls_at_once_never_both_take_a_replicas_last_thread():
+    a, b = FakeReplica("a"), FakeReplica("b")
+    registry = FullRegistry(echo=[a])
+    registry.threads = 2
+    async with gateway_in_process(registry, replica_wait_s=60) as gw:
+        gw.transport.add(b)
+        a.hold = True
+        calls = [asyncio.create_task(gw.client.get("/function/echo")) for _ in range(3)]
+        await within(a.arrived(2))
+        await within(gw.clock.sleeping(0.02))  # the third is held: a's two threads are taken
+        assert len(a.calls) == 2
+        registry.functions["echo"] = [a, b]
+        await gw.clock.advance(0.02)
+        await within(b.arrived(1))
+        a.release()
+        served = sorted([(await within(call)).headers.get("x-replica") for call in calls])
+    assert served == ["a", "a", "b"] and len(a.calls) == 2
 
 
 async def test_methods_not_served_are_405_json_with_allow():

@@ -104,7 +104,8 @@ def test_the_wait_for_a_free_thread_is_bounded_and_then_the_call_waits_inside_a_
     assert urls == [URL] and registry.looks > 1 and 0.3 <= seconds < 5
 
 
-def test_a_replica_is_starting_from_its_exit_until_its_replacement_serves(tmp_path):
+def test_a_replica_that_served_is_starting_from_its_exit_until_its_replacement_serves_one_that_never_did_is_not(
+        tmp_path):
     pods = SlowPods()
     supervisor = fake_supervisor(tmp_path, pods)
     pods.serving = True
@@ -114,6 +115,14 @@ def test_a_replica_is_starting_from_its_exit_until_its_replacement_serves(tmp_pa
     assert supervisor.starting("emnist-train")  # exited; the next reconcile replaces it
     supervisor.reconcile()
     assert not supervisor.starting("emnist-train")  # the replacement serves (the fake at once)
+    pods.serving = False
+    for pod in [p for p in pods.made if p.function == "emnist-train" and not p.dead]:
+        pod.dead = True
+    supervisor.reconcile()  # replaced by replicas that never serve, and die
+    assert supervisor.starting("emnist-train")  # alive, not serving yet: a call waits for them
+    for pod in [p for p in pods.made if p.function == "emnist-train" and not p.dead]:
+        pod.dead = True
+    assert not supervisor.starting("emnist-train")  # dead without ever serving: a call is answered at once
     assert supervisor.calls_per_replica("emnist-train") == int(
         supervisor.deployments["emnist-train"].spec.environment["waitress_threads"])
 

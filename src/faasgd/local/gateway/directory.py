@@ -45,19 +45,18 @@ class Directory:
     async def replica_urls(self, function: str, in_flight: Callable[[str], int] | None = None) -> list[str]:
         """The function's healthy replica URLs; while there are none, or (given `in_flight`, the calls a URL has in
         flight) each runs all the calls it can at once, and a replica is starting: waited for, up to `wait_s`."""
-        deadline = self.clock.now() + self.wait_s
+        deadline, capacity = self.clock.now() + self.wait_s, None
         while True:
             urls = await to_thread.run_sync(self.registry.replica_urls, function)
-            if urls and not (in_flight is not None and await self._full(function, urls, in_flight)):
+            if urls and in_flight is not None and capacity is None and min(map(in_flight, urls)) > 0:
+                capacity = await to_thread.run_sync(self.registry.calls_per_replica, function)
+            # decided with no await before the caller's Balancer.acquire: two calls never both take the last thread
+            if urls and (in_flight is None or capacity is None or min(map(in_flight, urls)) < capacity):
                 return urls
             starting = await to_thread.run_sync(self.registry.starting, function)
             if not starting or self.clock.now() >= deadline:
                 return urls
             await self.clock.sleep(POLL_S)
-
-    async def _full(self, function: str, urls: list[str], in_flight: Callable[[str], int]) -> bool:
-        least = min(in_flight(url) for url in urls)
-        return least > 0 and least >= await to_thread.run_sync(self.registry.calls_per_replica, function)
 
     async def status(self, name: str) -> dict | None:
         """The registry's description of one function (None if unknown)."""

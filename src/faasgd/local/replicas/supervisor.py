@@ -53,6 +53,7 @@ class Supervisor:
         self.replicas: dict[str, list[Replica]] = {name: [] for name in self.deployments}
         self.restarts = {name: 0 for name in self.deployments}
         self._counter: dict[str, int] = {}  # never reset, so a re-created function's replicas get new names
+        self._served: set[str] = set()  # the replicas listed that have been healthy once (starting: one is due)
         self._was_available = False  # all_available at the last reconcile: a change is told to on_change
         self._lock = threading.RLock()
         self._stopping = threading.Event()
@@ -119,6 +120,7 @@ class Supervisor:
         generation, before = self.deployments[name].generation, [r.name for r in replicas]
         for dead in [r for r in replicas if not r.alive()]:
             replicas.remove(dead)
+            self._served.discard(dead.name)
             dead.stop()
             self.restarts[name] += dead.generation == generation
         current = [r for r in replicas if r.generation == generation]
@@ -131,6 +133,7 @@ class Supervisor:
             self._retire(surplus)
         for replica in replicas:
             replica.check_health()
+        self._served.update(r.name for r in replicas if r.healthy)
         if all(r.healthy for r in current):  # a rollout ends once the new replicas all serve
             for old in [r for r in replicas if r.generation != generation]:
                 replicas.remove(old)
@@ -185,11 +188,11 @@ class Supervisor:
             return [r.url for r in self.replicas.get(name, []) if r.healthy and r.alive()]
 
     def starting(self, name: str) -> bool:
-        """Whether a replica of the function is alive but not healthy yet (started, or failing its probes), or one is
-        due: fewer alive than desired, as between a replica's exit and the reconcile that replaces it."""
+        """Whether a replica of the function is alive but not healthy yet (started, or failing its probes), or one that
+        served has exited and the next reconcile replaces it. A replica that never served (a crash loop, a container
+        that did not start) counts only while alive: a call for a function that cannot start is answered at once."""
         with self._lock:
-            replicas = [r for r in self.replicas.get(name, []) if r.alive()]
-            return any(not r.healthy for r in replicas) or len(replicas) < self.desired.get(name, 0)
+            return any(not r.healthy if r.alive() else r.name in self._served for r in self.replicas.get(name, []))
 
     def calls_per_replica(self, name: str) -> int:
         with self._lock:
