@@ -139,8 +139,9 @@ def test_a_replica_killed_mid_round_is_re_invoked_from_its_checkpoint_to_the_sam
     pids = runtime.request("GET", "/system/function/emnist-train").json()["pids"]
     # per-iteration calls are short and a kill between two of them costs no call: strike while one is in flight
     deadline = time.monotonic() + 30
-    while not calls_in_flight(runtime, "emnist-train") and time.monotonic() < deadline:
-        pass
+    while not calls_in_flight(runtime, "emnist-train"):
+        assert time.monotonic() < deadline, "no emnist-train call was in flight for 30 s: nothing to strike"
+        time.sleep(0.005)
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     status = wait_for_job(lambda: runtime.job_status(query), 90, poll_s=0.2)
