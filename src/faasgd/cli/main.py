@@ -151,7 +151,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                          "default none, the stack's own only")
     up.add_argument("--nodes", type=int, default=1, metavar="N",
                     help="emulate N machines: each a network namespace on a bridge (with --backend docker a Docker "
-                         "network, at most 16), the stores on the first, a memcached-local on each, replicas placed as "
+                         "network), the stores on the first, a memcached-local on each, replicas placed as "
                          "Kubernetes would (needs root, and of-watchdog for processes; default 1: none)")
     up.add_argument("--node-link", default=None, metavar="RATE",
                     help="each node's link rate both ways, as tc writes it (100mbit, 1gbit; default unshaped)")

@@ -6,9 +6,6 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 
-import pytest
-
-from faasgd.errors import ConfigError
 from faasgd.local.lifecycle.options import UpOptions
 from faasgd.local.nodes import cluster, docker_net
 from faasgd.local.replicas.containers import run_argv, service_hosts
@@ -26,12 +23,10 @@ def plan(tmp_path, count: int = 3, rate: str | None = "100mbit") -> docker_net.D
     return docker_net.DockerNodeNet.plan(count, rate, tmp_path, "abc1234567", GATEWAY)
 
 
-def test_each_node_is_a_28_of_one_benchmarking_24_with_its_stores_at_2_and_names_linux_takes(tmp_path):
+def test_each_node_is_a_24_of_its_own_with_its_stores_at_2_and_names_linux_takes(tmp_path):
     net = plan(tmp_path)
     subnets = [ipaddress.ip_network(node.subnet) for node in net.nodes]
-    assert all(s.prefixlen == 28 and s.subnet_of(ipaddress.ip_network(net.block)) for s in subnets)
-    assert ipaddress.ip_network(net.block).subnet_of(BENCHMARKING) and len(set(subnets)) == 3
-    assert not any(a.overlaps(b) for a in subnets for b in subnets if a is not b)
+    assert all(s.prefixlen == 24 and s.subnet_of(BENCHMARKING) for s in subnets) and len(set(subnets)) == 3
     for node, subnet in zip(net.nodes, subnets):
         assert ipaddress.ip_address(node.address) == subnet[2] and ipaddress.ip_address(node.bridge_ip) == subnet[1]
     names = [name for node in net.nodes for name in (node.netns, node.host_veth, node.ns_veth, node.ifb, node.bridge)]
@@ -40,6 +35,15 @@ def test_each_node_is_a_28_of_one_benchmarking_24_with_its_stores_at_2_and_names
     assert all(n.bridge.startswith(net.prefix) and not n.bridge.startswith(net.prefix + "-") for n in net.nodes)
     assert [node.network for node in net.nodes] == [f"faasgd-abc1234567-node-{i}" for i in (1, 2, 3)]
     assert plan(tmp_path) == net  # a crashed runtime's leftovers are found by the same names
+    assert len(plan(tmp_path, 20).nodes) == 20  # as many as the process backend's
+
+
+def test_the_rules_name_only_this_runtimes_node_bridges(tmp_path):
+    net = plan(tmp_path)
+    accept, unmasked = docker_net.accept_rule(net.prefix), docker_net.unmasked_rule(net.prefix)
+    assert accept[:4] == ["-i", f"{net.prefix}b+", "-o", f"{net.prefix}b+"] and accept[-1] == net.prefix
+    assert unmasked[:2] == ["-o", f"{net.prefix}b+"] and unmasked[-1] == net.prefix
+    assert all(node.bridge.startswith(f"{net.prefix}b") for node in net.nodes)  # what the + matches
 
 
 def test_the_state_counts_each_node_on_its_bridge(tmp_path):
@@ -54,14 +58,6 @@ def test_each_nodes_replicas_join_its_network_and_reach_the_gateway_at_the_runti
     assert [(n.name, n.bridge, n.gateway_ip) for n in networks.values()] == [
         (node.network, node.bridge, GATEWAY) for node in net.nodes]
     assert list(networks) == ["node-1", "node-2"]
-
-
-def test_more_than_16_container_nodes_are_refused_naming_the_flag(tmp_path):
-    with pytest.raises(ConfigError, match="^--nodes: the container backend runs at most 16"):
-        plan(tmp_path, 17)
-    with pytest.raises(ConfigError, match="^--nodes: the container backend runs at most 16"):
-        UpOptions(str(ROOT / "stack.yml"), 0, str(tmp_path), nodes=17, backend="docker").check()
-    assert UpOptions(str(ROOT / "stack.yml"), 0, str(tmp_path), nodes=3, backend="docker").check().nodes == 3
 
 
 def server(name: str, host: str, port: int) -> ServerProcess:
@@ -102,3 +98,29 @@ def test_one_node_or_processes_plan_no_docker_network(tmp_path):
     assert isinstance(cluster.plan(options, tmp_path, site), docker_net.DockerNodeNet)
     assert isinstance(cluster.plan(dataclasses.replace(options, backend="process"), tmp_path, None), NodeNet)
     assert cluster.plan(dataclasses.replace(options, nodes=1), tmp_path, site) is None
+
+
+def test_a_crashed_runtimes_nodes_go_with_its_leftovers_whatever_the_next_up_asks(tmp_path, monkeypatch):
+    from faasgd.local import processes
+    from faasgd.local.lifecycle import control
+    from faasgd.local.nodes import links
+    from faasgd.local.services import docker_cli
+
+    removed, stopped = [], []
+    monkeypatch.setattr(links, "remove_all", lambda prefix: removed.append(("namespaces", prefix)))
+    monkeypatch.setattr(docker_net, "remove_docker_nodes", lambda prefix: removed.append(("networks", prefix)))
+    monkeypatch.setattr(docker_cli, "remove_labelled_containers", lambda label: removed.append(("containers", label)))
+    monkeypatch.setattr(processes, "alive", lambda ref: True)  # the stores outlived their runtime
+    monkeypatch.setattr(processes, "stop_all", lambda refs, *_, **__: stopped.extend(refs) or list(refs))
+    redis = {"pid": 4321, "create_time": 1000.0}
+    for nodes, expected in (
+            (None, []),  # no nodes: a store still running is kept for the next runtime to adopt
+            ({"prefix": "fgabcdef"}, [("namespaces", "fgabcdef")]),
+            ({"prefix": "fgabcdef", "backend": "docker"},
+             [("containers", "faasgd.runtime=abc1234567"), ("networks", "fgabcdef")])):
+        removed.clear(), stopped.clear()
+        state = {"runtime_id": "abc1234567", "stores": {"redis": redis}, **({"nodes": nodes} if nodes else {})}
+        _, kept = control._leftovers(tmp_path, state, keep_stores=True)
+        assert removed == expected
+        assert list(kept) == ([] if nodes else ["redis"])  # a node's stores go with its namespace
+        assert [ref.pid for ref in stopped] == ([4321] if nodes else [])

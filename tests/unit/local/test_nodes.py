@@ -39,7 +39,7 @@ def test_one_node_is_todays_runtime_its_flags_unchanged(tmp_path):
     (UpOptions(nodes=2.5), "--nodes"), (UpOptions(nodes=3, node_link="fast"), "--node-link"),
     (UpOptions(nodes=3, node_link="0mbit"), "--node-link"), (UpOptions(nodes=3, node_link="100"), "--node-link"),
     (UpOptions(nodes=3, placement="random"), "--placement"), (UpOptions(node_link="100mbit"), "--node-link"),
-    (UpOptions(placement="spread"), "--placement"), (UpOptions(nodes=17, backend="docker"), "--nodes"),
+    (UpOptions(placement="spread"), "--placement"), (UpOptions(nodes=21, backend="docker"), "--nodes"),
     (UpOptions(nodes=2, stores="pool"), "--nodes"),
 ])
 def test_bad_node_options_name_the_flag(options, flag):

@@ -176,11 +176,13 @@ def refuse_other_nodes(state: dict, options: UpOptions, directory: Path) -> None
     otherwise (a count, rate or placement of its own): never changed under its jobs. `up` without --nodes (as
     `faasgd train` calls it) takes the runtime as it runs."""
     running = state.get("nodes") or {}
-    have = (len(running.get("list", [])) or 1, running.get("rate_mbit"), running.get("placement", "affinity"))
+    have = (len(running.get("list", [])) or 1, running.get("rate_mbit"), running.get("placement", "affinity"),
+            running.get("backend", "process"))
     rate = None if options.node_link is None else parse_rate(options.node_link)
-    if options.nodes > 1 and have != (options.nodes, rate, options.placement):
+    if options.nodes > 1 and have != (options.nodes, rate, options.placement, options.backend):
         raise ConfigError("--nodes", f"the local runtime running in {directory} has {have[0]} node(s), links "
-                                     f"{have[1] or 'unshaped'} Mbit/s, placement {have[2]}; run `faasgd down` first")
+                                     f"{have[1] or 'unshaped'} Mbit/s, placement {have[2]}, backend {have[3]}; run "
+                                     f"`faasgd down` first")
 
 
 def down(directory: str = DEFAULT_DIR) -> list[int]:
@@ -195,10 +197,6 @@ def down(directory: str = DEFAULT_DIR) -> list[int]:
         stopped.append(daemon.pid)
     stopped += _leftovers(directory, state)[0]
     remove_server_folders(directory / TEMP_FOLDER)
-    if isinstance(state.get("nodes"), dict) and isinstance(state["nodes"].get("prefix"), str):
-        from faasgd.local.nodes.links import remove_all
-
-        remove_all(state["nodes"]["prefix"])  # the daemon removes its nodes itself; these are what a crash left
     if state.get("backend") == "docker" and isinstance(state.get("runtime_id"), str):
         from faasgd.local.services import docker_cli
         from faasgd.local.replicas.containers import RUNTIME_LABEL
@@ -241,10 +239,35 @@ def _leftovers(directory: Path, state: dict | None = None,
                    "nats": state.get("broker")}
         kept = {name: entry for name, entry in entries.items()
                 if (ref := ProcessRef.from_json(entry)) is not None and processes.alive(ref)}
+    if isinstance(state.get("nodes"), dict):
+        kept = {}  # a node's stores live in its namespace, removed below: none is adopted (daemon.start_servers)
     kept_refs = {ProcessRef.from_json(entry) for entry in kept.values()}
     stopped = [ref.pid for ref in processes.stop_all([ref for ref in _children(state) if ref not in kept_refs])]
+    remove_nodes(state)
     (directory / STATE_FILE).unlink(missing_ok=True)
     return stopped, kept
+
+
+def remove_nodes(state: dict) -> None:
+    """The emulated nodes a dead runtime left (the daemon removes its own as it stops): for containers their
+    containers first, which hold the node networks."""
+    nodes = state.get("nodes")
+    if not (isinstance(nodes, dict) and isinstance(nodes.get("prefix"), str)):
+        return
+    if nodes.get("backend") != "docker":
+        from faasgd.local.nodes.links import remove_all
+
+        remove_all(nodes["prefix"])
+        return
+    from faasgd.local.nodes.docker_net import remove_docker_nodes
+    from faasgd.local.replicas.containers import RUNTIME_LABEL
+    from faasgd.local.services import docker_cli
+
+    try:
+        if isinstance(state.get("runtime_id"), str):
+            docker_cli.remove_labelled_containers(f"{RUNTIME_LABEL}={state['runtime_id']}")
+    finally:
+        remove_docker_nodes(nodes["prefix"])
 
 
 def _children(state: dict) -> list[ProcessRef]:

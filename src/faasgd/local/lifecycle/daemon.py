@@ -258,10 +258,7 @@ def run(options: UpOptions, found: dict | None = None, adopted: Mapping[str, dic
             forks.stop(ZYGOTE_STOP_S)
         s3.stop()
         listener.close()
-        if site is not None:
-            site.stop()
-        if net is not None:  # what still runs inside a node goes with it
-            net.remove()
+        cluster.take_down(site, net)  # the containers, then the nodes and what still runs inside them
         tempfile.tempdir = machine_tmp
     return 0
 

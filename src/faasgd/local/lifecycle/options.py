@@ -61,9 +61,6 @@ class UpOptions:
         placement.check_policy(self.placement)
         if self.node_link is not None:
             network.parse_rate(self.node_link)
-        if self.nodes > network.MAX_CONTAINER_NODES and self.backend == "docker":
-            raise ConfigError("--nodes", f"the container backend runs at most {network.MAX_CONTAINER_NODES} "
-                                         f"emulated nodes (a /28 each in one /24), got {self.nodes}")
         if self.nodes > 1 and self.stores:
             raise ConfigError("--nodes", f"emulated nodes run the single-server stores only, not --stores "
                                          f"{','.join(self.stores)}")

@@ -38,9 +38,23 @@ def create(options, directory: Path, site) -> Nodes | None:
     net = plan(options, directory, site)
     if net is not None:
         net.create()
-    if isinstance(net, DockerNodeNet):
-        site.add_nodes(net.networks())
+    try:
+        if isinstance(net, DockerNodeNet):
+            site.add_nodes(net.networks())
+    except BaseException:
+        net.remove()
+        raise
     return net
+
+
+def take_down(site, net: Nodes | None) -> None:
+    """The container site (its containers, networks and wall), then the nodes, even when the first raised."""
+    try:
+        if site is not None:
+            site.stop()
+    finally:
+        if net is not None:
+            net.remove()
 
 
 def plan(options, directory: Path, site) -> Nodes | None:

@@ -7,12 +7,12 @@ link shaped both ways at its bridge.
     net.link_bytes()                               # as NodeNet's: {"node-1": {"to_node": B, "from_node": B}, ...}
     net.remove()                                   # the networks, the store namespaces, the buckets, the rule
 
-Layout, in one /24 of 198.18.0.0/15 (the process backend's range, chosen the same way): node i is the Docker
-network faasgd-<id>-node-i on A.B.C.16(i-1)/28, its Linux bridge named by us PREFIXb{i} (so its counters and
-queues are found by name), the host at .1 of it. At .2 (kept from Docker's own addresses by --aux-address) is the
-network namespace PREFIX-{i}, a port of the same bridge through the veth pair PREFIX-h{i} / PREFIX-n{i}: the
-node's stores run there (redis and memcached on node-1, a memcached-local on every node), as in the process
-backend's node namespaces. The node's containers take .3 to .14: 12 replicas a node, 16 nodes at most.
+Layout, from 198.18.0.0/15 (the process backend's range, chosen the same way): node i is the Docker network
+faasgd-<id>-node-i on a /24 of its own, its Linux bridge named by us PREFIXb{i} (so its counters, queues and rules
+are found by name), the host at .1 of it. At .2 (kept from Docker's own addresses by --aux-address) is the network
+namespace PREFIX-{i}, a port of the same bridge through the veth pair PREFIX-h{i} / PREFIX-n{i}: the node's stores
+run there (redis and memcached on node-1, a memcached-local on every node), as in the process backend's node
+namespaces. The node's containers take .3 to .254.
 
 The link: what the host sends into the node (from the gateway, or routed from another node) leaves by the bridge's
 own egress, shaped by tbf; what the node sends out enters at the bridge's ingress, is redirected (a u32 filter
@@ -21,11 +21,12 @@ and mirred) to the ifb PREFIX-i{i}, and is shaped by the tbf on its egress. Fram
 The kernel counts the link on the bridge: tx_bytes went to the node, rx_bytes came from it.
 
 Docker drops traffic between two of its bridge networks (its DOCKER-ISOLATION chains); one rule in DOCKER-USER
-accepts it between this runtime's nodes only (source and destination in its /24; comment PREFIX). Masquerading is
-off on these networks, and one rule in nat's POSTROUTING (`unmasked_rule`) keeps anything sent into them from
-being masqueraded, so a node sees its peers' and the gateway's own addresses; a container on any other Docker network still
-reaches none of them. The gateway and the S3 server stay host processes on the runtime's own network address
-(faasgd.local.services.docker_site), whose wall lets the node bridges in.
+accepts it between this runtime's node bridges only (in and out by PREFIXb+; comment PREFIX). Masquerading is off
+on these networks, and one rule in nat's POSTROUTING (`unmasked_rule`) keeps anything sent into them from being
+masqueraded, so a node sees its peers' and the gateway's own addresses; no node container reaches beyond the
+machine. A container on any other Docker network still reaches none of them. The gateway and the S3 server stay
+host processes on the runtime's own network address (faasgd.local.services.docker_site), whose wall lets the node
+bridges in.
 """
 
 from __future__ import annotations
@@ -35,9 +36,8 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from faasgd.errors import ConfigError
 from faasgd.local.nodes.links import ip, remove_all, require_root, run, tbf
-from faasgd.local.nodes.network import MAX_CONTAINER_NODES, Node, check_nodes, free_subnet, link_bytes, parse_rate
+from faasgd.local.nodes.network import Node, check_nodes, free_subnets, link_bytes, parse_rate
 from faasgd.local.replicas.containers import Network
 from faasgd.local.services import docker_cli
 
@@ -68,26 +68,21 @@ class DockerNodeNet:
     prefix: str
     identity: str  # the runtime's id (faasgd.local.services.docker_site.runtime_id)
     gateway: str  # the host's address on the runtime's own network: where the nodes reach the gateway
-    block: str  # the /24 all the nodes' subnets are in
     nodes: tuple[DockerNode, ...]
     rate_mbit: float | None
 
     @classmethod
     def plan(cls, count: int, rate: str | None, directory: str | Path, identity: str, gateway: str) -> DockerNodeNet:
         check_nodes(count)
-        if count > MAX_CONTAINER_NODES:
-            raise ConfigError("--nodes", f"the container backend runs at most {MAX_CONTAINER_NODES} emulated nodes "
-                                         f"(a /28 each in one /24), got {count}")
         rate_mbit = None if rate is None else parse_rate(rate)
         digest = hashlib.sha1(str(Path(directory).resolve()).encode()).hexdigest()
         prefix = f"fg{digest[:6]}"
-        second, third = free_subnet(int(digest[6:12], 16))
-        base = f"198.{second}.{third}"
-        nodes = tuple(DockerNode(name=f"node-{i}", netns=f"{prefix}-{i}", address=f"{base}.{16 * (i - 1) + 2}",
+        subnets = [f"198.{second}.{third}" for second, third in free_subnets(int(digest[6:12], 16), count)]
+        nodes = tuple(DockerNode(name=f"node-{i}", netns=f"{prefix}-{i}", address=f"{base}.2",
                                  host_veth=f"{prefix}-h{i}", ns_veth=f"{prefix}-n{i}",
-                                 network=f"faasgd-{identity}-node-{i}", subnet=f"{base}.{16 * (i - 1)}/28",
-                                 bridge=f"{prefix}b{i}", ifb=f"{prefix}-i{i}") for i in range(1, count + 1))
-        return cls(prefix, identity, gateway, f"{base}.0/24", nodes, rate_mbit)
+                                 network=f"faasgd-{identity}-node-{i}", subnet=f"{base}.0/24",
+                                 bridge=f"{prefix}b{i}", ifb=f"{prefix}-i{i}") for i, base in enumerate(subnets, 1))
+        return cls(prefix, identity, gateway, nodes, rate_mbit)
 
     def create(self) -> None:
         """The networks, the namespaces, the buckets and the rule; on any failure, everything removed again."""
@@ -100,8 +95,8 @@ class DockerNodeNet:
             raise
 
     def _create(self) -> None:
-        run(["iptables", "-w", "5", "-I", "DOCKER-USER", *accept_rule(self.block, self.prefix)])
-        run(["iptables", "-w", "5", "-t", "nat", "-I", "POSTROUTING", *unmasked_rule(self.block, self.prefix)])
+        run(["iptables", "-w", "5", "-I", "DOCKER-USER", *accept_rule(self.prefix)])
+        run(["iptables", "-w", "5", "-t", "nat", "-I", "POSTROUTING", *unmasked_rule(self.prefix)])
         for node in self.nodes:
             docker_cli.docker("network", "create", "--driver", "bridge", "--subnet", node.subnet,
                               "--aux-address", f"stores={node.address}", "--label", f"{NODE_LABEL}={self.prefix}",
@@ -112,7 +107,7 @@ class DockerNodeNet:
             ip("link", "add", node.host_veth, "type", "veth", "peer", "name", node.ns_veth, "netns", node.netns)
             ip("link", "set", node.host_veth, "master", node.bridge, "up")
             inside = ["ip", "-n", node.netns]
-            run([*inside, "addr", "add", f"{node.address}/28", "dev", node.ns_veth])
+            run([*inside, "addr", "add", f"{node.address}/24", "dev", node.ns_veth])
             run([*inside, "link", "set", node.ns_veth, "up"])
             run([*inside, "link", "set", "lo", "up"])
             run([*inside, "route", "add", "default", "via", node.bridge_ip])
@@ -145,21 +140,29 @@ class DockerNodeNet:
                 "list": [node.to_json() for node in self.nodes]}
 
 
-def accept_rule(block: str, prefix: str) -> list[str]:
-    return ["-s", block, "-d", block, "-j", "ACCEPT", "-m", "comment", "--comment", prefix]
+def bridges(prefix: str) -> str:
+    """iptables' name of every node bridge of the runtime (a trailing + matches any ending)."""
+    return f"{prefix}b+"
 
 
-def unmasked_rule(block: str, prefix: str) -> list[str]:
-    """Nothing sent to the nodes is masqueraded. Docker masquerades what leaves its runtime network's subnet by
+def accept_rule(prefix: str) -> list[str]:
+    return ["-i", bridges(prefix), "-o", bridges(prefix), "-j", "ACCEPT", "-m", "comment", "--comment", prefix]
+
+
+def unmasked_rule(prefix: str) -> list[str]:
+    """Nothing sent into the nodes is masqueraded. Docker masquerades what leaves its runtime network's subnet by
     another interface, the host's own address on it included, and a node's packets reach the host through the ifb
     untracked by the connection they belong to: the gateway's answers then went out from the node bridge's address,
     and the caller reset the connection."""
-    return ["-d", block, "-j", "RETURN", "-m", "comment", "--comment", prefix]
+    return ["-o", bridges(prefix), "-j", "RETURN", "-m", "comment", "--comment", prefix]
 
 
 def remove_docker_nodes(prefix: str) -> None:
-    """The node networks labelled `prefix` (their containers removed before: the runtime's label), then what
-    links.remove_all takes: the store namespaces and their processes, the veths, the ifbs and the DOCKER-USER rule."""
-    for network in docker_cli.listed("network", f"{NODE_LABEL}={prefix}"):
-        docker_cli.docker("network", "rm", network, check=False)
-    remove_all(prefix)
+    """The node networks labelled `prefix` (their containers removed before: the runtime's label), then, whatever
+    Docker answered, what links.remove_all takes: the store namespaces and their processes, the veths, the ifbs and
+    the rules."""
+    try:
+        for network in docker_cli.listed("network", f"{NODE_LABEL}={prefix}"):
+            docker_cli.docker("network", "rm", network, check=False)
+    finally:
+        remove_all(prefix)

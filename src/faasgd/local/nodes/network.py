@@ -31,7 +31,6 @@ from faasgd.errors import ConfigError
 from faasgd.local.nodes.links import forward_rule, ip, remove_all, require_root, run, tbf
 
 MAX_NODES = 20
-MAX_CONTAINER_NODES = 16  # the container backend's (faasgd.local.nodes.docker_net): a /28 each in one /24
 RATE_UNITS = {"kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}  # tc's units, in Mbit/s (10^6 bit/s)
 _RATE_FORM = re.compile(r"([0-9]+(?:\.[0-9]+)?)(kbit|mbit|gbit)\Z")
 SUBNETS = [(18, c) for c in range(256)] + [(19, c) for c in range(256)]  # the /24s of 198.18.0.0/15
@@ -164,10 +163,15 @@ def bytes_between(before: dict, after: dict) -> dict[str, dict[str, int]]:
 def free_subnet(start: int) -> tuple[int, int]:
     """(second, third) byte of a /24 of 198.18.0.0/15 no interface of the host has an address in, looked for from
     `start` on (the runtime's digits: two runtimes rarely look at the same one first)."""
+    return free_subnets(start, 1)[0]
+
+
+def free_subnets(start: int, count: int) -> list[tuple[int, int]]:
+    """`count` such /24s, the first free ones from `start` on."""
     shown = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True).stdout
     used = set(re.findall(r"inet 198\.(1[89])\.([0-9]+)\.", shown))
-    for step in range(len(SUBNETS)):
-        second, third = SUBNETS[(start + step) % len(SUBNETS)]
-        if (str(second), str(third)) not in used:
-            return second, third
-    raise ConfigError("--nodes", "every /24 of 198.18.0.0/15 is in use on this host")
+    free = [SUBNETS[(start + step) % len(SUBNETS)] for step in range(len(SUBNETS))]
+    free = [(second, third) for second, third in free if (str(second), str(third)) not in used][:count]
+    if len(free) < count:
+        raise ConfigError("--nodes", f"fewer than {count} /24s of 198.18.0.0/15 are free on this host")
+    return free
