@@ -81,6 +81,23 @@ def test_the_wait_for_a_starting_replica_is_bounded():
     assert urls == [] and registry.looks > 1 and 0.3 <= seconds < 5
 
 
+class TurningRegistry:
+    """One replica that turns healthy right after a look at the URLs (the reconcile ran between two looks)."""
+
+    healthy = False
+
+    def replica_urls(self, name: str) -> list[str]:
+        urls, self.healthy = ([URL] if self.healthy else []), True
+        return urls
+
+    def starting(self, name: str) -> bool:
+        return not self.healthy
+
+
+def test_a_replica_turning_healthy_between_two_looks_is_never_taken_for_none():
+    assert urls_after(TurningRegistry(), wait_s=10)[0] == [URL]
+
+
 def test_a_call_waits_while_every_replica_is_full_and_one_is_starting():
     registry = FullRegistry(ready_after=5)
     urls, _ = urls_after(registry, wait_s=10, in_flight=loaded(4))

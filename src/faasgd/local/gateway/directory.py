@@ -47,16 +47,21 @@ class Directory:
         flight) each runs all the calls it can at once, and a replica is starting: waited for, up to `wait_s`."""
         deadline, capacity = self.clock.now() + self.wait_s, None
         while True:
-            urls = await to_thread.run_sync(self.registry.replica_urls, function)
+            urls, starting = await to_thread.run_sync(self._look, function)
             if urls and in_flight is not None and capacity is None and min(map(in_flight, urls)) > 0:
                 capacity = await to_thread.run_sync(self.registry.calls_per_replica, function)
             # decided with no await before the caller's Balancer.acquire: two calls never both take the last thread
             if urls and (in_flight is None or capacity is None or min(map(in_flight, urls)) < capacity):
                 return urls
-            starting = await to_thread.run_sync(self.registry.starting, function)
             if not starting or self.clock.now() >= deadline:
                 return urls
             await self.clock.sleep(POLL_S)
+
+    def _look(self, function: str) -> tuple[list[str], bool]:
+        """(healthy URLs, starting), read in that order's reverse: a replica turning healthy in between is starting
+        in the first read and among the URLs in the second, so no call is told there is none while one serves."""
+        starting = self.registry.starting(function)
+        return self.registry.replica_urls(function), starting
 
     async def status(self, name: str) -> dict | None:
         """The registry's description of one function (None if unknown)."""
