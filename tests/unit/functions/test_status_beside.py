@@ -53,6 +53,9 @@ def test_reads_answer_within_the_bound_while_a_re_invocation_hangs(lost_job, mon
         seconds, status = timed_read(job_id, env)
         assert seconds < READ_BOUND_S and status["state"] == "running"
         assert status["supervision"] == []  # the one look under way has not finished
+    deadline = time.monotonic() + 10  # the look runs in a thread of its own: on a loaded machine it may not be there yet
+    while not relaunched and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert relaunched == [0]  # one supervision at a time per job, however many reads come
     release.set()
     deadline = time.monotonic() + 5
