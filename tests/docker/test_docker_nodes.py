@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 import signal
 import socket
 import subprocess
@@ -25,21 +23,13 @@ from faasgd.local.nodes.docker_net import NODE_LABEL
 from faasgd.local.nodes.links import names
 from faasgd.local.services import docker_cli
 from support.docker_ready import images_missing
+from support.nodes_session import check_three_nodes, documented
 from support.paths import ROOT
 
 pytestmark = [pytest.mark.docker, pytest.mark.serial, pytest.mark.timeout(900),
               pytest.mark.skipif(os.geteuid() != 0, reason="emulated nodes need root (namespaces, links, qdiscs)")]
 
-PAGE = ROOT / "docs" / "how-to" / "emulated-nodes.md"
 BASE = "python:3.11-slim-bookworm"  # the template's base image: a Python on the node networks
-
-
-def documented() -> dict[str, list[str]]:
-    """The page's container block (the one whose `faasgd up` names --backend docker), each line's words by command."""
-    blocks = re.findall(r"^```\n(.*?)^```", PAGE.read_text(), re.M | re.S)
-    block = next(b for b in blocks if "faasgd up --backend docker --nodes" in b)
-    lines = [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("faasgd ")]
-    return {words[0]: words for words in lines}
 
 
 def test_three_container_nodes_place_train_to_target_count_links_and_leave_nothing(deployed, tmp_path):
@@ -50,8 +40,7 @@ def test_three_container_nodes_place_train_to_target_count_links_and_leave_nothi
         return subprocess.run([sys.executable, "-m", "faasgd.cli", *map(str, args)], capture_output=True, text=True,
                               timeout=timeout, cwd=project, env=env)
 
-    lines = documented()
-    assert list(lines) == ["up", "status", "train", "down"]
+    lines = documented("faasgd up --backend docker --nodes")
     started = faasgd(*lines["up"], "--port", 0, "--wait", "--dir", directory)
     state = json.loads((directory / "state.json").read_text()) if (directory / "state.json").exists() else {}
     prefix = (state.get("nodes") or {}).get("prefix")
@@ -60,10 +49,7 @@ def test_three_container_nodes_place_train_to_target_count_links_and_leave_nothi
         shown = faasgd(*lines["status"], "--dir", directory)
         assert shown.returncode == 0, shown.stderr
         nodes = json.loads(shown.stdout)["nodes"]
-        assert [node["name"] for node in nodes] == ["node-1", "node-2", "node-3"]
-        assert len([node for node in nodes if node["replicas"]]) >= 2
-        assert {"redis", "memcached"} <= set(nodes[0]["stores"])
-        assert all(f"memcached-local/{node['name']}" in node["stores"] for node in nodes)
+        check_three_nodes(nodes)
         state = json.loads((directory / "state.json").read_text())
         for replica in state["replicas"]:  # each a container on its node's network
             found = docker_cli.inspect("container", replica["container"])

@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 import subprocess
 import sys
 
 import pytest
 
 from faasgd.local.nodes.links import names, remove_all
+from support.nodes_session import check_three_nodes, documented
 from support.paths import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.serial,
               pytest.mark.skipif(os.geteuid() != 0, reason="emulated nodes need root (namespaces, links, qdiscs)")]
 
 
-PAGE = ROOT / "docs" / "how-to" / "emulated-nodes.md"
 
 
 def faasgd(*args, timeout=300):
@@ -30,17 +28,9 @@ def faasgd(*args, timeout=300):
                           timeout=timeout, cwd=ROOT)
 
 
-def documented() -> dict[str, list[str]]:
-    """The page's first block, each `faasgd` line's words by its command."""
-    block = re.search(r"^```\n(.*?)^```", PAGE.read_text(), re.M | re.S).group(1)
-    lines = [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("faasgd ")]
-    return {words[0]: words for words in lines}
-
-
 def test_three_nodes_place_replicas_train_to_target_count_links_and_leave_nothing(tmp_path):
     directory = tmp_path / ".faasgd"
-    lines = documented()
-    assert list(lines) == ["up", "status", "train", "down"]
+    lines = documented("faasgd up --nodes")
     started = faasgd(*lines["up"], "--port", 0, "--wait", "--dir", directory)
     state = json.loads((directory / "state.json").read_text()) if (directory / "state.json").exists() else {}
     prefix = (state.get("nodes") or {}).get("prefix")
@@ -49,10 +39,7 @@ def test_three_nodes_place_replicas_train_to_target_count_links_and_leave_nothin
         shown = faasgd(*lines["status"], "--dir", directory)
         assert shown.returncode == 0, shown.stderr
         nodes = json.loads(shown.stdout)["nodes"]
-        assert [node["name"] for node in nodes] == ["node-1", "node-2", "node-3"]
-        assert len([node for node in nodes if node["replicas"]]) >= 2
-        assert {"redis", "memcached"} <= set(nodes[0]["stores"])  # the store node
-        assert all(f"memcached-local/{node['name']}" in node["stores"] for node in nodes)  # the DaemonSet
+        check_three_nodes(nodes)
         trains = [name for node in nodes for name in node["replicas"] if name.startswith("emnist-train")]
         assert len(trains) == 2 and set(trains) <= set(nodes[0]["replicas"])  # beside the store
 

@@ -36,7 +36,7 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from faasgd.local.nodes.links import ip, remove_all, require_root, run, tbf
+from faasgd.local.nodes.links import add_namespace, ip, rebuilt, remove_all, run, tbf
 from faasgd.local.nodes.network import Node, check_nodes, free_subnets, link_bytes, parse_rate
 from faasgd.local.replicas.containers import Network
 from faasgd.local.services import docker_cli
@@ -85,14 +85,8 @@ class DockerNodeNet:
         return cls(prefix, identity, gateway, nodes, rate_mbit)
 
     def create(self) -> None:
-        """The networks, the namespaces, the buckets and the rule; on any failure, everything removed again."""
-        require_root("emulated nodes (faasgd up --nodes)")
-        remove_docker_nodes(self.prefix)  # what a runtime killed by SIGKILL in this folder left
-        try:
-            self._create()
-        except BaseException:
-            remove_docker_nodes(self.prefix)
-            raise
+        """The networks, the namespaces, the buckets and the rules (links.rebuilt: NeedsRoot without root)."""
+        rebuilt(lambda: remove_docker_nodes(self.prefix), self._create)
 
     def _create(self) -> None:
         run(["iptables", "-w", "5", "-I", "DOCKER-USER", *accept_rule(self.prefix)])
@@ -103,13 +97,7 @@ class DockerNodeNet:
                               "--label", f"faasgd.runtime={self.identity}",
                               "-o", f"com.docker.network.bridge.name={node.bridge}",
                               "-o", "com.docker.network.bridge.enable_ip_masquerade=false", node.network)
-            ip("netns", "add", node.netns)
-            ip("link", "add", node.host_veth, "type", "veth", "peer", "name", node.ns_veth, "netns", node.netns)
-            ip("link", "set", node.host_veth, "master", node.bridge, "up")
-            inside = ["ip", "-n", node.netns]
-            run([*inside, "addr", "add", f"{node.address}/24", "dev", node.ns_veth])
-            run([*inside, "link", "set", node.ns_veth, "up"])
-            run([*inside, "link", "set", "lo", "up"])
+            inside = add_namespace(node.netns, node.host_veth, node.ns_veth, node.bridge, f"{node.address}/24")
             run([*inside, "route", "add", "default", "via", node.bridge_ip])
             if self.rate_mbit is not None:
                 self._shape(node)

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import time
+from typing import Callable
 
 from faasgd.errors import FaasgdError
 
@@ -48,6 +49,31 @@ def require_root(what: str = "shaped store nodes") -> None:
     for tool in ("ip", "tc"):
         if shutil.which(tool) is None:
             raise NeedsRoot(f"{what} need `{tool}` (apt-get install -y iproute2)")
+
+
+def rebuilt(remove: Callable[[], None], make: Callable[[], None]) -> None:
+    """Root checked, what a runtime killed in the same folder left removed, then `make`; on any failure, everything
+    removed again."""
+    require_root("emulated nodes (faasgd up --nodes)")
+    remove()
+    try:
+        make()
+    except BaseException:
+        remove()
+        raise
+
+
+def add_namespace(netns: str, host_veth: str, ns_veth: str, bridge: str, address: str) -> list[str]:
+    """The namespace `netns` on a port of `bridge` through the veth pair host_veth / ns_veth, `address` (CIDR) on its
+    end, both ends and its loopback up; `ip -n netns`, to go on inside it."""
+    ip("netns", "add", netns)
+    ip("link", "add", host_veth, "type", "veth", "peer", "name", ns_veth, "netns", netns)
+    ip("link", "set", host_veth, "master", bridge, "up")
+    inside = ["ip", "-n", netns]
+    run([*inside, "addr", "add", address, "dev", ns_veth])
+    run([*inside, "link", "set", ns_veth, "up"])
+    run([*inside, "link", "set", "lo", "up"])
+    return inside
 
 
 def ip(*args: str) -> None:

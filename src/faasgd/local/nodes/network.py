@@ -28,7 +28,7 @@ from pathlib import Path
 
 from faasgd.checks import whole_number
 from faasgd.errors import ConfigError
-from faasgd.local.nodes.links import forward_rule, ip, remove_all, require_root, run, tbf
+from faasgd.local.nodes.links import add_namespace, forward_rule, ip, rebuilt, remove_all, run, tbf
 
 MAX_NODES = 20
 RATE_UNITS = {"kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}  # tc's units, in Mbit/s (10^6 bit/s)
@@ -95,14 +95,8 @@ class NodeNet:
         return cls(prefix, f"{base}.1", nodes, rate_mbit)
 
     def create(self) -> None:
-        """The bridge, the namespaces, the links and their buckets; on any failure, everything removed again."""
-        require_root("emulated nodes (faasgd up --nodes)")
-        remove_all(self.prefix)  # what a runtime killed by SIGKILL in this folder left
-        try:
-            self._create()
-        except BaseException:
-            remove_all(self.prefix)
-            raise
+        """The bridge, the namespaces, the links and their buckets (links.rebuilt: NeedsRoot without root)."""
+        rebuilt(lambda: remove_all(self.prefix), self._create)
 
     def _create(self) -> None:
         bridge = f"{self.prefix}-br"
@@ -111,13 +105,7 @@ class NodeNet:
         ip("link", "set", bridge, "up")
         run(["iptables", "-I", "FORWARD", *forward_rule(bridge)])  # node to node, through the bridge
         for node in self.nodes:
-            ip("netns", "add", node.netns)
-            ip("link", "add", node.host_veth, "type", "veth", "peer", "name", node.ns_veth, "netns", node.netns)
-            ip("link", "set", node.host_veth, "master", bridge, "up")
-            inside = ["ip", "-n", node.netns]
-            run([*inside, "addr", "add", f"{node.address}/24", "dev", node.ns_veth])
-            run([*inside, "link", "set", node.ns_veth, "up"])
-            run([*inside, "link", "set", "lo", "up"])
+            add_namespace(node.netns, node.host_veth, node.ns_veth, bridge, f"{node.address}/24")
             if self.rate_mbit is not None:
                 for where, device in (([], node.host_veth), (["-n", node.netns], node.ns_veth)):
                     run(["tc", *where, "qdisc", "replace", "dev", device, "root", *tbf(self.rate_mbit)])
