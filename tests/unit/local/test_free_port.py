@@ -19,6 +19,19 @@ def test_a_free_port_is_outside_the_ephemeral_range_and_bindable():
             sock.bind(("127.0.0.1", port))
 
 
+class Picks:
+    """stores' random picks: the first range, then the ports `picks` gives, in turn."""
+
+    def __init__(self, picks):
+        self.picks = picks
+
+    def choice(self, ranges):
+        return ranges[0]
+
+    def randint(self, a, b):
+        return next(self.picks)
+
+
 def test_the_kernel_range_is_read_from_the_file(tmp_path, monkeypatch):
     (tmp_path / "range").write_text("40000\t50000\n")
     monkeypatch.setattr(stores, "EPHEMERAL_RANGE_FILE", str(tmp_path / "range"))
@@ -33,15 +46,7 @@ def test_a_port_in_use_is_not_handed_out(monkeypatch):
         taken.listen()
         second = stores.free_port()
         picks = iter([taken.getsockname()[1], second])
-
-        class Picks:
-            def choice(self, ranges):
-                return ranges[0]
-
-            def randint(self, a, b):
-                return next(picks)
-
-        monkeypatch.setattr(stores, "_random", Picks())
+        monkeypatch.setattr(stores, "_random", Picks(picks))
         assert stores.free_port() == second
 
 
@@ -61,15 +66,7 @@ def test_a_bound_socket_holds_its_port_and_a_port_taken_after_the_pick_costs_one
         taken.bind(("127.0.0.1", stores.free_port()))
         taken.listen()
         picks = iter([taken.getsockname()[1], stores.free_port()])
-
-        class Picks:
-            def choice(self, ranges):
-                return ranges[0]
-
-            def randint(self, a, b):
-                return next(picks)
-
-        monkeypatch.setattr(stores, "_random", Picks())
+        monkeypatch.setattr(stores, "_random", Picks(picks))
         held = stores.bound_socket()
         try:
             port = held.getsockname()[1]
