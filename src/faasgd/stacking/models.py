@@ -8,6 +8,7 @@ random_state is the job's seed. scikit-learn is imported inside the functions th
 
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -114,15 +115,30 @@ def build(model: ModelSpec, seed: int):
     return KNeighborsRegressor(weights="uniform", algorithm="brute", **model.params)
 
 
+_QUIET = threading.Lock()
+LIBLINEAR_MESSAGE = "Liblinear failed to converge"
+
+
+def quiet_liblinear(category: type[Warning]) -> None:
+    """LinearSVR at tol 1e-6, as vSwarm sets it, stops at its iteration limit: expected, not news.
+
+    The filter is the process's (warnings.catch_warnings swaps the module's global filter list, so trainers fitting
+    in threads, as the local runtime's replicas do, restored each other's and let the warning through). It is
+    added only when it is not first already, under a lock: filterwarnings removes and re-inserts its filter, and a
+    thread warning in between went through (1 run in 3 of the threaded test)."""
+    with _QUIET:
+        first = warnings.filters[0] if warnings.filters else None
+        if not (first and first[0] == "ignore" and first[2] is category and first[1] is not None
+                and first[1].pattern == LIBLINEAR_MESSAGE):
+            warnings.filterwarnings("ignore", message=LIBLINEAR_MESSAGE, category=category)
+
+
 def fit_base(model: ModelSpec, seed: int, cv_folds: int, x_train: np.ndarray, y_train: np.ndarray):
     """(fitted estimator, out-of-fold predictions on the training rows): what stacking fits its meta-model on."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import cross_val_predict
 
-    # LinearSVR at tol 1e-6, as vSwarm sets it, stops at its iteration limit: expected, not news. The filter is
-    # the process's (warnings.catch_warnings swaps the module's global filter list, so trainers fitting in
-    # threads, as the local runtime's replicas do, restored each other's and let the warning through)
-    warnings.filterwarnings("ignore", message="Liblinear failed to converge", category=ConvergenceWarning)
+    quiet_liblinear(ConvergenceWarning)
     out_of_fold = cross_val_predict(build(model, seed), x_train, y_train, cv=cv_folds)
     estimator = build(model, seed).fit(x_train, y_train)
     return estimator, out_of_fold.astype(np.float64)
